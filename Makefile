@@ -1,0 +1,105 @@
+# rdma-webhook: `make run` serves on 127.0.0.1:8443 with the shipped profiles;
+# `make test` runs the whole suite (unit, end-to-end over TLS, and both again
+# under ASan+UBSan). Both install missing Debian packages first (as root), or
+# say which to install.
+
+CC      ?= cc
+PKGS    := libmicrohttpd libcjson openssl
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
+BASE    := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -fstack-protector-strong -fPIE
+HARDEN  := -D_FORTIFY_SOURCE=2
+SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now -pthread
+
+SRCS    := $(filter-out webhook/main.c,$(wildcard webhook/*.c))
+HDRS    := $(wildcard webhook/*.h)
+UNIT_SRCS := $(wildcard test/unit/test_*.c)
+
+PROFILES ?= manifests/profiles.json
+DEV_CERTS := certs/dev
+LISTEN  ?= 127.0.0.1:8443
+METRICS_LISTEN ?= 127.0.0.1:9090
+
+GO_ENV  := GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOCACHE=$(CURDIR)/build/gocache
+
+.PHONY: all build build-asan deps deps-test certs run test unit unit-asan e2e e2e-asan \
+        validator format check-format clean
+
+all: build
+
+build: build/rdma-webhook
+build-asan: build-asan/rdma-webhook
+
+deps:
+	@.ci/deps build
+
+deps-test:
+	@.ci/deps test
+
+build/%.o: webhook/%.c $(HDRS) | build/
+	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+build-asan/%.o: webhook/%.c $(HDRS) | build-asan/
+	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -c $< -o $@
+
+build/rdma-webhook: $(patsubst webhook/%.c,build/%.o,$(SRCS) webhook/main.c)
+	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+
+build-asan/rdma-webhook: $(patsubst webhook/%.c,build-asan/%.o,$(SRCS) webhook/main.c)
+	$(CC) $(LDFLAGS_ALL) $(SAN) $^ $(PKG_LIBS) -o $@
+
+build/ build-asan/:
+	@mkdir -p $@
+
+# Unit tests link every module except main.c, plus cmocka.
+build/unit/%: test/unit/%.c $(patsubst webhook/%.c,build/%.o,$(SRCS)) | build/
+	@mkdir -p build/unit
+	$(CC) $(BASE) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
+
+build-asan/unit/%: test/unit/%.c $(patsubst webhook/%.c,build-asan/%.o,$(SRCS)) | build-asan/
+	@mkdir -p build-asan/unit
+	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
+
+$(DEV_CERTS)/tls.crt: | build/rdma-webhook
+	build/rdma-webhook gen-certs --out-dir $(DEV_CERTS)
+
+certs: $(DEV_CERTS)/tls.crt
+
+run: deps
+	@$(MAKE) --no-print-directory build certs
+	build/rdma-webhook serve --listen $(LISTEN) --metrics-listen $(METRICS_LISTEN) \
+	  --tls-cert-file $(DEV_CERTS)/tls.crt --tls-private-key-file $(DEV_CERTS)/tls.key \
+	  --profiles $(PROFILES)
+
+unit: $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRCS))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+unit-asan: $(patsubst test/unit/%.c,build-asan/unit/%,$(UNIT_SRCS))
+	@set -e; for t in $^; do echo "== $$t (asan)"; ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+validator: test/validate/node_modules/.package-lock.json
+
+test/validate/node_modules/.package-lock.json: test/validate/package.json test/validate/package-lock.json
+	cd test/validate && npm ci --no-audit --no-fund --loglevel=error
+
+e2e: build/rdma-webhook validator
+	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 .
+
+e2e-asan: build-asan/rdma-webhook validator
+	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \
+	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 .
+
+test: deps-test
+	@$(MAKE) --no-print-directory unit e2e unit-asan e2e-asan
+
+format:
+	clang-format -i webhook/*.c webhook/*.h test/unit/*.c
+
+check-format:
+	clang-format --dry-run --Werror webhook/*.c webhook/*.h
+
+clean:
+	rm -rf build build-asan

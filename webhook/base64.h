@@ -1,0 +1,13 @@
+/* base64: standard RFC 4648 encoding with padding and no line breaks, the form
+ * the apiserver expects in AdmissionResponse.patch. */
+#ifndef RDMA_WEBHOOK_BASE64_H
+#define RDMA_WEBHOOK_BASE64_H
+
+#include "dynbuf.h"
+
+#include <stddef.h>
+
+/* Appends the encoding of data to out; returns 0 or a dynbuf error. */
+int base64_append(struct dynbuf *out, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,779 @@
+#include "certs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#define DEFAULT_NAME "rdma-webhook"
+#define DEFAULT_DAYS 365
+#define MAX_DAYS 36500
+#define CA_CN "rdma-webhook-ca"
+#define SKEW_SECONDS (5 * 60)
+#define SERIAL_BITS 159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
+#define CN_MAX 64       /* ub-common-name */
+#define LABEL_MAX 63
+#define REGEN_HINT "regenerate both with 'rdma-webhook gen-certs'"
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
+/* Order of the renames too: each key lands before its certificate, so a
+ * watcher woken by the certificate's change finds the matching key. */
+enum { F_CA_KEY, F_CA_CRT, F_TLS_KEY, F_TLS_CRT, F_COUNT };
+
+struct gen_params {
+    const char *dir;
+    const char *service;
+    const char *ns;
+    int days;
+};
+
+struct staged {
+    char *path;
+    char *tmp;
+    int created; /* tmp exists on disk and must be renamed or unlinked */
+};
+
+/* Bounded text for log fields: always terminated, marked "..." when cut. */
+struct text {
+    char *p;
+    size_t cap;
+    size_t len;
+    int cut;
+};
+
+PRINTF_LIKE(3, 4)
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    /* The caller logs this as one line; a path may carry a newline. */
+    for (char *p = err; *p != '\0'; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+/* Also empties the queue, so the failure cannot resurface in later TLS code. */
+static const char *ssl_reason(char *buf, size_t len)
+{
+    unsigned long e = ERR_peek_last_error();
+    const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
+
+    if (r != NULL)
+        snprintf(buf, len, "%s", r);
+    else if (e != 0)
+        ERR_error_string_n(e, buf, len);
+    else
+        snprintf(buf, len, "unknown OpenSSL error");
+    ERR_clear_error();
+    return buf;
+}
+
+static void ssl_err(char *err, size_t errlen, const char *what)
+{
+    char reason[256];
+
+    set_err(err, errlen, "cannot %s (%s): check the OpenSSL installation and retry",
+            what, ssl_reason(reason, sizeof reason));
+}
+
+/* DNS-1123 label: the names become DNS names in the SANs and in the
+ * extension config string, where a ',' or ':' would change its meaning. */
+static int valid_label(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > LABEL_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && (c != '-' || i == 0 || i == n - 1))
+            return 0;
+    }
+    return 1;
+}
+
+static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p,
+                        char *err, size_t errlen)
+{
+    if (o == NULL || o->out_dir == NULL || o->out_dir[0] == '\0') {
+        set_err(err, errlen, "no output directory: pass --out-dir DIR");
+        return -1;
+    }
+    p->dir = o->out_dir;
+    p->service = o->service != NULL ? o->service : DEFAULT_NAME;
+    p->ns = o->namespace_ != NULL ? o->namespace_ : DEFAULT_NAME;
+    p->days = o->days != 0 ? o->days : DEFAULT_DAYS;
+    if (!valid_label(p->service) || !valid_label(p->ns)) {
+        set_err(err, errlen, "invalid service '%s' or namespace '%s': use lowercase "
+                "letters, digits and '-', at most 63 characters", p->service, p->ns);
+        return -1;
+    }
+    if (p->days < 1 || p->days > MAX_DAYS) {
+        set_err(err, errlen, "invalid --days %d: use a value from 1 to %d", p->days, MAX_DAYS);
+        return -1;
+    }
+    return 0;
+}
+
+static EVP_PKEY *make_key(char *err, size_t errlen)
+{
+    EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+
+    if (key == NULL)
+        ssl_err(err, errlen, "generate an ECDSA P-256 key");
+    return key;
+}
+
+static int set_random_serial(X509 *x)
+{
+    BIGNUM *bn = BN_new();
+    /* Top bit forced: exactly 159 bits, so never zero and never negative. */
+    int ok = bn != NULL && BN_rand(bn, SERIAL_BITS, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) &&
+             BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
+
+    BN_free(bn);
+    return ok;
+}
+
+static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
+{
+    X509_EXTENSION *ext = X509V3_EXT_nconf_nid(NULL, ctx, nid, value);
+    int ok = ext != NULL && X509_add_ext(x, ext, -1);
+
+    X509_EXTENSION_free(ext);
+    return ok;
+}
+
+/* What both certificates share; the caller adds issuer, extensions, signature. */
+static X509 *new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
+{
+    X509 *x = X509_new();
+    int ok = 0;
+
+    if (x == NULL)
+        goto out;
+    if (!X509_set_version(x, X509_VERSION_3) || !set_random_serial(x))
+        goto out;
+    /* Backdated so that a node whose clock runs behind accepts it at once. */
+    if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -SKEW_SECONDS, &now) == NULL ||
+        X509_time_adj_ex(X509_getm_notAfter(x), days, 0, &now) == NULL)
+        goto out;
+    if (!X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                    (const unsigned char *)cn, -1, -1, 0) ||
+        !X509_set_pubkey(x, key))
+        goto out;
+    ok = 1;
+out:
+    if (!ok) {
+        X509_free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+static X509 *make_ca(EVP_PKEY *key, int days, time_t now)
+{
+    X509V3_CTX ctx;
+    X509 *x = new_cert(key, CA_CN, days, now);
+    int ok = 0;
+
+    if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(x)))
+        goto out;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+    if (!add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
+        !add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
+        !add_ext(x, &ctx, NID_subject_key_identifier, "hash"))
+        goto out;
+    if (X509_sign(x, key, EVP_sha256()) <= 0)
+        goto out;
+    ok = 1;
+out:
+    if (!ok) {
+        X509_free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+/* Clients match the SANs; the CN is informational, but it is capped at 64
+ * characters and a too-long one would make generation fail. */
+static void leaf_cn(const struct gen_params *p, char *cn, size_t len)
+{
+    int n = snprintf(cn, len, "%s.%s.svc", p->service, p->ns);
+
+    if (n < 0 || (size_t)n > CN_MAX)
+        snprintf(cn, len, "%s", p->service);
+}
+
+static int leaf_sans(const struct gen_params *p, char *san, size_t len)
+{
+    const char *s = p->service, *ns = p->ns;
+    int n = snprintf(san, len,
+                     "DNS:%s,DNS:%s.%s,DNS:%s.%s.svc,DNS:%s.%s.svc.cluster.local,"
+                     "DNS:localhost,IP:127.0.0.1,IP:::1",
+                     s, s, ns, s, ns, s, ns);
+
+    return n >= 0 && (size_t)n < len;
+}
+
+static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
+                       const struct gen_params *p, time_t now)
+{
+    char cn[2 * LABEL_MAX + 8];
+    char san[8 * LABEL_MAX + 128];
+    X509V3_CTX ctx;
+    X509 *x = NULL;
+    int ok = 0;
+
+    leaf_cn(p, cn, sizeof cn);
+    if (!leaf_sans(p, san, sizeof san))
+        goto out;
+    x = new_cert(key, cn, p->days, now);
+    if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(ca)))
+        goto out;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, ca, x, NULL, NULL, 0);
+    if (!add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") ||
+        !add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature") ||
+        !add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") ||
+        !add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
+        !add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") ||
+        !add_ext(x, &ctx, NID_subject_alt_name, san))
+        goto out;
+    if (X509_sign(x, ca_key, EVP_sha256()) <= 0)
+        goto out;
+    ok = 1;
+out:
+    if (!ok) {
+        X509_free(x);
+        x = NULL;
+    }
+    return x;
+}
+
+static int mkdir_p(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    char *path = strdup(dir);
+    int ret = -1;
+
+    if (path == NULL) {
+        set_err(err, errlen, "out of memory creating %s: free memory and retry", dir);
+        goto out;
+    }
+    for (char *p = path + 1;; p++) {
+        char c = *p;
+        if (c != '/' && c != '\0')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+            set_err(err, errlen, "cannot create directory %s: %s: choose a writable --out-dir",
+                    path, strerror(errno));
+            goto out;
+        }
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    /* EEXIST also covers a regular file of that name. */
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        set_err(err, errlen, "%s is not a directory: choose another --out-dir", dir);
+        goto out;
+    }
+    ret = 0;
+out:
+    free(path);
+    return ret;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *s = malloc(n);
+
+    if (s != NULL)
+        snprintf(s, n, "%s/%s", dir, name);
+    return s;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* In memory first so the file is written with write(2) and can be fsync'd;
+ * keys go to a secure-memory BIO, which is wiped when freed. */
+static BIO *pem_of(X509 *cert, EVP_PKEY *key)
+{
+    BIO *b = BIO_new(cert != NULL ? BIO_s_mem() : BIO_s_secmem());
+    int ok = b != NULL &&
+             (cert != NULL ? PEM_write_bio_X509(b, cert)
+                           : PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL));
+
+    if (!ok) {
+        BIO_free(b);
+        b = NULL;
+    }
+    return b;
+}
+
+/* Always closes fd; on failure errno says why. */
+static int fill_and_close(int fd, mode_t mode, const char *data, size_t len)
+{
+    int rc = fchmod(fd, mode) == 0 && write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+    int saved = errno;
+
+    if (close(fd) != 0 && rc == 0)
+        return -1;
+    errno = saved;
+    return rc;
+}
+
+/* A temporary file in the target directory, so that rename() is atomic. */
+static int stage_file(const char *dir, const char *name, mode_t mode, BIO *pem,
+                      struct staged *s, char *err, size_t errlen)
+{
+    char tmpl[64];
+    char *data = NULL;
+    long len = BIO_get_mem_data(pem, &data);
+    int fd, ret = -1;
+
+    snprintf(tmpl, sizeof tmpl, ".%s.XXXXXX", name);
+    s->path = join_path(dir, name);
+    s->tmp = join_path(dir, tmpl);
+    if (s->path == NULL || s->tmp == NULL || len < 0) {
+        set_err(err, errlen, "out of memory writing %s: free memory and retry", name);
+        goto out;
+    }
+    if ((fd = mkstemp(s->tmp)) < 0) {
+        set_err(err, errlen, "cannot create a file in %s: %s: choose a writable --out-dir",
+                dir, strerror(errno));
+        goto out;
+    }
+    s->created = 1;
+    if (fill_and_close(fd, mode, data, (size_t)len) != 0) {
+        set_err(err, errlen, "cannot write %s: %s: check free space and permissions of %s",
+                s->tmp, strerror(errno), dir);
+        goto out;
+    }
+    ret = 0;
+out:
+    return ret;
+}
+
+static int stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls,
+                     EVP_PKEY *tls_key, struct staged *files, char *err, size_t errlen)
+{
+    const struct {
+        const char *name;
+        mode_t mode;
+        X509 *cert;
+        EVP_PKEY *key;
+    } spec[F_COUNT] = {
+        [F_CA_KEY] = {"ca.key", 0600, NULL, ca_key},
+        [F_CA_CRT] = {"ca.crt", 0644, ca, NULL},
+        [F_TLS_KEY] = {"tls.key", 0600, NULL, tls_key},
+        [F_TLS_CRT] = {"tls.crt", 0644, tls, NULL},
+    };
+
+    for (int i = 0; i < F_COUNT; i++) {
+        BIO *pem = pem_of(spec[i].cert, spec[i].key);
+        int rc;
+
+        if (pem == NULL) {
+            ssl_err(err, errlen, "encode the certificates as PEM");
+            return -1;
+        }
+        rc = stage_file(dir, spec[i].name, spec[i].mode, pem, &files[i], err, errlen);
+        BIO_free(pem);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The renames are durable only once the directory entry is on disk too. */
+static int fsync_dir(const char *dir, char *err, size_t errlen)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    int ret = -1;
+
+    if (fd < 0)
+        goto out;
+    /* EINVAL: file systems that cannot sync a directory; nothing more to do. */
+    if (fsync(fd) != 0 && errno != EINVAL)
+        goto out;
+    ret = 0;
+out:
+    if (ret != 0)
+        set_err(err, errlen, "cannot sync directory %s: %s: check the file system, then "
+                "rerun 'rdma-webhook gen-certs'", dir, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return ret;
+}
+
+static int commit_all(const char *dir, struct staged *files, char *err, size_t errlen)
+{
+    for (int i = 0; i < F_COUNT; i++) {
+        if (rename(files[i].tmp, files[i].path) != 0) {
+            set_err(err, errlen, "cannot replace %s: %s: check permissions of %s, then "
+                    "rerun 'rdma-webhook gen-certs'", files[i].path, strerror(errno), dir);
+            return -1;
+        }
+        files[i].created = 0;
+    }
+    return fsync_dir(dir, err, errlen);
+}
+
+static void unstage_all(struct staged *files)
+{
+    for (int i = 0; i < F_COUNT; i++) {
+        if (files[i].created)
+            unlink(files[i].tmp);
+        free(files[i].tmp);
+        free(files[i].path);
+    }
+}
+
+int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
+{
+    struct gen_params p;
+    struct staged files[F_COUNT];
+    EVP_PKEY *ca_key = NULL, *tls_key = NULL;
+    X509 *ca = NULL, *tls = NULL;
+    time_t now = time(NULL);
+    int ret = -1;
+
+    memset(files, 0, sizeof files);
+    if (resolve_opts(o, &p, err, errlen) != 0)
+        goto out;
+    if ((ca_key = make_key(err, errlen)) == NULL || (tls_key = make_key(err, errlen)) == NULL)
+        goto out;
+    if ((ca = make_ca(ca_key, p.days, now)) == NULL ||
+        (tls = make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
+        ssl_err(err, errlen, "build the certificates");
+        goto out;
+    }
+    if (mkdir_p(p.dir, err, errlen) != 0 ||
+        stage_all(p.dir, ca, ca_key, tls, tls_key, files, err, errlen) != 0 ||
+        commit_all(p.dir, files, err, errlen) != 0)
+        goto out;
+    ret = 0;
+out:
+    unstage_all(files);
+    X509_free(tls);
+    X509_free(ca);
+    EVP_PKEY_free(tls_key);
+    EVP_PKEY_free(ca_key);
+    ERR_clear_error();
+    return ret;
+}
+
+static X509 *read_cert(const char *path, char *err, size_t errlen)
+{
+    char reason[256];
+    FILE *f = fopen(path, "r");
+    X509 *x = NULL;
+
+    if (f == NULL) {
+        set_err(err, errlen, "cannot read %s: %s: fix the path or create it with "
+                "'rdma-webhook gen-certs'", path, strerror(errno));
+        goto out;
+    }
+    x = PEM_read_X509(f, NULL, NULL, NULL);
+    if (x == NULL)
+        set_err(err, errlen, "%s holds no PEM certificate (%s): point to a PEM file such as "
+                "tls.crt, not a key or DER file", path, ssl_reason(reason, sizeof reason));
+out:
+    if (f != NULL)
+        fclose(f);
+    return x;
+}
+
+/* A server must never stop to prompt for a passphrase on a terminal. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return -1;
+}
+
+static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
+{
+    char reason[256];
+    FILE *f = fopen(path, "r");
+    EVP_PKEY *key = NULL;
+
+    if (f == NULL) {
+        set_err(err, errlen, "cannot read %s: %s: fix the path or create it with "
+                "'rdma-webhook gen-certs'", path, strerror(errno));
+        goto out;
+    }
+    key = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
+    if (key == NULL)
+        set_err(err, errlen, "%s holds no usable private key (%s): it must be an unencrypted "
+                "PEM key such as tls.key", path, ssl_reason(reason, sizeof reason));
+out:
+    if (f != NULL)
+        fclose(f);
+    return key;
+}
+
+static void time_str(const ASN1_TIME *t, char *buf, size_t len)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    char *data = NULL;
+    long n = 0;
+
+    snprintf(buf, len, "an unreadable date");
+    if (b != NULL && ASN1_TIME_print_ex(b, t, ASN1_DTFLGS_ISO8601) == 1)
+        n = BIO_get_mem_data(b, &data);
+    if (n > 0)
+        snprintf(buf, len, "%.*s", (int)n, data);
+    BIO_free(b);
+}
+
+static int check_validity(const X509 *x, const char *path, char *err, size_t errlen)
+{
+    const ASN1_TIME *nb = X509_get0_notBefore(x), *na = X509_get0_notAfter(x);
+    char when[64];
+
+    /* X509_cmp_current_time: -1 earlier than now, 1 later, 0 unparsable. */
+    if (X509_cmp_current_time(nb) != -1) {
+        time_str(nb, when, sizeof when);
+        set_err(err, errlen, "%s is not valid before %s: check this node's clock or reissue it",
+                path, when);
+        return -1;
+    }
+    if (X509_cmp_current_time(na) != 1) {
+        time_str(na, when, sizeof when);
+        set_err(err, errlen, "%s expired at %s: renew it with 'rdma-webhook gen-certs' or "
+                "cert-manager", path, when);
+        return -1;
+    }
+    return 0;
+}
+
+int certs_check_pair(const char *cert_path, const char *key_path, char *err, size_t errlen)
+{
+    X509 *x = NULL;
+    EVP_PKEY *key = NULL;
+    int ret = -1;
+
+    if (cert_path == NULL || key_path == NULL) {
+        set_err(err, errlen, "no certificate or key file: pass --tls-cert-file and "
+                "--tls-private-key-file");
+        goto out;
+    }
+    if ((x = read_cert(cert_path, err, errlen)) == NULL ||
+        (key = read_key(key_path, err, errlen)) == NULL)
+        goto out;
+    if (X509_check_private_key(x, key) != 1) {
+        set_err(err, errlen, "%s does not match %s: " REGEN_HINT, key_path, cert_path);
+        goto out;
+    }
+    if (check_validity(x, cert_path, err, errlen) != 0)
+        goto out;
+    ret = 0;
+out:
+    EVP_PKEY_free(key);
+    X509_free(x);
+    ERR_clear_error();
+    return ret;
+}
+
+static void text_init(struct text *t, char *p, size_t cap)
+{
+    t->p = p;
+    t->cap = cap;
+    t->len = 0;
+    t->cut = 0;
+    p[0] = '\0';
+}
+
+/* Non-printables become '?' because these fields end up in log lines. */
+static void text_add(struct text *t, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && !t->cut; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (t->len + 1 >= t->cap) {
+            t->cut = 1;
+            if (t->cap >= 4)
+                memcpy(t->p + t->cap - 4, "...", 3);
+            break;
+        }
+        t->p[t->len++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    t->p[t->len] = '\0';
+}
+
+static void text_str(struct text *t, const char *s)
+{
+    text_add(t, s, strlen(s));
+}
+
+static void text_asn1(struct text *t, const ASN1_STRING *s)
+{
+    text_add(t, (const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s));
+}
+
+/* Byte-wise like i2a_ASN1_INTEGER, so it equals `openssl x509 -serial`. */
+static void format_serial(const ASN1_INTEGER *serial, struct text *t)
+{
+    const unsigned char *d = ASN1_STRING_get0_data(serial);
+    int n = ASN1_STRING_length(serial);
+    char hex[3];
+
+    if (ASN1_STRING_type(serial) == V_ASN1_NEG_INTEGER)
+        text_str(t, "-");
+    if (n == 0)
+        text_str(t, "00");
+    for (int i = 0; i < n; i++) {
+        snprintf(hex, sizeof hex, "%02X", d[i]);
+        text_str(t, hex);
+    }
+}
+
+static int format_subject(const X509_NAME *name, struct text *t)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    char *data = NULL;
+    long len = 0;
+    int ok = b != NULL && X509_NAME_print_ex(b, name, 0, XN_FLAG_RFC2253) >= 0 &&
+             (len = BIO_get_mem_data(b, &data)) >= 0;
+
+    if (ok)
+        text_add(t, data, (size_t)len);
+    BIO_free(b);
+    return ok;
+}
+
+static void format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
+{
+    char buf[64];
+    int len = ASN1_STRING_length(ip);
+    int af = len == 4 ? AF_INET : len == 16 ? AF_INET6 : -1;
+
+    if (af != -1 && inet_ntop(af, ASN1_STRING_get0_data(ip), buf, sizeof buf) != NULL)
+        text_str(t, buf);
+    else
+        text_str(t, "?");
+}
+
+static void format_sans(const X509 *x, struct text *t)
+{
+    GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+        const GENERAL_NAME *gn = sk_GENERAL_NAME_value(names, i);
+        if (i > 0)
+            text_str(t, ", ");
+        if (gn->type == GEN_DNS) {
+            text_str(t, "DNS:");
+            text_asn1(t, gn->d.dNSName);
+        } else if (gn->type == GEN_IPADD) {
+            text_str(t, "IP:");
+            format_ip(gn->d.iPAddress, t);
+        } else if (gn->type == GEN_URI) {
+            text_str(t, "URI:");
+            text_asn1(t, gn->d.uniformResourceIdentifier);
+        } else if (gn->type == GEN_EMAIL) {
+            text_str(t, "email:");
+            text_asn1(t, gn->d.rfc822Name);
+        } else {
+            text_str(t, "other:?");
+        }
+    }
+    GENERAL_NAMES_free(names);
+}
+
+/* ASN1_TIME_diff against the epoch: timegm() is not POSIX. */
+static int unix_time(const ASN1_TIME *t, long long *secs_out)
+{
+    ASN1_TIME *epoch = ASN1_TIME_set(NULL, 0);
+    int days = 0, secs = 0;
+    int ok = epoch != NULL && ASN1_TIME_diff(&days, &secs, epoch, t);
+
+    if (ok)
+        *secs_out = (long long)days * 86400 + secs;
+    ASN1_TIME_free(epoch);
+    return ok;
+}
+
+int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err, size_t errlen)
+{
+    struct text t;
+    X509 *x = NULL;
+    int ret = -1;
+
+    if (info != NULL)
+        memset(info, 0, sizeof *info);
+    if (cert_path == NULL || info == NULL) {
+        set_err(err, errlen, "no certificate file to inspect: pass --tls-cert-file");
+        goto out;
+    }
+    if ((x = read_cert(cert_path, err, errlen)) == NULL)
+        goto out;
+    if (!unix_time(X509_get0_notAfter(x), &info->not_after)) {
+        set_err(err, errlen, "%s has an unreadable expiry date: " REGEN_HINT, cert_path);
+        goto out;
+    }
+    text_init(&t, info->subject, sizeof info->subject);
+    if (!format_subject(X509_get_subject_name(x), &t)) {
+        ssl_err(err, errlen, "print the certificate subject");
+        goto out;
+    }
+    text_init(&t, info->serial_hex, sizeof info->serial_hex);
+    format_serial(X509_get0_serialNumber(x), &t);
+    text_init(&t, info->sans, sizeof info->sans);
+    format_sans(x, &t);
+    ret = 0;
+out:
+    if (ret != 0 && info != NULL)
+        memset(info, 0, sizeof *info);
+    X509_free(x);
+    ERR_clear_error();
+    return ret;
+}

@@ -1,0 +1,85 @@
+#include "jsonw.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void jsonw_init(struct jsonw *w, struct dynbuf *out)
+{
+    w->out = out;
+    w->err = 0;
+}
+
+void jsonw_rawn(struct jsonw *w, const char *s, size_t n)
+{
+    if (!w->err)
+        w->err = dynbuf_add(w->out, s, n);
+}
+
+void jsonw_raw(struct jsonw *w, const char *s)
+{
+    jsonw_rawn(w, s, strlen(s));
+}
+
+/* The two-character escapes JSON defines; other control bytes become \u00XX. */
+static const char *jsonw_short_escape(unsigned char c)
+{
+    switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return NULL;
+    }
+}
+
+void jsonw_strn(struct jsonw *w, const char *s, size_t n)
+{
+    size_t i, run = 0;
+    char hex[8];
+
+    jsonw_rawn(w, "\"", 1);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = jsonw_short_escape(c);
+
+        if (!esc && c >= 0x20)
+            continue;
+        jsonw_rawn(w, s + run, i - run);
+        run = i + 1;
+        if (esc) {
+            jsonw_raw(w, esc);
+        } else {
+            snprintf(hex, sizeof(hex), "\\u%04x", c);
+            jsonw_raw(w, hex);
+        }
+    }
+    jsonw_rawn(w, s + run, n - run);
+    jsonw_rawn(w, "\"", 1);
+}
+
+void jsonw_str(struct jsonw *w, const char *s)
+{
+    jsonw_strn(w, s, strlen(s));
+}
+
+void jsonw_key(struct jsonw *w, const char *k)
+{
+    jsonw_str(w, k);
+    jsonw_rawn(w, ":", 1);
+}
+
+void jsonw_int(struct jsonw *w, long long v)
+{
+    char num[24];
+    int n = snprintf(num, sizeof(num), "%lld", v);
+
+    jsonw_rawn(w, num, (size_t)n);
+}
+
+void jsonw_bool(struct jsonw *w, int v)
+{
+    jsonw_raw(w, v ? "true" : "false");
+}

@@ -1,0 +1,35 @@
+/* jsonw: writes JSON text into a dynbuf.
+ *
+ * Building responses and patches as text avoids a tree of small allocations
+ * per request. The writer keeps the first error (a dynbuf error code) and
+ * ignores every later call, so a caller writes a whole document and checks
+ * jsonw_error() once at the end. Punctuation between members is the caller's:
+ * jsonw_key() and jsonw_str() do not add commas.
+ */
+#ifndef RDMA_WEBHOOK_JSONW_H
+#define RDMA_WEBHOOK_JSONW_H
+
+#include "dynbuf.h"
+
+#include <stddef.h>
+
+struct jsonw {
+    struct dynbuf *out;
+    int err;
+};
+
+void jsonw_init(struct jsonw *w, struct dynbuf *out);
+static inline int jsonw_error(const struct jsonw *w) { return w->err; }
+
+/* Raw text, copied as is (punctuation, or JSON already serialized). */
+void jsonw_raw(struct jsonw *w, const char *s);
+void jsonw_rawn(struct jsonw *w, const char *s, size_t n);
+/* A quoted string with every character JSON requires escaped. */
+void jsonw_str(struct jsonw *w, const char *s);
+void jsonw_strn(struct jsonw *w, const char *s, size_t n);
+/* "key": */
+void jsonw_key(struct jsonw *w, const char *k);
+void jsonw_int(struct jsonw *w, long long v);
+void jsonw_bool(struct jsonw *w, int v);
+
+#endif

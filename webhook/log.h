@@ -1,0 +1,51 @@
+/* log: one JSON object per line on a file descriptor (stderr in practice).
+ *
+ * A line is built field by field and written with a single write(2), so lines
+ * from different threads never interleave. Lines are capped at LOG_LINE_MAX
+ * bytes: a longer value is cut and the line gets "truncated": true, because a
+ * log line must never grow with what a client sent. The logger is a value
+ * owned by whoever configures it (the server context, a CLI command); there is
+ * no global logger.
+ *
+ *   struct log_line l;
+ *   log_begin(&l, lg, LOG_INFO, "admission");
+ *   log_str(&l, "uid", uid);
+ *   log_int(&l, "us", 120);
+ *   log_end(&l);
+ */
+#ifndef RDMA_WEBHOOK_LOG_H
+#define RDMA_WEBHOOK_LOG_H
+
+#include <stddef.h>
+
+#define LOG_LINE_MAX 4096
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+struct logger {
+    int fd;
+    enum log_level min;
+};
+
+struct log_line {
+    char buf[LOG_LINE_MAX];
+    size_t len;
+    int truncated;
+    int active; /* 0 when the level is filtered out: every call is a no-op */
+    const struct logger *lg;
+};
+
+/* Parses "debug", "info", "warn" or "error"; -1 for anything else. */
+int log_level_parse(const char *s, enum log_level *out);
+
+void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl,
+               const char *msg);
+void log_str(struct log_line *l, const char *key, const char *val);
+void log_int(struct log_line *l, const char *key, long long val);
+void log_end(struct log_line *l);
+
+/* A line with just a message and one string field, for the common case. */
+void log_msg(const struct logger *lg, enum log_level lvl, const char *msg,
+             const char *key, const char *val);
+
+#endif

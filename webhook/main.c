@@ -1,0 +1,77 @@
+/* rdma-webhook: a Kubernetes mutating admission webhook that makes
+ * distributed-training pods RDMA-ready for NCCL. This file only dispatches to
+ * the subcommands. */
+#include "cmd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef RDMA_WEBHOOK_VERSION
+#define RDMA_WEBHOOK_VERSION "0.1.0-dev"
+#endif
+
+static void main_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: rdma-webhook COMMAND [flags]\n"
+            "\n"
+            "Makes Kubeflow PyTorchJob pods RDMA-ready for NCCL at admission.\n"
+            "\n"
+            "Commands:\n"
+            "  serve            serve the admission webhook over HTTPS\n"
+            "  mutate           run the mutation offline on a review, Pod or PyTorchJob\n"
+            "  check-profiles   validate a profiles file\n"
+            "  gen-certs        make a CA and a serving certificate (ECDSA P-256)\n"
+            "\n"
+            "  --help           show this help; COMMAND --help shows a command's flags\n"
+            "  --version        print the version\n");
+}
+
+int cmd_parse_uint(const char *flag, const char *s, unsigned long long min,
+                   unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
+        fprintf(stderr, "rdma-webhook: --%s takes a whole number from %llu to %llu, not \"%s\"\n",
+                flag, min, max, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } cmds[] = {{"serve", cmd_serve},
+                {"mutate", cmd_mutate},
+                {"check-profiles", cmd_check_profiles},
+                {"gen-certs", cmd_gen_certs}};
+
+    if (argc < 2) {
+        main_usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        main_usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("rdma-webhook %s\n", RDMA_WEBHOOK_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (strcmp(argv[1], cmds[i].name) == 0)
+            return cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "rdma-webhook: unknown command \"%s\"; run 'rdma-webhook --help'\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,723 @@
+#include "mutate.h"
+
+#include "nccl.h"
+#include "podjson.h"
+#include "profiles.h"
+#include "target.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MUTATE_SHM_VOLUME "rdma-webhook-shm"
+#define MUTATE_ENV_MAX (2 * PROFILES_MAX_ENV)
+/* envFrom sources past this many are still honoured, just not warned about. */
+#define MUTATE_ENVFROM_WARN_MAX 64
+
+struct mctx {
+    const struct mutate_input *in;
+    const struct profiles *ps;
+    const struct profile *p;
+    const struct mutate_hooks *hooks;
+    struct mutate_result *res;
+    struct podjson r;
+    const cJSON *metadata;
+    const cJSON *spec;
+    int host_network;
+    char shm_volume[64]; /* "" until the volume is added */
+    /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
+    struct profiles_kv env[MUTATE_ENV_MAX];
+    size_t n_env;
+};
+
+void mutate_result_init(struct mutate_result *res, size_t patch_cap)
+{
+    memset(res, 0, sizeof(*res));
+    res->rule = SELECT_NONE;
+    patch_init(&res->patch, patch_cap);
+}
+
+void mutate_result_free(struct mutate_result *res)
+{
+    patch_free(&res->patch);
+}
+
+/* Keeps the first MUTATE_WARNING_MAX-1 bytes, cut on a UTF-8 boundary. */
+__attribute__((format(printf, 2, 3))) static void mutate_warn(struct mctx *m, const char *fmt,
+                                                              ...)
+{
+    struct mutate_warnings *w = &m->res->warnings;
+    char buf[512];
+    size_t n;
+    va_list ap;
+    int len = snprintf(buf, sizeof(buf), "rdma-webhook: ");
+
+    va_start(ap, fmt);
+    vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
+    va_end(ap);
+    n = strlen(buf);
+    if (n >= MUTATE_WARNING_MAX) {
+        n = MUTATE_WARNING_MAX - 4;
+        while (n > 0 && ((unsigned char)buf[n] & 0xc0) == 0x80)
+            n--;
+        memcpy(buf + n, "...", 4);
+    }
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->text[i], buf) == 0)
+            return;
+    if (w->n < MUTATE_MAX_WARNINGS)
+        memcpy(w->text[w->n++], buf, strlen(buf) + 1);
+}
+
+/* A user value as quoted in a warning: at most outlen-4 bytes, cut on a UTF-8
+ * boundary. */
+static const char *mutate_short(const char *s, char *out, size_t outlen)
+{
+    size_t n = strlen(s);
+
+    if (n < outlen) {
+        memcpy(out, s, n + 1);
+        return out;
+    }
+    n = outlen - 4;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    memcpy(out, s, n);
+    memcpy(out + n, "...", 4);
+    return out;
+}
+
+/* out = prefix + a + b (b may be NULL); a path that does not fit fails the
+ * pod rather than patching the wrong place. out may be prefix. */
+static void mutate_join(struct mctx *m, char *out, const char *prefix, const char *a,
+                        const char *b)
+{
+    size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
+
+    if (pl + al + bl >= PATCH_PATH_MAX) {
+        if (!podjson_failed(&m->r))
+            snprintf(m->r.bad_field, sizeof(m->r.bad_field), "a JSON Pointer is too long");
+        out[0] = '\0';
+        return;
+    }
+    memmove(out, prefix, pl);
+    memcpy(out + pl, a, al);
+    if (b)
+        memcpy(out + pl + al, b, bl);
+    out[pl + al + bl] = '\0';
+}
+
+static const char *mutate_name(struct mctx *m, const cJSON *container)
+{
+    const char *name = podjson_str(&m->r, container, "name");
+
+    return name ? name : "?";
+}
+
+static int mutate_path(struct mctx *m, char *out, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Builds base + formatted suffix; a path that does not fit fails the pod. */
+static int mutate_path(struct mctx *m, char *out, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(out, PATCH_PATH_MAX, "%s", m->in->base);
+
+    va_start(ap, fmt);
+    n += vsnprintf(out + n, PATCH_PATH_MAX - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (n >= PATCH_PATH_MAX && !podjson_failed(&m->r))
+        snprintf(m->r.bad_field, sizeof(m->r.bad_field), "a JSON Pointer is too long");
+    return n < PATCH_PATH_MAX ? 0 : -1;
+}
+
+/* hostNetwork pods see the node's interfaces, where eth0 may be the wrong
+ * NIC: there the profile's hostNetworkEnv replaces values, and without an
+ * override NCCL_SOCKET_IFNAME is better left to NCCL than guessed. */
+static void mutate_effective_env(struct mctx *m)
+{
+    const struct profiles_kvs *env = &m->p->env, *hn = &m->p->host_network_env;
+    int dropped_ifname = 0;
+
+    m->n_env = 0;
+    for (size_t i = 0; i < env->n; i++) {
+        const char *over = m->host_network ? profiles_kv_get(hn, env->v[i].name) : NULL;
+
+        if (m->host_network && !over && strcmp(env->v[i].name, "NCCL_SOCKET_IFNAME") == 0) {
+            dropped_ifname = 1;
+            continue;
+        }
+        m->env[m->n_env].name = env->v[i].name;
+        m->env[m->n_env++].value = over ? over : env->v[i].value;
+    }
+    for (size_t i = 0; m->host_network && i < hn->n; i++)
+        if (!profiles_kv_get(env, hn->v[i].name))
+            m->env[m->n_env++] = hn->v[i];
+    if (dropped_ifname)
+        mutate_warn(m, "hostNetwork pod: NCCL_SOCKET_IFNAME not set (profile has no "
+                       "hostNetworkEnv); set it to the node's NIC");
+}
+
+/* Warns about NCCL values the user wrote that NCCL will read differently. */
+static void mutate_check_user_env(struct mctx *m, const cJSON *env, const char *cname)
+{
+    const cJSON *e;
+    char msg[200];
+
+    cJSON_ArrayForEach(e, env) {
+        const char *name = podjson_str(&m->r, e, "name");
+        const char *value = podjson_str(&m->r, e, "value");
+
+        if (name && value && nccl_is_nccl_var(name) &&
+            nccl_check(name, value, msg, sizeof(msg)) != NCCL_VALUE_OK)
+            mutate_warn(m, "container \"%s\": %s", cname, msg);
+    }
+}
+
+/* 1 when the container's env already declares name; the user's value wins. */
+static int mutate_env_declared(struct mctx *m, const cJSON *env, const struct profiles_kv *kv,
+                               const char *cname)
+{
+    const cJSON *e;
+    char shown[24], shown_p[24];
+
+    cJSON_ArrayForEach(e, env) {
+        const char *name = podjson_str(&m->r, e, "name");
+        const char *value;
+
+        if (!name || strcmp(name, kv->name) != 0)
+            continue;
+        value = podjson_str(&m->r, e, "value");
+        if (!value && podjson_obj(&m->r, e, "valueFrom"))
+            mutate_warn(m, "container \"%s\": your %s (valueFrom) overrides the profile's %s",
+                        cname, kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
+        else if (strcmp(value ? value : "", kv->value) != 0)
+            mutate_warn(m, "container \"%s\": your %s=%s overrides the profile's %s", cname,
+                        kv->name, mutate_short(value ? value : "", shown, sizeof(shown)),
+                        mutate_short(kv->value, shown_p, sizeof(shown_p)));
+        return 1;
+    }
+    return 0;
+}
+
+/* The key an envFrom source would give variable name, or NULL when its
+ * prefix rules it out. */
+static const char *mutate_envfrom_key(struct mctx *m, const cJSON *src, const char *name)
+{
+    const char *prefix = podjson_str(&m->r, src, "prefix");
+    size_t n = prefix ? strlen(prefix) : 0;
+
+    if (n && strncmp(name, prefix, n) != 0)
+        return NULL;
+    return name + n;
+}
+
+/* 1 when an envFrom ConfigMap of the container is known to declare name. An
+ * unreadable source (every Secret, and ConfigMaps while the lookup is not
+ * available) declares nothing but earns one warning, since the profile's
+ * value, being in env, would silently win over it. */
+static int mutate_envfrom_declares(struct mctx *m, const cJSON *container, const char *name,
+                                   const char *cname, unsigned long long *warned)
+{
+    const cJSON *src;
+    size_t i = 0;
+    char shown[48];
+
+    cJSON_ArrayForEach(src, podjson_arr(&m->r, container, "envFrom")) {
+        const cJSON *cm = podjson_obj(&m->r, src, "configMapRef");
+        const cJSON *sec = podjson_obj(&m->r, src, "secretRef");
+        const cJSON *ref = cm ? cm : sec;
+        const char *key = mutate_envfrom_key(m, src, name);
+        const char *ref_name = podjson_str(&m->r, ref, "name");
+        enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
+        unsigned long long bit = i < MUTATE_ENVFROM_WARN_MAX ? 1ull << i : 0;
+
+        i++;
+        if (!ref || !key)
+            continue;
+        if (cm && m->hooks && m->hooks->configmap_has_key && ref_name)
+            answer = m->hooks->configmap_has_key(m->hooks->ctx, m->in->namespace_, ref_name,
+                                                 key, podjson_bool(&m->r, cm, "optional"));
+        if (answer == MUTATE_ENVFROM_HAS)
+            return 1;
+        if (answer == MUTATE_ENVFROM_UNKNOWN && !(*warned & bit)) {
+            *warned |= bit;
+            mutate_warn(m, "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys "
+                           "lose to the profile's", cname, cm ? "ConfigMap" : "Secret",
+                        mutate_short(ref_name ? ref_name : "?", shown, sizeof(shown)));
+        }
+    }
+    return 0;
+}
+
+static void mutate_env_entry(struct mctx *m, const struct profiles_kv *kv)
+{
+    jsonw_raw(&m->res->patch.w, "{\"name\":");
+    jsonw_str(&m->res->patch.w, kv->name);
+    jsonw_raw(&m->res->patch.w, ",\"value\":");
+    jsonw_str(&m->res->patch.w, kv->value);
+    jsonw_raw(&m->res->patch.w, "}");
+}
+
+/* Appends the profile's variables the container does not declare. */
+static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const char *cname)
+{
+    const cJSON *env = podjson_arr(&m->r, c, "env");
+    const struct profiles_kv *adds[MUTATE_ENV_MAX];
+    unsigned long long warned = 0;
+    size_t n = 0;
+    char path[PATCH_PATH_MAX];
+
+    mutate_check_user_env(m, env, cname);
+    for (size_t i = 0; i < m->n_env; i++) {
+        if (!mutate_env_declared(m, env, &m->env[i], cname) &&
+            !mutate_envfrom_declares(m, c, m->env[i].name, cname, &warned))
+            adds[n++] = &m->env[i];
+    }
+    if (n == 0)
+        return;
+    if (!env) {
+        mutate_join(m, path, cpath, "/env", NULL);
+        patch_op_begin(&m->res->patch, "add", path);
+        for (size_t i = 0; i < n; i++) {
+            jsonw_raw(&m->res->patch.w, i ? "," : "[");
+            mutate_env_entry(m, adds[i]);
+        }
+        jsonw_raw(&m->res->patch.w, "]");
+        patch_op_end(&m->res->patch);
+        return;
+    }
+    mutate_join(m, path, cpath, "/env/-", NULL);
+    for (size_t i = 0; i < n; i++) {
+        patch_op_begin(&m->res->patch, "add", path);
+        mutate_env_entry(m, adds[i]);
+        patch_op_end(&m->res->patch);
+    }
+}
+
+static int mutate_has_string(const cJSON *arr, const char *a, const char *b)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsString(it) &&
+            (strcmp(it->valuestring, a) == 0 || (b && strcmp(it->valuestring, b) == 0)))
+            return 1;
+    }
+    return 0;
+}
+
+/* runAsNonRoot or a non-zero runAsUser, the container's setting over the pod's. */
+static int mutate_runs_as_non_root(struct mctx *m, const cJSON *sc)
+{
+    const cJSON *psc = podjson_obj(&m->r, m->spec, "securityContext");
+    long long uid;
+
+    if (podjson_int(&m->r, sc, "runAsUser", &uid) || podjson_int(&m->r, psc, "runAsUser", &uid))
+        return uid != 0;
+    if (cJSON_GetObjectItemCaseSensitive(sc, "runAsNonRoot"))
+        return podjson_bool(&m->r, sc, "runAsNonRoot");
+    return podjson_bool(&m->r, psc, "runAsNonRoot");
+}
+
+/* Adds IPC_LOCK, creating securityContext, capabilities and add as needed,
+ * since an "add" under a missing parent fails in the apiserver. */
+static void mutate_ipc_lock(struct mctx *m, const cJSON *c, const char *cpath, const char *cname)
+{
+    const cJSON *sc = podjson_obj(&m->r, c, "securityContext");
+    const cJSON *caps = podjson_obj(&m->r, sc, "capabilities");
+    const cJSON *add = podjson_arr(&m->r, caps, "add");
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+
+    if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged"))
+        return;
+    if (mutate_runs_as_non_root(m, sc))
+        mutate_warn(m, "container \"%s\" runs as non-root: IPC_LOCK has no effect there; "
+                       "raise ulimit -l instead", cname);
+    if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK"))
+        return;
+    if (!sc) {
+        mutate_join(m, path, cpath, "/securityContext", NULL);
+        patch_op_begin(p, "add", path);
+        jsonw_raw(&p->w, "{\"capabilities\":{\"add\":[\"IPC_LOCK\"]}}");
+    } else if (!caps) {
+        mutate_join(m, path, cpath, "/securityContext/capabilities", NULL);
+        patch_op_begin(p, "add", path);
+        jsonw_raw(&p->w, "{\"add\":[\"IPC_LOCK\"]}");
+    } else if (!add) {
+        mutate_join(m, path, cpath, "/securityContext/capabilities/add", NULL);
+        patch_op_begin(p, "add", path);
+        jsonw_raw(&p->w, "[\"IPC_LOCK\"]");
+    } else {
+        mutate_join(m, path, cpath, "/securityContext/capabilities/add/-", NULL);
+        patch_op_begin(p, "add", path);
+        jsonw_str(&p->w, "IPC_LOCK");
+    }
+    patch_op_end(p);
+}
+
+static int mutate_volume_exists(struct mctx *m, const char *name)
+{
+    const cJSON *v;
+
+    cJSON_ArrayForEach(v, podjson_arr(&m->r, m->spec, "volumes")) {
+        const char *n = podjson_str(&m->r, v, "name");
+
+        if (n && strcmp(n, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Adds the pod's memory-backed volume once, under a name no volume has. */
+static void mutate_shm_volume(struct mctx *m)
+{
+    const cJSON *volumes = podjson_arr(&m->r, m->spec, "volumes");
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+
+    if (m->shm_volume[0])
+        return;
+    snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
+    for (int i = 1; mutate_volume_exists(m, m->shm_volume) && i < 1000; i++)
+        snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
+    mutate_path(m, path, volumes ? "/spec/volumes/-" : "/spec/volumes");
+    patch_op_begin(p, "add", path);
+    jsonw_raw(&p->w, volumes ? "{\"name\":" : "[{\"name\":");
+    jsonw_str(&p->w, m->shm_volume);
+    jsonw_raw(&p->w, ",\"emptyDir\":{\"medium\":\"Memory\"");
+    if (m->p->shm_size_limit) {
+        jsonw_raw(&p->w, ",\"sizeLimit\":");
+        jsonw_str(&p->w, m->p->shm_size_limit);
+    }
+    jsonw_raw(&p->w, volumes ? "}}" : "}}]");
+    patch_op_end(p);
+}
+
+static int mutate_is_shm_path(const char *path)
+{
+    return strcmp(path, "/dev/shm") == 0 || strcmp(path, "/dev/shm/") == 0;
+}
+
+static void mutate_shm(struct mctx *m, const cJSON *c, const char *cpath)
+{
+    const cJSON *mounts = podjson_arr(&m->r, c, "volumeMounts");
+    const cJSON *mnt;
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+
+    if (!m->p->shm)
+        return;
+    cJSON_ArrayForEach(mnt, mounts) {
+        const char *mp = podjson_str(&m->r, mnt, "mountPath");
+
+        if (mp && mutate_is_shm_path(mp))
+            return;
+    }
+    mutate_shm_volume(m);
+    mutate_join(m, path, cpath, mounts ? "/volumeMounts/-" : "/volumeMounts", NULL);
+    patch_op_begin(p, "add", path);
+    jsonw_raw(&p->w, mounts ? "{\"name\":" : "[{\"name\":");
+    jsonw_str(&p->w, m->shm_volume);
+    jsonw_raw(&p->w, mounts ? ",\"mountPath\":\"/dev/shm\"}" : ",\"mountPath\":\"/dev/shm\"}]");
+    patch_op_end(p);
+}
+
+static int mutate_any_container_asks(struct mctx *m, const char *prefix, size_t len)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    const cJSON *c;
+
+    for (size_t i = 0; i < 2; i++)
+        cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, lists[i])) {
+            if (target_container_asks_prefix(&m->r, c, prefix, len))
+                return 1;
+        }
+    return 0;
+}
+
+static void mutate_resource_map(struct patch *p, const struct profiles_kv **adds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        jsonw_raw(&p->w, i ? "," : "{");
+        jsonw_key(&p->w, adds[i]->name);
+        jsonw_str(&p->w, adds[i]->value);
+    }
+    jsonw_raw(&p->w, "}");
+}
+
+/* Adds the entries to one of limits/requests (which), creating it if absent. */
+static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *rpath,
+                                 const char *which, const struct profiles_kv **adds, size_t n)
+{
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX], tok[128];
+
+    if (!podjson_obj(&m->r, res, which)) {
+        mutate_join(m, path, rpath, "/", which);
+        patch_op_begin(p, "add", path);
+        mutate_resource_map(p, adds, n);
+        patch_op_end(p);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        patch_escape_token(adds[i]->name, tok, sizeof(tok));
+        mutate_join(m, path, rpath, "/", which);
+        mutate_join(m, path, path, "/", tok);
+        patch_op_str(p, "add", path, adds[i]->value);
+    }
+}
+
+/* The RDMA device goes to the first target container, unless some container
+ * already asks for anything under the same prefix (a pod asking for
+ * rdma/hca_shared_devices_all keeps just that). */
+static void mutate_resources(struct mctx *m, const cJSON *c, const char *cpath)
+{
+    const cJSON *res = podjson_obj(&m->r, c, "resources");
+    const struct profiles_kv *adds[PROFILES_MAX_ENV];
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+    size_t n = 0;
+
+    for (size_t i = 0; i < m->p->resources.n && n < PROFILES_MAX_ENV; i++) {
+        const char *name = m->p->resources.v[i].name;
+        size_t plen = (size_t)(strchr(name, '/') - name) + 1;
+
+        if (!mutate_any_container_asks(m, name, plen))
+            adds[n++] = &m->p->resources.v[i];
+    }
+    if (n == 0)
+        return;
+    mutate_join(m, path, cpath, "/resources", NULL);
+    if (!res) {
+        patch_op_begin(p, "add", path);
+        jsonw_raw(&p->w, "{\"limits\":");
+        mutate_resource_map(p, adds, n);
+        jsonw_raw(&p->w, ",\"requests\":");
+        mutate_resource_map(p, adds, n);
+        jsonw_raw(&p->w, "}");
+        patch_op_end(p);
+        return;
+    }
+    mutate_resource_list(m, res, path, "limits", adds, n);
+    mutate_resource_list(m, res, path, "requests", adds, n);
+}
+
+static void mutate_scheduler(struct mctx *m)
+{
+    const char *have = podjson_str(&m->r, m->spec, "schedulerName");
+    const char *want = m->p->scheduler_name;
+    char path[PATCH_PATH_MAX], shown[48];
+
+    if (!want || !*want || (have && strcmp(have, want) == 0))
+        return;
+    if (have && strcmp(have, "default-scheduler") != 0) {
+        mutate_warn(m, "pod keeps scheduler \"%s\"; the profile's \"%s\" (gang scheduling) "
+                       "is not applied", mutate_short(have, shown, sizeof(shown)), want);
+        return;
+    }
+    mutate_path(m, path, "/spec/schedulerName");
+    patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
+}
+
+static void mutate_annotate(struct mctx *m)
+{
+    const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX], tok[64];
+
+    if (!m->metadata) {
+        mutate_path(m, path, "/metadata");
+        patch_op_begin(p, "add", path);
+        jsonw_raw(&p->w, "{\"annotations\":{");
+    } else if (!annotations) {
+        mutate_path(m, path, "/metadata/annotations");
+        patch_op_begin(p, "add", path);
+        jsonw_raw(&p->w, "{");
+    } else {
+        patch_escape_token(MUTATE_ANNOTATION_INJECTED, tok, sizeof(tok));
+        mutate_path(m, path, "/metadata/annotations/%s", tok);
+        patch_op_str(p, "add", path, m->p->name);
+        return;
+    }
+    jsonw_key(&p->w, MUTATE_ANNOTATION_INJECTED);
+    jsonw_str(&p->w, m->p->name);
+    jsonw_raw(&p->w, m->metadata ? "}" : "}}");
+    patch_op_end(p);
+}
+
+static void mutate_container(struct mctx *m, const cJSON *c, const char *list, int idx)
+{
+    const char *cname = mutate_name(m, c);
+    char cpath[PATCH_PATH_MAX];
+
+    if (mutate_path(m, cpath, "/spec/%s/%d", list, idx))
+        return;
+    mutate_env(m, c, cpath, cname);
+    mutate_ipc_lock(m, c, cpath, cname);
+    mutate_shm(m, c, cpath);
+}
+
+/* Regular containers that ask for GPUs or RDMA devices; failing those, the
+ * one named "pytorch" (the training-operator's default). Returns how many
+ * were mutated; the first one's index goes to *first. */
+static int mutate_regular_containers(struct mctx *m, int *first)
+{
+    const cJSON *containers = podjson_arr(&m->r, m->spec, "containers");
+    const cJSON *c;
+    int idx = 0, n = 0;
+
+    cJSON_ArrayForEach(c, containers) {
+        if (target_container_wants_devices(&m->r, c, m->ps)) {
+            if (n++ == 0)
+                *first = idx;
+            mutate_container(m, c, "containers", idx);
+        }
+        idx++;
+    }
+    if (n)
+        return n;
+    idx = 0;
+    cJSON_ArrayForEach(c, containers) {
+        const char *name = podjson_str(&m->r, c, "name");
+
+        if (name && strcmp(name, "pytorch") == 0) {
+            *first = idx;
+            mutate_container(m, c, "containers", idx);
+            return 1;
+        }
+        idx++;
+    }
+    return 0;
+}
+
+static void mutate_init_containers(struct mctx *m)
+{
+    const cJSON *c;
+    int idx = 0;
+
+    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "initContainers")) {
+        if (target_container_wants_devices(&m->r, c, m->ps))
+            mutate_container(m, c, "initContainers", idx);
+        idx++;
+    }
+}
+
+static int mutate_has_target_container(struct mctx *m)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "containers")) {
+        const char *name = podjson_str(&m->r, c, "name");
+
+        if (target_container_wants_devices(&m->r, c, m->ps) ||
+            (name && strcmp(name, "pytorch") == 0))
+            return 1;
+    }
+    m->res->reason = "no-container";
+    mutate_warn(m, "no container asks for a GPU or RDMA device or is named \"pytorch\"; "
+                   "pod not mutated");
+    return 0;
+}
+
+static void mutate_pod(struct mctx *m)
+{
+    char path[PATCH_PATH_MAX];
+    int first = 0;
+
+    m->host_network = podjson_bool(&m->r, m->spec, "hostNetwork");
+    mutate_effective_env(m);
+    mutate_regular_containers(m, &first);
+    if (m->p->init_containers)
+        mutate_init_containers(m);
+    if (mutate_path(m, path, "/spec/containers/%d", first) == 0)
+        mutate_resources(m, cJSON_GetArrayItem(podjson_arr(&m->r, m->spec, "containers"), first),
+                         path);
+    mutate_scheduler(m);
+    if (m->res->patch.n_ops)
+        mutate_annotate(m);
+    m->res->reason = m->res->patch.n_ops ? "mutated" : "nothing-missing";
+}
+
+/* Picks the profile; returns 0 when there is one to apply. */
+static int mutate_choose(struct mctx *m)
+{
+    struct select_result sel;
+    char shown[48];
+
+    select_profile(&m->r, m->metadata, m->spec, m->ps,
+                   m->hooks ? &m->hooks->select : NULL, &sel);
+    m->res->rule = sel.rule;
+    m->p = sel.profile;
+    if (sel.node_lookup_failed)
+        mutate_warn(m, "could not read the labels of node \"%s\"; profile chosen from the pod",
+                    mutate_short(podjson_str(&m->r, m->spec, "nodeName"), shown, sizeof(shown)));
+    if (sel.rule == SELECT_UNKNOWN_NAME) {
+        mutate_warn(m, "unknown profile \"%s\" in %s; pod not mutated",
+                    mutate_short(sel.unknown_name, shown, sizeof(shown)),
+                    SELECT_ANNOTATION_PROFILE);
+        m->res->reason = "unknown-profile";
+        return -1;
+    }
+    if (!m->p) {
+        if (sel.gpus > 0)
+            mutate_warn(m, "no RDMA profile matches this pod (%lld GPUs); NCCL settings not "
+                           "injected", sel.gpus);
+        m->res->reason = "no-profile";
+        return -1;
+    }
+    return 0;
+}
+
+static int mutate_is_target(struct mctx *m)
+{
+    enum target_verdict v;
+
+    if (m->in->implicit_target)
+        return 1;
+    v = target_pod(&m->r, m->metadata, m->ps->targets);
+    m->res->reason = v == TARGET_OPTED_OUT ? "opted-out" : "not-target";
+    return v == TARGET_YES;
+}
+
+/* A pod the webhook cannot read is admitted unchanged: blocking it would
+ * block training even under failurePolicy: Ignore. */
+static void mutate_fail(struct mctx *m, const char *why)
+{
+    struct mutate_result *res = m->res;
+
+    patch_free(&res->patch);
+    patch_init(&res->patch, res->patch.out.cap);
+    res->outcome = MUTATE_ERROR;
+    res->reason = "error";
+    res->profile = NULL;
+    snprintf(res->error, sizeof(res->error), "%s", why);
+    res->warnings.n = 0;
+    mutate_warn(m, "pod not mutated: %s", why);
+}
+
+void mutate_object(const struct mutate_input *in, const struct profiles *ps,
+                   const struct mutate_hooks *hooks, struct mutate_result *res)
+{
+    struct mctx m = {.in = in, .ps = ps, .hooks = hooks, .res = res};
+
+    podjson_init(&m.r);
+    res->outcome = MUTATE_SKIPPED;
+    m.metadata = podjson_obj(&m.r, in->object, "metadata");
+    m.spec = podjson_obj(&m.r, in->object, "spec");
+    if (!m.spec && !podjson_failed(&m.r))
+        snprintf(m.r.bad_field, sizeof(m.r.bad_field), "spec is missing");
+    if (!podjson_failed(&m.r) && mutate_is_target(&m) && mutate_has_target_container(&m) &&
+        mutate_choose(&m) == 0) {
+        res->profile = m.p;
+        mutate_pod(&m);
+    }
+    if (podjson_failed(&m.r))
+        mutate_fail(&m, m.r.bad_field);
+    else if (patch_finish(&res->patch))
+        mutate_fail(&m, "the patch would exceed its size limit");
+    else if (res->patch.n_ops)
+        res->outcome = MUTATE_PATCHED;
+}

@@ -1,0 +1,74 @@
+/* mutate: what the webhook adds to a target pod (SPEC 1.4) and what it tells
+ * the user (SPEC 1.5).
+ *
+ * mutate_object() reads a pod, or the pod template of a job, and writes a JSON
+ * Patch that adds, for the selected profile, only what is missing: the NCCL
+ * environment, IPC_LOCK, a memory-backed /dev/shm, the scheduler, the RDMA
+ * resource, and the rdma-webhook.io/injected annotation. Values the user
+ * declared are never changed. Applying the patch and calling again yields no
+ * operations. The function never fails the admission: a pod it cannot read is
+ * reported as MUTATE_ERROR with no patch and a warning.
+ */
+#ifndef RDMA_WEBHOOK_MUTATE_H
+#define RDMA_WEBHOOK_MUTATE_H
+
+#include "patch.h"
+#include "select.h"
+
+#include <stddef.h>
+
+struct cJSON;
+struct profile;
+struct profiles;
+
+#define MUTATE_ANNOTATION_INJECTED "rdma-webhook.io/injected"
+#define MUTATE_MAX_WARNINGS 16
+/* kubectl prints each warning on one line: keep them short. */
+#define MUTATE_WARNING_MAX 120
+
+enum mutate_envfrom {
+    MUTATE_ENVFROM_UNKNOWN, /* could not be read: skip nothing, warn */
+    MUTATE_ENVFROM_HAS,
+    MUTATE_ENVFROM_LACKS,
+};
+
+struct mutate_hooks {
+    struct select_hooks select;
+    /* Whether ConfigMap ns/name has key. NULL: every answer is UNKNOWN
+     * (the API lookup is not wired in yet). */
+    enum mutate_envfrom (*configmap_has_key)(void *ctx, const char *ns, const char *name,
+                                             const char *key, int optional);
+    void *ctx;
+};
+
+struct mutate_input {
+    const struct cJSON *object; /* a Pod, or a pod template: metadata and spec */
+    const char *base;           /* JSON Pointer of object in the patched document */
+    const char *namespace_;     /* for envFrom lookups */
+    int implicit_target;        /* a PyTorchJob's template: a target by definition */
+};
+
+enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };
+
+struct mutate_warnings {
+    char text[MUTATE_MAX_WARNINGS][MUTATE_WARNING_MAX];
+    size_t n;
+};
+
+struct mutate_result {
+    enum mutate_outcome outcome;
+    const char *reason; /* a short slug for logs and metrics, e.g. "no-profile" */
+    char error[160];    /* for MUTATE_ERROR: what could not be read */
+    const struct profile *profile;
+    enum select_rule rule;
+    struct patch patch; /* valid JSON Patch text when outcome is MUTATE_PATCHED */
+    struct mutate_warnings warnings;
+};
+
+void mutate_result_init(struct mutate_result *res, size_t patch_cap);
+void mutate_result_free(struct mutate_result *res);
+
+void mutate_object(const struct mutate_input *in, const struct profiles *ps,
+                   const struct mutate_hooks *hooks, struct mutate_result *res);
+
+#endif

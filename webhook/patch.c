@@ -1,0 +1,238 @@
+#include "patch.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void patch_init(struct patch *p, size_t cap)
+{
+    dynbuf_init(&p->out, cap);
+    jsonw_init(&p->w, &p->out);
+    p->n_ops = 0;
+    jsonw_raw(&p->w, "[");
+}
+
+void patch_free(struct patch *p)
+{
+    dynbuf_free(&p->out);
+}
+
+void patch_op_begin(struct patch *p, const char *op, const char *path)
+{
+    jsonw_raw(&p->w, p->n_ops ? ",{\"op\":" : "{\"op\":");
+    jsonw_str(&p->w, op);
+    jsonw_raw(&p->w, ",\"path\":");
+    jsonw_str(&p->w, path);
+    if (strcmp(op, "remove") != 0)
+        jsonw_raw(&p->w, ",\"value\":");
+    p->n_ops++;
+}
+
+void patch_op_end(struct patch *p)
+{
+    jsonw_raw(&p->w, "}");
+}
+
+void patch_op_str(struct patch *p, const char *op, const char *path, const char *value)
+{
+    patch_op_begin(p, op, path);
+    jsonw_str(&p->w, value);
+    patch_op_end(p);
+}
+
+int patch_finish(struct patch *p)
+{
+    jsonw_raw(&p->w, "]");
+    return jsonw_error(&p->w);
+}
+
+int patch_escape_token(const char *token, char *out, size_t outlen)
+{
+    size_t o = 0;
+
+    for (; *token; token++) {
+        const char *rep = *token == '~' ? "~0" : *token == '/' ? "~1" : NULL;
+        size_t n = rep ? 2 : 1;
+
+        if (o + n >= outlen) {
+            out[o] = '\0';
+            return -1;
+        }
+        if (rep)
+            memcpy(out + o, rep, 2);
+        else
+            out[o] = *token;
+        o += n;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Splits off the next token of a pointer into tok (unescaped). Returns the
+ * rest of the pointer (starting with '/' or empty), or NULL on a bad escape
+ * or an overlong token. */
+static const char *patch_next_token(const char *ptr, char *tok, size_t toklen)
+{
+    size_t o = 0;
+
+    for (ptr++; *ptr && *ptr != '/'; ptr++) {
+        char c = *ptr;
+
+        if (c == '~') {
+            ptr++;
+            if (*ptr != '0' && *ptr != '1')
+                return NULL;
+            c = *ptr == '0' ? '~' : '/';
+        }
+        if (o + 1 >= toklen)
+            return NULL;
+        tok[o++] = c;
+    }
+    tok[o] = '\0';
+    return ptr;
+}
+
+/* Array index as RFC 6901 allows it: digits, no leading zero; -1 otherwise. */
+static long patch_index(const char *tok)
+{
+    long v = 0;
+
+    if (!*tok || (tok[0] == '0' && tok[1]) || strlen(tok) > 9)
+        return -1;
+    for (; *tok; tok++) {
+        if (*tok < '0' || *tok > '9')
+            return -1;
+        v = v * 10 + (*tok - '0');
+    }
+    return v;
+}
+
+static cJSON *patch_child(cJSON *node, const char *tok)
+{
+    if (cJSON_IsObject(node))
+        return cJSON_GetObjectItemCaseSensitive(node, tok);
+    if (cJSON_IsArray(node)) {
+        long i = patch_index(tok);
+
+        return i < 0 ? NULL : cJSON_GetArrayItem(node, (int)i);
+    }
+    return NULL;
+}
+
+/* Finds the parent of the location path names; the last token goes to last. */
+static cJSON *patch_parent(cJSON *doc, const char *path, char *last, size_t lastlen)
+{
+    cJSON *node = doc;
+    const char *rest = path;
+
+    if (*rest != '/')
+        return NULL;
+    for (;;) {
+        rest = patch_next_token(rest, last, lastlen);
+        if (!rest)
+            return NULL;
+        if (!*rest)
+            return node;
+        node = patch_child(node, last);
+        if (!node)
+            return NULL;
+    }
+}
+
+static int patch_do_add(cJSON *parent, const char *tok, cJSON *val)
+{
+    long i;
+
+    if (cJSON_IsObject(parent)) {
+        if (cJSON_GetObjectItemCaseSensitive(parent, tok))
+            return cJSON_ReplaceItemInObjectCaseSensitive(parent, tok, val) ? 0 : -1;
+        return cJSON_AddItemToObject(parent, tok, val) ? 0 : -1;
+    }
+    if (!cJSON_IsArray(parent))
+        return -1;
+    if (strcmp(tok, "-") == 0)
+        return cJSON_AddItemToArray(parent, val) ? 0 : -1;
+    i = patch_index(tok);
+    if (i < 0 || i > cJSON_GetArraySize(parent))
+        return -1;
+    if (i == cJSON_GetArraySize(parent))
+        return cJSON_AddItemToArray(parent, val) ? 0 : -1;
+    return cJSON_InsertItemInArray(parent, (int)i, val) ? 0 : -1;
+}
+
+static int patch_apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "op"));
+    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path"));
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(op, "value");
+    char tok[PATCH_PATH_MAX];
+    cJSON *parent, *target, *copy = NULL;
+    int is_add;
+
+    if (!name || !path) {
+        snprintf(err, errlen, "operation without \"op\" or \"path\"");
+        return -1;
+    }
+    is_add = strcmp(name, "add") == 0;
+    if (*path == '\0' && (is_add || strcmp(name, "replace") == 0) && value) {
+        copy = cJSON_Duplicate(value, 1);
+        if (!copy)
+            goto nomem;
+        cJSON_Delete(*doc);
+        *doc = copy;
+        return 0;
+    }
+    parent = patch_parent(*doc, path, tok, sizeof(tok));
+    target = parent ? patch_child(parent, tok) : NULL;
+    if (!parent || (!is_add && !target)) {
+        snprintf(err, errlen, "%s %s: path does not exist", name, path);
+        return -1;
+    }
+    if (strcmp(name, "remove") == 0) {
+        cJSON_Delete(cJSON_DetachItemViaPointer(parent, target));
+        return 0;
+    }
+    if (!value) {
+        snprintf(err, errlen, "%s %s: no value", name, path);
+        return -1;
+    }
+    if (strcmp(name, "test") == 0) {
+        if (cJSON_Compare(target, value, 1))
+            return 0;
+        snprintf(err, errlen, "test %s: value differs", path);
+        return -1;
+    }
+    if (!is_add && strcmp(name, "replace") != 0) {
+        snprintf(err, errlen, "unsupported operation \"%s\"", name);
+        return -1;
+    }
+    copy = cJSON_Duplicate(value, 1);
+    if (!copy)
+        goto nomem;
+    if (is_add ? patch_do_add(parent, tok, copy) == 0
+               : cJSON_ReplaceItemViaPointer(parent, target, copy) != 0)
+        return 0;
+    cJSON_Delete(copy);
+    snprintf(err, errlen, "%s %s: cannot insert there", name, path);
+    return -1;
+
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+int patch_apply(cJSON **doc, const cJSON *ops, char *err, size_t errlen)
+{
+    const cJSON *op;
+
+    if (!cJSON_IsArray(ops)) {
+        snprintf(err, errlen, "a JSON Patch must be an array");
+        return -1;
+    }
+    cJSON_ArrayForEach(op, ops) {
+        if (patch_apply_one(doc, op, err, errlen))
+            return -1;
+    }
+    return 0;
+}

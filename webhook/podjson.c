@@ -1,0 +1,80 @@
+#include "podjson.h"
+
+#include "quantity.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+void podjson_init(struct podjson *r)
+{
+    r->bad_field[0] = '\0';
+}
+
+static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const char *key,
+                                int type, const char *type_name)
+{
+    const cJSON *it;
+
+    if (!cJSON_IsObject(parent))
+        return NULL;
+    it = cJSON_GetObjectItemCaseSensitive(parent, key);
+    if (!it || cJSON_IsNull(it))
+        return NULL;
+    if (it->type & type)
+        return it;
+    if (!podjson_failed(r))
+        snprintf(r->bad_field, sizeof(r->bad_field), "%s is not %s", key, type_name);
+    return NULL;
+}
+
+const cJSON *podjson_obj(struct podjson *r, const cJSON *parent, const char *key)
+{
+    return podjson_get(r, parent, key, cJSON_Object, "an object");
+}
+
+const cJSON *podjson_arr(struct podjson *r, const cJSON *parent, const char *key)
+{
+    return podjson_get(r, parent, key, cJSON_Array, "an array");
+}
+
+const char *podjson_str(struct podjson *r, const cJSON *parent, const char *key)
+{
+    const cJSON *it = podjson_get(r, parent, key, cJSON_String, "a string");
+
+    return it ? it->valuestring : NULL;
+}
+
+int podjson_bool(struct podjson *r, const cJSON *parent, const char *key)
+{
+    const cJSON *it = podjson_get(r, parent, key, cJSON_True | cJSON_False, "a boolean");
+
+    return it ? cJSON_IsTrue(it) : 0;
+}
+
+int podjson_int(struct podjson *r, const cJSON *parent, const char *key, long long *out)
+{
+    const cJSON *it = podjson_get(r, parent, key, cJSON_Number, "a number");
+
+    if (!it)
+        return 0;
+    if (it->valuedouble < -9e15 || it->valuedouble > 9e15) {
+        if (!podjson_failed(r))
+            snprintf(r->bad_field, sizeof(r->bad_field), "%s is out of range", key);
+        return 0;
+    }
+    *out = (long long)it->valuedouble;
+    return 1;
+}
+
+long long podjson_whole_quantity(const cJSON *q)
+{
+    long long v;
+
+    if (cJSON_IsString(q))
+        return quantity_whole(q->valuestring, &v) == 0 ? v : -1;
+    if (cJSON_IsNumber(q) && q->valuedouble >= 0 && q->valuedouble <= 1e9 &&
+        q->valuedouble == (double)(long long)q->valuedouble)
+        return (long long)q->valuedouble;
+    return -1;
+}

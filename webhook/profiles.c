@@ -1,0 +1,543 @@
+#include "profiles.h"
+
+#include "nccl.h"
+#include "quantity.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROFILES_MAX_ERRORS 50
+#define PROFILES_MAX_HCA 64
+
+/* Parse state: the snapshot being built and where problems are reported. */
+struct pctx {
+    struct profiles *ps;
+    struct dynbuf *errors;
+    int n_errors;
+    int nomem;
+    const char *where; /* prefix for messages: "defaults" or "profile \"x\"" */
+    char where_buf[160];
+};
+
+__attribute__((format(printf, 2, 3))) static void perr(struct pctx *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    c->n_errors++;
+    if (!c->errors || c->n_errors > PROFILES_MAX_ERRORS)
+        return;
+    if (c->where)
+        dynbuf_printf(c->errors, "%s: ", c->where);
+    va_start(ap, fmt);
+    dynbuf_vprintf(c->errors, fmt, ap);
+    va_end(ap);
+    dynbuf_addc(c->errors, '\n');
+}
+
+static char *powned(struct pctx *c, char *s)
+{
+    char **grown;
+
+    if (!s) {
+        c->nomem = 1;
+        return NULL;
+    }
+    grown = realloc(c->ps->owned, (c->ps->n_owned + 1) * sizeof(*grown));
+    if (!grown) {
+        free(s);
+        c->nomem = 1;
+        return NULL;
+    }
+    c->ps->owned = grown;
+    grown[c->ps->n_owned++] = s;
+    return s;
+}
+
+static void *pcalloc(struct pctx *c, size_t n, size_t size)
+{
+    return powned(c, calloc(n ? n : 1, size));
+}
+
+/* Rejects keys outside known (a NULL-terminated list): a typo in a profile
+ * must not silently turn a setting off. */
+static void pcheck_keys(struct pctx *c, const cJSON *obj, const char *field,
+                        const char *const *known)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, obj) {
+        size_t i;
+
+        for (i = 0; known[i] && strcmp(known[i], it->string) != 0; i++)
+            ;
+        if (!known[i])
+            perr(c, "%s%sunknown field \"%s\"", field, *field ? ": " : "", it->string);
+    }
+}
+
+static const cJSON *pget(struct pctx *c, const cJSON *obj, const char *key, int type,
+                         const char *type_name)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (!it)
+        return NULL;
+    if (!(it->type & type)) {
+        perr(c, "%s: must be %s", key, type_name);
+        return NULL;
+    }
+    return it;
+}
+
+static int pget_bool(struct pctx *c, const cJSON *obj, const char *key, int dflt)
+{
+    const cJSON *it = pget(c, obj, key, cJSON_True | cJSON_False, "true or false");
+
+    return it ? cJSON_IsTrue(it) : dflt;
+}
+
+static const char *pget_str(struct pctx *c, const cJSON *obj, const char *key, const char *dflt)
+{
+    const cJSON *it = pget(c, obj, key, cJSON_String, "a string");
+
+    return it ? it->valuestring : dflt;
+}
+
+/* Reads an object of string values into kvs, in document order. */
+static void pread_kvs(struct pctx *c, const cJSON *obj, const char *field,
+                      struct profiles_kvs *kvs)
+{
+    const cJSON *it;
+    size_t n = (size_t)cJSON_GetArraySize(obj);
+
+    kvs->v = pcalloc(c, n, sizeof(*kvs->v));
+    kvs->n = 0;
+    if (!kvs->v)
+        return;
+    cJSON_ArrayForEach(it, obj) {
+        if (!cJSON_IsString(it)) {
+            perr(c, "%s.%s: must be a string (quote numbers: \"8\")", field, it->string);
+            continue;
+        }
+        kvs->v[kvs->n].name = it->string;
+        kvs->v[kvs->n].value = it->valuestring;
+        kvs->n++;
+    }
+}
+
+static void pcheck_env(struct pctx *c, const struct profiles_kvs *env, const char *field)
+{
+    char msg[200];
+
+    for (size_t i = 0; i < env->n; i++) {
+        if (!nccl_is_c_identifier(env->v[i].name)) {
+            perr(c, "%s: \"%s\" is not a valid variable name (letters, digits, _; no leading "
+                    "digit)", field, env->v[i].name);
+            continue;
+        }
+        if (nccl_check(env->v[i].name, env->v[i].value, msg, sizeof(msg)) != NCCL_VALUE_OK)
+            perr(c, "%s: %s", field, msg);
+    }
+}
+
+/* Overlays src on dst: same names take src's value in place, new names are
+ * appended. dst must have room for dst->n + src->n entries. */
+static void pmerge_kvs(struct profiles_kvs *dst, const struct profiles_kvs *src)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        size_t j;
+
+        for (j = 0; j < dst->n && strcmp(dst->v[j].name, src->v[i].name) != 0; j++)
+            ;
+        dst->v[j] = src->v[i];
+        if (j == dst->n)
+            dst->n++;
+    }
+}
+
+/* The settings a profile inherits from "defaults" and may override. */
+struct pcommon {
+    struct profiles_kvs env;
+    struct profiles_kvs host_network_env;
+    const char *scheduler_name;
+    int ipc_lock;
+    int shm;
+    const char *shm_size_limit;
+    int init_containers;
+};
+
+static void pread_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
+{
+    static const char *const keys[] = {"enabled", "sizeLimit", NULL};
+    const char *size;
+
+    if (cJSON_IsFalse(shm)) {
+        out->shm = 0;
+        return;
+    }
+    if (!cJSON_IsObject(shm)) {
+        perr(c, "shm: must be an object ({\"sizeLimit\": \"64Gi\"}) or false");
+        return;
+    }
+    pcheck_keys(c, shm, "shm", keys);
+    out->shm = pget_bool(c, shm, "enabled", 1);
+    size = pget_str(c, shm, "sizeLimit", out->shm_size_limit);
+    if (size && *size == '\0')
+        size = NULL;
+    if (size && !quantity_valid(size))
+        perr(c, "shm.sizeLimit: \"%s\" is not a Kubernetes quantity (e.g. \"64Gi\")", size);
+    out->shm_size_limit = size;
+}
+
+/* Reads the overridable settings of obj on top of base (the defaults). */
+static void pread_common(struct pctx *c, const cJSON *obj, const struct pcommon *base,
+                         struct pcommon *out)
+{
+    const cJSON *env = pget(c, obj, "env", cJSON_Object, "an object of strings");
+    const cJSON *hn = pget(c, obj, "hostNetworkEnv", cJSON_Object, "an object of strings");
+    const cJSON *shm = cJSON_GetObjectItemCaseSensitive(obj, "shm");
+    struct profiles_kvs own = {0}, own_hn = {0};
+
+    *out = *base;
+    out->scheduler_name = pget_str(c, obj, "schedulerName", base->scheduler_name);
+    out->ipc_lock = pget_bool(c, obj, "ipcLock", base->ipc_lock);
+    out->init_containers = pget_bool(c, obj, "initContainers", base->init_containers);
+    if (shm)
+        pread_shm(c, shm, out);
+    if (env)
+        pread_kvs(c, env, "env", &own);
+    if (hn)
+        pread_kvs(c, hn, "hostNetworkEnv", &own_hn);
+    if (own.n + base->env.n >= PROFILES_MAX_ENV || own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV)
+        perr(c, "env: at most %d variables per profile", PROFILES_MAX_ENV - 1);
+    pcheck_env(c, &own, "env");
+    pcheck_env(c, &own_hn, "hostNetworkEnv");
+    out->env.v = pcalloc(c, base->env.n + own.n + 1, sizeof(*out->env.v));
+    out->host_network_env.v =
+        pcalloc(c, base->host_network_env.n + own_hn.n, sizeof(*out->host_network_env.v));
+    if (!out->env.v || !out->host_network_env.v)
+        return;
+    out->env.n = out->host_network_env.n = 0;
+    pmerge_kvs(&out->env, &base->env);
+    pmerge_kvs(&out->env, &own);
+    pmerge_kvs(&out->host_network_env, &base->host_network_env);
+    pmerge_kvs(&out->host_network_env, &own_hn);
+}
+
+static int phca_name_valid(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == ':' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+/* Builds NCCL_IB_HCA in NCCL's exact-match form "=mlx5_1,mlx5_2" from "hca". */
+static void pread_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env)
+{
+    struct dynbuf b;
+    const cJSON *it;
+
+    if (profiles_kv_get(env, "NCCL_IB_HCA")) {
+        perr(c, "hca: NCCL_IB_HCA is also set in env; keep one of them");
+        return;
+    }
+    if (cJSON_GetArraySize(hca) < 1 || cJSON_GetArraySize(hca) > PROFILES_MAX_HCA) {
+        perr(c, "hca: must list 1 to %d device names", PROFILES_MAX_HCA);
+        return;
+    }
+    dynbuf_init(&b, 4096);
+    dynbuf_addc(&b, '=');
+    cJSON_ArrayForEach(it, hca) {
+        if (!cJSON_IsString(it) || !phca_name_valid(it->valuestring)) {
+            perr(c, "hca: each entry must be a device name like \"mlx5_1\" (optionally :port)");
+            continue;
+        }
+        if (b.len > 1)
+            dynbuf_addc(&b, ',');
+        dynbuf_addstr(&b, it->valuestring);
+    }
+    if (b.len < 2) {
+        dynbuf_free(&b);
+        return;
+    }
+    env->v[env->n].name = "NCCL_IB_HCA";
+    env->v[env->n].value = powned(c, dynbuf_steal(&b));
+    env->n++;
+}
+
+static void pread_match(struct pctx *c, const cJSON *match, struct profile *p)
+{
+    static const char *const keys[] = {"gpus", "nodeLabels", NULL};
+    const cJSON *gpus, *labels;
+
+    if (!cJSON_IsObject(match)) {
+        perr(c, "match: must be an object ({\"gpus\": 8, \"nodeLabels\": {...}})");
+        return;
+    }
+    pcheck_keys(c, match, "match", keys);
+    gpus = pget(c, match, "gpus", cJSON_Number, "a whole number");
+    labels = pget(c, match, "nodeLabels", cJSON_Object, "an object of strings");
+    if (gpus) {
+        if (gpus->valuedouble < 1 || gpus->valuedouble > 1024 ||
+            gpus->valuedouble != (double)(long long)gpus->valuedouble)
+            perr(c, "match.gpus: must be a whole number from 1 to 1024");
+        else
+            p->match_gpus = (long long)gpus->valuedouble;
+    }
+    if (labels)
+        pread_kvs(c, labels, "match.nodeLabels", &p->node_labels);
+}
+
+static void pread_resources(struct pctx *c, const cJSON *res, struct profile *p)
+{
+    long long whole;
+
+    pread_kvs(c, res, "resources", &p->resources);
+    for (size_t i = 0; i < p->resources.n; i++) {
+        const struct profiles_kv *r = &p->resources.v[i];
+
+        if (!strchr(r->name, '/'))
+            perr(c, "resources.%s: name an extended resource with its domain (\"rdma/hca\")",
+                 r->name);
+        else if (!quantity_valid(r->value))
+            perr(c, "resources.%s: \"%s\" is not a Kubernetes quantity", r->name, r->value);
+        else if (quantity_whole(r->value, &whole) || whole < 1)
+            perr(c, "resources.%s: \"%s\": extended resources take a whole number >= 1",
+                 r->name, r->value);
+    }
+}
+
+static int pname_valid(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n < 1 || n > 63)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+static void pread_profile(struct pctx *c, const cJSON *obj, size_t idx,
+                          const struct pcommon *defaults, struct profile *p)
+{
+    static const char *const keys[] = {"name", "default", "match", "env", "hostNetworkEnv",
+                                       "hca", "resources", "schedulerName", "ipcLock",
+                                       "shm", "initContainers", NULL};
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
+    const cJSON *it;
+    struct pcommon common;
+
+    snprintf(c->where_buf, sizeof(c->where_buf), "profiles[%zu]", idx);
+    if (cJSON_IsString(name) && pname_valid(name->valuestring))
+        snprintf(c->where_buf, sizeof(c->where_buf), "profile \"%s\"", name->valuestring);
+    c->where = c->where_buf;
+    if (!cJSON_IsString(name) || !pname_valid(name->valuestring)) {
+        perr(c, "name: must be 1-63 lower-case letters, digits, '-' or '.'");
+        return;
+    }
+    p->name = name->valuestring;
+    pcheck_keys(c, obj, "", keys);
+    p->is_default = pget_bool(c, obj, "default", 0);
+    pread_common(c, obj, defaults, &common);
+    p->env = common.env;
+    p->host_network_env = common.host_network_env;
+    p->scheduler_name = common.scheduler_name;
+    p->ipc_lock = common.ipc_lock;
+    p->shm = common.shm;
+    p->shm_size_limit = common.shm_size_limit;
+    p->init_containers = common.init_containers;
+    if ((it = pget(c, obj, "hca", cJSON_Array, "an array of device names")) && p->env.v)
+        pread_hca(c, it, &p->env);
+    if ((it = cJSON_GetObjectItemCaseSensitive(obj, "match")))
+        pread_match(c, it, p);
+    if ((it = pget(c, obj, "resources", cJSON_Object, "an object of quantities")))
+        pread_resources(c, it, p);
+}
+
+static void pread_gpu_resources(struct pctx *c, const cJSON *root)
+{
+    static const char *const fallback = "nvidia.com/gpu";
+    const cJSON *arr = pget(c, root, "gpuResources", cJSON_Array, "an array of resource names");
+    const cJSON *it;
+    size_t n = arr ? (size_t)cJSON_GetArraySize(arr) : 0;
+
+    c->ps->gpu_resources = pcalloc(c, n ? n : 1, sizeof(char *));
+    if (!c->ps->gpu_resources)
+        return;
+    if (!arr) {
+        c->ps->gpu_resources[0] = fallback;
+        c->ps->n_gpu_resources = 1;
+        return;
+    }
+    cJSON_ArrayForEach(it, arr) {
+        if (!cJSON_IsString(it) || !strchr(it->valuestring, '/'))
+            perr(c, "gpuResources: each entry must be a resource name like \"nvidia.com/gpu\"");
+        else
+            c->ps->gpu_resources[c->ps->n_gpu_resources++] = it->valuestring;
+    }
+    if (n == 0)
+        perr(c, "gpuResources: must name at least one resource");
+}
+
+static void pread_targets(struct pctx *c, const cJSON *root)
+{
+    static const char *const keys[] = {"mpijob", "trainjob", "volcanojob", NULL};
+    const cJSON *t = pget(c, root, "targets", cJSON_Object, "an object of booleans");
+
+    if (!t)
+        return;
+    pcheck_keys(c, t, "targets", keys);
+    if (pget_bool(c, t, "mpijob", 0))
+        c->ps->targets |= PROFILES_TARGET_MPIJOB;
+    if (pget_bool(c, t, "trainjob", 0))
+        c->ps->targets |= PROFILES_TARGET_TRAINJOB;
+    if (pget_bool(c, t, "volcanojob", 0))
+        c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
+}
+
+static void pread_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
+{
+    static const char *const keys[] = {"env", "hostNetworkEnv", "schedulerName", "ipcLock",
+                                       "shm", "initContainers", NULL};
+    const struct pcommon builtin = {.scheduler_name = "volcano", .ipc_lock = 1, .shm = 1};
+    const cJSON *obj = pget(c, root, "defaults", cJSON_Object, "an object");
+
+    *d = builtin;
+    if (!obj)
+        return;
+    c->where = "defaults";
+    pcheck_keys(c, obj, "", keys);
+    pread_common(c, obj, &builtin, d);
+    c->where = NULL;
+}
+
+static void pcheck_names(struct pctx *c)
+{
+    int defaults = 0;
+
+    c->where = NULL;
+    for (size_t i = 0; i < c->ps->n; i++) {
+        if (!c->ps->p[i].name)
+            continue;
+        for (size_t j = 0; j < i; j++)
+            if (c->ps->p[j].name && strcmp(c->ps->p[i].name, c->ps->p[j].name) == 0)
+                perr(c, "profile \"%s\": name is used by more than one profile",
+                     c->ps->p[i].name);
+        defaults += c->ps->p[i].is_default;
+    }
+    if (defaults > 1)
+        perr(c, "profiles: %d profiles are marked default; mark at most one", defaults);
+}
+
+static void pread_profiles(struct pctx *c, const cJSON *root)
+{
+    const cJSON *arr = pget(c, root, "profiles", cJSON_Array, "an array of profiles");
+    const cJSON *it;
+    struct pcommon defaults;
+    size_t i = 0;
+
+    pread_defaults(c, root, &defaults);
+    if (!arr || cJSON_GetArraySize(arr) == 0) {
+        perr(c, "profiles: must list at least one profile");
+        return;
+    }
+    c->ps->p = pcalloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));
+    if (!c->ps->p)
+        return;
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsObject(it))
+            pread_profile(c, it, i, &defaults, &c->ps->p[c->ps->n++]);
+        else
+            perr(c, "profiles[%zu]: must be an object", i);
+        c->where = NULL;
+        i++;
+    }
+    pcheck_names(c);
+}
+
+static void pread_root(struct pctx *c, const cJSON *root)
+{
+    static const char *const keys[] = {"gpuResources", "rdmaResourcePrefix", "targets",
+                                       "defaults", "profiles", NULL};
+    const char *prefix;
+
+    pcheck_keys(c, root, "", keys);
+    pread_gpu_resources(c, root);
+    prefix = pget_str(c, root, "rdmaResourcePrefix", "rdma/");
+    if (!*prefix || prefix[strlen(prefix) - 1] != '/')
+        perr(c, "rdmaResourcePrefix: must end with '/' (e.g. \"rdma/\")");
+    c->ps->rdma_prefix = prefix;
+    pread_targets(c, root);
+    pread_profiles(c, root);
+}
+
+struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors)
+{
+    struct pctx c = {.errors = errors};
+    const char *end = NULL;
+
+    c.ps = calloc(1, sizeof(*c.ps));
+    if (!c.ps)
+        goto nomem;
+    c.ps->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!c.ps->root) {
+        perr(&c, "not valid JSON near byte %zu; check with 'jq . FILE'",
+             end ? (size_t)(end - text) : (size_t)0);
+        goto fail;
+    }
+    if (!cJSON_IsObject(c.ps->root)) {
+        perr(&c, "the document must be a JSON object");
+        goto fail;
+    }
+    pread_root(&c, c.ps->root);
+    if (c.nomem)
+        goto nomem;
+    if (c.n_errors)
+        goto fail;
+    return c.ps;
+
+nomem:
+    c.where = NULL;
+    perr(&c, "out of memory while loading profiles");
+fail:
+    if (c.n_errors > PROFILES_MAX_ERRORS && errors)
+        dynbuf_printf(errors, "(%d more problems not shown)\n", c.n_errors - PROFILES_MAX_ERRORS);
+    profiles_free(c.ps);
+    return NULL;
+}
+
+void profiles_free(struct profiles *ps)
+{
+    if (!ps)
+        return;
+    for (size_t i = 0; i < ps->n_owned; i++)
+        free(ps->owned[i]);
+    free(ps->owned);
+    cJSON_Delete(ps->root);
+    free(ps);
+}
+
+const struct profile *profiles_find(const struct profiles *ps, const char *name)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->p[i].name && strcmp(ps->p[i].name, name) == 0)
+            return &ps->p[i];
+    return NULL;
+}
+
+const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name)
+{
+    for (size_t i = 0; i < kvs->n; i++)
+        if (strcmp(kvs->v[i].name, name) == 0)
+            return kvs->v[i].value;
+    return NULL;
+}

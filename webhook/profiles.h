@@ -1,0 +1,80 @@
+/* profiles: the admin's RoCE profiles, parsed and validated into an
+ * immutable snapshot.
+ *
+ * A snapshot is built once per version of the profiles file (or ConfigMap)
+ * and then only read, by any number of request threads at once; nothing in
+ * it changes after profiles_parse() returns. Every profile is stored fully
+ * resolved (defaults merged in, NCCL_IB_HCA built from "hca"), so the request
+ * path never merges or allocates for profiles.
+ *
+ * The JSON format is documented in README.md ("Profiles").
+ */
+#ifndef RDMA_WEBHOOK_PROFILES_H
+#define RDMA_WEBHOOK_PROFILES_H
+
+#include "dynbuf.h"
+
+#include <stddef.h>
+
+struct cJSON;
+
+/* Bounds that keep the request path free of dynamic sizing. */
+#define PROFILES_MAX_ENV 128
+
+/* Job kinds beyond PyTorchJob whose pods are targets when enabled. */
+enum profiles_target {
+    PROFILES_TARGET_MPIJOB = 1u << 0,
+    PROFILES_TARGET_TRAINJOB = 1u << 1,
+    PROFILES_TARGET_VOLCANOJOB = 1u << 2,
+};
+
+struct profiles_kv {
+    const char *name;
+    const char *value;
+};
+
+struct profiles_kvs {
+    struct profiles_kv *v;
+    size_t n;
+};
+
+struct profile {
+    const char *name;
+    int is_default;
+    long long match_gpus;           /* 0: not matched by GPU count */
+    struct profiles_kvs node_labels; /* all must be demanded by the pod */
+    struct profiles_kvs env;         /* defaults merged, NCCL_IB_HCA included */
+    struct profiles_kvs host_network_env; /* replaces env entries in hostNetwork pods */
+    struct profiles_kvs resources;   /* added when no container asks for the prefix */
+    const char *scheduler_name;      /* NULL or "": leave the scheduler alone */
+    int ipc_lock;
+    int shm;
+    const char *shm_size_limit;      /* NULL: no sizeLimit */
+    int init_containers;             /* also mutate matching init containers */
+};
+
+struct profiles {
+    const char **gpu_resources;
+    size_t n_gpu_resources;
+    const char *rdma_prefix;
+    unsigned targets; /* enum profiles_target bits */
+    struct profile *p;
+    size_t n;
+    /* Private: what the const char pointers above point into. */
+    struct cJSON *root;
+    char **owned;
+    size_t n_owned;
+};
+
+/* Parses and validates a whole profiles document. On success returns the
+ * snapshot. On failure returns NULL and appends one line per problem to
+ * errors, each naming the profile and field ("profile \"x\": env.NCCL_IB_TIMEOUT:
+ * \"40\" is outside 1..31"). errors may be NULL. */
+struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors);
+void profiles_free(struct profiles *ps);
+
+const struct profile *profiles_find(const struct profiles *ps, const char *name);
+/* Looks name up in a kv list; NULL when absent. */
+const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name);
+
+#endif

@@ -1,0 +1,236 @@
+#include "review.h"
+
+#include "base64.h"
+#include "jsonw.h"
+#include "profiles.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#define REVIEW_V1 "admission.k8s.io/v1"
+#define REVIEW_V1BETA1 "admission.k8s.io/v1beta1"
+
+static size_t review_utf8_seq(const unsigned char *s, size_t left)
+{
+    unsigned c = s[0];
+    size_t n;
+    unsigned cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return n;
+}
+
+int review_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+
+    while (i < len) {
+        size_t n = review_utf8_seq(p + i, len - i);
+
+        if (n == 0)
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
+static void review_copy(char *dst, size_t dstlen, const char *src)
+{
+    snprintf(dst, dstlen, "%s", src ? src : "");
+}
+
+static int review_bad(struct dynbuf *out, const char *reason)
+{
+    dynbuf_reset(out);
+    dynbuf_addstr(out, reason);
+    dynbuf_addc(out, '\n');
+    return 400;
+}
+
+static void review_write_warnings(struct jsonw *w, const struct mutate_warnings *ws)
+{
+    if (ws->n == 0)
+        return;
+    jsonw_raw(w, ",\"warnings\":[");
+    for (size_t i = 0; i < ws->n; i++) {
+        if (i)
+            jsonw_raw(w, ",");
+        jsonw_str(w, ws->text[i]);
+    }
+    jsonw_raw(w, "]");
+}
+
+int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,
+                          const struct mutate_result *res)
+{
+    struct jsonw w;
+    int rc;
+
+    jsonw_init(&w, out);
+    jsonw_raw(&w, "{\"apiVersion\":");
+    jsonw_str(&w, api_version);
+    jsonw_raw(&w, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    jsonw_str(&w, uid);
+    jsonw_raw(&w, ",\"allowed\":true");
+    if (res && res->outcome == MUTATE_PATCHED) {
+        jsonw_raw(&w, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        if (!w.err && (rc = base64_append(out, dynbuf_ptr(&res->patch.out),
+                                          dynbuf_len(&res->patch.out))))
+            w.err = rc;
+        jsonw_raw(&w, "\",\"auditAnnotations\":{\"profile\":");
+        jsonw_str(&w, res->profile->name);
+        jsonw_raw(&w, "}");
+    }
+    if (res)
+        review_write_warnings(&w, &res->warnings);
+    jsonw_raw(&w, "}}");
+    return jsonw_error(&w);
+}
+
+/* Only a Pod CREATE is mutated; everything else is allowed untouched. */
+static int review_is_pod_create(const cJSON *req)
+{
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(req, "kind");
+    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "operation"));
+    const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kind, "kind"));
+    const char *group = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kind, "group"));
+    const char *sub = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "subResource"));
+
+    return op && strcmp(op, "CREATE") == 0 && k && strcmp(k, "Pod") == 0 &&
+           (!group || !*group) && (!sub || !*sub);
+}
+
+static void review_summarize_request(const cJSON *req, struct review_summary *sum)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(req, "object"), "metadata");
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "name"));
+
+    if (!name || !*name)
+        name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+    if (!name || !*name)
+        name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "generateName"));
+    review_copy(sum->name, sizeof(sum->name), name);
+    review_copy(sum->namespace_, sizeof(sum->namespace_),
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace")));
+    review_copy(sum->operation, sizeof(sum->operation),
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "operation")));
+}
+
+static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
+{
+    static const char *const outcomes[] = {"mutated", "skipped", "error"};
+
+    sum->outcome = outcomes[res->outcome];
+    sum->reason = res->reason;
+    sum->profile = res->profile ? res->profile->name : NULL;
+    sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
+    sum->warnings = res->warnings.n;
+    review_copy(sum->error, sizeof(sum->error), res->error);
+}
+
+/* Mutates the request's pod (if it is a Pod CREATE) and writes the response. */
+static int review_answer(const cJSON *req, const char *api_version, const char *uid,
+                         const struct profiles *ps, const struct mutate_hooks *hooks,
+                         struct dynbuf *out, struct review_summary *sum)
+{
+    struct mutate_result res;
+    struct mutate_input in = {.base = ""};
+    int rc;
+
+    mutate_result_init(&res, REVIEW_PATCH_MAX);
+    if (review_is_pod_create(req)) {
+        in.object = cJSON_GetObjectItemCaseSensitive(req, "object");
+        in.namespace_ = sum->namespace_;
+        mutate_object(&in, ps, hooks, &res);
+        review_summarize_result(&res, sum);
+    }
+    rc = review_write_response(out, api_version, uid, &res);
+    mutate_result_free(&res);
+    return rc;
+}
+
+/* Checks the envelope; returns NULL or the reason the body is refused. */
+static const char *review_envelope(const cJSON *root, const char **api_version,
+                                   const cJSON **req, const char **uid)
+{
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "kind"));
+
+    *api_version = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "apiVersion"));
+    if (!kind || strcmp(kind, "AdmissionReview") != 0 || !*api_version ||
+        (strcmp(*api_version, REVIEW_V1) != 0 && strcmp(*api_version, REVIEW_V1BETA1) != 0))
+        return "body is not an AdmissionReview (want apiVersion admission.k8s.io/v1 or v1beta1, "
+               "kind AdmissionReview)";
+    *req = cJSON_GetObjectItemCaseSensitive(root, "request");
+    if (!cJSON_IsObject(*req))
+        return "AdmissionReview has no request object";
+    *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*req, "uid"));
+    if (!*uid || !**uid)
+        return "AdmissionReview request has no uid";
+    if (strlen(*uid) >= sizeof(((struct review_summary *)0)->uid))
+        return "AdmissionReview request uid is too long";
+    return NULL;
+}
+
+int review_handle(const char *body, size_t len, const struct profiles *ps,
+                  const struct mutate_hooks *hooks, struct dynbuf *out,
+                  struct review_summary *sum)
+{
+    const char *api_version, *uid, *why, *end = NULL;
+    const cJSON *req;
+    cJSON *root = NULL;
+    int status = 400;
+
+    memset(sum, 0, sizeof(*sum));
+    sum->outcome = "ignored";
+    sum->reason = "not-a-pod-create";
+    if (!review_utf8_valid(body, len))
+        return review_bad(out, "body is not valid UTF-8");
+    root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    while (root && end < body + len && memchr(" \t\r\n", *end, 4))
+        end++;
+    if (root && end != body + len) {
+        cJSON_Delete(root);
+        root = NULL;
+    }
+    if (!root) {
+        dynbuf_reset(out);
+        dynbuf_printf(out, "body is not JSON (error near byte %zu)\n",
+                      end ? (size_t)(end - body) : (size_t)0);
+        goto out;
+    }
+    why = review_envelope(root, &api_version, &req, &uid);
+    if (why) {
+        review_bad(out, why);
+        goto out;
+    }
+    review_copy(sum->uid, sizeof(sum->uid), uid);
+    review_summarize_request(req, sum);
+    status = review_answer(req, api_version, uid, ps, hooks, out, sum) ? 500 : 200;
+    if (status == 500)
+        review_bad(out, "response too large");
+out:
+    cJSON_Delete(root);
+    return status;
+}

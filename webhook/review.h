@@ -1,0 +1,50 @@
+/* review: AdmissionReview in, AdmissionReview response out (SPEC 1.1, 1.6).
+ *
+ * review_handle() takes the raw request body and gives either an HTTP status
+ * other than 200 with a one-line plain-text reason, or 200 with the JSON
+ * response: the same uid, allowed: true, and for a mutated pod the base64
+ * JSON Patch with patchType, the warnings and the auditAnnotations. It
+ * answers in the apiVersion it was asked in (v1 or v1beta1).
+ */
+#ifndef RDMA_WEBHOOK_REVIEW_H
+#define RDMA_WEBHOOK_REVIEW_H
+
+#include "dynbuf.h"
+#include "mutate.h"
+
+#include <stddef.h>
+
+struct profiles;
+
+/* What the caller logs and counts for one review. */
+struct review_summary {
+    char uid[80];
+    char namespace_[64];
+    char name[256];
+    char operation[16];
+    const char *outcome; /* "mutated", "skipped", "error", "ignored" */
+    const char *reason;  /* see mutate_result.reason; "not-a-pod-create" for ignored */
+    const char *profile; /* NULL when none */
+    size_t ops;
+    size_t warnings;
+    char error[160];
+};
+
+/* Limits the patch a single pod can produce. */
+#define REVIEW_PATCH_MAX (4u << 20)
+
+/* Returns the HTTP status and fills out with the body to send (JSON for 200,
+ * a one-line reason otherwise). out's cap bounds the response. */
+int review_handle(const char *body, size_t len, const struct profiles *ps,
+                  const struct mutate_hooks *hooks, struct dynbuf *out,
+                  struct review_summary *sum);
+
+/* Writes the response for a decoded request and a mutation result; used by
+ * review_handle() and by the offline `mutate` command. */
+int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,
+                          const struct mutate_result *res);
+
+/* 1 when the bytes are well-formed UTF-8 (no overlongs, no surrogates). */
+int review_utf8_valid(const char *s, size_t len);
+
+#endif

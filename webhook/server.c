@@ -1,0 +1,481 @@
+#include "server.h"
+
+#include "certs.h"
+#include "fsutil.h"
+#include "review.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* TLS 1.2 and 1.3 only: the apiserver speaks both, and nothing older is safe. */
+#define SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define SERVER_PEM_MAX (1u << 20)
+/* The response carries the patch base64-encoded plus warnings and envelope. */
+#define SERVER_RESPONSE_MAX (REVIEW_PATCH_MAX / 3 * 4 + 65536)
+
+enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE_METRICS };
+
+/* Per-request state, from the first call of the access handler to completion. */
+struct server_request {
+    enum server_route route;
+    struct dynbuf body;
+    int early_status; /* set when the request was refused before its body ended */
+    struct timespec start;
+};
+
+static long long server_elapsed_us(const struct timespec *start)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)(now.tv_sec - start->tv_sec) * 1000000LL +
+           (now.tv_nsec - start->tv_nsec) / 1000;
+}
+
+/* Queues a response. body is either taken over (must_free: libmicrohttpd
+ * frees it) or static; allow, when given, fills the Allow header of a 405. */
+static enum MHD_Result server_reply(struct MHD_Connection *conn, unsigned status,
+                                    const char *type, char *body, size_t len, int must_free,
+                                    const char *allow)
+{
+    struct MHD_Response *resp;
+    enum MHD_Result rc;
+
+    resp = MHD_create_response_from_buffer(len, body ? body : "",
+                                           body && must_free ? MHD_RESPMEM_MUST_FREE
+                                                             : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        if (must_free)
+            free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result server_reply_buf(struct MHD_Connection *conn, unsigned status,
+                                        const char *type, char *body, size_t len)
+{
+    return server_reply(conn, status, type, body, len, 1, NULL);
+}
+
+static enum MHD_Result server_reply_text(struct MHD_Connection *conn, unsigned status,
+                                         const char *text)
+{
+    return server_reply(conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text),
+                        0, NULL);
+}
+
+static enum MHD_Result server_reply_405(struct MHD_Connection *conn, const char *text,
+                                        const char *allow)
+{
+    return server_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+                        (char *)text, strlen(text), 0, allow);
+}
+
+static enum server_route server_route_of(const char *url, int tls)
+{
+    if (tls && strcmp(url, "/mutate") == 0)
+        return ROUTE_MUTATE;
+    if (strcmp(url, "/healthz") == 0)
+        return ROUTE_HEALTHZ;
+    if (strcmp(url, "/readyz") == 0)
+        return ROUTE_READYZ;
+    if (!tls && strcmp(url, "/metrics") == 0)
+        return ROUTE_METRICS;
+    return ROUTE_NONE;
+}
+
+/* application/json, with or without parameters such as charset. */
+static int server_is_json(const char *type)
+{
+    size_t n = strlen("application/json");
+
+    return type && strncasecmp(type, "application/json", n) == 0 &&
+           (type[n] == '\0' || type[n] == ';' || type[n] == ' ');
+}
+
+static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
+{
+    struct server_stats *st = &s->stats;
+    struct snapshot *snap = store_acquire(&s->store);
+    struct dynbuf b;
+    size_t len;
+
+    dynbuf_init(&b, 16384);
+    dynbuf_printf(&b,
+                  "# TYPE rdma_webhook_admissions_total counter\n"
+                  "rdma_webhook_admissions_total{result=\"mutated\"} %llu\n"
+                  "rdma_webhook_admissions_total{result=\"skipped\"} %llu\n"
+                  "rdma_webhook_admissions_total{result=\"error\"} %llu\n"
+                  "# TYPE rdma_webhook_http_rejected_total counter\n"
+                  "rdma_webhook_http_rejected_total %llu\n"
+                  "# TYPE rdma_webhook_patch_operations_total counter\n"
+                  "rdma_webhook_patch_operations_total %llu\n"
+                  "# TYPE rdma_webhook_warnings_total counter\n"
+                  "rdma_webhook_warnings_total %llu\n"
+                  "# TYPE rdma_webhook_in_flight_requests gauge\n"
+                  "rdma_webhook_in_flight_requests %d\n"
+                  "# TYPE rdma_webhook_profiles_generation gauge\n"
+                  "rdma_webhook_profiles_generation %lu\n",
+                  atomic_load(&st->mutated), atomic_load(&st->skipped),
+                  atomic_load(&st->errors), atomic_load(&st->rejected),
+                  atomic_load(&st->patch_ops), atomic_load(&st->warnings),
+                  atomic_load(&st->in_flight), snap ? snap->generation : 0UL);
+    snapshot_release(snap);
+    if (!b.mem)
+        return server_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    len = b.len;
+    return server_reply_buf(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", dynbuf_steal(&b),
+                            len);
+}
+
+static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connection *conn,
+                                           enum server_route route, const char *method)
+{
+    int ready;
+
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return server_reply_405(conn, "use GET\n", "GET, HEAD");
+    if (route == ROUTE_METRICS)
+        return server_metrics(s, conn);
+    if (route == ROUTE_HEALTHZ)
+        return server_reply_text(conn, MHD_HTTP_OK, "ok\n");
+    ready = store_ready(&s->store) && !atomic_load(&s->draining);
+    if (ready)
+        return server_reply_text(conn, MHD_HTTP_OK, "ok\n");
+    return server_reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                             atomic_load(&s->draining) ? "shutting down\n"
+                                                       : "no valid profiles loaded yet\n");
+}
+
+static void server_log_admission(struct server *s, const struct review_summary *sum,
+                                 long long us)
+{
+    struct log_line l;
+
+    log_begin(&l, &s->log, sum->error[0] ? LOG_ERROR : LOG_INFO, "admission");
+    log_str(&l, "uid", sum->uid);
+    log_str(&l, "namespace", sum->namespace_);
+    log_str(&l, "pod", sum->name);
+    log_str(&l, "result", sum->outcome);
+    log_str(&l, "reason", sum->reason);
+    if (sum->profile)
+        log_str(&l, "profile", sum->profile);
+    log_int(&l, "ops", (long long)sum->ops);
+    log_int(&l, "warnings", (long long)sum->warnings);
+    if (sum->error[0])
+        log_str(&l, "error", sum->error);
+    log_int(&l, "us", us);
+    log_end(&l);
+}
+
+static void server_count(struct server *s, const struct review_summary *sum)
+{
+    if (strcmp(sum->outcome, "mutated") == 0)
+        atomic_fetch_add(&s->stats.mutated, 1);
+    else if (strcmp(sum->outcome, "error") == 0)
+        atomic_fetch_add(&s->stats.errors, 1);
+    else
+        atomic_fetch_add(&s->stats.skipped, 1);
+    atomic_fetch_add(&s->stats.patch_ops, sum->ops);
+    atomic_fetch_add(&s->stats.warnings, sum->warnings);
+}
+
+/* The whole body is in: answer the review with the current profiles. */
+static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *conn,
+                                    struct server_request *req)
+{
+    struct snapshot *snap = store_acquire(&s->store);
+    struct review_summary sum;
+    struct dynbuf out;
+    size_t len;
+    int status;
+
+    if (!snap)
+        return server_reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                 "no valid profiles loaded yet; check the profiles source\n");
+    dynbuf_init(&out, SERVER_RESPONSE_MAX);
+    status = review_handle(dynbuf_ptr(&req->body), dynbuf_len(&req->body), snap->ps, &s->hooks,
+                           &out, &sum);
+    snapshot_release(snap);
+    if (status == MHD_HTTP_OK) {
+        server_count(s, &sum);
+        if (strcmp(sum.outcome, "ignored") != 0)
+            server_log_admission(s, &sum, server_elapsed_us(&req->start));
+    } else {
+        atomic_fetch_add(&s->stats.rejected, 1);
+        dynbuf_truncate(&out, strcspn(dynbuf_ptr(&out), "\n"));
+        log_msg(&s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));
+    }
+    len = out.len;
+    return server_reply_buf(conn, (unsigned)status,
+                            status == MHD_HTTP_OK ? "application/json"
+                                                  : "text/plain; charset=utf-8",
+                            dynbuf_steal(&out), len);
+}
+
+/* First call for a request: route it and refuse what can be refused before
+ * reading the body (wrong path, method, content type, declared size). */
+static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *conn,
+                                    const char *url, const char *method, int tls,
+                                    void **req_cls)
+{
+    enum server_route route = server_route_of(url, tls);
+    const char *type, *clen;
+    struct server_request *req;
+
+    if (route == ROUTE_NONE)
+        return server_reply_text(conn, MHD_HTTP_NOT_FOUND,
+                                 tls ? "not found; the webhook path is /mutate\n"
+                                     : "not found; try /metrics, /healthz or /readyz\n");
+    if (route != ROUTE_MUTATE)
+        return server_simple_route(s, conn, route, method);
+    if (strcmp(method, "POST") != 0)
+        return server_reply_405(conn, "/mutate takes POST with an AdmissionReview\n", "POST");
+    type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!server_is_json(type))
+        return server_reply_text(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                 "send the AdmissionReview as Content-Type: application/json\n");
+    clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (clen && strtoull(clen, NULL, 10) > s->cfg.max_body)
+        return server_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                                 "body exceeds --max-body-bytes\n");
+    req = calloc(1, sizeof(*req));
+    if (!req)
+        return MHD_NO;
+    req->route = route;
+    dynbuf_init(&req->body, s->cfg.max_body);
+    clock_gettime(CLOCK_MONOTONIC, &req->start);
+    *req_cls = req;
+    atomic_fetch_add(&s->stats.in_flight, 1);
+    return MHD_YES;
+}
+
+static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, int tls, const char *upload_data,
+                                     size_t *upload_size, void **req_cls)
+{
+    struct server *s = cls;
+    struct server_request *req = *req_cls;
+
+    if (!req) {
+        atomic_fetch_add(&s->stats.requests, 1);
+        return server_begin(s, conn, url, method, tls, req_cls);
+    }
+    if (*upload_size) {
+        /* Past the cap the rest of the body is dropped unread: the connection
+         * is closed after the 413, so the client cannot make us buffer it. */
+        if (!req->early_status && dynbuf_add(&req->body, upload_data, *upload_size))
+            req->early_status = MHD_HTTP_CONTENT_TOO_LARGE;
+        *upload_size = 0;
+        if (req->early_status)
+            return server_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                                     "body exceeds --max-body-bytes\n");
+        return MHD_YES;
+    }
+    if (req->early_status)
+        return MHD_YES;
+    return server_admit(s, conn, req);
+}
+
+static enum MHD_Result server_handle_tls(void *cls, struct MHD_Connection *conn, const char *url,
+                                         const char *method, const char *version,
+                                         const char *upload_data, size_t *upload_size,
+                                         void **req_cls)
+{
+    (void)version;
+    return server_handle(cls, conn, url, method, 1, upload_data, upload_size, req_cls);
+}
+
+static enum MHD_Result server_handle_plain(void *cls, struct MHD_Connection *conn,
+                                           const char *url, const char *method,
+                                           const char *version, const char *upload_data,
+                                           size_t *upload_size, void **req_cls)
+{
+    (void)version;
+    return server_handle(cls, conn, url, method, 0, upload_data, upload_size, req_cls);
+}
+
+static void server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                             enum MHD_RequestTerminationCode code)
+{
+    struct server *s = cls;
+    struct server_request *req = *req_cls;
+
+    (void)conn;
+    (void)code;
+    if (!req)
+        return;
+    atomic_fetch_sub(&s->stats.in_flight, 1);
+    dynbuf_free(&req->body);
+    free(req);
+    *req_cls = NULL;
+}
+
+int server_parse_listen(const char *spec, void *storage, unsigned *len, char *err, size_t errlen)
+{
+    const char *colon = strrchr(spec, ':');
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char host[256];
+    size_t hlen;
+    int rc;
+
+    if (!colon || !colon[1]) {
+        snprintf(err, errlen, "listen address \"%s\" needs a port, e.g. 127.0.0.1:8443 or :8443",
+                 spec);
+        return -1;
+    }
+    hlen = (size_t)(colon - spec);
+    if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
+        spec++;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof(host)) {
+        snprintf(err, errlen, "listen host is too long");
+        return -1;
+    }
+    memcpy(host, spec, hlen);
+    host[hlen] = '\0';
+    rc = getaddrinfo(hlen ? host : NULL, colon + 1, &hints, &ai);
+    if (rc != 0 || !ai) {
+        snprintf(err, errlen, "cannot use listen address \"%s\": %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(storage, ai->ai_addr, ai->ai_addrlen);
+    *len = (unsigned)ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static int server_load_pem(const char *path, char **out, char *err, size_t errlen)
+{
+    struct dynbuf b;
+
+    dynbuf_init(&b, SERVER_PEM_MAX);
+    if (fsutil_read(path, &b, err, errlen) || !b.mem) {
+        if (!err[0])
+            snprintf(err, errlen, "%s is empty", path);
+        dynbuf_free(&b);
+        return -1;
+    }
+    *out = dynbuf_steal(&b);
+    return 0;
+}
+
+static void server_log_cert(struct server *s)
+{
+    struct certs_info info;
+    struct log_line l;
+    char err[256];
+
+    if (certs_inspect_file(s->cfg.cert_file, &info, err, sizeof(err)) != 0)
+        return;
+    log_begin(&l, &s->log, LOG_INFO, "serving certificate loaded");
+    log_str(&l, "serial", info.serial_hex);
+    log_str(&l, "subject", info.subject);
+    log_int(&l, "not_after", info.not_after);
+    log_str(&l, "sans", info.sans);
+    log_end(&l);
+}
+
+static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls,
+                                        char *err, size_t errlen)
+{
+    struct sockaddr_storage addr;
+    unsigned addrlen;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_USE_TURBO;
+    struct MHD_Daemon *d;
+
+    if (server_parse_listen(listen, &addr, &addrlen, err, errlen))
+        return NULL;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &addr},
+        {MHD_OPTION_THREAD_POOL_SIZE, tls ? (intptr_t)s->cfg.threads : 1, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)s->cfg.conn_timeout_s, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->cfg.conn_limit, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s},
+        /* The TLS options come last so a plain listener can end the list early. */
+        {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, s->key_pem},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
+
+    d = MHD_start_daemon(flags, 0, NULL, NULL, tls ? server_handle_tls : server_handle_plain, s,
+                         MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!d)
+        snprintf(err, errlen,
+                 "cannot listen on %s%s (in use, or no permission?)", listen,
+                 tls ? " with TLS" : "");
+    return d;
+}
+
+int server_start(struct server *s, char *err, size_t errlen)
+{
+    err[0] = '\0';
+    if (certs_check_pair(s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
+        server_load_pem(s->cfg.cert_file, &s->cert_pem, err, errlen) ||
+        server_load_pem(s->cfg.key_file, &s->key_pem, err, errlen))
+        goto fail;
+    s->https = server_daemon(s, s->cfg.listen, 1, err, errlen);
+    if (!s->https)
+        goto fail;
+    if (s->cfg.metrics_listen && *s->cfg.metrics_listen) {
+        s->plain = server_daemon(s, s->cfg.metrics_listen, 0, err, errlen);
+        if (!s->plain)
+            goto fail;
+    }
+    server_log_cert(s);
+    return 0;
+fail:
+    server_stop(s);
+    return -1;
+}
+
+void server_quiesce(struct server *s)
+{
+    atomic_store(&s->draining, 1);
+    if (s->https)
+        MHD_quiesce_daemon(s->https);
+}
+
+unsigned server_open_connections(struct server *s)
+{
+    const union MHD_DaemonInfo *info;
+
+    if (!s->https)
+        return 0;
+    info = MHD_get_daemon_info(s->https, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
+void server_stop(struct server *s)
+{
+    if (s->https)
+        MHD_stop_daemon(s->https);
+    if (s->plain)
+        MHD_stop_daemon(s->plain);
+    s->https = s->plain = NULL;
+    free(s->cert_pem);
+    free(s->key_pem);
+    s->cert_pem = s->key_pem = NULL;
+}

@@ -1,0 +1,75 @@
+/* server: the HTTPS admission endpoint and the plain-HTTP health port, on
+ * libmicrohttpd.
+ *
+ * HTTPS (TLS 1.2 and 1.3 only, through libmicrohttpd's GnuTLS build) serves
+ * POST /mutate, GET /healthz and GET /readyz; the plain port serves /healthz,
+ * /readyz and /metrics. Both use epoll with a small thread pool, keep-alive
+ * and a connection timeout. Request bodies are read into a dynbuf capped at
+ * max_body; the profiles snapshot is acquired once per admission. Nothing a
+ * client sends is fatal: every bad request gets a status and a one-line reason.
+ *
+ * struct server is the process's one mutable context: everything the request
+ * threads share lives in it.
+ */
+#ifndef RDMA_WEBHOOK_SERVER_H
+#define RDMA_WEBHOOK_SERVER_H
+
+#include "log.h"
+#include "mutate.h"
+#include "store.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+struct MHD_Daemon;
+
+struct server_config {
+    const char *listen;         /* "ADDR:PORT"; an empty ADDR means every address */
+    const char *metrics_listen; /* "" disables the plain-HTTP port */
+    const char *cert_file;
+    const char *key_file;
+    size_t max_body;
+    unsigned threads;
+    unsigned conn_timeout_s;
+    unsigned conn_limit;
+};
+
+struct server_stats {
+    atomic_ullong requests;
+    atomic_ullong mutated;
+    atomic_ullong skipped;
+    atomic_ullong errors;   /* pods admitted unchanged because they could not be read */
+    atomic_ullong rejected; /* HTTP 4xx */
+    atomic_ullong patch_ops;
+    atomic_ullong warnings;
+    atomic_int in_flight;
+};
+
+struct server {
+    struct server_config cfg;
+    struct logger log;
+    struct store store;
+    struct mutate_hooks hooks;
+    struct server_stats stats;
+    atomic_int draining; /* readiness goes false first when shutting down */
+    /* Private. */
+    struct MHD_Daemon *https;
+    struct MHD_Daemon *plain;
+    char *cert_pem;
+    char *key_pem;
+};
+
+/* Starts both listeners. Returns 0, or -1 with a message in err. */
+int server_start(struct server *s, char *err, size_t errlen);
+/* Stops accepting new connections; requests in flight go on. */
+void server_quiesce(struct server *s);
+/* Connections still open on the HTTPS listener. */
+unsigned server_open_connections(struct server *s);
+void server_stop(struct server *s);
+
+/* Parses "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" into a socket address.
+ * Returns 0, or -1 with a message in err. */
+int server_parse_listen(const char *spec, void *sockaddr_storage, unsigned *len, char *err,
+                        size_t errlen);
+
+#endif

@@ -1,0 +1,124 @@
+#include "store.h"
+
+#include "dynbuf.h"
+#include "profiles.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STORE_ERRORS_MAX 8192
+
+int store_init(struct store *s, const struct logger *log)
+{
+    memset(s, 0, sizeof(*s));
+    s->log = log;
+    return pthread_mutex_init(&s->mu, NULL) ? -1 : 0;
+}
+
+void store_destroy(struct store *s)
+{
+    snapshot_release(s->cur);
+    s->cur = NULL;
+    pthread_mutex_destroy(&s->mu);
+}
+
+void snapshot_release(struct snapshot *snap)
+{
+    if (!snap || atomic_fetch_sub(&snap->refs, 1) != 1)
+        return;
+    profiles_free(snap->ps);
+    free(snap);
+}
+
+struct snapshot *store_acquire(struct store *s)
+{
+    struct snapshot *snap;
+
+    pthread_mutex_lock(&s->mu);
+    snap = s->cur;
+    if (snap)
+        atomic_fetch_add(&snap->refs, 1);
+    pthread_mutex_unlock(&s->mu);
+    return snap;
+}
+
+int store_ready(struct store *s)
+{
+    int ready;
+
+    pthread_mutex_lock(&s->mu);
+    ready = s->cur != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return ready;
+}
+
+/* One log line per problem, so each is readable in a log viewer. */
+static void store_log_rejected(struct store *s, const char *origin, const struct dynbuf *errors)
+{
+    const char *line = dynbuf_ptr(errors);
+    char one[512];
+
+    log_msg(s->log, LOG_ERROR, "profiles rejected; the previous version keeps serving", "source",
+            origin);
+    while (*line) {
+        size_t n = strcspn(line, "\n");
+        struct log_line l;
+
+        snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), line);
+        log_begin(&l, s->log, LOG_ERROR, "profiles problem");
+        log_str(&l, "source", origin);
+        log_str(&l, "problem", one);
+        log_end(&l);
+        line += n + (line[n] == '\n');
+    }
+}
+
+static void store_swap(struct store *s, struct snapshot *next, const char *origin)
+{
+    struct snapshot *old;
+    struct log_line l;
+
+    pthread_mutex_lock(&s->mu);
+    old = s->cur;
+    next->generation = ++s->generation;
+    s->cur = next;
+    pthread_mutex_unlock(&s->mu);
+    snapshot_release(old);
+    log_begin(&l, s->log, LOG_INFO, "profiles loaded");
+    log_str(&l, "source", origin);
+    log_int(&l, "generation", (long long)next->generation);
+    log_int(&l, "profiles", (long long)next->ps->n);
+    log_end(&l);
+}
+
+int store_publish(struct store *s, const char *text, size_t len, const char *origin)
+{
+    struct dynbuf errors;
+    struct snapshot *next = NULL;
+    struct profiles *ps;
+    int rc = -1;
+
+    dynbuf_init(&errors, STORE_ERRORS_MAX);
+    ps = profiles_parse(text, len, &errors);
+    if (!ps) {
+        store_log_rejected(s, origin, &errors);
+        pthread_mutex_lock(&s->mu);
+        s->rejected++;
+        pthread_mutex_unlock(&s->mu);
+        goto out;
+    }
+    next = calloc(1, sizeof(*next));
+    if (!next) {
+        log_msg(s->log, LOG_ERROR, "out of memory loading profiles", "source", origin);
+        profiles_free(ps);
+        goto out;
+    }
+    next->ps = ps;
+    atomic_init(&next->refs, 1);
+    store_swap(s, next, origin);
+    rc = 0;
+out:
+    dynbuf_free(&errors);
+    return rc;
+}

@@ -1,0 +1,143 @@
+#include "target.h"
+
+#include "podjson.h"
+#include "profiles.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#define TARGET_LABEL_OPERATOR "training.kubeflow.org/operator-name"
+
+static int target_has_prefix(const char *s, const char *prefix)
+{
+    return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* 1 when the controlling owner reference has an apiVersion in group (given as
+ * "kubeflow.org/") and the kind. */
+static int target_owned_by(struct podjson *r, const cJSON *metadata, const char *group,
+                           const char *kind)
+{
+    const cJSON *refs = podjson_arr(r, metadata, "ownerReferences");
+    const cJSON *ref;
+
+    cJSON_ArrayForEach(ref, refs) {
+        const char *api = podjson_str(r, ref, "apiVersion");
+        const char *k = podjson_str(r, ref, "kind");
+
+        if (podjson_bool(r, ref, "controller") && target_has_prefix(api, group) && k &&
+            strcmp(k, kind) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int target_label_is(struct podjson *r, const cJSON *labels, const char *key,
+                           const char *value)
+{
+    const char *v = podjson_str(r, labels, key);
+
+    return v && (!value || strcmp(v, value) == 0);
+}
+
+static int target_other_kinds(struct podjson *r, const cJSON *metadata, const cJSON *labels,
+                              unsigned bits)
+{
+    if ((bits & PROFILES_TARGET_MPIJOB) &&
+        (target_owned_by(r, metadata, "kubeflow.org/", "MPIJob") ||
+         target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpijob-controller") ||
+         target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpi-operator")))
+        return 1;
+    if ((bits & PROFILES_TARGET_TRAINJOB) &&
+        target_label_is(r, labels, "trainer.kubeflow.org/trainjob-ancestor-step", "trainer"))
+        return 1;
+    if ((bits & PROFILES_TARGET_VOLCANOJOB) &&
+        (target_owned_by(r, metadata, "batch.volcano.sh/", "Job") ||
+         target_label_is(r, labels, "volcano.sh/job-name", NULL)))
+        return 1;
+    return 0;
+}
+
+enum target_verdict target_pod(struct podjson *r, const cJSON *metadata, unsigned target_bits)
+{
+    const cJSON *annotations = podjson_obj(r, metadata, "annotations");
+    const cJSON *labels = podjson_obj(r, metadata, "labels");
+    const char *inject = podjson_str(r, annotations, TARGET_ANNOTATION_INJECT);
+
+    if (inject && strcmp(inject, "false") == 0)
+        return TARGET_OPTED_OUT;
+    if (inject && strcmp(inject, "true") == 0)
+        return TARGET_YES;
+    if (target_owned_by(r, metadata, "kubeflow.org/", "PyTorchJob") ||
+        target_label_is(r, labels, TARGET_LABEL_OPERATOR, "pytorchjob-controller"))
+        return TARGET_YES;
+    return target_other_kinds(r, metadata, labels, target_bits) ? TARGET_YES : TARGET_NO;
+}
+
+static int target_map_has_prefix(const cJSON *map, const char *prefix, size_t prefix_len)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, map) {
+        if (it->string && strncmp(it->string, prefix, prefix_len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int target_container_asks_prefix(struct podjson *r, const cJSON *container, const char *prefix,
+                                 size_t prefix_len)
+{
+    const cJSON *res = podjson_obj(r, container, "resources");
+
+    return target_map_has_prefix(podjson_obj(r, res, "limits"), prefix, prefix_len) ||
+           target_map_has_prefix(podjson_obj(r, res, "requests"), prefix, prefix_len);
+}
+
+int target_container_wants_devices(struct podjson *r, const cJSON *container,
+                                   const struct profiles *ps)
+{
+    const cJSON *res = podjson_obj(r, container, "resources");
+    const cJSON *limits = podjson_obj(r, res, "limits");
+    const cJSON *requests = podjson_obj(r, res, "requests");
+
+    for (size_t i = 0; i < ps->n_gpu_resources; i++) {
+        if (cJSON_GetObjectItemCaseSensitive(limits, ps->gpu_resources[i]) ||
+            cJSON_GetObjectItemCaseSensitive(requests, ps->gpu_resources[i]))
+            return 1;
+    }
+    return target_container_asks_prefix(r, container, ps->rdma_prefix, strlen(ps->rdma_prefix));
+}
+
+static long long target_container_gpus(struct podjson *r, const cJSON *container,
+                                       const struct profiles *ps)
+{
+    const cJSON *res = podjson_obj(r, container, "resources");
+    const cJSON *limits = podjson_obj(r, res, "limits");
+    const cJSON *requests = podjson_obj(r, res, "requests");
+    long long sum = 0;
+
+    for (size_t i = 0; i < ps->n_gpu_resources; i++) {
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(limits, ps->gpu_resources[i]);
+        long long v;
+
+        if (!q)
+            q = cJSON_GetObjectItemCaseSensitive(requests, ps->gpu_resources[i]);
+        v = q ? podjson_whole_quantity(q) : -1;
+        if (v > 0)
+            sum += v;
+    }
+    return sum;
+}
+
+long long target_pod_gpus(struct podjson *r, const cJSON *spec, const struct profiles *ps)
+{
+    const cJSON *c;
+    long long sum = 0;
+
+    cJSON_ArrayForEach(c, podjson_arr(r, spec, "containers")) {
+        if (sum < 1000000)
+            sum += target_container_gpus(r, c, ps);
+    }
+    return sum;
+}

@@ -1,0 +1,42 @@
+/* target: which pods, and which of their containers, the webhook mutates
+ * (SPEC 1.2).
+ *
+ * A pod is a target when it belongs to a PyTorchJob (controlling owner
+ * reference, or the training-operator's label), when it opts in with the
+ * annotation rdma-webhook.io/inject: "true", or when it belongs to another job
+ * kind enabled in the profiles' "targets". The annotation "false" always wins.
+ */
+#ifndef RDMA_WEBHOOK_TARGET_H
+#define RDMA_WEBHOOK_TARGET_H
+
+#include <stddef.h>
+
+struct cJSON;
+struct podjson;
+struct profiles;
+
+#define TARGET_ANNOTATION_INJECT "rdma-webhook.io/inject"
+
+enum target_verdict {
+    TARGET_NO,        /* not a training pod */
+    TARGET_OPTED_OUT, /* rdma-webhook.io/inject: "false" */
+    TARGET_YES,
+};
+
+/* Judges a pod (or pod template) by its metadata. */
+enum target_verdict target_pod(struct podjson *r, const struct cJSON *metadata,
+                               unsigned target_bits);
+
+/* 1 when the container asks (limits or requests) for a GPU resource or any
+ * resource under the RDMA prefix. */
+int target_container_wants_devices(struct podjson *r, const struct cJSON *container,
+                                   const struct profiles *ps);
+
+/* 1 when the container asks for any resource whose name starts with prefix. */
+int target_container_asks_prefix(struct podjson *r, const struct cJSON *container,
+                                 const char *prefix, size_t prefix_len);
+
+/* Sum of the GPU limits (requests where no limit) of the regular containers. */
+long long target_pod_gpus(struct podjson *r, const struct cJSON *spec, const struct profiles *ps);
+
+#endif
