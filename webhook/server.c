@@ -18,6 +18,7 @@
 /* TLS 1.2 and 1.3 only: the apiserver speaks both, and nothing older is safe. */
 #define SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define SERVER_PEM_MAX (1u << 20)
+#define SERVER_DISCARD_MAX ((size_t)256 << 20)
 /* The response carries the patch base64-encoded plus warnings and envelope. */
 #define SERVER_RESPONSE_MAX (REVIEW_PATCH_MAX / 3 * 4 + 65536)
 
@@ -27,7 +28,8 @@ enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE
 struct server_request {
     enum server_route route;
     struct dynbuf body;
-    int early_status; /* set when the request was refused before its body ended */
+    int early_status;  /* set when the body went over the cap */
+    size_t discarded;  /* bytes dropped since then */
     struct timespec start;
 };
 
@@ -276,18 +278,26 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
         return server_begin(s, conn, url, method, tls, req_cls);
     }
     if (*upload_size) {
-        /* Past the cap the rest of the body is dropped unread: the connection
-         * is closed after the 413, so the client cannot make us buffer it. */
-        if (!req->early_status && dynbuf_add(&req->body, upload_data, *upload_size))
+        /* libmicrohttpd cannot answer in the middle of a body: past the cap
+         * the rest is read and dropped, and the 413 goes out at its end. A
+         * client that keeps sending far beyond that is cut off. */
+        if (req->early_status) {
+            req->discarded += *upload_size;
+            *upload_size = 0;
+            return req->discarded > SERVER_DISCARD_MAX ? MHD_NO : MHD_YES;
+        }
+        if (dynbuf_add(&req->body, upload_data, *upload_size)) {
             req->early_status = MHD_HTTP_CONTENT_TOO_LARGE;
+            dynbuf_free(&req->body);
+        }
         *upload_size = 0;
-        if (req->early_status)
-            return server_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                                     "body exceeds --max-body-bytes\n");
         return MHD_YES;
     }
-    if (req->early_status)
-        return MHD_YES;
+    if (req->early_status) {
+        atomic_fetch_add(&s->stats.rejected, 1);
+        return server_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                                 "body exceeds --max-body-bytes\n");
+    }
     return server_admit(s, conn, req);
 }
 
@@ -407,18 +417,26 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
         flags |= MHD_USE_IPv6;
     if (tls)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[] = {
-        {MHD_OPTION_SOCK_ADDR, 0, &addr},
-        {MHD_OPTION_THREAD_POOL_SIZE, tls ? (intptr_t)s->cfg.threads : 1, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)s->cfg.conn_timeout_s, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->cfg.conn_limit, NULL},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s},
-        /* The TLS options come last so a plain listener can end the list early. */
-        {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, s->key_pem},
-        {MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES},
-        {MHD_OPTION_END, 0, NULL},
-    };
+    struct MHD_OptionItem opts[10];
+    size_t n = 0;
+
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                        (intptr_t)s->cfg.conn_timeout_s, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+                                        (intptr_t)s->cfg.conn_limit, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
+                                        (intptr_t)server_completed, s};
+    if (tls && s->cfg.threads > 1)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
+                                            (intptr_t)s->cfg.threads, NULL};
+    if (tls) {
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                            (void *)SERVER_TLS_PRIORITIES};
+    }
+    opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
     d = MHD_start_daemon(flags, 0, NULL, NULL, tls ? server_handle_tls : server_handle_plain, s,
                          MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
