@@ -22,13 +22,13 @@
 
 #define DEFAULT_NAME "rdma-webhook"
 #define DEFAULT_DAYS 365
-#define MAX_DAYS 36500
-#define CA_CN "rdma-webhook-ca"
+#define MAX_DAYS     36500
+#define CA_CN        "rdma-webhook-ca"
 #define SKEW_SECONDS (5 * 60)
-#define SERIAL_BITS 159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
-#define CN_MAX 64       /* ub-common-name */
-#define LABEL_MAX 63
-#define REGEN_HINT "regenerate both with 'rdma-webhook gen-certs'"
+#define SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
+#define CN_MAX       64  /* ub-common-name */
+#define LABEL_MAX    63
+#define REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
 
 #if defined(__GNUC__)
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
@@ -97,8 +97,8 @@ static void ssl_err(char *err, size_t errlen, const char *what)
 {
     char reason[256];
 
-    set_err(err, errlen, "cannot %s (%s): check the OpenSSL installation and retry",
-            what, ssl_reason(reason, sizeof reason));
+    set_err(err, errlen, "cannot %s (%s): check the OpenSSL installation and retry", what,
+            ssl_reason(reason, sizeof reason));
 }
 
 /* DNS-1123 label: the names become DNS names in the SANs and in the
@@ -118,8 +118,8 @@ static int valid_label(const char *s)
     return 1;
 }
 
-static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p,
-                        char *err, size_t errlen)
+static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, char *err,
+                        size_t errlen)
 {
     if (o == NULL || o->out_dir == NULL || o->out_dir[0] == '\0') {
         set_err(err, errlen, "no output directory: pass --out-dir DIR");
@@ -130,8 +130,10 @@ static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p,
     p->ns = o->namespace_ != NULL ? o->namespace_ : DEFAULT_NAME;
     p->days = o->days != 0 ? o->days : DEFAULT_DAYS;
     if (!valid_label(p->service) || !valid_label(p->ns)) {
-        set_err(err, errlen, "invalid service '%s' or namespace '%s': use lowercase "
-                "letters, digits and '-', at most 63 characters", p->service, p->ns);
+        set_err(err, errlen,
+                "invalid service '%s' or namespace '%s': use lowercase "
+                "letters, digits and '-', at most 63 characters",
+                p->service, p->ns);
         return -1;
     }
     if (p->days < 1 || p->days > MAX_DAYS) {
@@ -243,8 +245,8 @@ static int leaf_sans(const struct gen_params *p, char *san, size_t len)
     return n >= 0 && (size_t)n < len;
 }
 
-static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
-                       const struct gen_params *p, time_t now)
+static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct gen_params *p,
+                       time_t now)
 {
     char cn[2 * LABEL_MAX + 8];
     char san[8 * LABEL_MAX + 128];
@@ -345,9 +347,9 @@ static int write_all(int fd, const char *data, size_t len)
 static BIO *pem_of(X509 *cert, EVP_PKEY *key)
 {
     BIO *b = BIO_new(cert != NULL ? BIO_s_mem() : BIO_s_secmem());
-    int ok = b != NULL &&
-             (cert != NULL ? PEM_write_bio_X509(b, cert)
-                           : PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL));
+    int ok =
+        b != NULL && (cert != NULL ? PEM_write_bio_X509(b, cert)
+                                   : PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL));
 
     if (!ok) {
         BIO_free(b);
@@ -369,8 +371,8 @@ static int fill_and_close(int fd, mode_t mode, const char *data, size_t len)
 }
 
 /* A temporary file in the target directory, so that rename() is atomic. */
-static int stage_file(const char *dir, const char *name, mode_t mode, BIO *pem,
-                      struct staged *s, char *err, size_t errlen)
+static int stage_file(const char *dir, const char *name, mode_t mode, BIO *pem, struct staged *s,
+                      char *err, size_t errlen)
 {
     char tmpl[64];
     char *data = NULL;
@@ -385,14 +387,14 @@ static int stage_file(const char *dir, const char *name, mode_t mode, BIO *pem,
         goto out;
     }
     if ((fd = mkstemp(s->tmp)) < 0) {
-        set_err(err, errlen, "cannot create a file in %s: %s: choose a writable --out-dir",
-                dir, strerror(errno));
+        set_err(err, errlen, "cannot create a file in %s: %s: choose a writable --out-dir", dir,
+                strerror(errno));
         goto out;
     }
     s->created = 1;
     if (fill_and_close(fd, mode, data, (size_t)len) != 0) {
-        set_err(err, errlen, "cannot write %s: %s: check free space and permissions of %s",
-                s->tmp, strerror(errno), dir);
+        set_err(err, errlen, "cannot write %s: %s: check free space and permissions of %s", s->tmp,
+                strerror(errno), dir);
         goto out;
     }
     ret = 0;
@@ -400,8 +402,8 @@ out:
     return ret;
 }
 
-static int stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls,
-                     EVP_PKEY *tls_key, struct staged *files, char *err, size_t errlen)
+static int stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls, EVP_PKEY *tls_key,
+                     struct staged *files, char *err, size_t errlen)
 {
     const struct {
         const char *name;
@@ -445,8 +447,10 @@ static int fsync_dir(const char *dir, char *err, size_t errlen)
     ret = 0;
 out:
     if (ret != 0)
-        set_err(err, errlen, "cannot sync directory %s: %s: check the file system, then "
-                "rerun 'rdma-webhook gen-certs'", dir, strerror(errno));
+        set_err(err, errlen,
+                "cannot sync directory %s: %s: check the file system, then "
+                "rerun 'rdma-webhook gen-certs'",
+                dir, strerror(errno));
     if (fd >= 0)
         close(fd);
     return ret;
@@ -456,8 +460,10 @@ static int commit_all(const char *dir, struct staged *files, char *err, size_t e
 {
     for (int i = 0; i < F_COUNT; i++) {
         if (rename(files[i].tmp, files[i].path) != 0) {
-            set_err(err, errlen, "cannot replace %s: %s: check permissions of %s, then "
-                    "rerun 'rdma-webhook gen-certs'", files[i].path, strerror(errno), dir);
+            set_err(err, errlen,
+                    "cannot replace %s: %s: check permissions of %s, then "
+                    "rerun 'rdma-webhook gen-certs'",
+                    files[i].path, strerror(errno), dir);
             return -1;
         }
         files[i].created = 0;
@@ -516,14 +522,18 @@ static X509 *read_cert(const char *path, char *err, size_t errlen)
     X509 *x = NULL;
 
     if (f == NULL) {
-        set_err(err, errlen, "cannot read %s: %s: fix the path or create it with "
-                "'rdma-webhook gen-certs'", path, strerror(errno));
+        set_err(err, errlen,
+                "cannot read %s: %s: fix the path or create it with "
+                "'rdma-webhook gen-certs'",
+                path, strerror(errno));
         goto out;
     }
     x = PEM_read_X509(f, NULL, NULL, NULL);
     if (x == NULL)
-        set_err(err, errlen, "%s holds no PEM certificate (%s): point to a PEM file such as "
-                "tls.crt, not a key or DER file", path, ssl_reason(reason, sizeof reason));
+        set_err(err, errlen,
+                "%s holds no PEM certificate (%s): point to a PEM file such as "
+                "tls.crt, not a key or DER file",
+                path, ssl_reason(reason, sizeof reason));
 out:
     if (f != NULL)
         fclose(f);
@@ -547,14 +557,18 @@ static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
     EVP_PKEY *key = NULL;
 
     if (f == NULL) {
-        set_err(err, errlen, "cannot read %s: %s: fix the path or create it with "
-                "'rdma-webhook gen-certs'", path, strerror(errno));
+        set_err(err, errlen,
+                "cannot read %s: %s: fix the path or create it with "
+                "'rdma-webhook gen-certs'",
+                path, strerror(errno));
         goto out;
     }
     key = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
     if (key == NULL)
-        set_err(err, errlen, "%s holds no usable private key (%s): it must be an unencrypted "
-                "PEM key such as tls.key", path, ssl_reason(reason, sizeof reason));
+        set_err(err, errlen,
+                "%s holds no usable private key (%s): it must be an unencrypted "
+                "PEM key such as tls.key",
+                path, ssl_reason(reason, sizeof reason));
 out:
     if (f != NULL)
         fclose(f);
@@ -589,8 +603,10 @@ static int check_validity(const X509 *x, const char *path, char *err, size_t err
     }
     if (X509_cmp_current_time(na) != 1) {
         time_str(na, when, sizeof when);
-        set_err(err, errlen, "%s expired at %s: renew it with 'rdma-webhook gen-certs' or "
-                "cert-manager", path, when);
+        set_err(err, errlen,
+                "%s expired at %s: renew it with 'rdma-webhook gen-certs' or "
+                "cert-manager",
+                path, when);
         return -1;
     }
     return 0;
@@ -603,7 +619,8 @@ int certs_check_pair(const char *cert_path, const char *key_path, char *err, siz
     int ret = -1;
 
     if (cert_path == NULL || key_path == NULL) {
-        set_err(err, errlen, "no certificate or key file: pass --tls-cert-file and "
+        set_err(err, errlen,
+                "no certificate or key file: pass --tls-cert-file and "
                 "--tls-private-key-file");
         goto out;
     }

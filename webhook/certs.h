@@ -58,10 +58,10 @@ struct certs_gen_opts {
 int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen);
 
 struct certs_info {
-    char serial_hex[80];  /* as `openssl x509 -serial`: uppercase, 2 digits a byte */
-    char subject[256];    /* RFC 2253, e.g. "CN=rdma-webhook.rdma-webhook.svc" */
-    long long not_after;  /* unix seconds */
-    char sans[512];       /* "DNS:a, DNS:b, IP:127.0.0.1, IP:::1" */
+    char serial_hex[80]; /* as `openssl x509 -serial`: uppercase, 2 digits a byte */
+    char subject[256];   /* RFC 2253, e.g. "CN=rdma-webhook.rdma-webhook.svc" */
+    long long not_after; /* unix seconds */
+    char sans[512];      /* "DNS:a, DNS:b, IP:127.0.0.1, IP:::1" */
 };
 
 /*
@@ -70,8 +70,7 @@ struct certs_info {
  * buffer is cut and ends in "...", and non-printable bytes become '?', so
  * the result is safe to put in a log line.  On failure *info is zeroed.
  */
-int certs_inspect_file(const char *cert_path, struct certs_info *info,
-                       char *err, size_t errlen);
+int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err, size_t errlen);
 
 /*
  * Succeeds when the first certificate of cert_path is valid now and the
@@ -80,7 +79,6 @@ int certs_inspect_file(const char *cert_path, struct certs_info *info,
  * passphrase), a key that does not match, or a certificate that is expired
  * or not yet valid.
  */
-int certs_check_pair(const char *cert_path, const char *key_path,
-                     char *err, size_t errlen);
+int certs_check_pair(const char *cert_path, const char *key_path, char *err, size_t errlen);
 
 #endif

@@ -5,8 +5,8 @@
 #define RDMA_WEBHOOK_CMD_H
 
 #define RDMA_WEBHOOK_DEFAULT_PROFILES "/etc/rdma-webhook/profiles/profiles.json"
-#define RDMA_WEBHOOK_DEFAULT_CERT "/etc/rdma-webhook/tls/tls.crt"
-#define RDMA_WEBHOOK_DEFAULT_KEY "/etc/rdma-webhook/tls/tls.key"
+#define RDMA_WEBHOOK_DEFAULT_CERT     "/etc/rdma-webhook/tls/tls.crt"
+#define RDMA_WEBHOOK_DEFAULT_KEY      "/etc/rdma-webhook/tls/tls.key"
 /* Profiles files are small; this bounds a mistaken path to a huge file. */
 #define RDMA_WEBHOOK_PROFILES_MAX (1u << 20)
 
@@ -17,7 +17,7 @@ int cmd_gen_certs(int argc, char **argv);
 
 /* Parses a whole decimal number in [min, max] for flag; prints the problem and
  * returns -1 otherwise. */
-int cmd_parse_uint(const char *flag, const char *s, unsigned long long min,
-                   unsigned long long max, unsigned long long *out);
+int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsigned long long max,
+                   unsigned long long *out);
 
 #endif

@@ -7,19 +7,18 @@
 
 static void gen_certs_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: rdma-webhook gen-certs [--out-dir DIR] [--service NAME] [--namespace NS]\n"
-            "                              [--days N]\n"
-            "\n"
-            "Writes a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
-            "tls.key), ECDSA P-256, with SANs NAME, NAME.NS, NAME.NS.svc,\n"
-            "NAME.NS.svc.cluster.local, localhost, 127.0.0.1 and ::1.\n"
-            "\n"
-            "  --out-dir DIR     where to write (default certs/dev)\n"
-            "  --service NAME    the webhook's Service name (default rdma-webhook)\n"
-            "  --namespace NS    its namespace (default rdma-webhook)\n"
-            "  --days N          validity in days (default 365)\n"
-            "  -h, --help        show this help\n");
+    fprintf(f, "Usage: rdma-webhook gen-certs [--out-dir DIR] [--service NAME] [--namespace NS]\n"
+               "                              [--days N]\n"
+               "\n"
+               "Writes a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
+               "tls.key), ECDSA P-256, with SANs NAME, NAME.NS, NAME.NS.svc,\n"
+               "NAME.NS.svc.cluster.local, localhost, 127.0.0.1 and ::1.\n"
+               "\n"
+               "  --out-dir DIR     where to write (default certs/dev)\n"
+               "  --service NAME    the webhook's Service name (default rdma-webhook)\n"
+               "  --namespace NS    its namespace (default rdma-webhook)\n"
+               "  --days N          validity in days (default 365)\n"
+               "  -h, --help        show this help\n");
 }
 
 int cmd_gen_certs(int argc, char **argv)

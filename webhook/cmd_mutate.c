@@ -60,11 +60,11 @@ static void mutate_print_warnings(const struct mutate_warnings *w)
 }
 
 /* Mutates one pod or template inside doc and applies the patch to doc. */
-static int mutate_apply_into(cJSON **doc, const cJSON *object, const char *base,
-                             const char *ns, int implicit, const struct profiles *ps)
+static int mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
+                             int implicit, const struct profiles *ps)
 {
-    struct mutate_input in = {.object = object, .base = base, .namespace_ = ns,
-                              .implicit_target = implicit};
+    struct mutate_input in = {
+        .object = object, .base = base, .namespace_ = ns, .implicit_target = implicit};
     struct mutate_result res;
     cJSON *ops = NULL;
     char err[256];
@@ -99,7 +99,8 @@ static int mutate_pytorchjob(cJSON **doc, const struct profiles *ps)
         fprintf(stderr, "rdma-webhook: PyTorchJob has no spec.pytorchReplicaSpecs\n");
         return 1;
     }
-    cJSON_ArrayForEach(rs, specs) {
+    cJSON_ArrayForEach(rs, specs)
+    {
         const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(rs, "template");
 
         if (!cJSON_IsObject(tmpl) || patch_escape_token(rs->string, tok, sizeof(tok)))
@@ -188,8 +189,10 @@ static int mutate_dispatch(const struct dynbuf *input, const struct profiles *ps
     else if (kind && strcmp(kind, "PyTorchJob") == 0)
         rc = mutate_pytorchjob(&doc, ps) || mutate_print_doc(doc);
     else
-        fprintf(stderr, "rdma-webhook: input kind \"%s\" is not AdmissionReview, Pod or "
-                        "PyTorchJob\n", kind ? kind : "");
+        fprintf(stderr,
+                "rdma-webhook: input kind \"%s\" is not AdmissionReview, Pod or "
+                "PyTorchJob\n",
+                kind ? kind : "");
     cJSON_Delete(doc);
     return rc;
 }

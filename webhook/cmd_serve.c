@@ -248,8 +248,8 @@ static int serve_run(struct serve_app *app, const struct serve_opts *o)
     signal(SIGPIPE, SIG_IGN);
     app->profiles_path = o->profiles;
     serve_reload_profiles(app);
-    if (filewatch_start(&app->watch, o->profiles, (int)o->reload_interval_ms,
-                        serve_reload_profiles, app, err, sizeof(err)) ||
+    if (filewatch_start(&app->watch, o->profiles, (int)o->reload_interval_ms, serve_reload_profiles,
+                        app, err, sizeof(err)) ||
         server_start(&app->srv, err, sizeof(err))) {
         log_msg(&app->srv.log, LOG_ERROR, "cannot start", "error", err);
         goto out;

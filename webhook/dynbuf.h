@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #define DYNBUF_TOO_BIG (-1)
-#define DYNBUF_NOMEM (-2)
+#define DYNBUF_NOMEM   (-2)
 
 struct dynbuf {
     char *mem;
@@ -34,8 +34,7 @@ void dynbuf_reset(struct dynbuf *b);
 int dynbuf_add(struct dynbuf *b, const void *data, size_t len);
 int dynbuf_addstr(struct dynbuf *b, const char *s);
 int dynbuf_addc(struct dynbuf *b, char c);
-int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int dynbuf_printf(struct dynbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int dynbuf_vprintf(struct dynbuf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 /* Drops everything from byte len on (len must not exceed the current length). */
@@ -45,7 +44,13 @@ void dynbuf_truncate(struct dynbuf *b, size_t len);
  * NULL when the buffer is empty and nothing was ever allocated. */
 char *dynbuf_steal(struct dynbuf *b);
 
-static inline const char *dynbuf_ptr(const struct dynbuf *b) { return b->mem ? b->mem : ""; }
-static inline size_t dynbuf_len(const struct dynbuf *b) { return b->len; }
+static inline const char *dynbuf_ptr(const struct dynbuf *b)
+{
+    return b->mem ? b->mem : "";
+}
+static inline size_t dynbuf_len(const struct dynbuf *b)
+{
+    return b->len;
+}
 
 #endif

@@ -10,8 +10,8 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#define FILEWATCH_EVENTS                                                                   \
-    (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |    \
+#define FILEWATCH_EVENTS                                                                           \
+    (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB |            \
      IN_DELETE_SELF | IN_MOVE_SELF)
 
 static void filewatch_drain(int fd)

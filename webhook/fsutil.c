@@ -59,6 +59,6 @@ int fsutil_identity(const char *path, struct fsutil_identity *id)
 
 int fsutil_identity_equal(const struct fsutil_identity *a, const struct fsutil_identity *b)
 {
-    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
-           a->size == b->size && a->mtime_ns == b->mtime_ns;
+    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_ns == b->mtime_ns;
 }

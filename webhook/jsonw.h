@@ -19,7 +19,10 @@ struct jsonw {
 };
 
 void jsonw_init(struct jsonw *w, struct dynbuf *out);
-static inline int jsonw_error(const struct jsonw *w) { return w->err; }
+static inline int jsonw_error(const struct jsonw *w)
+{
+    return w->err;
+}
 
 /* Raw text, copied as is (punctuation, or JSON already serialized). */
 void jsonw_raw(struct jsonw *w, const char *s);

@@ -74,8 +74,7 @@ static void log_put_escaped(struct log_line *l, const char *s)
     l->buf[l->len++] = '"';
 }
 
-void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl,
-               const char *msg)
+void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl, const char *msg)
 {
     struct timespec ts;
     struct tm tm;
@@ -92,8 +91,8 @@ void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl,
     gmtime_r(&ts.tv_sec, &tm);
     n = snprintf(head, sizeof(head),
                  "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\",\"msg\":",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec, ts.tv_nsec / 1000000, log_level_names[lvl]);
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 ts.tv_nsec / 1000000, log_level_names[lvl]);
     log_put(l, head, (size_t)n);
     log_put_escaped(l, msg);
 }
@@ -160,8 +159,8 @@ void log_end(struct log_line *l)
     l->active = 0;
 }
 
-void log_msg(const struct logger *lg, enum log_level lvl, const char *msg,
-             const char *key, const char *val)
+void log_msg(const struct logger *lg, enum log_level lvl, const char *msg, const char *key,
+             const char *val)
 {
     struct log_line l;
 

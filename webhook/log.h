@@ -38,14 +38,13 @@ struct log_line {
 /* Parses "debug", "info", "warn" or "error"; -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
 
-void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl,
-               const char *msg);
+void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl, const char *msg);
 void log_str(struct log_line *l, const char *key, const char *val);
 void log_int(struct log_line *l, const char *key, long long val);
 void log_end(struct log_line *l);
 
 /* A line with just a message and one string field, for the common case. */
-void log_msg(const struct logger *lg, enum log_level lvl, const char *msg,
-             const char *key, const char *val);
+void log_msg(const struct logger *lg, enum log_level lvl, const char *msg, const char *key,
+             const char *val);
 
 #endif

@@ -14,23 +14,22 @@
 
 static void main_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: rdma-webhook COMMAND [flags]\n"
-            "\n"
-            "Makes Kubeflow PyTorchJob pods RDMA-ready for NCCL at admission.\n"
-            "\n"
-            "Commands:\n"
-            "  serve            serve the admission webhook over HTTPS\n"
-            "  mutate           run the mutation offline on a review, Pod or PyTorchJob\n"
-            "  check-profiles   validate a profiles file\n"
-            "  gen-certs        make a CA and a serving certificate (ECDSA P-256)\n"
-            "\n"
-            "  --help           show this help; COMMAND --help shows a command's flags\n"
-            "  --version        print the version\n");
+    fprintf(f, "Usage: rdma-webhook COMMAND [flags]\n"
+               "\n"
+               "Makes Kubeflow PyTorchJob pods RDMA-ready for NCCL at admission.\n"
+               "\n"
+               "Commands:\n"
+               "  serve            serve the admission webhook over HTTPS\n"
+               "  mutate           run the mutation offline on a review, Pod or PyTorchJob\n"
+               "  check-profiles   validate a profiles file\n"
+               "  gen-certs        make a CA and a serving certificate (ECDSA P-256)\n"
+               "\n"
+               "  --help           show this help; COMMAND --help shows a command's flags\n"
+               "  --version        print the version\n");
 }
 
-int cmd_parse_uint(const char *flag, const char *s, unsigned long long min,
-                   unsigned long long max, unsigned long long *out)
+int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsigned long long max,
+                   unsigned long long *out)
 {
     char *end;
     unsigned long long v;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define MUTATE_SHM_VOLUME "rdma-webhook-shm"
-#define MUTATE_ENV_MAX (2 * PROFILES_MAX_ENV)
+#define MUTATE_ENV_MAX    (2 * PROFILES_MAX_ENV)
 /* envFrom sources past this many are still honoured, just not warned about. */
 #define MUTATE_ENVFROM_WARN_MAX 64
 
@@ -44,8 +44,7 @@ void mutate_result_free(struct mutate_result *res)
 }
 
 /* Keeps the first MUTATE_WARNING_MAX-1 bytes, cut on a UTF-8 boundary. */
-__attribute__((format(printf, 2, 3))) static void mutate_warn(struct mctx *m, const char *fmt,
-                                                              ...)
+__attribute__((format(printf, 2, 3))) static void mutate_warn(struct mctx *m, const char *fmt, ...)
 {
     struct mutate_warnings *w = &m->res->warnings;
     char buf[512];
@@ -90,8 +89,7 @@ static const char *mutate_short(const char *s, char *out, size_t outlen)
 
 /* out = prefix + a + b (b may be NULL); a path that does not fit fails the
  * pod rather than patching the wrong place. out may be prefix. */
-static void mutate_join(struct mctx *m, char *out, const char *prefix, const char *a,
-                        const char *b)
+static void mutate_join(struct mctx *m, char *out, const char *prefix, const char *a, const char *b)
 {
     size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
 
@@ -165,7 +163,8 @@ static void mutate_check_user_env(struct mctx *m, const cJSON *env, const char *
     const cJSON *e;
     char msg[200];
 
-    cJSON_ArrayForEach(e, env) {
+    cJSON_ArrayForEach(e, env)
+    {
         const char *name = podjson_str(&m->r, e, "name");
         const char *value = podjson_str(&m->r, e, "value");
 
@@ -182,7 +181,8 @@ static int mutate_env_declared(struct mctx *m, const cJSON *env, const struct pr
     const cJSON *e;
     char shown[24], shown_p[24];
 
-    cJSON_ArrayForEach(e, env) {
+    cJSON_ArrayForEach(e, env)
+    {
         const char *name = podjson_str(&m->r, e, "name");
         const char *value;
 
@@ -224,7 +224,8 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *container, const
     size_t i = 0;
     char shown[48];
 
-    cJSON_ArrayForEach(src, podjson_arr(&m->r, container, "envFrom")) {
+    cJSON_ArrayForEach(src, podjson_arr(&m->r, container, "envFrom"))
+    {
         const cJSON *cm = podjson_obj(&m->r, src, "configMapRef");
         const cJSON *sec = podjson_obj(&m->r, src, "secretRef");
         const cJSON *ref = cm ? cm : sec;
@@ -237,14 +238,16 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *container, const
         if (!ref || !key)
             continue;
         if (cm && m->hooks && m->hooks->configmap_has_key && ref_name)
-            answer = m->hooks->configmap_has_key(m->hooks->ctx, m->in->namespace_, ref_name,
-                                                 key, podjson_bool(&m->r, cm, "optional"));
+            answer = m->hooks->configmap_has_key(m->hooks->ctx, m->in->namespace_, ref_name, key,
+                                                 podjson_bool(&m->r, cm, "optional"));
         if (answer == MUTATE_ENVFROM_HAS)
             return 1;
         if (answer == MUTATE_ENVFROM_UNKNOWN && !(*warned & bit)) {
             *warned |= bit;
-            mutate_warn(m, "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys "
-                           "lose to the profile's", cname, cm ? "ConfigMap" : "Secret",
+            mutate_warn(m,
+                        "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys "
+                        "lose to the profile's",
+                        cname, cm ? "ConfigMap" : "Secret",
                         mutate_short(ref_name ? ref_name : "?", shown, sizeof(shown)));
         }
     }
@@ -300,7 +303,8 @@ static int mutate_has_string(const cJSON *arr, const char *a, const char *b)
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach(it, arr)
+    {
         if (cJSON_IsString(it) &&
             (strcmp(it->valuestring, a) == 0 || (b && strcmp(it->valuestring, b) == 0)))
             return 1;
@@ -334,8 +338,10 @@ static void mutate_ipc_lock(struct mctx *m, const cJSON *c, const char *cpath, c
     if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged"))
         return;
     if (mutate_runs_as_non_root(m, sc))
-        mutate_warn(m, "container \"%s\" runs as non-root: IPC_LOCK has no effect there; "
-                       "raise ulimit -l instead", cname);
+        mutate_warn(m,
+                    "container \"%s\" runs as non-root: IPC_LOCK has no effect there; "
+                    "raise ulimit -l instead",
+                    cname);
     if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK"))
         return;
     if (!sc) {
@@ -362,7 +368,8 @@ static int mutate_volume_exists(struct mctx *m, const char *name)
 {
     const cJSON *v;
 
-    cJSON_ArrayForEach(v, podjson_arr(&m->r, m->spec, "volumes")) {
+    cJSON_ArrayForEach(v, podjson_arr(&m->r, m->spec, "volumes"))
+    {
         const char *n = podjson_str(&m->r, v, "name");
 
         if (n && strcmp(n, name) == 0)
@@ -410,7 +417,8 @@ static void mutate_shm(struct mctx *m, const cJSON *c, const char *cpath)
 
     if (!m->p->shm)
         return;
-    cJSON_ArrayForEach(mnt, mounts) {
+    cJSON_ArrayForEach(mnt, mounts)
+    {
         const char *mp = podjson_str(&m->r, mnt, "mountPath");
 
         if (mp && mutate_is_shm_path(mp))
@@ -431,7 +439,8 @@ static int mutate_any_container_asks(struct mctx *m, const char *prefix, size_t 
     const cJSON *c;
 
     for (size_t i = 0; i < 2; i++)
-        cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, lists[i])) {
+        cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, lists[i]))
+        {
             if (target_container_asks_prefix(&m->r, c, prefix, len))
                 return 1;
         }
@@ -514,8 +523,10 @@ static void mutate_scheduler(struct mctx *m)
     if (!want || !*want || (have && strcmp(have, want) == 0))
         return;
     if (have && strcmp(have, "default-scheduler") != 0) {
-        mutate_warn(m, "pod keeps scheduler \"%s\"; the profile's \"%s\" (gang scheduling) "
-                       "is not applied", mutate_short(have, shown, sizeof(shown)), want);
+        mutate_warn(m,
+                    "pod keeps scheduler \"%s\"; the profile's \"%s\" (gang scheduling) "
+                    "is not applied",
+                    mutate_short(have, shown, sizeof(shown)), want);
         return;
     }
     mutate_path(m, path, "/spec/schedulerName");
@@ -569,7 +580,8 @@ static int mutate_regular_containers(struct mctx *m, int *first)
     const cJSON *c;
     int idx = 0, n = 0;
 
-    cJSON_ArrayForEach(c, containers) {
+    cJSON_ArrayForEach(c, containers)
+    {
         if (target_container_wants_devices(&m->r, c, m->ps)) {
             if (n++ == 0)
                 *first = idx;
@@ -580,7 +592,8 @@ static int mutate_regular_containers(struct mctx *m, int *first)
     if (n)
         return n;
     idx = 0;
-    cJSON_ArrayForEach(c, containers) {
+    cJSON_ArrayForEach(c, containers)
+    {
         const char *name = podjson_str(&m->r, c, "name");
 
         if (name && strcmp(name, "pytorch") == 0) {
@@ -598,7 +611,8 @@ static void mutate_init_containers(struct mctx *m)
     const cJSON *c;
     int idx = 0;
 
-    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "initContainers")) {
+    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "initContainers"))
+    {
         if (target_container_wants_devices(&m->r, c, m->ps))
             mutate_container(m, c, "initContainers", idx);
         idx++;
@@ -609,7 +623,8 @@ static int mutate_has_target_container(struct mctx *m)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "containers")) {
+    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "containers"))
+    {
         const char *name = podjson_str(&m->r, c, "name");
 
         if (target_container_wants_devices(&m->r, c, m->ps) ||
@@ -647,8 +662,7 @@ static int mutate_choose(struct mctx *m)
     struct select_result sel;
     char shown[48];
 
-    select_profile(&m->r, m->metadata, m->spec, m->ps,
-                   m->hooks ? &m->hooks->select : NULL, &sel);
+    select_profile(&m->r, m->metadata, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
     m->res->rule = sel.rule;
     m->p = sel.profile;
     if (sel.node_lookup_failed)
@@ -663,8 +677,10 @@ static int mutate_choose(struct mctx *m)
     }
     if (!m->p) {
         if (sel.gpus > 0)
-            mutate_warn(m, "no RDMA profile matches this pod (%lld GPUs); NCCL settings not "
-                           "injected", sel.gpus);
+            mutate_warn(m,
+                        "no RDMA profile matches this pod (%lld GPUs); NCCL settings not "
+                        "injected",
+                        sel.gpus);
         m->res->reason = "no-profile";
         return -1;
     }

@@ -91,8 +91,8 @@ static enum nccl_verdict nccl_check_int(const struct nccl_int_var *v, const char
         return NCCL_VALUE_NOT_INT;
     }
     if (digits[0] == '0' && digits[1] != '\0') {
-        snprintf(msg, msglen, "%s=%s is read by NCCL as %s %lld; drop the leading 0",
-                 v->name, shown, (digits[1] == 'x' || digits[1] == 'X') ? "hex" : "octal", n);
+        snprintf(msg, msglen, "%s=%s is read by NCCL as %s %lld; drop the leading 0", v->name,
+                 shown, (digits[1] == 'x' || digits[1] == 'X') ? "hex" : "octal", n);
         return NCCL_VALUE_NOT_DECIMAL;
     }
     if (n < v->min || n > v->max) {
@@ -137,7 +137,8 @@ static enum nccl_verdict nccl_check_hca(const char *value, const char *shown, ch
         if (name_len > 0 && tok[name_len - 1] >= '0' && tok[name_len - 1] <= '9') {
             snprintf(msg, msglen,
                      "NCCL_IB_HCA=%s: each name is a prefix (mlx5_1 also takes mlx5_1x); "
-                     "start the list with =", shown);
+                     "start the list with =",
+                     shown);
             return NCCL_VALUE_HCA_PREFIX;
         }
         tok += len;

@@ -13,11 +13,11 @@
 
 enum nccl_verdict {
     NCCL_VALUE_OK = 0,
-    NCCL_VALUE_RANGE,      /* an integer outside the range NCCL accepts */
+    NCCL_VALUE_RANGE,       /* an integer outside the range NCCL accepts */
     NCCL_VALUE_NOT_DECIMAL, /* a leading 0 (octal) or 0x: NCCL reads another number */
-    NCCL_VALUE_NOT_INT,    /* not a number at all */
-    NCCL_VALUE_HCA_PREFIX, /* NCCL_IB_HCA entries that are prefixes of other devices */
-    NCCL_VALUE_BAD_WORD,   /* not one of the words NCCL knows for this variable */
+    NCCL_VALUE_NOT_INT,     /* not a number at all */
+    NCCL_VALUE_HCA_PREFIX,  /* NCCL_IB_HCA entries that are prefixes of other devices */
+    NCCL_VALUE_BAD_WORD,    /* not one of the words NCCL knows for this variable */
     NCCL_VALUE_EMPTY,
 };
 

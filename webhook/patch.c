@@ -230,7 +230,8 @@ int patch_apply(cJSON **doc, const cJSON *ops, char *err, size_t errlen)
         snprintf(err, errlen, "a JSON Patch must be an array");
         return -1;
     }
-    cJSON_ArrayForEach(op, ops) {
+    cJSON_ArrayForEach(op, ops)
+    {
         if (patch_apply_one(doc, op, err, errlen))
             return -1;
     }

@@ -11,8 +11,8 @@ void podjson_init(struct podjson *r)
     r->bad_field[0] = '\0';
 }
 
-static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const char *key,
-                                int type, const char *type_name)
+static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const char *key, int type,
+                                const char *type_name)
 {
     const cJSON *it;
 

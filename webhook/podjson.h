@@ -18,7 +18,10 @@ struct podjson {
 };
 
 void podjson_init(struct podjson *r);
-static inline int podjson_failed(const struct podjson *r) { return r->bad_field[0] != '\0'; }
+static inline int podjson_failed(const struct podjson *r)
+{
+    return r->bad_field[0] != '\0';
+}
 
 const struct cJSON *podjson_obj(struct podjson *r, const struct cJSON *parent, const char *key);
 const struct cJSON *podjson_arr(struct podjson *r, const struct cJSON *parent, const char *key);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define PROFILES_MAX_ERRORS 50
-#define PROFILES_MAX_HCA 64
+#define PROFILES_MAX_HCA    64
 
 /* Parse state: the snapshot being built and where problems are reported. */
 struct pctx {
@@ -68,7 +68,8 @@ static void pcheck_keys(struct pctx *c, const cJSON *obj, const char *field,
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, obj) {
+    cJSON_ArrayForEach(it, obj)
+    {
         size_t i;
 
         for (i = 0; known[i] && strcmp(known[i], it->string) != 0; i++)
@@ -107,8 +108,7 @@ static const char *pget_str(struct pctx *c, const cJSON *obj, const char *key, c
 }
 
 /* Reads an object of string values into kvs, in document order. */
-static void pread_kvs(struct pctx *c, const cJSON *obj, const char *field,
-                      struct profiles_kvs *kvs)
+static void pread_kvs(struct pctx *c, const cJSON *obj, const char *field, struct profiles_kvs *kvs)
 {
     const cJSON *it;
     size_t n = (size_t)cJSON_GetArraySize(obj);
@@ -117,7 +117,8 @@ static void pread_kvs(struct pctx *c, const cJSON *obj, const char *field,
     kvs->n = 0;
     if (!kvs->v)
         return;
-    cJSON_ArrayForEach(it, obj) {
+    cJSON_ArrayForEach(it, obj)
+    {
         if (!cJSON_IsString(it)) {
             perr(c, "%s.%s: must be a string (quote numbers: \"8\")", field, it->string);
             continue;
@@ -134,8 +135,10 @@ static void pcheck_env(struct pctx *c, const struct profiles_kvs *env, const cha
 
     for (size_t i = 0; i < env->n; i++) {
         if (!nccl_is_c_identifier(env->v[i].name)) {
-            perr(c, "%s: \"%s\" is not a valid variable name (letters, digits, _; no leading "
-                    "digit)", field, env->v[i].name);
+            perr(c,
+                 "%s: \"%s\" is not a valid variable name (letters, digits, _; no leading "
+                 "digit)",
+                 field, env->v[i].name);
             continue;
         }
         if (nccl_check(env->v[i].name, env->v[i].value, msg, sizeof(msg)) != NCCL_VALUE_OK)
@@ -211,7 +214,8 @@ static void pread_common(struct pctx *c, const cJSON *obj, const struct pcommon 
         pread_kvs(c, env, "env", &own);
     if (hn)
         pread_kvs(c, hn, "hostNetworkEnv", &own_hn);
-    if (own.n + base->env.n >= PROFILES_MAX_ENV || own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV)
+    if (own.n + base->env.n >= PROFILES_MAX_ENV ||
+        own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV)
         perr(c, "env: at most %d variables per profile", PROFILES_MAX_ENV - 1);
     pcheck_env(c, &own, "env");
     pcheck_env(c, &own_hn, "hostNetworkEnv");
@@ -254,7 +258,8 @@ static void pread_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env
     }
     dynbuf_init(&b, 4096);
     dynbuf_addc(&b, '=');
-    cJSON_ArrayForEach(it, hca) {
+    cJSON_ArrayForEach(it, hca)
+    {
         if (!cJSON_IsString(it) || !phca_name_valid(it->valuestring)) {
             perr(c, "hca: each entry must be a device name like \"mlx5_1\" (optionally :port)");
             continue;
@@ -309,8 +314,8 @@ static void pread_resources(struct pctx *c, const cJSON *res, struct profile *p)
         else if (!quantity_valid(r->value))
             perr(c, "resources.%s: \"%s\" is not a Kubernetes quantity", r->name, r->value);
         else if (quantity_whole(r->value, &whole) || whole < 1)
-            perr(c, "resources.%s: \"%s\": extended resources take a whole number >= 1",
-                 r->name, r->value);
+            perr(c, "resources.%s: \"%s\": extended resources take a whole number >= 1", r->name,
+                 r->value);
     }
 }
 
@@ -329,9 +334,9 @@ static int pname_valid(const char *s)
 static void pread_profile(struct pctx *c, const cJSON *obj, size_t idx,
                           const struct pcommon *defaults, struct profile *p)
 {
-    static const char *const keys[] = {"name", "default", "match", "env", "hostNetworkEnv",
-                                       "hca", "resources", "schedulerName", "ipcLock",
-                                       "shm", "initContainers", NULL};
+    static const char *const keys[] = {
+        "name",      "default",       "match",   "env", "hostNetworkEnv", "hca",
+        "resources", "schedulerName", "ipcLock", "shm", "initContainers", NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
     struct pcommon common;
@@ -378,7 +383,8 @@ static void pread_gpu_resources(struct pctx *c, const cJSON *root)
         c->ps->n_gpu_resources = 1;
         return;
     }
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach(it, arr)
+    {
         if (!cJSON_IsString(it) || !strchr(it->valuestring, '/'))
             perr(c, "gpuResources: each entry must be a resource name like \"nvidia.com/gpu\"");
         else
@@ -406,8 +412,8 @@ static void pread_targets(struct pctx *c, const cJSON *root)
 
 static void pread_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
 {
-    static const char *const keys[] = {"env", "hostNetworkEnv", "schedulerName", "ipcLock",
-                                       "shm", "initContainers", NULL};
+    static const char *const keys[] = {
+        "env", "hostNetworkEnv", "schedulerName", "ipcLock", "shm", "initContainers", NULL};
     const struct pcommon builtin = {.scheduler_name = "volcano", .ipc_lock = 1, .shm = 1};
     const cJSON *obj = pget(c, root, "defaults", cJSON_Object, "an object");
 
@@ -430,8 +436,7 @@ static void pcheck_names(struct pctx *c)
             continue;
         for (size_t j = 0; j < i; j++)
             if (c->ps->p[j].name && strcmp(c->ps->p[i].name, c->ps->p[j].name) == 0)
-                perr(c, "profile \"%s\": name is used by more than one profile",
-                     c->ps->p[i].name);
+                perr(c, "profile \"%s\": name is used by more than one profile", c->ps->p[i].name);
         defaults += c->ps->p[i].is_default;
     }
     if (defaults > 1)
@@ -453,7 +458,8 @@ static void pread_profiles(struct pctx *c, const cJSON *root)
     c->ps->p = pcalloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));
     if (!c->ps->p)
         return;
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach(it, arr)
+    {
         if (cJSON_IsObject(it))
             pread_profile(c, it, i, &defaults, &c->ps->p[c->ps->n++]);
         else
@@ -467,7 +473,7 @@ static void pread_profiles(struct pctx *c, const cJSON *root)
 static void pread_root(struct pctx *c, const cJSON *root)
 {
     static const char *const keys[] = {"gpuResources", "rdmaResourcePrefix", "targets",
-                                       "defaults", "profiles", NULL};
+                                       "defaults",     "profiles",           NULL};
     const char *prefix;
 
     pcheck_keys(c, root, "", keys);

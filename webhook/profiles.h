@@ -41,16 +41,16 @@ struct profiles_kvs {
 struct profile {
     const char *name;
     int is_default;
-    long long match_gpus;           /* 0: not matched by GPU count */
-    struct profiles_kvs node_labels; /* all must be demanded by the pod */
-    struct profiles_kvs env;         /* defaults merged, NCCL_IB_HCA included */
+    long long match_gpus;                 /* 0: not matched by GPU count */
+    struct profiles_kvs node_labels;      /* all must be demanded by the pod */
+    struct profiles_kvs env;              /* defaults merged, NCCL_IB_HCA included */
     struct profiles_kvs host_network_env; /* replaces env entries in hostNetwork pods */
-    struct profiles_kvs resources;   /* added when no container asks for the prefix */
-    const char *scheduler_name;      /* NULL or "": leave the scheduler alone */
+    struct profiles_kvs resources;        /* added when no container asks for the prefix */
+    const char *scheduler_name;           /* NULL or "": leave the scheduler alone */
     int ipc_lock;
     int shm;
-    const char *shm_size_limit;      /* NULL: no sizeLimit */
-    int init_containers;             /* also mutate matching init containers */
+    const char *shm_size_limit; /* NULL: no sizeLimit */
+    int init_containers;        /* also mutate matching init containers */
 };
 
 struct profiles {

@@ -24,9 +24,8 @@ static const char *quantity_number(const char *s)
 
 static int quantity_suffix_valid(const char *s)
 {
-    static const char *const suffixes[] = {"",   "n",  "u",  "m",  "k",  "M",  "G",
-                                           "T",  "P",  "E",  "Ki", "Mi", "Gi", "Ti",
-                                           "Pi", "Ei"};
+    static const char *const suffixes[] = {"",  "n", "u",  "m",  "k",  "M",  "G",  "T",
+                                           "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
     const char *end;
 
     for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)

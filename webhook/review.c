@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define REVIEW_V1 "admission.k8s.io/v1"
+#define REVIEW_V1      "admission.k8s.io/v1"
 #define REVIEW_V1BETA1 "admission.k8s.io/v1beta1"
 
 static size_t review_utf8_seq(const unsigned char *s, size_t left)
@@ -95,8 +95,8 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
     jsonw_raw(&w, ",\"allowed\":true");
     if (res && res->outcome == MUTATE_PATCHED) {
         jsonw_raw(&w, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        if (!w.err && (rc = base64_append(out, dynbuf_ptr(&res->patch.out),
-                                          dynbuf_len(&res->patch.out))))
+        if (!w.err &&
+            (rc = base64_append(out, dynbuf_ptr(&res->patch.out), dynbuf_len(&res->patch.out))))
             w.err = rc;
         jsonw_raw(&w, "\",\"auditAnnotations\":{\"profile\":");
         jsonw_str(&w, res->profile->name);
@@ -117,8 +117,8 @@ static int review_is_pod_create(const cJSON *req)
     const char *group = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kind, "group"));
     const char *sub = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "subResource"));
 
-    return op && strcmp(op, "CREATE") == 0 && k && strcmp(k, "Pod") == 0 &&
-           (!group || !*group) && (!sub || !*sub);
+    return op && strcmp(op, "CREATE") == 0 && k && strcmp(k, "Pod") == 0 && (!group || !*group) &&
+           (!sub || !*sub);
 }
 
 static void review_summarize_request(const cJSON *req, struct review_summary *sum)
@@ -172,8 +172,8 @@ static int review_answer(const cJSON *req, const char *api_version, const char *
 }
 
 /* Checks the envelope; returns NULL or the reason the body is refused. */
-static const char *review_envelope(const cJSON *root, const char **api_version,
-                                   const cJSON **req, const char **uid)
+static const char *review_envelope(const cJSON *root, const char **api_version, const cJSON **req,
+                                   const char **uid)
 {
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "kind"));
 
@@ -194,8 +194,7 @@ static const char *review_envelope(const cJSON *root, const char **api_version,
 }
 
 int review_handle(const char *body, size_t len, const struct profiles *ps,
-                  const struct mutate_hooks *hooks, struct dynbuf *out,
-                  struct review_summary *sum)
+                  const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum)
 {
     const char *api_version, *uid, *why, *end = NULL;
     const cJSON *req;

@@ -36,8 +36,7 @@ struct review_summary {
 /* Returns the HTTP status and fills out with the body to send (JSON for 200,
  * a one-line reason otherwise). out's cap bounds the response. */
 int review_handle(const char *body, size_t len, const struct profiles *ps,
-                  const struct mutate_hooks *hooks, struct dynbuf *out,
-                  struct review_summary *sum);
+                  const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum);
 
 /* Writes the response for a decoded request and a mutation result; used by
  * review_handle() and by the offline `mutate` command. */

@@ -13,7 +13,8 @@ static int select_in_values(struct podjson *r, const cJSON *expr, const char *va
 {
     const cJSON *v;
 
-    cJSON_ArrayForEach(v, podjson_arr(r, expr, "values")) {
+    cJSON_ArrayForEach(v, podjson_arr(r, expr, "values"))
+    {
         if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0)
             return 1;
     }
@@ -66,13 +67,13 @@ static int select_requirement(struct podjson *r, const cJSON *expr, const char *
 /* A term is consistent with a profile when every requirement on a key the
  * profile names holds for the profile's value; *mentions tells whether the
  * term said anything about the profile's keys at all. */
-static int select_term(struct podjson *r, const cJSON *term, const struct profile *p,
-                       int *mentions)
+static int select_term(struct podjson *r, const cJSON *term, const struct profile *p, int *mentions)
 {
     const cJSON *expr;
 
     *mentions = 0;
-    cJSON_ArrayForEach(expr, podjson_arr(r, term, "matchExpressions")) {
+    cJSON_ArrayForEach(expr, podjson_arr(r, term, "matchExpressions"))
+    {
         const char *key = podjson_str(r, expr, "key");
         const char *value = key ? profiles_kv_get(&p->node_labels, key) : NULL;
 
@@ -109,7 +110,8 @@ static int select_demands(struct podjson *r, const cJSON *spec, const struct pro
             return 0;
         mentioned |= want != NULL;
     }
-    cJSON_ArrayForEach(term, terms) {
+    cJSON_ArrayForEach(term, terms)
+    {
         int mentions;
 
         if (select_term(r, term, p, &mentions)) {
@@ -213,7 +215,7 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
 
 const char *select_rule_name(enum select_rule rule)
 {
-    static const char *const names[] = {"annotation", "node-selector", "node", "gpus",
+    static const char *const names[] = {"annotation", "node-selector", "node",        "gpus",
                                         "default",    "none",          "unknown-name"};
 
     return names[rule];

@@ -38,9 +38,9 @@ enum select_rule {
 struct select_result {
     const struct profile *profile; /* NULL for SELECT_NONE and SELECT_UNKNOWN_NAME */
     enum select_rule rule;
-    long long gpus;            /* the pod's GPU count */
-    const char *unknown_name;  /* the annotation's value, for SELECT_UNKNOWN_NAME */
-    int node_lookup_failed;    /* spec.nodeName was set but its labels could not be read */
+    long long gpus;           /* the pod's GPU count */
+    const char *unknown_name; /* the annotation's value, for SELECT_UNKNOWN_NAME */
+    int node_lookup_failed;   /* spec.nodeName was set but its labels could not be read */
 };
 
 void select_profile(struct podjson *r, const struct cJSON *metadata, const struct cJSON *spec,

@@ -17,8 +17,8 @@
 
 /* TLS 1.2 and 1.3 only: the apiserver speaks both, and nothing older is safe. */
 #define SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-#define SERVER_PEM_MAX (1u << 20)
-#define SERVER_DISCARD_MAX ((size_t)256 << 20)
+#define SERVER_PEM_MAX        (1u << 20)
+#define SERVER_DISCARD_MAX    ((size_t)256 << 20)
 /* The response carries the patch base64-encoded plus warnings and envelope. */
 #define SERVER_RESPONSE_MAX (REVIEW_PATCH_MAX / 3 * 4 + 65536)
 
@@ -28,8 +28,8 @@ enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE
 struct server_request {
     enum server_route route;
     struct dynbuf body;
-    int early_status;  /* set when the body went over the cap */
-    size_t discarded;  /* bytes dropped since then */
+    int early_status; /* set when the body went over the cap */
+    size_t discarded; /* bytes dropped since then */
     struct timespec start;
 };
 
@@ -44,16 +44,14 @@ static long long server_elapsed_us(const struct timespec *start)
 
 /* Queues a response. body is either taken over (must_free: libmicrohttpd
  * frees it) or static; allow, when given, fills the Allow header of a 405. */
-static enum MHD_Result server_reply(struct MHD_Connection *conn, unsigned status,
-                                    const char *type, char *body, size_t len, int must_free,
-                                    const char *allow)
+static enum MHD_Result server_reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                                    char *body, size_t len, int must_free, const char *allow)
 {
     struct MHD_Response *resp;
     enum MHD_Result rc;
 
-    resp = MHD_create_response_from_buffer(len, body ? body : "",
-                                           body && must_free ? MHD_RESPMEM_MUST_FREE
-                                                             : MHD_RESPMEM_PERSISTENT);
+    resp = MHD_create_response_from_buffer(
+        len, body ? body : "", body && must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         if (must_free)
             free(body);
@@ -76,8 +74,8 @@ static enum MHD_Result server_reply_buf(struct MHD_Connection *conn, unsigned st
 static enum MHD_Result server_reply_text(struct MHD_Connection *conn, unsigned status,
                                          const char *text)
 {
-    return server_reply(conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text),
-                        0, NULL);
+    return server_reply(conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text), 0,
+                        NULL);
 }
 
 static enum MHD_Result server_reply_405(struct MHD_Connection *conn, const char *text,
@@ -132,16 +130,15 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
                   "rdma_webhook_in_flight_requests %d\n"
                   "# TYPE rdma_webhook_profiles_generation gauge\n"
                   "rdma_webhook_profiles_generation %lu\n",
-                  atomic_load(&st->mutated), atomic_load(&st->skipped),
-                  atomic_load(&st->errors), atomic_load(&st->rejected),
-                  atomic_load(&st->patch_ops), atomic_load(&st->warnings),
-                  atomic_load(&st->in_flight), snap ? snap->generation : 0UL);
+                  atomic_load(&st->mutated), atomic_load(&st->skipped), atomic_load(&st->errors),
+                  atomic_load(&st->rejected), atomic_load(&st->patch_ops),
+                  atomic_load(&st->warnings), atomic_load(&st->in_flight),
+                  snap ? snap->generation : 0UL);
     snapshot_release(snap);
     if (!b.mem)
         return server_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     len = b.len;
-    return server_reply_buf(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", dynbuf_steal(&b),
-                            len);
+    return server_reply_buf(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", dynbuf_steal(&b), len);
 }
 
 static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connection *conn,
@@ -163,8 +160,7 @@ static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connecti
                                                        : "no valid profiles loaded yet\n");
 }
 
-static void server_log_admission(struct server *s, const struct review_summary *sum,
-                                 long long us)
+static void server_log_admission(struct server *s, const struct review_summary *sum, long long us)
 {
     struct log_line l;
 
@@ -231,9 +227,8 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
 
 /* First call for a request: route it and refuse what can be refused before
  * reading the body (wrong path, method, content type, declared size). */
-static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *conn,
-                                    const char *url, const char *method, int tls,
-                                    void **req_cls)
+static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *conn, const char *url,
+                                    const char *method, int tls, void **req_cls)
 {
     enum server_route route = server_route_of(url, tls);
     const char *type, *clen;
@@ -310,10 +305,10 @@ static enum MHD_Result server_handle_tls(void *cls, struct MHD_Connection *conn,
     return server_handle(cls, conn, url, method, 1, upload_data, upload_size, req_cls);
 }
 
-static enum MHD_Result server_handle_plain(void *cls, struct MHD_Connection *conn,
-                                           const char *url, const char *method,
-                                           const char *version, const char *upload_data,
-                                           size_t *upload_size, void **req_cls)
+static enum MHD_Result server_handle_plain(void *cls, struct MHD_Connection *conn, const char *url,
+                                           const char *method, const char *version,
+                                           const char *upload_data, size_t *upload_size,
+                                           void **req_cls)
 {
     (void)version;
     return server_handle(cls, conn, url, method, 0, upload_data, upload_size, req_cls);
@@ -402,13 +397,13 @@ static void server_log_cert(struct server *s)
     log_end(&l);
 }
 
-static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls,
-                                        char *err, size_t errlen)
+static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls, char *err,
+                                        size_t errlen)
 {
     struct sockaddr_storage addr;
     unsigned addrlen;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-                     MHD_USE_TURBO;
+    unsigned flags =
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     struct MHD_Daemon *d;
 
     if (server_parse_listen(listen, &addr, &addrlen, err, errlen))
@@ -423,26 +418,24 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)s->cfg.conn_timeout_s, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
-                                        (intptr_t)s->cfg.conn_limit, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
-                                        (intptr_t)server_completed, s};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->cfg.conn_limit, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s};
     if (tls && s->cfg.threads > 1)
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
-                                            (intptr_t)s->cfg.threads, NULL};
+        opts[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->cfg.threads, NULL};
     if (tls) {
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem};
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem};
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-                                            (void *)SERVER_TLS_PRIORITIES};
+        opts[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES};
     }
     opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
     d = MHD_start_daemon(flags, 0, NULL, NULL, tls ? server_handle_tls : server_handle_plain, s,
                          MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!d)
-        snprintf(err, errlen,
-                 "cannot listen on %s%s (in use, or no permission?)", listen,
+        snprintf(err, errlen, "cannot listen on %s%s (in use, or no permission?)", listen,
                  tls ? " with TLS" : "");
     return d;
 }

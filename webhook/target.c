@@ -21,7 +21,8 @@ static int target_owned_by(struct podjson *r, const cJSON *metadata, const char 
     const cJSON *refs = podjson_arr(r, metadata, "ownerReferences");
     const cJSON *ref;
 
-    cJSON_ArrayForEach(ref, refs) {
+    cJSON_ArrayForEach(ref, refs)
+    {
         const char *api = podjson_str(r, ref, "apiVersion");
         const char *k = podjson_str(r, ref, "kind");
 
@@ -78,7 +79,8 @@ static int target_map_has_prefix(const cJSON *map, const char *prefix, size_t pr
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, map) {
+    cJSON_ArrayForEach(it, map)
+    {
         if (it->string && strncmp(it->string, prefix, prefix_len) == 0)
             return 1;
     }
@@ -135,7 +137,8 @@ long long target_pod_gpus(struct podjson *r, const cJSON *spec, const struct pro
     const cJSON *c;
     long long sum = 0;
 
-    cJSON_ArrayForEach(c, podjson_arr(r, spec, "containers")) {
+    cJSON_ArrayForEach(c, podjson_arr(r, spec, "containers"))
+    {
         if (sum < 1000000)
             sum += target_container_gpus(r, c, ps);
     }
