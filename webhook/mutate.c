@@ -34,6 +34,8 @@ struct mctx {
 void mutate_result_init(struct mutate_result *res, size_t patch_cap)
 {
     memset(res, 0, sizeof(*res));
+    res->outcome = MUTATE_SKIPPED;
+    res->reason = "not-a-pod";
     res->rule = SELECT_NONE;
     patch_init(&res->patch, patch_cap);
 }

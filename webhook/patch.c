@@ -161,6 +161,15 @@ static int patch_do_add(cJSON *parent, const char *tok, cJSON *val)
     return cJSON_InsertItemInArray(parent, (int)i, val) ? 0 : -1;
 }
 
+/* A replaced object member must keep its key: cJSON_ReplaceItemViaPointer
+ * would leave the copy's own key ("value") in its place. */
+static int patch_do_replace(cJSON *parent, const char *tok, cJSON *target, cJSON *val)
+{
+    if (cJSON_IsObject(parent))
+        return cJSON_ReplaceItemInObjectCaseSensitive(parent, tok, val) ? 0 : -1;
+    return cJSON_ReplaceItemViaPointer(parent, target, val) ? 0 : -1;
+}
+
 static int patch_apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
 {
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "op"));
@@ -211,7 +220,7 @@ static int patch_apply_one(cJSON **doc, const cJSON *op, char *err, size_t errle
     if (!copy)
         goto nomem;
     if (is_add ? patch_do_add(parent, tok, copy) == 0
-               : cJSON_ReplaceItemViaPointer(parent, target, copy) != 0)
+               : patch_do_replace(parent, tok, target, copy) == 0)
         return 0;
     cJSON_Delete(copy);
     snprintf(err, errlen, "%s %s: cannot insert there", name, path);

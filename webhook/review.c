@@ -11,23 +11,18 @@
 #define REVIEW_V1      "admission.k8s.io/v1"
 #define REVIEW_V1BETA1 "admission.k8s.io/v1beta1"
 
+/* Length of the UTF-8 sequence at s, or 0 when it is malformed, overlong, a
+ * surrogate or past U+10FFFF: the bytes the webhook echoes into warnings and
+ * patches must stay valid for the apiserver's JSON decoder. */
 static size_t review_utf8_seq(const unsigned char *s, size_t left)
 {
     unsigned c = s[0];
-    size_t n;
-    unsigned cp;
+    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    unsigned cp = c & (0x7fu >> n);
 
     if (c < 0x80)
         return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (n > left)
+    if (c < 0xc2 || c > 0xf4 || n > left)
         return 0;
     for (size_t i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80)
@@ -93,7 +88,7 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
     jsonw_raw(&w, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
     jsonw_str(&w, uid);
     jsonw_raw(&w, ",\"allowed\":true");
-    if (res && res->outcome == MUTATE_PATCHED) {
+    if (res && res->outcome == MUTATE_PATCHED && res->profile) {
         jsonw_raw(&w, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
         if (!w.err &&
             (rc = base64_append(out, dynbuf_ptr(&res->patch.out), dynbuf_len(&res->patch.out))))

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	readyTimeout = 20 * time.Second
+	stopTimeout  = 15 * time.Second
+)
+
+// server is the webhook under test: one `rdma-webhook serve` at a time on
+// fixed loopback ports. If it dies, the death is recorded (the suite fails
+// at the end) and the next request starts a new one, so that one crash
+// does not hide what the rest of the suite would find.
+type server struct {
+	bin, profiles string
+	addr          string // HTTPS host:port
+	metrics       string // plain HTTP host:port
+	certDir       string
+	caPool        *x509.CertPool
+
+	mu     sync.Mutex
+	proc   *process
+	runs   int
+	deaths []string
+	logs   []string // stderr files of every run
+
+	sharedOnce   sync.Once
+	sharedClient *http.Client
+}
+
+// process is one run of `serve`.
+type process struct {
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	waitErr    error
+	stderrPath string
+}
+
+// sanitizerMarkers are what ASan, LSan and UBSan print in their reports.
+var sanitizerMarkers = []string{
+	"AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+	"runtime error:",
+}
+
+// genCerts runs `gen-certs --out-dir dir` and checks the three files exist.
+func genCerts(bin, dir string, extra ...string) error {
+	args := append([]string{"gen-certs", "--out-dir", dir}, extra...)
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+	for _, f := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return fmt.Errorf("gen-certs did not write %s: %v", f, err)
+		}
+	}
+	return nil
+}
+
+func loadCAPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startServer generates certificates in dir and starts `serve`, retrying
+// with new ports if the chosen ones were taken in between.
+func startServer(bin, dir, profiles string) (*server, error) {
+	if err := genCerts(bin, dir); err != nil {
+		return nil, err
+	}
+	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	s := &server{bin: bin, profiles: profiles, certDir: dir, caPool: pool}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if lastErr = s.pickPorts(); lastErr != nil {
+			continue
+		}
+		if lastErr = s.launch(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+func (s *server) pickPorts() (err error) {
+	if s.addr, err = freePort(); err != nil {
+		return err
+	}
+	s.metrics, err = freePort()
+	return err
+}
+
+// launch starts a run and waits until it is ready.
+func (s *server) launch() error {
+	s.runs++
+	p := &process{exited: make(chan struct{}),
+		stderrPath: filepath.Join(s.certDir, fmt.Sprintf("serve-%d.stderr", s.runs))}
+	s.logs = append(s.logs, p.stderrPath)
+	if err := p.spawn(s); err != nil {
+		return err
+	}
+	s.proc = p
+	if err := s.waitReady(p); err != nil {
+		p.kill()
+		return fmt.Errorf("%v\nstderr:\n%s", err, tail(p.stderrPath))
+	}
+	return nil
+}
+
+func (p *process) spawn(s *server) error {
+	stderr, err := os.Create(p.stderrPath)
+	if err != nil {
+		return err
+	}
+	p.cmd = exec.Command(s.bin, "serve",
+		"--listen", s.addr, "--metrics-listen", s.metrics,
+		"--tls-cert-file", filepath.Join(s.certDir, "tls.crt"),
+		"--tls-private-key-file", filepath.Join(s.certDir, "tls.key"),
+		"--profiles", s.profiles)
+	p.cmd.Stdout = io.Discard
+	p.cmd.Stderr = stderr
+	if err := p.cmd.Start(); err != nil {
+		stderr.Close()
+		return err
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		stderr.Close()
+		close(p.exited)
+	}()
+	return nil
+}
+
+// waitReady polls https /readyz until it answers 200.
+func (s *server) waitReady(p *process) error {
+	client := s.newClient(tls.VersionTLS12, 0)
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(readyTimeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		if !p.alive() {
+			return fmt.Errorf("serve exited before it was ready: %v", p.waitErr)
+		}
+		resp, err := client.Get(s.url("/readyz"))
+		if err == nil {
+			body := readAll(resp)
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %q", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("/readyz not 200 within %v (last: %s)", readyTimeout, last)
+}
+
+// ensureRunning records a dead run and starts a new one on the same ports.
+func (s *server) ensureRunning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.alive() {
+		return
+	}
+	s.deaths = append(s.deaths, fmt.Sprintf("serve run %d died during the suite: %v\nstderr tail:\n%s",
+		s.runs, s.proc.waitErr, tail(s.proc.stderrPath)))
+	if err := s.launch(); err != nil {
+		s.deaths = append(s.deaths, fmt.Sprintf("restarting serve failed: %v", err))
+	}
+}
+
+func (s *server) url(p string) string { return "https://" + s.addr + p }
+
+func (s *server) metricsURL(p string) string { return "http://" + s.metrics + p }
+
+// alive reports whether the current run is up.
+func (s *server) alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && s.proc.alive()
+}
+
+func (p *process) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *process) kill() {
+	if p.alive() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// stop sends SIGTERM (SPEC 3: finish and exit 0) and reports every death
+// during the suite, an abnormal exit, or a sanitizer report on stderr.
+func (s *server) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	problems := append([]string(nil), s.deaths...)
+	if p := s.proc; !p.alive() {
+		problems = append(problems, fmt.Sprintf("serve run %d died during the suite: %v", s.runs, p.waitErr))
+	} else if err := p.terminate(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if report := s.sanitizerReport(); report != "" {
+		problems = append(problems, "sanitizer/runtime error report on stderr:\n"+report)
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n") + "\nlast stderr tail:\n" + tail(s.proc.stderrPath))
+	}
+	return nil
+}
+
+func (p *process) terminate() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			return fmt.Errorf("serve exited abnormally after SIGTERM: %v (want exit 0)", p.waitErr)
+		}
+		return nil
+	case <-time.After(stopTimeout):
+		p.kill()
+		return fmt.Errorf("serve did not exit within %v of SIGTERM", stopTimeout)
+	}
+}
+
+// stderrBytes is the current run's stderr so far.
+func (s *server) stderrBytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, _ := os.ReadFile(s.proc.stderrPath)
+	return data
+}
+
+// sanitizerReport returns the stderr lines of every run that carry a
+// sanitizer marker.
+func (s *server) sanitizerReport() string {
+	var hits []string
+	for _, f := range s.logs {
+		data, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(data), "\n") {
+			if hasSanitizerMarker(line) {
+				hits = append(hits, filepath.Base(f)+": "+line)
+			}
+		}
+	}
+	return strings.Join(hits, "\n")
+}
+
+func hasSanitizerMarker(s string) bool {
+	for _, m := range sanitizerMarkers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// tail is the last lines of a stderr file, for failure messages.
+func tail(file string) string {
+	const maxLines = 12
+	data, _ := os.ReadFile(file)
+	lines := strings.Split(string(bytes.TrimSpace(data)), "\n")
+	if len(lines) > maxLines {
+		lines = lines[len(lines)-maxLines:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stderrTail is the end of the current run's stderr.
+func (s *server) stderrTail() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return tail(s.proc.stderrPath)
+}
+
+// settle is called after a failed request: a crashing server may take a
+// moment (core dump) to be reaped, so wait for it before anyone asks.
+func (s *server) settle() {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	select {
+	case <-p.exited:
+	case <-time.After(3 * time.Second):
+	}
+}
