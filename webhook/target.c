@@ -63,8 +63,12 @@ enum target_verdict target_pod(struct podjson *r, const cJSON *metadata, unsigne
 {
     const cJSON *annotations = podjson_obj(r, metadata, "annotations");
     const cJSON *labels = podjson_obj(r, metadata, "labels");
+    /* The label form exists because a webhook's objectSelector can match
+     * labels but not annotations: it is how opted-in pods reach us at all. */
     const char *inject = podjson_str(r, annotations, TARGET_ANNOTATION_INJECT);
 
+    if (!inject)
+        inject = podjson_str(r, labels, TARGET_ANNOTATION_INJECT);
     if (inject && strcmp(inject, "false") == 0)
         return TARGET_OPTED_OUT;
     if (inject && strcmp(inject, "true") == 0)

@@ -3,8 +3,9 @@
  *
  * A pod is a target when it belongs to a PyTorchJob (controlling owner
  * reference, or the training-operator's label), when it opts in with the
- * annotation rdma-webhook.io/inject: "true", or when it belongs to another job
- * kind enabled in the profiles' "targets". The annotation "false" always wins.
+ * annotation (or label) rdma-webhook.io/inject: "true", or when it belongs to
+ * another job kind enabled in the profiles' "targets". The value "false"
+ * always wins; the annotation wins over the label.
  */
 #ifndef RDMA_WEBHOOK_TARGET_H
 #define RDMA_WEBHOOK_TARGET_H
