@@ -44,12 +44,14 @@ static void serve_usage(FILE *f)
             "  --max-connections N           concurrent connections (default 4096)\n"
             "  --shutdown-grace SECONDS      on SIGTERM, wait this long for requests in flight "
             "(default 10)\n"
-            "  --reload-interval-ms N        also re-check the profiles file this often, for\n"
-            "                                file systems without inotify (default 1000)\n"
+            "  --reload-interval-ms N        also re-check the profiles and certificate files\n"
+            "                                this often, for file systems without inotify\n"
+            "                                (default 1000)\n"
             "  --log-level LEVEL             debug, info, warn or error (default info)\n"
             "  -h, --help                    show this help\n"
             "\n"
-            "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the profiles file now.\n",
+            "The certificate and key files are watched too and swapped without a restart.\n"
+            "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads profiles and certificate.\n",
             RDMA_WEBHOOK_DEFAULT_CERT, RDMA_WEBHOOK_DEFAULT_KEY, RDMA_WEBHOOK_DEFAULT_PROFILES);
 }
 
@@ -169,6 +171,7 @@ static void serve_defaults(struct serve_opts *o)
     o->cfg.threads = serve_default_threads();
     o->cfg.conn_timeout_s = 30;
     o->cfg.conn_limit = 4096;
+    o->cfg.cert_expiry_warn_days = 30;
     o->profiles = RDMA_WEBHOOK_DEFAULT_PROFILES;
     o->log_level = "info";
     o->reload_interval_ms = 1000;
@@ -223,8 +226,10 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
         if (sigwait(set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            log_msg(&app->srv.log, LOG_INFO, "SIGHUP: reloading profiles", NULL, NULL);
+            log_msg(&app->srv.log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL,
+                    NULL);
             serve_reload_profiles(app);
+            server_reload_certs(&app->srv);
             continue;
         }
         log_msg(&app->srv.log, LOG_INFO, "shutting down", "signal", strsignal(sig));
@@ -247,9 +252,10 @@ static int serve_run(struct serve_app *app, const struct serve_opts *o)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     app->profiles_path = o->profiles;
+    app->srv.cfg.cert_reload_interval_ms = o->reload_interval_ms;
     serve_reload_profiles(app);
-    if (filewatch_start(&app->watch, o->profiles, (int)o->reload_interval_ms, serve_reload_profiles,
-                        app, err, sizeof(err)) ||
+    if (filewatch_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
+                        serve_reload_profiles, app, err, sizeof(err)) ||
         server_start(&app->srv, err, sizeof(err))) {
         log_msg(&app->srv.log, LOG_ERROR, "cannot start", "error", err);
         goto out;

@@ -22,6 +22,22 @@ static void filewatch_drain(int fd)
         ;
 }
 
+/* 1 when any path's identity moved since last seen; the new ones are kept. */
+static int filewatch_any_changed(struct filewatch *w)
+{
+    int changed = 0;
+
+    for (size_t i = 0; i < w->n_paths; i++) {
+        struct fsutil_identity now;
+
+        if (fsutil_identity(w->paths[i], &now) != 0 || fsutil_identity_equal(&now, &w->last[i]))
+            continue;
+        w->last[i] = now;
+        changed = 1;
+    }
+    return changed;
+}
+
 static void *filewatch_main(void *arg)
 {
     struct filewatch *w = arg;
@@ -29,7 +45,6 @@ static void *filewatch_main(void *arg)
                             {.fd = w->inotify_fd, .events = POLLIN}};
 
     for (;;) {
-        struct fsutil_identity now;
         int n = poll(fds, w->inotify_fd >= 0 ? 2 : 1, w->interval_ms);
 
         if (n < 0 && errno != EINTR)
@@ -38,10 +53,8 @@ static void *filewatch_main(void *arg)
             break;
         if (w->inotify_fd >= 0 && fds[1].revents)
             filewatch_drain(w->inotify_fd);
-        if (fsutil_identity(w->path, &now) != 0 || fsutil_identity_equal(&now, &w->last))
-            continue;
-        w->last = now;
-        w->changed(w->ctx);
+        if (filewatch_any_changed(w))
+            w->changed(w->ctx);
     }
     return NULL;
 }
@@ -54,31 +67,41 @@ static void filewatch_add_inotify(struct filewatch *w)
     w->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (w->inotify_fd < 0)
         return;
-    snprintf(dir, sizeof(dir), "%s", w->path);
-    if (inotify_add_watch(w->inotify_fd, dirname(dir), FILEWATCH_EVENTS) < 0) {
-        close(w->inotify_fd);
-        w->inotify_fd = -1;
+    for (size_t i = 0; i < w->n_paths; i++) {
+        snprintf(dir, sizeof(dir), "%s", w->paths[i]);
+        if (inotify_add_watch(w->inotify_fd, dirname(dir), FILEWATCH_EVENTS) < 0) {
+            close(w->inotify_fd);
+            w->inotify_fd = -1;
+            return;
+        }
     }
 }
 
-int filewatch_start(struct filewatch *w, const char *path, int interval_ms,
+int filewatch_start(struct filewatch *w, const char *const *paths, size_t n_paths, int interval_ms,
                     void (*changed)(void *ctx), void *ctx, char *err, size_t errlen)
 {
     memset(w, 0, sizeof(*w));
-    w->path = path;
     w->interval_ms = interval_ms;
     w->changed = changed;
     w->ctx = ctx;
     w->inotify_fd = -1;
     w->stop_pipe[0] = w->stop_pipe[1] = -1;
-    fsutil_identity(path, &w->last);
+    if (n_paths == 0 || n_paths > FILEWATCH_MAX_PATHS) {
+        snprintf(err, errlen, "cannot watch %zu files at once", n_paths);
+        return -1;
+    }
+    for (size_t i = 0; i < n_paths; i++) {
+        w->paths[i] = paths[i];
+        fsutil_identity(paths[i], &w->last[i]);
+    }
+    w->n_paths = n_paths;
     if (pipe2(w->stop_pipe, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "cannot watch %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot watch %s: %s", paths[0], strerror(errno));
         return -1;
     }
     filewatch_add_inotify(w);
     if (pthread_create(&w->thread, NULL, filewatch_main, w) != 0) {
-        snprintf(err, errlen, "cannot start the watcher for %s", path);
+        snprintf(err, errlen, "cannot start the watcher for %s", paths[0]);
         filewatch_stop(w);
         return -1;
     }

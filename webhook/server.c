@@ -1,10 +1,9 @@
 #include "server.h"
 
-#include "certs.h"
-#include "fsutil.h"
 #include "review.h"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -366,35 +365,61 @@ int server_parse_listen(const char *spec, void *storage, unsigned *len, char *er
     return 0;
 }
 
-static int server_load_pem(const char *path, char **out, char *err, size_t errlen)
-{
-    struct dynbuf b;
+/* The one server context: GnuTLS's certificate callback takes no argument. */
+static struct server *server_running;
 
-    dynbuf_init(&b, SERVER_PEM_MAX);
-    if (fsutil_read(path, &b, err, errlen) || !b.mem) {
-        if (!err[0])
-            snprintf(err, errlen, "%s is empty", path);
-        dynbuf_free(&b);
+static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn,
+                                int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+                                int pk_algos_length, gnutls_pcert_st **pcert,
+                                unsigned int *pcert_length, gnutls_privkey_t *privkey)
+{
+    struct server *s = server_running;
+    const struct tlscreds_pair *p = s ? tlscreds_current(&s->creds) : NULL;
+
+    (void)session, (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
+    if (!p)
         return -1;
-    }
-    *out = dynbuf_steal(&b);
+    *pcert = (gnutls_pcert_st *)p->chain;
+    *pcert_length = p->chain_len;
+    *privkey = p->key;
     return 0;
 }
 
 static void server_log_cert(struct server *s)
 {
-    struct certs_info info;
+    const struct tlscreds_pair *p = tlscreds_current(&s->creds);
+    long long days_left = (p->not_after - (long long)time(NULL)) / 86400;
     struct log_line l;
-    char err[256];
 
-    if (certs_inspect_file(s->cfg.cert_file, &info, err, sizeof(err)) != 0)
-        return;
     log_begin(&l, &s->log, LOG_INFO, "serving certificate loaded");
-    log_str(&l, "serial", info.serial_hex);
-    log_str(&l, "subject", info.subject);
-    log_int(&l, "not_after", info.not_after);
-    log_str(&l, "sans", info.sans);
+    log_str(&l, "serial", p->serial);
+    log_int(&l, "not_after", p->not_after);
+    log_int(&l, "days_left", days_left);
+    log_int(&l, "generation", (long long)s->creds.generation);
     log_end(&l);
+    if (days_left < (long long)s->cfg.cert_expiry_warn_days) {
+        log_begin(&l, &s->log, LOG_WARN, "serving certificate expires soon; rotate it");
+        log_str(&l, "serial", p->serial);
+        log_int(&l, "days_left", days_left);
+        log_end(&l);
+    }
+}
+
+void server_reload_certs(struct server *s)
+{
+    char err[512];
+
+    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err)) == 0) {
+        server_log_cert(s);
+        return;
+    }
+    log_msg(&s->log, LOG_ERROR, "new certificate rejected; the previous one keeps serving", "error",
+            err);
+}
+
+static void server_cert_changed(void *arg)
+{
+    server_reload_certs(arg);
 }
 
 static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls, char *err,
@@ -425,8 +450,8 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
         opts[n++] =
             (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->cfg.threads, NULL};
     if (tls) {
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem};
-        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem};
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+                                            (void *)server_cert_callback};
         opts[n++] =
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES};
     }
@@ -440,12 +465,28 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
     return d;
 }
 
+static int server_watch_certs(struct server *s, char *err, size_t errlen)
+{
+    const char *paths[] = {s->cfg.cert_file, s->cfg.key_file};
+
+    return filewatch_start(&s->cert_watch, paths, 2, (int)s->cfg.cert_reload_interval_ms,
+                           server_cert_changed, s, err, errlen);
+}
+
 int server_start(struct server *s, char *err, size_t errlen)
 {
     err[0] = '\0';
-    if (certs_check_pair(s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
-        server_load_pem(s->cfg.cert_file, &s->cert_pem, err, errlen) ||
-        server_load_pem(s->cfg.key_file, &s->key_pem, err, errlen))
+    if (server_running) {
+        snprintf(err, errlen, "a server is already running in this process");
+        return -1;
+    }
+    if (tlscreds_init(&s->creds)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    server_running = s;
+    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
+        server_watch_certs(s, err, errlen))
         goto fail;
     s->https = server_daemon(s, s->cfg.listen, 1, err, errlen);
     if (!s->https)
@@ -481,12 +522,14 @@ unsigned server_open_connections(struct server *s)
 
 void server_stop(struct server *s)
 {
+    if (server_running != s)
+        return;
     if (s->https)
         MHD_stop_daemon(s->https);
     if (s->plain)
         MHD_stop_daemon(s->plain);
     s->https = s->plain = NULL;
-    free(s->cert_pem);
-    free(s->key_pem);
-    s->cert_pem = s->key_pem = NULL;
+    filewatch_stop(&s->cert_watch);
+    tlscreds_free(&s->creds);
+    server_running = NULL;
 }

@@ -8,15 +8,22 @@
  * max_body; the profiles snapshot is acquired once per admission. Nothing a
  * client sends is fatal: every bad request gets a status and a one-line reason.
  *
+ * The serving certificate is watched like the profiles (including the
+ * kubelet's ..data swap of a Secret volume) and swapped without a restart:
+ * connections already open keep their session, new handshakes get the new
+ * certificate.
+ *
  * struct server is the process's one mutable context: everything the request
  * threads share lives in it.
  */
 #ifndef RDMA_WEBHOOK_SERVER_H
 #define RDMA_WEBHOOK_SERVER_H
 
+#include "filewatch.h"
 #include "log.h"
 #include "mutate.h"
 #include "store.h"
+#include "tlscreds.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -32,6 +39,8 @@ struct server_config {
     unsigned threads;
     unsigned conn_timeout_s;
     unsigned conn_limit;
+    unsigned cert_reload_interval_ms;
+    unsigned cert_expiry_warn_days;
 };
 
 struct server_stats {
@@ -52,15 +61,20 @@ struct server {
     struct mutate_hooks hooks;
     struct server_stats stats;
     atomic_int draining; /* readiness goes false first when shutting down */
+    struct tlscreds creds;
     /* Private. */
     struct MHD_Daemon *https;
     struct MHD_Daemon *plain;
-    char *cert_pem;
-    char *key_pem;
+    struct filewatch cert_watch;
 };
 
-/* Starts both listeners. Returns 0, or -1 with a message in err. */
+/* Loads the certificate, starts both listeners and the certificate watch.
+ * Only one server may run per process: the TLS handshake callback has no
+ * argument of its own, so it finds the credentials through the one server
+ * context. Returns 0, or -1 with a message in err. */
 int server_start(struct server *s, char *err, size_t errlen);
+/* Reloads the certificate and key now (SIGHUP); the old pair stays on error. */
+void server_reload_certs(struct server *s);
 /* Stops accepting new connections; requests in flight go on. */
 void server_quiesce(struct server *s);
 /* Connections still open on the HTTPS listener. */
