@@ -14,7 +14,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now -pthread
 
-SRCS    := $(filter-out webhook/main.c,$(wildcard webhook/*.c))
+SRCS    := $(wildcard webhook/*.c)
+# The library the unit tests link: every module but the command-line front end.
+LIB_SRCS := $(filter-out webhook/main.c webhook/cmd_%.c,$(SRCS))
 HDRS    := $(wildcard webhook/*.h)
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 
@@ -45,21 +47,20 @@ build/%.o: webhook/%.c $(HDRS) | build/
 build-asan/%.o: webhook/%.c $(HDRS) | build-asan/
 	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -c $< -o $@
 
-build/rdma-webhook: $(patsubst webhook/%.c,build/%.o,$(SRCS) webhook/main.c)
+build/rdma-webhook: $(patsubst webhook/%.c,build/%.o,$(SRCS))
 	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
 
-build-asan/rdma-webhook: $(patsubst webhook/%.c,build-asan/%.o,$(SRCS) webhook/main.c)
+build-asan/rdma-webhook: $(patsubst webhook/%.c,build-asan/%.o,$(SRCS))
 	$(CC) $(LDFLAGS_ALL) $(SAN) $^ $(PKG_LIBS) -o $@
 
 build/ build-asan/:
 	@mkdir -p $@
 
-# Unit tests link every module except main.c, plus cmocka.
-build/unit/%: test/unit/%.c $(patsubst webhook/%.c,build/%.o,$(SRCS)) | build/
+build/unit/%: test/unit/%.c $(patsubst webhook/%.c,build/%.o,$(LIB_SRCS)) | build/
 	@mkdir -p build/unit
 	$(CC) $(BASE) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
-build-asan/unit/%: test/unit/%.c $(patsubst webhook/%.c,build-asan/%.o,$(SRCS)) | build-asan/
+build-asan/unit/%: test/unit/%.c $(patsubst webhook/%.c,build-asan/%.o,$(LIB_SRCS)) | build-asan/
 	@mkdir -p build-asan/unit
 	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 

@@ -425,15 +425,19 @@ static void test_serials_and_validity(void **state)
 /* `openssl x509 -serial -enddate` as (serial, unix seconds). */
 static long long openssl_serial_enddate(const char *cert, char *serial, size_t len)
 {
-    char out[512], fmt[32];
+    char out[512];
     int y, mo, d, h, mi, s;
     const char *p;
+    size_t n;
 
     assert_int_equal(run(out, sizeof out,
                          "openssl x509 -noout -serial -enddate -dateopt iso_8601 -in '%s'", cert), 0);
     assert_non_null(p = strstr(out, "serial="));
-    snprintf(fmt, sizeof fmt, "serial=%%%zus", len - 1);
-    assert_int_equal(sscanf(p, fmt, serial), 1);
+    p += strlen("serial=");
+    n = strcspn(p, "\n");
+    assert_true(n > 0 && n < len);
+    memcpy(serial, p, n);
+    serial[n] = '\0';
     assert_non_null(p = strstr(out, "notAfter="));
     assert_int_equal(sscanf(p, "notAfter=%d-%d-%d %d:%d:%dZ", &y, &mo, &d, &h, &mi, &s), 6);
     return days_from_civil(y, mo, d) * DAY + h * 3600LL + mi * 60LL + s;
@@ -695,20 +699,6 @@ static void test_unwritable_out_dir(void **state)
     assert_int_equal(ERR_peek_error(), 0);
 }
 
-static void test_readonly_dir_as_user(void **state)
-{
-    struct fixture *fx = *state;
-    char dir[256], err[512];
-
-    if (geteuid() == 0)
-        skip(); /* root ignores mode bits; /proc covers the root case above */
-    path_in(fx->root, "ro", dir, sizeof dir);
-    assert_int_equal(mkdir(dir, 0555), 0);
-    assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), -1);
-    assert_contains(err, "Permission denied");
-    assert_int_equal(count_entries(dir), 0);
-}
-
 static void test_invalid_options_write_nothing(void **state)
 {
     struct fixture *fx = *state;
@@ -772,7 +762,6 @@ int main(void)
         cmocka_unit_test(test_long_names_fall_back_to_short_cn),
         cmocka_unit_test(test_regenerate_replaces_files),
         cmocka_unit_test(test_unwritable_out_dir),
-        cmocka_unit_test(test_readonly_dir_as_user),
         cmocka_unit_test(test_invalid_options_write_nothing),
         cmocka_unit_test(test_small_error_buffer),
     };
