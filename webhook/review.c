@@ -139,7 +139,7 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
 
     sum->outcome = outcomes[res->outcome];
     sum->reason = res->reason;
-    sum->profile = res->profile ? res->profile->name : NULL;
+    review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
     review_copy(sum->error, sizeof(sum->error), res->error);

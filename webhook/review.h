@@ -24,7 +24,7 @@ struct review_summary {
     char operation[16];
     const char *outcome; /* "mutated", "skipped", "error", "ignored" */
     const char *reason;  /* see mutate_result.reason; "not-a-pod-create" for ignored */
-    const char *profile; /* NULL when none */
+    char profile[64];    /* "" when none; a copy, so it outlives the snapshot */
     size_t ops;
     size_t warnings;
     char error[160];

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 /* TLS 1.2 and 1.3 only: the apiserver speaks both, and nothing older is safe. */
 #define SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
@@ -128,11 +129,15 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
                   "# TYPE rdma_webhook_in_flight_requests gauge\n"
                   "rdma_webhook_in_flight_requests %d\n"
                   "# TYPE rdma_webhook_profiles_generation gauge\n"
-                  "rdma_webhook_profiles_generation %lu\n",
+                  "rdma_webhook_profiles_generation %lu\n"
+                  "# TYPE rdma_webhook_profile_reloads_total counter\n"
+                  "rdma_webhook_profile_reloads_total{result=\"loaded\"} %lu\n"
+                  "rdma_webhook_profile_reloads_total{result=\"rejected\"} %lu\n",
                   atomic_load(&st->mutated), atomic_load(&st->skipped), atomic_load(&st->errors),
                   atomic_load(&st->rejected), atomic_load(&st->patch_ops),
                   atomic_load(&st->warnings), atomic_load(&st->in_flight),
-                  snap ? snap->generation : 0UL);
+                  snap ? snap->generation : 0UL, store_loaded(&s->store),
+                  store_rejected(&s->store));
     snapshot_release(snap);
     if (!b.mem)
         return server_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -169,7 +174,7 @@ static void server_log_admission(struct server *s, const struct review_summary *
     log_str(&l, "pod", sum->name);
     log_str(&l, "result", sum->outcome);
     log_str(&l, "reason", sum->reason);
-    if (sum->profile)
+    if (sum->profile[0])
         log_str(&l, "profile", sum->profile);
     log_int(&l, "ops", (long long)sum->ops);
     log_int(&l, "warnings", (long long)sum->warnings);
@@ -485,6 +490,7 @@ int server_start(struct server *s, char *err, size_t errlen)
         return -1;
     }
     server_running = s;
+    s->quiesced_fd = MHD_INVALID_SOCKET;
     if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
         server_watch_certs(s, err, errlen))
         goto fail;
@@ -506,8 +512,14 @@ fail:
 void server_quiesce(struct server *s)
 {
     atomic_store(&s->draining, 1);
-    if (s->https)
-        MHD_quiesce_daemon(s->https);
+    /* Shutting the listening socket down makes new connections fail fast
+     * instead of waiting in the backlog; libmicrohttpd's threads may still
+     * hold it, so it is closed only after they stop. */
+    if (s->https && s->quiesced_fd == MHD_INVALID_SOCKET) {
+        s->quiesced_fd = MHD_quiesce_daemon(s->https);
+        if (s->quiesced_fd != MHD_INVALID_SOCKET)
+            shutdown(s->quiesced_fd, SHUT_RDWR);
+    }
 }
 
 unsigned server_open_connections(struct server *s)
@@ -529,6 +541,9 @@ void server_stop(struct server *s)
     if (s->plain)
         MHD_stop_daemon(s->plain);
     s->https = s->plain = NULL;
+    if (s->quiesced_fd != MHD_INVALID_SOCKET)
+        close(s->quiesced_fd);
+    s->quiesced_fd = MHD_INVALID_SOCKET;
     filewatch_stop(&s->cert_watch);
     tlscreds_free(&s->creds);
     server_running = NULL;

@@ -66,6 +66,7 @@ struct server {
     struct MHD_Daemon *https;
     struct MHD_Daemon *plain;
     struct filewatch cert_watch;
+    int quiesced_fd; /* the listening socket once quiesced, closed at stop */
 };
 
 /* Loads the certificate, starts both listeners and the certificate watch.

@@ -53,6 +53,26 @@ int store_ready(struct store *s)
     return ready;
 }
 
+unsigned long store_loaded(struct store *s)
+{
+    unsigned long n;
+
+    pthread_mutex_lock(&s->mu);
+    n = s->generation;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+unsigned long store_rejected(struct store *s)
+{
+    unsigned long n;
+
+    pthread_mutex_lock(&s->mu);
+    n = s->rejected;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 /* One log line per problem, so each is readable in a log viewer. */
 static void store_log_rejected(struct store *s, const char *origin, const struct dynbuf *errors)
 {

@@ -46,5 +46,8 @@ struct snapshot *store_acquire(struct store *s);
 void snapshot_release(struct snapshot *snap);
 
 int store_ready(struct store *s);
+/* Versions published and refused since start, for metrics. */
+unsigned long store_loaded(struct store *s);
+unsigned long store_rejected(struct store *s);
 
 #endif
