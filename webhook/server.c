@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,22 @@ static void server_cert_changed(void *arg)
     server_reload_certs(arg);
 }
 
+/* libmicrohttpd's own messages (mostly clients that break off a handshake)
+ * go through the JSON log like everything else, at debug level: they are
+ * about one connection and a scanner would otherwise flood the log. */
+static void server_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct server *s = cls;
+    char msg[512];
+    size_t n;
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    log_msg(&s->log, LOG_DEBUG, "libmicrohttpd", "detail", msg);
+}
+
 static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls, char *err,
                                         size_t errlen)
 {
@@ -442,10 +459,11 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
         flags |= MHD_USE_IPv6;
     if (tls)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[10];
+    struct MHD_OptionItem opts[12];
     size_t n = 0;
 
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)server_mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)s->cfg.conn_timeout_s, NULL};
     opts[n++] =

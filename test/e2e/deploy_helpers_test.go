@@ -220,7 +220,7 @@ func intOf(v interface{}) (int64, bool) {
 
 // labelSelector is a metav1.LabelSelector.
 type labelSelector struct {
-	MatchLabels      map[string]string      `json:"matchLabels"`
+	MatchLabels      map[string]string     `json:"matchLabels"`
 	MatchExpressions []selectorRequirement `json:"matchExpressions"`
 }
 

@@ -42,6 +42,13 @@ type instance struct {
 // must exit 0 with no sanitizer report on stderr.
 func startInstance(t *testing.T, profiles string, extra ...string) *instance {
 	t.Helper()
+	return startInstanceTrusting(t, nil, profiles, extra...)
+}
+
+// startInstanceTrusting is startInstance for a test that serves its own
+// certificate (through extra flags): roots are the CAs its clients trust.
+func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, extra ...string) *instance {
+	t.Helper()
 	dir := t.TempDir()
 	if err := genCerts(binaryPath(), dir); err != nil {
 		t.Fatal(err)
@@ -49,6 +56,9 @@ func startInstance(t *testing.T, profiles string, extra ...string) *instance {
 	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if roots != nil {
+		pool = roots
 	}
 	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, args: extra}
 	var lastErr error
