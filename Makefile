@@ -27,8 +27,11 @@ METRICS_LISTEN ?= 127.0.0.1:9090
 
 GO_ENV  := GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOCACHE=$(CURDIR)/build/gocache
 
+# Objects are kept between runs (no intermediate-file deletion).
+.SECONDARY:
+
 .PHONY: all build build-asan deps deps-test certs run test unit unit-asan e2e e2e-asan \
-        validator format check-format clean
+        validator fuzz fuzz-build format check-format clean
 
 all: build
 
@@ -95,6 +98,42 @@ e2e-asan: build-asan/rdma-webhook validator
 
 test: deps-test
 	@$(MAKE) --no-print-directory unit e2e unit-asan e2e-asan
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
+# libFuzzer targets (clang-14, ASan+UBSan): `make fuzz` runs each for
+# FUZZ_SECONDS; `make test` runs them for 30 s each.
+FUZZ_CC      ?= clang-14
+FUZZ_SECONDS ?= 300
+FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=all
+FUZZ_TARGETS := build-fuzz/fuzz_review build-fuzz/fuzz_profiles
+
+build-fuzz/%.o: webhook/%.c $(HDRS)
+	@mkdir -p build-fuzz
+	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c $< -o $@
+
+build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(patsubst webhook/%.c,build-fuzz/%.o,$(LIB_SRCS))
+	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -o $@
+
+build-fuzz/corpus/.seeded: test/fuzz/make-seeds.mjs $(wildcard test/pods/*.json) $(PROFILES)
+	node test/fuzz/make-seeds.mjs build-fuzz/corpus test/pods $(PROFILES)
+	@touch $@
+
+fuzz-build: $(FUZZ_TARGETS) build-fuzz/corpus/.seeded
+
+# Each run starts from the seeds plus what earlier runs found; a crash, leak,
+# sanitizer report or broken property stops it with a non-zero status.
+fuzz: fuzz-build
+	@set -e; for t in review profiles; do \
+	  mkdir -p build-fuzz/found/$$t; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  if ! build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+	       build-fuzz/found/$$t build-fuzz/corpus/$$t > build-fuzz/$$t.log 2>&1; then \
+	    tail -60 build-fuzz/$$t.log; echo "fuzz_$$t found a problem: see build-fuzz/"; exit 1; \
+	  fi; \
+	  grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' build-fuzz/$$t.log; \
+	done
 
 format:
 	clang-format -i webhook/*.c webhook/*.h test/unit/*.c
@@ -103,4 +142,4 @@ check-format:
 	clang-format --dry-run --Werror webhook/*.c webhook/*.h
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

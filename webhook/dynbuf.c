@@ -1,5 +1,6 @@
 #include "dynbuf.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +30,23 @@ void dynbuf_reset(struct dynbuf *b)
         b->mem[0] = '\0';
 }
 
-/* Makes room for extra more bytes plus the terminator. */
+/* Makes room for extra more bytes plus the terminator, doubling the
+ * allocation (but never past what the cap can use). */
 static int dynbuf_reserve(struct dynbuf *b, size_t extra)
 {
     size_t need, a;
     char *p;
 
-    if (extra > b->cap || b->len > b->cap - extra)
+    if (extra > b->cap - b->len || b->len + extra == SIZE_MAX)
         return DYNBUF_TOO_BIG;
     need = b->len + extra + 1;
     if (need <= b->alloc)
         return 0;
     a = b->alloc ? b->alloc : DYNBUF_MIN_ALLOC;
     while (a < need)
-        a = a > (b->cap + 1) / 2 ? b->cap + 1 : a * 2;
+        a = a > SIZE_MAX / 2 ? need : a * 2;
+    if (b->cap < SIZE_MAX && a > b->cap + 1)
+        a = b->cap + 1;
     p = realloc(b->mem, a);
     if (!p)
         return DYNBUF_NOMEM;

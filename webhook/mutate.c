@@ -192,10 +192,10 @@ static int mutate_env_declared(struct mctx *m, const cJSON *env, const struct pr
             continue;
         value = podjson_str(&m->r, e, "value");
         if (!value && podjson_obj(&m->r, e, "valueFrom"))
-            mutate_warn(m, "container \"%s\": your %s (valueFrom) overrides the profile's %s",
+            mutate_warn(m, "container \"%s\": your %s (valueFrom) overrides the profile (%s)",
                         cname, kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
         else if (strcmp(value ? value : "", kv->value) != 0)
-            mutate_warn(m, "container \"%s\": your %s=%s overrides the profile's %s", cname,
+            mutate_warn(m, "container \"%s\": your %s overrides the profile (%s, not %s)", cname,
                         kv->name, mutate_short(value ? value : "", shown, sizeof(shown)),
                         mutate_short(kv->value, shown_p, sizeof(shown_p)));
         return 1;
@@ -561,9 +561,15 @@ static void mutate_annotate(struct mctx *m)
     patch_op_end(p);
 }
 
+/* Container names in warnings are shortened so that a 63-character name
+ * still leaves room for what the warning is about. */
+#define MUTATE_SHOWN_NAME 24
+
 static void mutate_container(struct mctx *m, const cJSON *c, const char *list, int idx)
 {
-    const char *cname = mutate_name(m, c);
+    char cname[MUTATE_SHOWN_NAME];
+
+    mutate_short(mutate_name(m, c), cname, sizeof(cname));
     char cpath[PATCH_PATH_MAX];
 
     if (mutate_path(m, cpath, "/spec/%s/%d", list, idx))

@@ -42,7 +42,7 @@ static const struct nccl_word_var nccl_word_vars[] = {
     {"NCCL_IB_ADDR_FAMILY", "AF_INET AF_INET6"},
 };
 
-#define NCCL_SHOWN_VALUE_MAX 24
+#define NCCL_SHOWN_VALUE_MAX 16
 
 /* The value as quoted in messages: cut on a UTF-8 boundary, so a long user
  * value cannot push a warning past what kubectl shows well. */
@@ -91,8 +91,8 @@ static enum nccl_verdict nccl_check_int(const struct nccl_int_var *v, const char
         return NCCL_VALUE_NOT_INT;
     }
     if (digits[0] == '0' && digits[1] != '\0') {
-        snprintf(msg, msglen, "%s=%s is read by NCCL as %s %lld; drop the leading 0", v->name,
-                 shown, (digits[1] == 'x' || digits[1] == 'X') ? "hex" : "octal", n);
+        snprintf(msg, msglen, "%s=%s is %s to NCCL (%lld); drop the leading 0", v->name, shown,
+                 (digits[1] == 'x' || digits[1] == 'X') ? "hex" : "octal", n);
         return NCCL_VALUE_NOT_DECIMAL;
     }
     if (n < v->min || n > v->max) {
@@ -119,9 +119,20 @@ static enum nccl_verdict nccl_check_word(const struct nccl_word_var *v, const ch
     return NCCL_VALUE_BAD_WORD;
 }
 
+/* 1 when a device name ends in "_<digits>", a port-less index such as
+ * mlx5_1, which as a prefix also takes mlx5_10 and up; a driver prefix such
+ * as "mlx5" is meant as a prefix. */
+static int nccl_indexed_name(const char *tok, size_t len)
+{
+    size_t i = len;
+
+    while (i > 0 && tok[i - 1] >= '0' && tok[i - 1] <= '9')
+        i--;
+    return i < len && i > 0 && tok[i - 1] == '_';
+}
+
 /* Without a leading '=' (after an optional '^'), NCCL matches each entry as a
- * prefix: an entry ending in a digit, like mlx5_1, then also takes mlx5_10
- * and up. */
+ * prefix. */
 static enum nccl_verdict nccl_check_hca(const char *value, const char *shown, char *msg,
                                         size_t msglen)
 {
@@ -132,11 +143,10 @@ static enum nccl_verdict nccl_check_hca(const char *value, const char *shown, ch
         return NCCL_VALUE_OK;
     for (tok = p; *tok;) {
         size_t len = strcspn(tok, ",");
-        size_t name_len = strcspn(tok, ":,");
 
-        if (name_len > 0 && tok[name_len - 1] >= '0' && tok[name_len - 1] <= '9') {
+        if (nccl_indexed_name(tok, strcspn(tok, ":,"))) {
             snprintf(msg, msglen,
-                     "NCCL_IB_HCA=%s: each name is a prefix (mlx5_1 also takes mlx5_1x); "
+                     "NCCL_IB_HCA=%s: names are prefixes (mlx5_1 also takes mlx5_1x); "
                      "start the list with =",
                      shown);
             return NCCL_VALUE_HCA_PREFIX;

@@ -140,6 +140,20 @@ static cJSON *patch_parent(cJSON *doc, const char *path, char *last, size_t last
     }
 }
 
+/* Links val in before item. Debian 12's cJSON_InsertItemInArray refuses
+ * every index past 0, so the list is relinked here; cJSON keeps the last
+ * element in child->prev. */
+static void patch_insert_before(cJSON *array, cJSON *item, cJSON *val)
+{
+    val->next = item;
+    val->prev = item->prev;
+    if (item == array->child)
+        array->child = val;
+    else
+        item->prev->next = val;
+    item->prev = val;
+}
+
 static int patch_do_add(cJSON *parent, const char *tok, cJSON *val)
 {
     long i;
@@ -158,7 +172,8 @@ static int patch_do_add(cJSON *parent, const char *tok, cJSON *val)
         return -1;
     if (i == cJSON_GetArraySize(parent))
         return cJSON_AddItemToArray(parent, val) ? 0 : -1;
-    return cJSON_InsertItemInArray(parent, (int)i, val) ? 0 : -1;
+    patch_insert_before(parent, cJSON_GetArrayItem(parent, (int)i), val);
+    return 0;
 }
 
 /* A replaced object member must keep its key: cJSON_ReplaceItemViaPointer

@@ -428,19 +428,23 @@ static void pread_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
 
 static void pcheck_names(struct pctx *c)
 {
-    int defaults = 0;
+    const char *first_default = NULL;
 
     c->where = NULL;
     for (size_t i = 0; i < c->ps->n; i++) {
-        if (!c->ps->p[i].name)
+        const struct profile *p = &c->ps->p[i];
+
+        if (!p->name)
             continue;
         for (size_t j = 0; j < i; j++)
-            if (c->ps->p[j].name && strcmp(c->ps->p[i].name, c->ps->p[j].name) == 0)
-                perr(c, "profile \"%s\": name is used by more than one profile", c->ps->p[i].name);
-        defaults += c->ps->p[i].is_default;
+            if (c->ps->p[j].name && strcmp(p->name, c->ps->p[j].name) == 0)
+                perr(c, "profile \"%s\": name is used by more than one profile", p->name);
+        if (p->is_default && first_default)
+            perr(c, "profile \"%s\": default: \"%s\" is already the default; mark at most one",
+                 p->name, first_default);
+        else if (p->is_default)
+            first_default = p->name;
     }
-    if (defaults > 1)
-        perr(c, "profiles: %d profiles are marked default; mark at most one", defaults);
 }
 
 static void pread_profiles(struct pctx *c, const cJSON *root)

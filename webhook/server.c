@@ -431,7 +431,8 @@ static void server_cert_changed(void *arg)
 /* libmicrohttpd's own messages (mostly clients that break off a handshake)
  * go through the JSON log like everything else, at debug level: they are
  * about one connection and a scanner would otherwise flood the log. */
-static void server_mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void server_mhd_log(void *cls, const char *fmt,
+                                                                 va_list ap)
 {
     struct server *s = cls;
     char msg[512];

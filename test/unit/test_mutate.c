@@ -1,0 +1,1436 @@
+/*
+ * Unit tests for webhook/mutate.c, rule by rule (SPEC 1.4, 1.5; CONTRACT.md).
+ *
+ * Every test builds a small pod, calls mutate_object() with the shipped
+ * profiles (or a small profiles document of its own), applies the patch with
+ * patch_apply() and asserts on the result. The harness also checks, for every
+ * pod, what the contract promises for all of them:
+ *   - the patch is a JSON array of n_ops operations that applies cleanly;
+ *   - every field the pod had keeps its value, arrays only grow at the end
+ *     (schedulerName: default-scheduler excepted);
+ *   - a second call on the patched pod is MUTATE_SKIPPED with 0 operations;
+ *   - every warning starts with "rdma-webhook: ", is under 120 bytes and is
+ *     valid UTF-8.
+ * Run from the repository root (make unit does): it reads manifests/.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynbuf.h"
+#include "mutate.h"
+#include "patch.h"
+#include "profiles.h"
+
+#define TEST(name)       static void name(void **state __attribute__((unused)))
+#define SHIPPED_PROFILES "manifests/profiles.json"
+#define WARN_PREFIX      "rdma-webhook: "
+#define NAME63           "a23456789012345678901234567890123456789012345678901234567890123"
+
+/* A pod the training-operator created (label), with the given spec. */
+#define POD(spec)                                                                                  \
+    "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'w-0','namespace':'ns',"                   \
+    "'labels':{'training.kubeflow.org/operator-name':'pytorchjob-controller'}},"                   \
+    "'spec':" spec "}"
+/* Same with extra metadata members (a leading comma included). */
+#define POD_META(meta, spec)                                                                       \
+    "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'w-0','namespace':'ns',"                   \
+    "'labels':{'training.kubeflow.org/operator-name':'pytorchjob-controller'}" meta "},"           \
+    "'spec':" spec "}"
+/* The training container asking for 8 GPUs, with extra members. */
+#define C8(extra)                                                                                  \
+    "{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'}}" extra "}"
+#define C8N(name, extra)                                                                           \
+    "{'name':'" name "','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'}}" extra "}"
+#define SIDECAR       "{'name':'log-shipper','image':'fluent-bit'}"
+#define PROFILE_8CARD ",'annotations':{'rdma-webhook.io/profile':'roce-8card'}"
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL)                                                       \
+            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
+    } while (0)
+
+static struct profiles *shipped;
+static struct profiles *custom; /* a test's own profiles, freed in teardown */
+
+/* The test's run: input, patched result, mutation result. */
+static struct {
+    cJSON *doc;
+    cJSON *patched;
+    struct mutate_result res;
+    int have_res;
+    /* Scratch that a failing assertion would otherwise leak. */
+    cJSON *ops, *want;
+    char *text;
+    struct mutate_result again;
+    int have_again;
+} T;
+
+/* ---- JSON helpers ---- */
+
+static cJSON *J(const char *text)
+{
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    cJSON *j;
+
+    assert_non_null(buf);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    j = cJSON_Parse(buf);
+    if (!j)
+        fail_msg("test JSON does not parse: %s", buf);
+    free(buf);
+    return j;
+}
+
+/* RFC 6901 lookup, for assertions. */
+static const cJSON *at(const cJSON *doc, const char *ptr)
+{
+    char tok[256];
+
+    while (doc && *ptr == '/') {
+        size_t o = 0;
+
+        for (ptr++; *ptr && *ptr != '/'; ptr++) {
+            char c = *ptr;
+
+            if (c == '~') {
+                ptr++;
+                c = *ptr == '0' ? '~' : '/';
+            }
+            assert_true(o + 1 < sizeof(tok));
+            tok[o++] = c;
+        }
+        tok[o] = '\0';
+        doc = cJSON_IsArray(doc) ? cJSON_GetArrayItem(doc, atoi(tok))
+                                 : cJSON_GetObjectItemCaseSensitive(doc, tok);
+    }
+    return doc;
+}
+
+static void assert_json_at(const cJSON *doc, const char *ptr, const char *want)
+{
+    const cJSON *got = at(doc, ptr);
+
+    cJSON_Delete(T.want);
+    T.want = J(want);
+    if (!got)
+        fail_msg("%s is missing, want %s", ptr, want);
+    if (!cJSON_Compare(got, T.want, 1)) {
+        free(T.text);
+        T.text = cJSON_PrintUnformatted(got);
+        fail_msg("%s is %s, want %s", ptr, T.text, want);
+    }
+}
+
+static void assert_absent(const cJSON *doc, const char *ptr)
+{
+    const cJSON *got = at(doc, ptr);
+
+    if (got) {
+        free(T.text);
+        T.text = cJSON_PrintUnformatted(got);
+        fail_msg("%s should be absent, is %s", ptr, T.text);
+    }
+}
+
+/* Container i of the patched pod. */
+static const cJSON *C(int i)
+{
+    const cJSON *c = cJSON_GetArrayItem(at(T.patched, "/spec/containers"), i);
+
+    assert_non_null(c);
+    return c;
+}
+
+static int env_count(const cJSON *c, const char *name)
+{
+    const cJSON *e;
+    int n = 0;
+
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env"))
+    {
+        const char *en = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+
+        n += en && strcmp(en, name) == 0;
+    }
+    return n;
+}
+
+/* The value of env name in container c (NULL when absent); fails on duplicates. */
+static const char *env_of(const cJSON *c, const char *name)
+{
+    const cJSON *e;
+
+    if (env_count(c, name) > 1)
+        fail_msg("env %s appears %d times", name, env_count(c, name));
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env"))
+    {
+        const char *en = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+
+        if (en && strcmp(en, name) == 0) {
+            const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "value"));
+
+            return v ? v : "";
+        }
+    }
+    return NULL;
+}
+
+static void assert_env(const cJSON *c, const char *name, const char *want)
+{
+    const char *got = env_of(c, name);
+
+    if (!got)
+        fail_msg("env %s missing, want %s", name, want);
+    assert_string_equal(got, want);
+}
+
+static int env_len(const cJSON *c)
+{
+    return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, "env"));
+}
+
+/* The shipped roce-8card variables, all present with the profile's values. */
+static void assert_profile_env_8card(const cJSON *c)
+{
+    assert_env(c, "NCCL_IB_DISABLE", "0");
+    assert_env(c, "NCCL_SOCKET_IFNAME", "eth0");
+    assert_env(c, "NCCL_IB_TIMEOUT", "22");
+    assert_env(c, "NCCL_IB_QPS_PER_CONNECTION", "8");
+    assert_env(c, "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+}
+
+/* ---- warnings ---- */
+
+static int utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p) {
+        int n = *p < 0x80             ? 1
+                : (*p & 0xe0) == 0xc0 ? 2
+                : (*p & 0xf0) == 0xe0 ? 3
+                : (*p & 0xf8) == 0xf0 ? 4
+                                      : 0;
+
+        if (n == 0)
+            return 0;
+        for (int i = 1; i < n; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+        p += n;
+    }
+    return 1;
+}
+
+static void check_warnings(const struct mutate_result *res)
+{
+    for (size_t i = 0; i < res->warnings.n; i++) {
+        const char *w = res->warnings.text[i];
+
+        if (strncmp(w, WARN_PREFIX, strlen(WARN_PREFIX)) != 0)
+            fail_msg("warning without prefix: %s", w);
+        if (strlen(w) >= 120)
+            fail_msg("warning of %zu bytes: %s", strlen(w), w);
+        if (!utf8_ok(w))
+            fail_msg("warning is not valid UTF-8: %s", w);
+    }
+}
+
+static int warned(const char *phrase)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < T.res.warnings.n; i++)
+        n += strstr(T.res.warnings.text[i], phrase) != NULL;
+    return n;
+}
+
+static void print_warnings(void)
+{
+    for (size_t i = 0; i < T.res.warnings.n; i++)
+        print_message("  warning: %s\n", T.res.warnings.text[i]);
+}
+
+#define assert_warned(phrase)                                                                      \
+    do {                                                                                           \
+        if (!warned(phrase)) {                                                                     \
+            print_warnings();                                                                      \
+            fail_msg("no warning contains \"%s\"", (phrase));                                      \
+        }                                                                                          \
+    } while (0)
+
+#define assert_not_warned(phrase)                                                                  \
+    do {                                                                                           \
+        if (warned(phrase)) {                                                                      \
+            print_warnings();                                                                      \
+            fail_msg("unexpected warning with \"%s\"", (phrase));                                  \
+        }                                                                                          \
+    } while (0)
+
+/* ---- the harness ---- */
+
+/* Every value of before is in after; arrays may only have grown at the end. */
+static void assert_preserved(const cJSON *before, const cJSON *after, const char *path)
+{
+    char sub[1024];
+    const cJSON *it;
+    int i = 0;
+
+    if (strcmp(path, "/spec/schedulerName") == 0 && cJSON_IsString(before) &&
+        strcmp(before->valuestring, "default-scheduler") == 0)
+        return;
+    if (!after)
+        fail_msg("%s was removed", path);
+    if (cJSON_IsObject(before)) {
+        if (!cJSON_IsObject(after))
+            fail_msg("%s changed type", path);
+        cJSON_ArrayForEach(it, before)
+        {
+            snprintf(sub, sizeof(sub), "%s/%s", path, it->string);
+            assert_preserved(it, cJSON_GetObjectItemCaseSensitive(after, it->string), sub);
+        }
+        return;
+    }
+    if (cJSON_IsArray(before)) {
+        if (!cJSON_IsArray(after) || cJSON_GetArraySize(after) < cJSON_GetArraySize(before))
+            fail_msg("%s shrank or changed type", path);
+        cJSON_ArrayForEach(it, before)
+        {
+            snprintf(sub, sizeof(sub), "%s/%d", path, i);
+            assert_preserved(it, cJSON_GetArrayItem(after, i), sub);
+            i++;
+        }
+        return;
+    }
+    if (!cJSON_Compare(before, after, 1))
+        fail_msg("%s changed value", path);
+}
+
+static void mutate_once(const cJSON *doc, const char *base, int implicit, const struct profiles *ps,
+                        const struct mutate_hooks *hooks, struct mutate_result *res)
+{
+    struct mutate_input in = {
+        .object = at(doc, base), .base = base, .namespace_ = "ns", .implicit_target = implicit};
+
+    assert_non_null(in.object);
+    mutate_result_init(res, 1 << 20);
+    mutate_object(&in, ps, hooks, res);
+    check_warnings(res);
+}
+
+static void run_at(const char *json, const char *base, int implicit, const struct profiles *ps,
+                   const struct mutate_hooks *hooks)
+{
+    char err[256];
+
+    T.doc = J(json);
+    mutate_once(T.doc, base, implicit, ps, hooks, &T.res);
+    T.have_res = 1;
+    T.patched = cJSON_Duplicate(T.doc, 1);
+    if (T.res.outcome != MUTATE_PATCHED) {
+        assert_int_equal(T.res.patch.n_ops, 0);
+        return;
+    }
+    assert_non_null(T.res.profile);
+    T.ops = cJSON_Parse(dynbuf_ptr(&T.res.patch.out));
+    if (!T.ops || !cJSON_IsArray(T.ops))
+        fail_msg("patch is not a JSON array: %s", dynbuf_ptr(&T.res.patch.out));
+    assert_int_equal(cJSON_GetArraySize(T.ops), T.res.patch.n_ops);
+    if (patch_apply(&T.patched, T.ops, err, sizeof(err)))
+        fail_msg("patch does not apply: %s\npatch: %s", err, dynbuf_ptr(&T.res.patch.out));
+    assert_preserved(T.doc, T.patched, "");
+    mutate_once(T.patched, base, implicit, ps, hooks, &T.again);
+    T.have_again = 1;
+    if (T.again.outcome != MUTATE_SKIPPED || T.again.patch.n_ops != 0)
+        fail_msg("second call is not empty (outcome %d): %s", T.again.outcome,
+                 dynbuf_ptr(&T.again.patch.out));
+}
+
+static void run_with(const char *json, const struct profiles *ps, const struct mutate_hooks *hooks)
+{
+    run_at(json, "", 0, ps, hooks);
+}
+
+static void run(const char *json)
+{
+    run_with(json, shipped, NULL);
+}
+
+static const struct profiles *profiles_from(const char *text)
+{
+    cJSON *j = J(text);
+    char *s = cJSON_PrintUnformatted(j);
+    struct dynbuf err;
+
+    dynbuf_init(&err, 8192);
+    custom = profiles_parse(s, strlen(s), &err);
+    if (!custom)
+        fail_msg("test profiles rejected: %s", dynbuf_ptr(&err));
+    dynbuf_free(&err);
+    free(s);
+    cJSON_Delete(j);
+    return custom;
+}
+
+static void assert_outcome(enum mutate_outcome want)
+{
+    if (T.res.outcome != want) {
+        print_warnings();
+        fail_msg("outcome %d (reason %s), want %d", T.res.outcome,
+                 T.res.reason ? T.res.reason : "-", want);
+    }
+}
+
+static int setup_group(void **state __attribute__((unused)))
+{
+    FILE *f = fopen(SHIPPED_PROFILES, "rb");
+    static char buf[65536];
+    size_t n;
+
+    if (!f) {
+        fprintf(stderr, "cannot open %s (run from the repository root)\n", SHIPPED_PROFILES);
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    shipped = profiles_parse(buf, n, NULL);
+    return shipped ? 0 : -1;
+}
+
+static int teardown_group(void **state __attribute__((unused)))
+{
+    profiles_free(shipped);
+    return 0;
+}
+
+static int teardown(void **state __attribute__((unused)))
+{
+    cJSON_Delete(T.doc);
+    cJSON_Delete(T.patched);
+    if (T.have_res)
+        mutate_result_free(&T.res);
+    if (T.have_again)
+        mutate_result_free(&T.again);
+    cJSON_Delete(T.ops);
+    cJSON_Delete(T.want);
+    free(T.text);
+    memset(&T, 0, sizeof(T));
+    profiles_free(custom);
+    custom = NULL;
+    return 0;
+}
+
+/* ================= NCCL environment ================= */
+
+TEST(test_env_created_when_absent)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_outcome(MUTATE_PATCHED);
+    assert_string_equal(T.res.profile->name, "roce-8card");
+    assert_profile_env_8card(C(0));
+    assert_int_equal(env_len(C(0)), 5);
+    assert_null(env_of(C(0), "NCCL_IB_GID_INDEX"));
+}
+
+TEST(test_env_appended_after_user_env)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'FOO','value':'bar'}]") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/env/0", "{'name':'FOO','value':'bar'}");
+    assert_profile_env_8card(C(0));
+    assert_int_equal(env_len(C(0)), 6);
+}
+
+TEST(test_empty_env_array_gets_appended)
+{
+    run(POD("{'containers':[" C8(",'env':[]") "]}"));
+    assert_profile_env_8card(C(0));
+    assert_int_equal(env_len(C(0)), 5);
+}
+
+TEST(test_user_value_wins_with_warning)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "20");
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_warned("overrides the profile");
+    assert_warned("NCCL_IB_TIMEOUT");
+}
+
+TEST(test_user_value_equal_to_profile_no_warning)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'22'}]") "]}"));
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "22");
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_user_value_from_wins_with_warning)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_SOCKET_IFNAME','valueFrom':"
+                                 "{'fieldRef':{'fieldPath':'metadata.name'}}}]") "]}"));
+    assert_int_equal(env_count(C(0), "NCCL_SOCKET_IFNAME"), 1);
+    assert_json_at(T.patched, "/spec/containers/0/env/0/valueFrom/fieldRef/fieldPath",
+                   "'metadata.name'");
+    assert_warned("overrides the profile");
+    assert_warned("valueFrom"); /* not "your NCCL_SOCKET_IFNAME=" (an empty value) */
+}
+
+TEST(test_user_octal_timeout_warns)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'022'}]") "]}"));
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "022");
+    assert_warned("octal");
+}
+
+TEST(test_user_retry_cnt_outside_warns)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_RETRY_CNT','value':'9'}]") "]}"));
+    assert_env(C(0), "NCCL_IB_RETRY_CNT", "9");
+    assert_warned("outside");
+}
+
+TEST(test_user_hca_prefix_warns)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_2'}]") "]}"));
+    assert_env(C(0), "NCCL_IB_HCA", "mlx5_1,mlx5_2");
+    assert_warned("prefix");
+}
+
+TEST(test_user_nccl_debug_info_no_warning)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_DEBUG','value':'INFO'}]") "]}"));
+    assert_env(C(0), "NCCL_DEBUG", "INFO");
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+/* ================= envFrom ================= */
+
+TEST(test_envfrom_secret_warns_and_skips_nothing)
+{
+    run(POD("{'containers':[" C8(",'envFrom':[{'secretRef':{'name':'nccl-secret'}}]") "]}"));
+    assert_profile_env_8card(C(0));
+    assert_warned("envFrom Secret");
+    assert_warned("nccl-secret");
+    assert_int_equal(warned("envFrom"), 1); /* one warning per source, not per variable */
+}
+
+TEST(test_envfrom_configmap_without_lookup_warns)
+{
+    run(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'nccl-cm'}}]") "]}"));
+    assert_profile_env_8card(C(0));
+    assert_warned("envFrom ConfigMap");
+    assert_warned("nccl-cm");
+}
+
+TEST(test_envfrom_prefix_without_nccl_names_no_warning)
+{
+    run(POD("{'containers':[" C8(",'envFrom':[{'prefix':'APP_','configMapRef':{'name':'cm'}},"
+                                 "{'prefix':'X_','secretRef':{'name':'s'}}]") "]}"));
+    assert_profile_env_8card(C(0));
+    assert_not_warned("envFrom");
+}
+
+TEST(test_envfrom_prefix_nccl_still_warns)
+{
+    run(POD("{'containers':[" C8(",'envFrom':[{'prefix':'NCCL_','secretRef':{'name':'s'}}]") "]}"));
+    assert_warned("envFrom Secret");
+}
+
+struct fake_cm {
+    const char *has_key; /* the one key the ConfigMap has */
+    char ns[32], name[64], keys[512];
+    int calls, optional;
+};
+
+static enum mutate_envfrom fake_has_key(void *ctx, const char *ns, const char *name,
+                                        const char *key, int optional)
+{
+    struct fake_cm *f = ctx;
+
+    f->calls++;
+    snprintf(f->ns, sizeof(f->ns), "%s", ns ? ns : "(null)");
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    strncat(f->keys, key, sizeof(f->keys) - strlen(f->keys) - 2);
+    strcat(f->keys, ",");
+    f->optional = optional;
+    return strcmp(key, f->has_key) == 0 ? MUTATE_ENVFROM_HAS : MUTATE_ENVFROM_LACKS;
+}
+
+TEST(test_configmap_hook_has_key_skips_variable)
+{
+    struct fake_cm f = {.has_key = "NCCL_IB_TIMEOUT"};
+    struct mutate_hooks h = {.configmap_has_key = fake_has_key, .ctx = &f};
+
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'nccl-cm'}}]") "]}"),
+             shipped, &h);
+    assert_null(env_of(C(0), "NCCL_IB_TIMEOUT"));
+    assert_env(C(0), "NCCL_IB_DISABLE", "0");
+    assert_env(C(0), "NCCL_SOCKET_IFNAME", "eth0");
+    assert_int_equal(env_len(C(0)), 4);
+    assert_not_warned("envFrom");
+    assert_string_equal(f.ns, "ns");
+    assert_string_equal(f.name, "nccl-cm");
+}
+
+TEST(test_configmap_hook_gets_key_without_prefix)
+{
+    struct fake_cm f = {.has_key = "IB_TIMEOUT"};
+    struct mutate_hooks h = {.configmap_has_key = fake_has_key, .ctx = &f};
+
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'prefix':'NCCL_','configMapRef':"
+                                      "{'name':'cm','optional':true}}]") "]}"),
+             shipped, &h);
+    assert_null(env_of(C(0), "NCCL_IB_TIMEOUT"));
+    assert_contains(f.keys, "IB_TIMEOUT,");
+    assert_null(strstr(f.keys, "NCCL_"));
+    assert_int_equal(f.optional, 1);
+}
+
+TEST(test_configmap_hook_lacks_key_adds_all_without_warning)
+{
+    struct fake_cm f = {.has_key = "NOT_THERE"};
+    struct mutate_hooks h = {.configmap_has_key = fake_has_key, .ctx = &f};
+
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'cm'}}]") "]}"), shipped,
+             &h);
+    assert_profile_env_8card(C(0));
+    assert_int_equal(T.res.warnings.n, 0);
+    assert_true(f.calls >= 5);
+}
+
+TEST(test_configmap_hook_not_asked_about_secrets)
+{
+    struct fake_cm f = {.has_key = "NCCL_IB_TIMEOUT"};
+    struct mutate_hooks h = {.configmap_has_key = fake_has_key, .ctx = &f};
+
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'secretRef':{'name':'s'}}]") "]}"), shipped,
+             &h);
+    assert_int_equal(f.calls, 0);
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "22");
+    assert_warned("envFrom Secret");
+}
+
+/* ================= IPC_LOCK ================= */
+
+TEST(test_ipc_lock_creates_security_context)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext",
+                   "{'capabilities':{'add':['IPC_LOCK']}}");
+}
+
+TEST(test_ipc_lock_creates_capabilities)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'runAsUser':0}") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext",
+                   "{'runAsUser':0,'capabilities':{'add':['IPC_LOCK']}}");
+}
+
+TEST(test_ipc_lock_creates_add)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'capabilities':{'drop':['NET_RAW']}}") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities",
+                   "{'drop':['NET_RAW'],'add':['IPC_LOCK']}");
+}
+
+TEST(test_ipc_lock_appended_to_existing_add)
+{
+    run(POD(
+        "{'containers':[" C8(",'securityContext':{'capabilities':{'add':['SYS_PTRACE']}}") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['SYS_PTRACE','IPC_LOCK']");
+}
+
+TEST(test_ipc_lock_already_present_not_repeated)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'capabilities':{'add':['IPC_LOCK']}}") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
+}
+
+TEST(test_cap_ipc_lock_counts_as_present)
+{
+    run(POD(
+        "{'containers':[" C8(",'securityContext':{'capabilities':{'add':['CAP_IPC_LOCK']}}") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['CAP_IPC_LOCK']");
+}
+
+TEST(test_privileged_container_gets_no_capability)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'privileged':true}") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/securityContext", "{'privileged':true}");
+    assert_profile_env_8card(C(0)); /* the rest still applies */
+}
+
+TEST(test_ipc_lock_off_in_profile)
+{
+    run_with(POD("{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'p','match':{'gpus':8},'ipcLock':false}]}"), NULL);
+    assert_outcome(MUTATE_PATCHED);
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
+}
+
+TEST(test_non_root_container_run_as_user_warns)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}"));
+    assert_warned("non-root");
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
+}
+
+TEST(test_non_root_container_run_as_non_root_warns)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'runAsNonRoot':true}") "]}"));
+    assert_warned("non-root");
+}
+
+TEST(test_non_root_pod_level_warns)
+{
+    run(POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}"));
+    assert_warned("non-root");
+}
+
+TEST(test_non_root_pod_run_as_user_warns)
+{
+    run(POD("{'securityContext':{'runAsUser':1000},'containers':[" C8("") "]}"));
+    assert_warned("non-root");
+}
+
+TEST(test_container_root_overrides_pod_non_root)
+{
+    run(POD("{'securityContext':{'runAsUser':1000},'containers':[" C8(
+        ",'securityContext':{'runAsUser':0}") "]}"));
+    assert_not_warned("non-root");
+}
+
+TEST(test_container_run_as_non_root_false_overrides_pod)
+{
+    run(POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8(
+        ",'securityContext':{'runAsNonRoot':false}") "]}"));
+    assert_not_warned("non-root");
+}
+
+TEST(test_root_by_default_no_warning)
+{
+    run(POD("{'securityContext':{'runAsUser':0},'containers':[" C8("") "]}"));
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_privileged_non_root_no_warning)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'privileged':true,'runAsUser':1000}") "]}"));
+    assert_not_warned("non-root");
+}
+
+/* ================= /dev/shm ================= */
+
+TEST(test_shm_volume_and_mount_created)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/volumes",
+                   "[{'name':'rdma-webhook-shm','emptyDir':{'medium':'Memory'}}]");
+    assert_json_at(T.patched, "/spec/containers/0/volumeMounts",
+                   "[{'name':'rdma-webhook-shm','mountPath':'/dev/shm'}]");
+}
+
+TEST(test_shm_appended_to_existing_volumes_and_mounts)
+{
+    run(POD("{'volumes':[{'name':'data','emptyDir':{}}],'containers':[" C8(
+        ",'volumeMounts':[{'name':'data','mountPath':'/data'}]") "]}"));
+    assert_json_at(T.patched, "/spec/volumes/1",
+                   "{'name':'rdma-webhook-shm','emptyDir':{'medium':'Memory'}}");
+    assert_json_at(T.patched, "/spec/containers/0/volumeMounts/1",
+                   "{'name':'rdma-webhook-shm','mountPath':'/dev/shm'}");
+}
+
+TEST(test_shm_volume_name_collision_gets_suffix)
+{
+    run(POD("{'volumes':[{'name':'rdma-webhook-shm','configMap':{'name':'x'}}],'containers':[" C8(
+        "") "]}"));
+    assert_json_at(T.patched, "/spec/volumes/1",
+                   "{'name':'rdma-webhook-shm-1','emptyDir':{'medium':'Memory'}}");
+    assert_json_at(T.patched, "/spec/containers/0/volumeMounts",
+                   "[{'name':'rdma-webhook-shm-1','mountPath':'/dev/shm'}]");
+}
+
+TEST(test_shm_volume_name_double_collision)
+{
+    run(POD("{'volumes':[{'name':'rdma-webhook-shm-1','emptyDir':{}},"
+            "{'name':'rdma-webhook-shm','emptyDir':{}}],'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/volumes/2/name", "'rdma-webhook-shm-2'");
+}
+
+TEST(test_existing_dev_shm_mount_is_kept)
+{
+    run(POD("{'volumes':[{'name':'cache','emptyDir':{'medium':'Memory'}}],'containers':[" C8(
+        ",'volumeMounts':[{'name':'cache','mountPath':'/dev/shm'}]") "]}"));
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/volumes")), 1);
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/containers/0/volumeMounts")), 1);
+}
+
+TEST(test_existing_dev_shm_mount_with_trailing_slash)
+{
+    run(POD("{'volumes':[{'name':'cache','emptyDir':{'medium':'Memory'}}],'containers':[" C8(
+        ",'volumeMounts':[{'name':'cache','mountPath':'/dev/shm/'}]") "]}"));
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/volumes")), 1);
+}
+
+TEST(test_shm_size_limit_from_profile)
+{
+    run_with(POD("{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'p','match':{'gpus':8},"
+                           "'shm':{'sizeLimit':'64Gi'}}]}"),
+             NULL);
+    assert_json_at(T.patched, "/spec/volumes/0/emptyDir", "{'medium':'Memory','sizeLimit':'64Gi'}");
+}
+
+TEST(test_shm_off_in_profile)
+{
+    run_with(POD("{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'p','match':{'gpus':8},'shm':false}]}"), NULL);
+    assert_outcome(MUTATE_PATCHED);
+    assert_absent(T.patched, "/spec/volumes");
+    assert_absent(T.patched, "/spec/containers/0/volumeMounts");
+}
+
+TEST(test_two_gpu_containers_share_one_volume_sidecar_untouched)
+{
+    run(POD("{'containers':["
+            "{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'}}}," SIDECAR ","
+            "{'name':'b','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}"));
+    assert_string_equal(T.res.profile->name, "roce-8card");
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/volumes")), 1);
+    assert_json_at(T.patched, "/spec/containers/0/volumeMounts/0/mountPath", "'/dev/shm'");
+    assert_json_at(T.patched, "/spec/containers/2/volumeMounts/0/mountPath", "'/dev/shm'");
+    assert_json_at(T.patched, "/spec/containers/1", SIDECAR);
+    assert_profile_env_8card(C(0));
+    assert_profile_env_8card(C(2));
+}
+
+/* ================= schedulerName ================= */
+
+TEST(test_scheduler_set_when_absent)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
+}
+
+TEST(test_default_scheduler_replaced)
+{
+    run(POD("{'schedulerName':'default-scheduler','containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
+    assert_not_warned("scheduler");
+}
+
+TEST(test_other_scheduler_kept_with_warning)
+{
+    run(POD("{'schedulerName':'my-scheduler','containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/schedulerName", "'my-scheduler'");
+    assert_warned("scheduler");
+    assert_warned("my-scheduler");
+}
+
+TEST(test_volcano_already_set_no_warning)
+{
+    run(POD("{'schedulerName':'volcano','containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_profile_without_scheduler_leaves_it)
+{
+    run_with(POD("{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'p','match':{'gpus':8},'schedulerName':''}]}"),
+             NULL);
+    assert_absent(T.patched, "/spec/schedulerName");
+}
+
+/* ================= RDMA resource ================= */
+
+TEST(test_rdma_resource_creates_resources)
+{
+    run(POD_META(PROFILE_8CARD, "{'containers':[{'name':'pytorch','image':'i'}]}"));
+    assert_outcome(MUTATE_PATCHED);
+    assert_json_at(T.patched, "/spec/containers/0/resources",
+                   "{'limits':{'rdma/hca':'1'},'requests':{'rdma/hca':'1'}}");
+}
+
+TEST(test_rdma_resource_added_to_limits_creates_requests)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources",
+                   "{'limits':{'nvidia.com/gpu':'8','rdma/hca':'1'},'requests':{'rdma/hca':'1'}}");
+}
+
+TEST(test_rdma_resource_added_to_requests_creates_limits)
+{
+    run(POD("{'containers':[{'name':'pytorch','resources':{'requests':{'nvidia.com/gpu':'8'}}}]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources",
+                   "{'requests':{'nvidia.com/gpu':'8','rdma/hca':'1'},'limits':{'rdma/hca':'1'}}");
+}
+
+TEST(test_rdma_resource_added_to_both_lists)
+{
+    run(POD("{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'8'},"
+            "'requests':{'nvidia.com/gpu':'8','cpu':'4'}}}]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources",
+                   "{'limits':{'nvidia.com/gpu':'8','rdma/hca':'1'},"
+                   "'requests':{'nvidia.com/gpu':'8','cpu':'4','rdma/hca':'1'}}");
+}
+
+TEST(test_rdma_resource_with_empty_resources_object)
+{
+    run(POD_META(PROFILE_8CARD, "{'containers':[{'name':'pytorch','resources':{}}]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources",
+                   "{'limits':{'rdma/hca':'1'},'requests':{'rdma/hca':'1'}}");
+}
+
+TEST(test_rdma_resource_skipped_when_another_container_asks_rdma)
+{
+    run(POD("{'containers':[" C8(
+        "") ","
+            "{'name':'helper','resources':{'limits':{'rdma/hca_shared_devices_all':'1'}}}]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources", "{'limits':{'nvidia.com/gpu':'8'}}");
+    assert_json_at(T.patched, "/spec/containers/1/resources/limits",
+                   "{'rdma/hca_shared_devices_all':'1'}");
+}
+
+TEST(test_rdma_resource_skipped_when_container_asks_other_rdma_resource)
+{
+    run(POD("{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'8',"
+            "'rdma/hca_shared_devices_all':'1'}}}]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources/limits",
+                   "{'nvidia.com/gpu':'8','rdma/hca_shared_devices_all':'1'}");
+    assert_absent(T.patched, "/spec/containers/0/resources/requests");
+}
+
+TEST(test_rdma_resource_skipped_when_init_container_asks_rdma)
+{
+    run(POD("{'initContainers':[{'name':'init','resources':{'requests':{'rdma/hca':'1'}}}],"
+            "'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0/resources", "{'limits':{'nvidia.com/gpu':'8'}}");
+}
+
+TEST(test_rdma_resource_goes_to_first_target_container)
+{
+    run(POD("{'containers':[" SIDECAR "," C8("") "]}"));
+    assert_json_at(T.patched, "/spec/containers/0", SIDECAR);
+    assert_json_at(T.patched, "/spec/containers/1/resources/limits/rdma~1hca", "'1'");
+}
+
+/* ================= hostNetwork ================= */
+
+static const char *const HOSTNET_PROFILES =
+    "{'defaults':{'env':{'NCCL_IB_DISABLE':'0','NCCL_SOCKET_IFNAME':'eth0'},"
+    "'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0','NCCL_IB_GID_INDEX':'3'}},"
+    "'profiles':[{'name':'p','match':{'gpus':8},'hca':['mlx5_1']}]}";
+
+TEST(test_host_network_without_override_drops_ifname_and_warns)
+{
+    run(POD("{'hostNetwork':true,'containers':[" C8("") "]}"));
+    assert_null(env_of(C(0), "NCCL_SOCKET_IFNAME"));
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "22");
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_int_equal(env_len(C(0)), 4);
+    assert_warned("hostNetwork");
+}
+
+TEST(test_host_network_with_override_uses_it)
+{
+    run_with(POD("{'hostNetwork':true,'containers':[" C8("") "]}"), profiles_from(HOSTNET_PROFILES),
+             NULL);
+    assert_env(C(0), "NCCL_SOCKET_IFNAME", "bond0");
+    assert_env(C(0), "NCCL_IB_GID_INDEX", "3");
+    assert_env(C(0), "NCCL_IB_DISABLE", "0");
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1");
+    assert_not_warned("hostNetwork");
+}
+
+TEST(test_host_network_env_ignored_without_host_network)
+{
+    run_with(POD("{'containers':[" C8("") "]}"), profiles_from(HOSTNET_PROFILES), NULL);
+    assert_env(C(0), "NCCL_SOCKET_IFNAME", "eth0");
+    assert_null(env_of(C(0), "NCCL_IB_GID_INDEX"));
+}
+
+/* ================= annotation ================= */
+
+TEST(test_annotation_created_with_annotations)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/metadata/annotations", "{'rdma-webhook.io/injected':'roce-8card'}");
+}
+
+TEST(test_annotation_added_to_existing_annotations)
+{
+    run(POD_META(",'annotations':{'team':'ml'}", "{'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/metadata/annotations",
+                   "{'team':'ml','rdma-webhook.io/injected':'roce-8card'}");
+    assert_contains(dynbuf_ptr(&T.res.patch.out), "rdma-webhook.io~1injected");
+}
+
+TEST(test_annotation_names_the_chosen_profile)
+{
+    run(POD("{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}"));
+    assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1injected", "'roce-4card'");
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4");
+}
+
+/* ================= nothing missing ================= */
+
+TEST(test_second_call_on_patched_pod_is_empty)
+{
+    char *text;
+
+    run(POD_META(
+        ",'annotations':{'a':'b'}",
+        "{'schedulerName':'default-scheduler','volumes':[{'name':'d','emptyDir':{}}],"
+        "'containers':[" C8(",'env':[{'name':'X','value':'1'}],"
+                            "'securityContext':{'capabilities':{'add':['NET_ADMIN']}}") "]}"));
+    assert_outcome(MUTATE_PATCHED);
+    text = cJSON_PrintUnformatted(T.patched);
+    cJSON_Delete(T.doc);
+    T.doc = cJSON_Parse(text);
+    free(text);
+    if (T.have_again)
+        mutate_result_free(&T.again);
+    mutate_once(T.doc, "", 0, shipped, NULL, &T.again);
+    T.have_again = 1;
+    assert_int_equal(T.again.outcome, MUTATE_SKIPPED);
+    assert_int_equal(T.again.patch.n_ops, 0);
+}
+
+TEST(test_pod_that_has_everything_gets_no_patch)
+{
+    run(POD(
+        "{'schedulerName':'volcano','volumes':[{'name':'shm','emptyDir':{'medium':'Memory'}}],"
+        "'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'8','rdma/"
+        "hca':'1'}},"
+        "'securityContext':{'capabilities':{'add':['IPC_LOCK']}},"
+        "'volumeMounts':[{'name':'shm','mountPath':'/dev/shm'}],"
+        "'env':[{'name':'NCCL_IB_DISABLE','value':'0'},{'name':'NCCL_SOCKET_IFNAME','value':'eth0'}"
+        ","
+        "{'name':'NCCL_IB_TIMEOUT','value':'22'},{'name':'NCCL_IB_QPS_PER_CONNECTION','value':'8'},"
+        "{'name':'NCCL_IB_HCA','value':'=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8'}]"
+        "}]}"));
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.patch.n_ops, 0);
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+/* ================= targets ================= */
+
+TEST(test_not_a_target_pod_untouched)
+{
+    run("{'metadata':{'name':'web'},'spec':{'containers':[" C8("") "]}}");
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_opted_out_pod_untouched)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/inject':'false'}",
+                 "{'containers':[" C8("") "]}"));
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_inject_true_annotation_targets_plain_pod)
+{
+    run("{'metadata':{'name':'p','annotations':{'rdma-webhook.io/inject':'true'}},"
+        "'spec':{'containers':[" C8("") "]}}");
+    assert_outcome(MUTATE_PATCHED);
+}
+
+TEST(test_controlling_pytorchjob_owner_targets_pod)
+{
+    run("{'metadata':{'name':'p','ownerReferences':[{'apiVersion':'kubeflow.org/v1',"
+        "'kind':'PyTorchJob','name':'j','uid':'u','controller':true}]},"
+        "'spec':{'containers':[" C8("") "]}}");
+    assert_outcome(MUTATE_PATCHED);
+}
+
+TEST(test_non_controlling_owner_is_not_a_target)
+{
+    run("{'metadata':{'name':'p','ownerReferences':[{'apiVersion':'kubeflow.org/v1',"
+        "'kind':'PyTorchJob','name':'j','uid':'u'}]},"
+        "'spec':{'containers':[" C8("") "]}}");
+    assert_outcome(MUTATE_SKIPPED);
+}
+
+TEST(test_target_without_target_container_warns)
+{
+    run(POD("{'containers':[{'name':'main','image':'i'}]}"));
+    assert_outcome(MUTATE_SKIPPED);
+    assert_warned("no container");
+}
+
+TEST(test_gpu_pod_without_profile_warns)
+{
+    run(POD("{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}"));
+    assert_outcome(MUTATE_SKIPPED);
+    assert_warned("no RDMA profile matches");
+}
+
+TEST(test_unknown_profile_annotation_warns)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/profile':'roce-16card'}",
+                 "{'containers':[" C8("") "]}"));
+    assert_outcome(MUTATE_SKIPPED);
+    assert_warned("unknown profile");
+    assert_warned("roce-16card");
+}
+
+TEST(test_init_container_with_gpu_untouched_by_default)
+{
+    run(POD(
+        "{'initContainers':[{'name':'preflight','resources':{'limits':{'nvidia.com/gpu':'8'}}}],"
+        "'containers':[" C8("") "]}"));
+    assert_json_at(T.patched, "/spec/initContainers/0",
+                   "{'name':'preflight','resources':{'limits':{'nvidia.com/gpu':'8'}}}");
+    assert_profile_env_8card(C(0));
+}
+
+TEST(test_init_containers_mutated_when_profile_says_so)
+{
+    run_with(POD("{'initContainers':[{'name':'pre','resources':{'limits':{'nvidia.com/gpu':'8'}}},"
+                 "{'name':'plain'}],'containers':[" C8("") "]}"),
+             profiles_from("{'defaults':{'env':{'NCCL_IB_DISABLE':'0'}},"
+                           "'profiles':[{'name':'p','match':{'gpus':8},'initContainers':true}]}"),
+             NULL);
+    assert_json_at(T.patched, "/spec/initContainers/0/env",
+                   "[{'name':'NCCL_IB_DISABLE','value':'0'}]");
+    assert_json_at(T.patched, "/spec/initContainers/0/volumeMounts/0/mountPath", "'/dev/shm'");
+    assert_json_at(T.patched, "/spec/initContainers/1", "{'name':'plain'}");
+}
+
+TEST(test_node_name_without_hook_no_warning)
+{
+    struct mutate_hooks h = {0};
+
+    h.select.node_labels = NULL;
+    run_with(POD("{'nodeName':'node-7','containers':[" C8("") "]}"), shipped, &h);
+    assert_not_warned("node-7"); /* no hook: nothing failed */
+}
+
+static int failing_node_labels(void *ctx __attribute__((unused)),
+                               const char *name __attribute__((unused)),
+                               cJSON **labels __attribute__((unused)))
+{
+    return -1;
+}
+
+TEST(test_node_lookup_failure_with_hook_warns)
+{
+    struct mutate_hooks h = {.select = {.node_labels = failing_node_labels}};
+
+    run_with(POD("{'nodeName':'node-7','containers':[" C8("") "]}"), shipped, &h);
+    assert_warned("node-7");
+    assert_string_equal(T.res.profile->name, "roce-8card"); /* still chosen by GPUs */
+}
+
+/* ================= implicit target with a base ================= */
+
+#define PYTORCHJOB(template)                                                                       \
+    "{'apiVersion':'kubeflow.org/"                                                                 \
+    "v1','kind':'PyTorchJob','metadata':{'name':'j','namespace':'ns'},"                            \
+    "'spec':{'pytorchReplicaSpecs':{'Worker':{'replicas':2,'restartPolicy':'OnFailure',"           \
+    "'template':" template "}}}}"
+#define WORKER_BASE "/spec/pytorchReplicaSpecs/Worker/template"
+
+TEST(test_implicit_target_template_without_metadata)
+{
+    run_at(PYTORCHJOB("{'spec':{'containers':[" C8("") "]}}"), WORKER_BASE, 1, shipped, NULL);
+    assert_outcome(MUTATE_PATCHED);
+    assert_json_at(T.patched, WORKER_BASE "/metadata",
+                   "{'annotations':{'rdma-webhook.io/injected':'roce-8card'}}");
+    assert_json_at(T.patched, WORKER_BASE "/spec/schedulerName", "'volcano'");
+    assert_json_at(T.patched, WORKER_BASE "/spec/containers/0/securityContext",
+                   "{'capabilities':{'add':['IPC_LOCK']}}");
+    assert_json_at(T.patched, "/spec/pytorchReplicaSpecs/Worker/replicas", "2");
+    assert_absent(T.patched, "/metadata/annotations");
+    assert_absent(T.patched, "/spec/containers");
+}
+
+TEST(test_implicit_target_template_with_metadata)
+{
+    run_at(PYTORCHJOB("{'metadata':{'labels':{'app':'x'}},'spec':{'containers':[" C8("") "]}}"),
+           WORKER_BASE, 1, shipped, NULL);
+    assert_json_at(
+        T.patched, WORKER_BASE "/metadata",
+        "{'labels':{'app':'x'},'annotations':{'rdma-webhook.io/injected':'roce-8card'}}");
+}
+
+TEST(test_template_without_implicit_target_is_not_a_target)
+{
+    run_at(PYTORCHJOB("{'spec':{'containers':[" C8("") "]}}"), WORKER_BASE, 0, shipped, NULL);
+    assert_outcome(MUTATE_SKIPPED);
+}
+
+/* ================= wrong JSON types ================= */
+
+static void assert_error_with_one_warning(const char *field)
+{
+    assert_outcome(MUTATE_ERROR);
+    assert_int_equal(T.res.patch.n_ops, 0);
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_contains(T.res.error, field);
+}
+
+TEST(test_containers_not_an_array_is_error)
+{
+    run(POD("{'containers':" C8("") "}"));
+    assert_error_with_one_warning("containers");
+}
+
+TEST(test_env_an_object_is_error)
+{
+    run(POD("{'containers':[" C8(",'env':{'NCCL_IB_TIMEOUT':'20'}") "]}"));
+    assert_error_with_one_warning("env");
+}
+
+TEST(test_security_context_a_string_is_error)
+{
+    run(POD("{'containers':[" C8(",'securityContext':'root'") "]}"));
+    assert_error_with_one_warning("securityContext");
+}
+
+TEST(test_volumes_an_object_is_error)
+{
+    run(POD("{'volumes':{'name':'x'},'containers':[" C8("") "]}"));
+    assert_error_with_one_warning("volumes");
+}
+
+TEST(test_annotations_a_string_is_error)
+{
+    run(POD_META(",'annotations':'x'", "{'containers':[" C8("") "]}"));
+    assert_error_with_one_warning("annotations");
+}
+
+TEST(test_error_discards_earlier_warnings)
+{
+    /* The octal warning comes before the bad field; only the error remains. */
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'022'}],"
+                                 "'volumeMounts':{}") "]}"));
+    assert_error_with_one_warning("volumeMounts");
+}
+
+TEST(test_spec_missing_is_error)
+{
+    run("{'metadata':{'name':'p','labels':{'training.kubeflow.org/"
+        "operator-name':'pytorchjob-controller'}}}");
+    assert_outcome(MUTATE_ERROR);
+    assert_int_equal(T.res.warnings.n, 1);
+}
+
+/* ================= warning text ================= */
+
+TEST(test_warnings_bounded_with_63_char_names_and_long_values)
+{
+    run(POD(
+        "{'hostNetwork':true,'schedulerName':'"
+        "\xe8\xb0\x83\xe5\xba\xa6\xe5\x99\xa8\xe8\xb0\x83\xe5\xba\xa6\xe5\x99\xa8\xe8\xb0\x83"
+        "\xe5\xba\xa6\xe5\x99\xa8\xe8\xb0\x83\xe5\xba\xa6\xe5\x99\xa8\xe8\xb0\x83\xe5\xba\xa6"
+        "\xe5\x99\xa8\xe8\xb0\x83\xe5\xba\xa6\xe5\x99\xa8',"
+        "'securityContext':{'runAsUser':1000},'containers':[" C8N(
+            NAME63, ",'env':[{'name':'NCCL_SOCKET_IFNAME','value':'"
+                    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9'},"
+                    "{'name':'NCCL_IB_TIMEOUT','value':'"
+                    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5"
+                    "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5'}],"
+                    "'envFrom':[{'secretRef':{'name':'" NAME63 NAME63 "'}}]") "]}"));
+    /* override x2, not-an-integer, envFrom, non-root, scheduler, hostNetwork */
+    assert_true(T.res.warnings.n >= 6);
+}
+
+TEST(test_warning_cut_inside_multibyte_value_stays_utf8)
+{
+    /* Shift the 3-byte characters across the 120-byte cut, one byte at a time. */
+    static const char *const names[] = {NAME63,     NAME63 + 1, NAME63 + 2, NAME63 + 3,
+                                        NAME63 + 4, NAME63 + 5, NAME63 + 6};
+    char json[2048];
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(json, sizeof(json),
+                 POD("{'containers':[{'name':'%s','resources':{'limits':{'nvidia.com/gpu':'8'}},"
+                     "'env':[{'name':'NCCL_SOCKET_IFNAME','value':'%s'}]}]}"),
+                 names[i],
+                 "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5");
+        run(json); /* the harness checks every warning is valid UTF-8 and short */
+        assert_warned(WARN_PREFIX "container");
+        teardown(NULL);
+    }
+}
+
+TEST(test_warning_with_multibyte_container_name_stays_utf8)
+{
+    run(POD(
+        "{'containers':[" C8N("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                              "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+                              ",'securityContext':{'runAsUser':7},'env':[{'name':"
+                              "'NCCL_IB_TIMEOUT','value':'40'}]") "]}"));
+    assert_true(T.res.warnings.n >= 2);
+}
+
+/* The contract's key phrases must survive the 120-byte limit: a 63-character
+ * container name (a valid DNS label) must not push them out of the warning. */
+
+TEST(test_long_name_keeps_phrase_outside)
+{
+    run(POD(
+        "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_RETRY_CNT','value':'9'}]") "]}"));
+    assert_warned("outside");
+}
+
+TEST(test_long_name_keeps_phrase_octal)
+{
+    run(POD(
+        "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_TIMEOUT','value':'022'}]") "]}"));
+    assert_warned("octal");
+}
+
+TEST(test_long_name_keeps_phrase_overrides)
+{
+    run(POD(
+        "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
+    assert_warned("overrides the profile");
+}
+
+TEST(test_long_name_keeps_phrase_prefix)
+{
+    run(POD(
+        "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1'}]") "]}"));
+    assert_warned("prefix");
+}
+
+TEST(test_long_name_keeps_phrase_envfrom_secret)
+{
+    run(POD("{'containers':[" C8N(NAME63, ",'envFrom':[{'secretRef':{'name':'s'}}]") "]}"));
+    assert_warned("envFrom Secret");
+}
+
+TEST(test_long_name_keeps_phrase_non_root)
+{
+    run(POD("{'containers':[" C8N(NAME63, ",'securityContext':{'runAsNonRoot':true}") "]}"));
+    assert_warned("non-root");
+}
+
+int main(void)
+{
+#define T_(name) cmocka_unit_test_teardown(name, teardown)
+    const struct CMUnitTest tests[] = {
+        T_(test_env_created_when_absent),
+        T_(test_env_appended_after_user_env),
+        T_(test_empty_env_array_gets_appended),
+        T_(test_user_value_wins_with_warning),
+        T_(test_user_value_equal_to_profile_no_warning),
+        T_(test_user_value_from_wins_with_warning),
+        T_(test_user_octal_timeout_warns),
+        T_(test_user_retry_cnt_outside_warns),
+        T_(test_user_hca_prefix_warns),
+        T_(test_user_nccl_debug_info_no_warning),
+        T_(test_envfrom_secret_warns_and_skips_nothing),
+        T_(test_envfrom_configmap_without_lookup_warns),
+        T_(test_envfrom_prefix_without_nccl_names_no_warning),
+        T_(test_envfrom_prefix_nccl_still_warns),
+        T_(test_configmap_hook_has_key_skips_variable),
+        T_(test_configmap_hook_gets_key_without_prefix),
+        T_(test_configmap_hook_lacks_key_adds_all_without_warning),
+        T_(test_configmap_hook_not_asked_about_secrets),
+        T_(test_ipc_lock_creates_security_context),
+        T_(test_ipc_lock_creates_capabilities),
+        T_(test_ipc_lock_creates_add),
+        T_(test_ipc_lock_appended_to_existing_add),
+        T_(test_ipc_lock_already_present_not_repeated),
+        T_(test_cap_ipc_lock_counts_as_present),
+        T_(test_privileged_container_gets_no_capability),
+        T_(test_ipc_lock_off_in_profile),
+        T_(test_non_root_container_run_as_user_warns),
+        T_(test_non_root_container_run_as_non_root_warns),
+        T_(test_non_root_pod_level_warns),
+        T_(test_non_root_pod_run_as_user_warns),
+        T_(test_container_root_overrides_pod_non_root),
+        T_(test_container_run_as_non_root_false_overrides_pod),
+        T_(test_root_by_default_no_warning),
+        T_(test_privileged_non_root_no_warning),
+        T_(test_shm_volume_and_mount_created),
+        T_(test_shm_appended_to_existing_volumes_and_mounts),
+        T_(test_shm_volume_name_collision_gets_suffix),
+        T_(test_shm_volume_name_double_collision),
+        T_(test_existing_dev_shm_mount_is_kept),
+        T_(test_existing_dev_shm_mount_with_trailing_slash),
+        T_(test_shm_size_limit_from_profile),
+        T_(test_shm_off_in_profile),
+        T_(test_two_gpu_containers_share_one_volume_sidecar_untouched),
+        T_(test_scheduler_set_when_absent),
+        T_(test_default_scheduler_replaced),
+        T_(test_other_scheduler_kept_with_warning),
+        T_(test_volcano_already_set_no_warning),
+        T_(test_profile_without_scheduler_leaves_it),
+        T_(test_rdma_resource_creates_resources),
+        T_(test_rdma_resource_added_to_limits_creates_requests),
+        T_(test_rdma_resource_added_to_requests_creates_limits),
+        T_(test_rdma_resource_added_to_both_lists),
+        T_(test_rdma_resource_with_empty_resources_object),
+        T_(test_rdma_resource_skipped_when_another_container_asks_rdma),
+        T_(test_rdma_resource_skipped_when_container_asks_other_rdma_resource),
+        T_(test_rdma_resource_skipped_when_init_container_asks_rdma),
+        T_(test_rdma_resource_goes_to_first_target_container),
+        T_(test_host_network_without_override_drops_ifname_and_warns),
+        T_(test_host_network_with_override_uses_it),
+        T_(test_host_network_env_ignored_without_host_network),
+        T_(test_annotation_created_with_annotations),
+        T_(test_annotation_added_to_existing_annotations),
+        T_(test_annotation_names_the_chosen_profile),
+        T_(test_second_call_on_patched_pod_is_empty),
+        T_(test_pod_that_has_everything_gets_no_patch),
+        T_(test_not_a_target_pod_untouched),
+        T_(test_opted_out_pod_untouched),
+        T_(test_inject_true_annotation_targets_plain_pod),
+        T_(test_controlling_pytorchjob_owner_targets_pod),
+        T_(test_non_controlling_owner_is_not_a_target),
+        T_(test_target_without_target_container_warns),
+        T_(test_gpu_pod_without_profile_warns),
+        T_(test_unknown_profile_annotation_warns),
+        T_(test_init_container_with_gpu_untouched_by_default),
+        T_(test_init_containers_mutated_when_profile_says_so),
+        T_(test_node_name_without_hook_no_warning),
+        T_(test_node_lookup_failure_with_hook_warns),
+        T_(test_implicit_target_template_without_metadata),
+        T_(test_implicit_target_template_with_metadata),
+        T_(test_template_without_implicit_target_is_not_a_target),
+        T_(test_containers_not_an_array_is_error),
+        T_(test_env_an_object_is_error),
+        T_(test_security_context_a_string_is_error),
+        T_(test_volumes_an_object_is_error),
+        T_(test_annotations_a_string_is_error),
+        T_(test_error_discards_earlier_warnings),
+        T_(test_spec_missing_is_error),
+        T_(test_warnings_bounded_with_63_char_names_and_long_values),
+        T_(test_warning_cut_inside_multibyte_value_stays_utf8),
+        T_(test_warning_with_multibyte_container_name_stays_utf8),
+        T_(test_long_name_keeps_phrase_outside),
+        T_(test_long_name_keeps_phrase_octal),
+        T_(test_long_name_keeps_phrase_overrides),
+        T_(test_long_name_keeps_phrase_prefix),
+        T_(test_long_name_keeps_phrase_envfrom_secret),
+        T_(test_long_name_keeps_phrase_non_root),
+    };
+#undef T_
+
+    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}

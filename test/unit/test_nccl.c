@@ -1,0 +1,350 @@
+/*
+ * Unit tests for webhook/nccl.c. Expectations come from how NCCL reads its
+ * environment: integers through strtoll(value, NULL, 0) (so "022" is octal 18
+ * and "0x16" is 22), NCCL_IB_TIMEOUT valid in 1..31, NCCL_IB_RETRY_CNT in
+ * 0..7 (InfiniBand's 3-bit retry count), NCCL_IB_HCA entries matched as
+ * prefixes unless the list starts with '=' (after an optional '^'), and
+ * NCCL_DEBUG compared case-insensitively to VERSION/WARN/INFO/TRACE/ABORT.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "nccl.h"
+
+#define TEST(name) static void name(void **state __attribute__((unused)))
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL)                                                       \
+            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
+    } while (0)
+
+static char msg[256];
+
+static enum nccl_verdict check(const char *name, const char *value)
+{
+    memset(msg, 0, sizeof(msg));
+    return nccl_check(name, value, msg, sizeof(msg));
+}
+
+/* 1 when s is well-formed UTF-8 (independent of the webhook's validator). */
+static int utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p) {
+        int n = *p < 0x80             ? 1
+                : (*p & 0xe0) == 0xc0 ? 2
+                : (*p & 0xf0) == 0xe0 ? 3
+                : (*p & 0xf8) == 0xf0 ? 4
+                                      : 0;
+
+        if (n == 0)
+            return 0;
+        for (int i = 1; i < n; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+        p += n;
+    }
+    return 1;
+}
+
+TEST(test_timeout_in_range_is_ok)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "1"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "22"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "31"), NCCL_VALUE_OK);
+}
+
+TEST(test_timeout_0_is_out_of_range)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "0"), NCCL_VALUE_RANGE);
+    assert_contains(msg, "NCCL_IB_TIMEOUT=0 ");
+    assert_contains(msg, "outside");
+}
+
+TEST(test_timeout_32_is_out_of_range)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "32"), NCCL_VALUE_RANGE);
+    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=32 ", 19), 0);
+    assert_contains(msg, "outside");
+    assert_contains(msg, "31");
+}
+
+TEST(test_timeout_negative_is_out_of_range)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "-1"), NCCL_VALUE_RANGE);
+}
+
+TEST(test_timeout_022_is_octal_18)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "022"), NCCL_VALUE_NOT_DECIMAL);
+    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=022 ", 20), 0);
+    assert_contains(msg, "octal");
+    assert_contains(msg, "18");
+}
+
+TEST(test_timeout_0x16_is_hex_22)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "0x16"), NCCL_VALUE_NOT_DECIMAL);
+    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=0x16 ", 21), 0);
+    assert_contains(msg, "hex");
+    assert_contains(msg, "22");
+}
+
+TEST(test_timeout_abc_is_not_an_integer)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", "abc"), NCCL_VALUE_NOT_INT);
+    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=abc ", 20), 0);
+}
+
+TEST(test_timeout_empty_is_empty)
+{
+    assert_int_equal(check("NCCL_IB_TIMEOUT", ""), NCCL_VALUE_EMPTY);
+    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT", 15), 0);
+    assert_contains(msg, "empty");
+}
+
+TEST(test_timeout_trailing_garbage_is_flagged)
+{
+    assert_int_not_equal(check("NCCL_IB_TIMEOUT", "22s"), NCCL_VALUE_OK);
+    assert_int_not_equal(check("NCCL_IB_TIMEOUT", "2 2"), NCCL_VALUE_OK);
+}
+
+TEST(test_timeout_overflowing_number_is_flagged)
+{
+    assert_int_not_equal(check("NCCL_IB_TIMEOUT", "99999999999999999999999"), NCCL_VALUE_OK);
+}
+
+TEST(test_retry_cnt_0_to_7_is_ok)
+{
+    const char *ok[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        assert_int_equal(check("NCCL_IB_RETRY_CNT", ok[i]), NCCL_VALUE_OK);
+}
+
+TEST(test_retry_cnt_8_is_out_of_range)
+{
+    assert_int_equal(check("NCCL_IB_RETRY_CNT", "8"), NCCL_VALUE_RANGE);
+    assert_contains(msg, "NCCL_IB_RETRY_CNT=8 ");
+    assert_contains(msg, "outside");
+    assert_contains(msg, "7");
+}
+
+TEST(test_retry_cnt_07_is_octal_even_in_range)
+{
+    assert_int_equal(check("NCCL_IB_RETRY_CNT", "07"), NCCL_VALUE_NOT_DECIMAL);
+    assert_contains(msg, "octal");
+}
+
+TEST(test_hca_with_equals_is_ok)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,mlx5_2"), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_without_equals_is_a_prefix_list)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1,mlx5_2"), NCCL_VALUE_HCA_PREFIX);
+    assert_int_equal(strncmp(msg, "NCCL_IB_HCA=mlx5_1,mlx5_2", 25), 0);
+    assert_contains(msg, "prefix");
+}
+
+TEST(test_hca_exclusion_with_equals_is_ok)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "^=mlx5_0"), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_exclusion_without_equals_is_a_prefix_list)
+{
+    /* ^mlx5_1 would also exclude mlx5_10..mlx5_19. */
+    assert_int_equal(check("NCCL_IB_HCA", "^mlx5_1"), NCCL_VALUE_HCA_PREFIX);
+}
+
+TEST(test_hca_driver_prefix_mlx5_is_ok)
+{
+    /* NCCL's documentation: "NCCL_IB_HCA=mlx5: use all cards starting with
+     * mlx5". The 5 belongs to the driver name, not to a device index like the
+     * 1 of mlx5_1: the prefix is the intent, nothing collides. */
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_bond"), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_port_suffix_still_checks_the_name)
+{
+    /* mlx5_1:1 names device mlx5_1 (a prefix of mlx5_10) port 1. */
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1:1"), NCCL_VALUE_HCA_PREFIX);
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_digit_entry_after_a_safe_one_is_caught)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5,mlx5_3"), NCCL_VALUE_HCA_PREFIX);
+}
+
+TEST(test_hca_empty_is_empty)
+{
+    assert_int_equal(check("NCCL_IB_HCA", ""), NCCL_VALUE_EMPTY);
+}
+
+TEST(test_debug_known_words_any_case)
+{
+    const char *ok[] = {"VERSION", "WARN", "INFO", "TRACE", "ABORT", "info", "Warn"};
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        assert_int_equal(check("NCCL_DEBUG", ok[i]), NCCL_VALUE_OK);
+}
+
+TEST(test_debug_unknown_word)
+{
+    assert_int_equal(check("NCCL_DEBUG", "VERBOSE"), NCCL_VALUE_BAD_WORD);
+    assert_int_equal(strncmp(msg, "NCCL_DEBUG=VERBOSE ", 19), 0);
+    assert_contains(msg, "INFO");
+}
+
+TEST(test_debug_prefix_or_extension_of_a_word_is_not_a_word)
+{
+    assert_int_equal(check("NCCL_DEBUG", "INF"), NCCL_VALUE_BAD_WORD);
+    assert_int_equal(check("NCCL_DEBUG", "INFOX"), NCCL_VALUE_BAD_WORD);
+    assert_int_equal(check("NCCL_DEBUG", "WARN INFO"), NCCL_VALUE_BAD_WORD);
+}
+
+TEST(test_addr_family_words)
+{
+    assert_int_equal(check("NCCL_IB_ADDR_FAMILY", "AF_INET6"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_ADDR_FAMILY", "AF_INET"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_ADDR_FAMILY", "AF_INET4"), NCCL_VALUE_BAD_WORD);
+}
+
+TEST(test_gid_index_accepts_minus_one)
+{
+    assert_int_equal(check("NCCL_IB_GID_INDEX", "-1"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_GID_INDEX", "3"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_GID_INDEX", "-03"), NCCL_VALUE_NOT_DECIMAL);
+}
+
+TEST(test_unknown_nccl_variable_is_ok)
+{
+    assert_int_equal(check("NCCL_SOME_FUTURE_KNOB", "whatever 022 0x1"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_TIMEOUTS", "99"), NCCL_VALUE_OK);
+    assert_int_equal(check("PATH", "/usr/bin"), NCCL_VALUE_OK);
+}
+
+TEST(test_socket_ifname_empty_is_flagged_value_is_free)
+{
+    assert_int_equal(check("NCCL_SOCKET_IFNAME", "eth0"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_SOCKET_IFNAME", "^docker,lo"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_SOCKET_IFNAME", ""), NCCL_VALUE_EMPTY);
+}
+
+TEST(test_long_value_is_shortened_in_message)
+{
+    char value[200];
+
+    memset(value, '9', sizeof(value) - 1);
+    value[sizeof(value) - 1] = '\0';
+    assert_int_not_equal(check("NCCL_IB_TIMEOUT", value), NCCL_VALUE_OK);
+    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=", 16), 0);
+    assert_null(strstr(msg, value)); /* not quoted whole */
+    assert_true(strlen(msg) < 120);
+}
+
+TEST(test_long_multibyte_value_is_cut_on_a_character_boundary)
+{
+    char value[300] = "";
+
+    /* "é" is 2 bytes, "日" 3 bytes: both offsets of the cut get tried. */
+    for (int i = 0; i < 40; i++)
+        strcat(value, i % 2 ? "\xc3\xa9" : "\xe6\x97\xa5");
+    assert_int_equal(check("NCCL_IB_TIMEOUT", value), NCCL_VALUE_NOT_INT);
+    assert_true(utf8_ok(msg));
+    assert_int_equal(check("NCCL_DEBUG", value + 3), NCCL_VALUE_BAD_WORD);
+    assert_true(utf8_ok(msg));
+    assert_int_equal(check("NCCL_IB_HCA", value + 1), NCCL_VALUE_OK); /* no trailing digit */
+}
+
+TEST(test_small_message_buffer_is_not_overrun)
+{
+    char small[16];
+
+    memset(small, 'X', sizeof(small));
+    assert_int_equal(nccl_check("NCCL_IB_TIMEOUT", "022", small, sizeof(small)),
+                     NCCL_VALUE_NOT_DECIMAL);
+    assert_true(memchr(small, '\0', sizeof(small)) != NULL);
+}
+
+TEST(test_is_nccl_var)
+{
+    assert_true(nccl_is_nccl_var("NCCL_IB_HCA"));
+    assert_true(nccl_is_nccl_var("NCCL_"));
+    assert_false(nccl_is_nccl_var("NCCL"));
+    assert_false(nccl_is_nccl_var("nccl_ib_hca"));
+    assert_false(nccl_is_nccl_var("MY_NCCL_X"));
+}
+
+TEST(test_c_identifier_accepts)
+{
+    assert_true(nccl_is_c_identifier("A"));
+    assert_true(nccl_is_c_identifier("_"));
+    assert_true(nccl_is_c_identifier("_x9"));
+    assert_true(nccl_is_c_identifier("NCCL_IB_HCA"));
+    assert_true(nccl_is_c_identifier("lower_case1"));
+}
+
+TEST(test_c_identifier_rejects)
+{
+    assert_false(nccl_is_c_identifier(""));
+    assert_false(nccl_is_c_identifier("1BAD"));
+    assert_false(nccl_is_c_identifier("A-B"));
+    assert_false(nccl_is_c_identifier("A.B"));
+    assert_false(nccl_is_c_identifier("A B"));
+    assert_false(nccl_is_c_identifier("A="));
+    assert_false(nccl_is_c_identifier("\xc3\xa9"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timeout_in_range_is_ok),
+        cmocka_unit_test(test_timeout_0_is_out_of_range),
+        cmocka_unit_test(test_timeout_32_is_out_of_range),
+        cmocka_unit_test(test_timeout_negative_is_out_of_range),
+        cmocka_unit_test(test_timeout_022_is_octal_18),
+        cmocka_unit_test(test_timeout_0x16_is_hex_22),
+        cmocka_unit_test(test_timeout_abc_is_not_an_integer),
+        cmocka_unit_test(test_timeout_empty_is_empty),
+        cmocka_unit_test(test_timeout_trailing_garbage_is_flagged),
+        cmocka_unit_test(test_timeout_overflowing_number_is_flagged),
+        cmocka_unit_test(test_retry_cnt_0_to_7_is_ok),
+        cmocka_unit_test(test_retry_cnt_8_is_out_of_range),
+        cmocka_unit_test(test_retry_cnt_07_is_octal_even_in_range),
+        cmocka_unit_test(test_hca_with_equals_is_ok),
+        cmocka_unit_test(test_hca_without_equals_is_a_prefix_list),
+        cmocka_unit_test(test_hca_exclusion_with_equals_is_ok),
+        cmocka_unit_test(test_hca_exclusion_without_equals_is_a_prefix_list),
+        cmocka_unit_test(test_hca_driver_prefix_mlx5_is_ok),
+        cmocka_unit_test(test_hca_port_suffix_still_checks_the_name),
+        cmocka_unit_test(test_hca_digit_entry_after_a_safe_one_is_caught),
+        cmocka_unit_test(test_hca_empty_is_empty),
+        cmocka_unit_test(test_debug_known_words_any_case),
+        cmocka_unit_test(test_debug_unknown_word),
+        cmocka_unit_test(test_debug_prefix_or_extension_of_a_word_is_not_a_word),
+        cmocka_unit_test(test_addr_family_words),
+        cmocka_unit_test(test_gid_index_accepts_minus_one),
+        cmocka_unit_test(test_unknown_nccl_variable_is_ok),
+        cmocka_unit_test(test_socket_ifname_empty_is_flagged_value_is_free),
+        cmocka_unit_test(test_long_value_is_shortened_in_message),
+        cmocka_unit_test(test_long_multibyte_value_is_cut_on_a_character_boundary),
+        cmocka_unit_test(test_small_message_buffer_is_not_overrun),
+        cmocka_unit_test(test_is_nccl_var),
+        cmocka_unit_test(test_c_identifier_accepts),
+        cmocka_unit_test(test_c_identifier_rejects),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

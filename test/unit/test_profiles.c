@@ -1,0 +1,709 @@
+/*
+ * Unit tests for webhook/profiles.c: the shipped manifests/profiles.json
+ * loads as CONTRACT.md describes it, defaults merge into profiles, and each
+ * validation error (SPEC 2) names the profile and the field. Run from the
+ * repository root (make unit does).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynbuf.h"
+#include "profiles.h"
+
+#define TEST(name)       static void name(void **state __attribute__((unused)))
+#define SHIPPED_PROFILES "manifests/profiles.json"
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL)                                                       \
+            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
+    } while (0)
+
+static struct dynbuf errors;
+
+static int setup(void **state __attribute__((unused)))
+{
+    dynbuf_init(&errors, 1 << 16);
+    return 0;
+}
+
+static int teardown(void **state __attribute__((unused)))
+{
+    dynbuf_free(&errors);
+    return 0;
+}
+
+/* Parses JSON written with ' for ". */
+static struct profiles *parse(const char *text)
+{
+    char buf[4096];
+    size_t n = strlen(text);
+
+    assert_true(n < sizeof(buf));
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    dynbuf_reset(&errors);
+    return profiles_parse(buf, n, &errors);
+}
+
+/* The document must be rejected; returns the error text. */
+static const char *rejected(const char *text)
+{
+    struct profiles *ps = parse(text);
+
+    if (ps) {
+        profiles_free(ps);
+        fail_msg("profiles should have been rejected: %s", text);
+    }
+    assert_true(dynbuf_len(&errors) > 0);
+    return dynbuf_ptr(&errors);
+}
+
+/* The document must be accepted. */
+static struct profiles *accepted(const char *text)
+{
+    struct profiles *ps = parse(text);
+
+    if (!ps)
+        fail_msg("profiles rejected: %s", dynbuf_ptr(&errors));
+    return ps;
+}
+
+/* The line of errors that contains needle (to check both parts on one line). */
+static const char *line_with(const char *text, const char *needle, char *out, size_t outlen)
+{
+    const char *hit = strstr(text, needle), *start, *end;
+
+    if (!hit)
+        fail_msg("expected \"%s\" in \"%s\"", needle, text);
+    for (start = hit; start > text && start[-1] != '\n'; start--)
+        ;
+    end = strchr(hit, '\n');
+    if (!end)
+        end = hit + strlen(hit);
+    assert_true((size_t)(end - start) < outlen);
+    memcpy(out, start, (size_t)(end - start));
+    out[end - start] = '\0';
+    return out;
+}
+
+static struct profiles *load_shipped(void)
+{
+    FILE *f = fopen(SHIPPED_PROFILES, "rb");
+    char buf[65536];
+    size_t n;
+    struct profiles *ps;
+
+    if (!f)
+        fail_msg("cannot open %s (run from the repository root)", SHIPPED_PROFILES);
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    dynbuf_reset(&errors);
+    ps = profiles_parse(buf, n, &errors);
+    if (!ps)
+        fail_msg("shipped profiles rejected: %s", dynbuf_ptr(&errors));
+    return ps;
+}
+
+static void assert_env(const struct profile *p, const char *name, const char *want)
+{
+    const char *got = profiles_kv_get(&p->env, name);
+
+    if (!got)
+        fail_msg("profile %s: env %s missing", p->name, name);
+    assert_string_equal(got, want);
+}
+
+/* ---- the shipped profiles ---- */
+
+TEST(test_shipped_has_two_profiles)
+{
+    struct profiles *ps = load_shipped();
+
+    assert_int_equal(ps->n, 2);
+    assert_non_null(profiles_find(ps, "roce-8card"));
+    assert_non_null(profiles_find(ps, "roce-4card"));
+    assert_null(profiles_find(ps, "roce-2card"));
+    assert_false(ps->p[0].is_default);
+    assert_false(ps->p[1].is_default);
+    profiles_free(ps);
+}
+
+TEST(test_shipped_8card_env_merged_from_defaults)
+{
+    struct profiles *ps = load_shipped();
+    const struct profile *p = profiles_find(ps, "roce-8card");
+
+    assert_env(p, "NCCL_IB_DISABLE", "0");
+    assert_env(p, "NCCL_SOCKET_IFNAME", "eth0");
+    assert_env(p, "NCCL_IB_TIMEOUT", "22");
+    assert_env(p, "NCCL_IB_QPS_PER_CONNECTION", "8");
+    assert_env(p, "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_null(profiles_kv_get(&p->env, "NCCL_IB_GID_INDEX"));
+    assert_int_equal(p->env.n, 5);
+    profiles_free(ps);
+}
+
+TEST(test_shipped_4card_hca)
+{
+    struct profiles *ps = load_shipped();
+    const struct profile *p = profiles_find(ps, "roce-4card");
+
+    assert_env(p, "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4");
+    assert_env(p, "NCCL_IB_TIMEOUT", "22");
+    profiles_free(ps);
+}
+
+TEST(test_shipped_match_and_resources)
+{
+    struct profiles *ps = load_shipped();
+    const struct profile *p8 = profiles_find(ps, "roce-8card");
+    const struct profile *p4 = profiles_find(ps, "roce-4card");
+
+    assert_int_equal(p8->match_gpus, 8);
+    assert_int_equal(p4->match_gpus, 4);
+    assert_string_equal(profiles_kv_get(&p8->node_labels, "nvidia.com/gpu.count"), "8");
+    assert_string_equal(profiles_kv_get(&p4->node_labels, "nvidia.com/gpu.count"), "4");
+    assert_string_equal(profiles_kv_get(&p8->resources, "rdma/hca"), "1");
+    assert_string_equal(profiles_kv_get(&p4->resources, "rdma/hca"), "1");
+    profiles_free(ps);
+}
+
+TEST(test_shipped_common_settings)
+{
+    struct profiles *ps = load_shipped();
+    const struct profile *p = profiles_find(ps, "roce-8card");
+
+    assert_string_equal(p->scheduler_name, "volcano");
+    assert_true(p->ipc_lock);
+    assert_true(p->shm);
+    assert_null(p->shm_size_limit);
+    assert_false(p->init_containers);
+    assert_int_equal(p->host_network_env.n, 0);
+    profiles_free(ps);
+}
+
+TEST(test_shipped_gpu_resources_prefix_targets)
+{
+    struct profiles *ps = load_shipped();
+
+    assert_int_equal(ps->n_gpu_resources, 3);
+    assert_string_equal(ps->gpu_resources[0], "nvidia.com/gpu");
+    assert_string_equal(ps->gpu_resources[1], "baidu.com/a100_80g_cgpu");
+    assert_string_equal(ps->gpu_resources[2], "baidu.com/a800_80g_cgpu");
+    assert_string_equal(ps->rdma_prefix, "rdma/");
+    assert_int_equal(ps->targets, 0);
+    profiles_free(ps);
+}
+
+/* ---- built-in defaults ---- */
+
+TEST(test_minimal_document_uses_builtin_defaults)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'p'}]}");
+
+    assert_int_equal(ps->n_gpu_resources, 1);
+    assert_string_equal(ps->gpu_resources[0], "nvidia.com/gpu");
+    assert_string_equal(ps->rdma_prefix, "rdma/");
+    assert_string_equal(ps->p[0].scheduler_name, "volcano");
+    assert_true(ps->p[0].ipc_lock);
+    assert_true(ps->p[0].shm);
+    assert_int_equal(ps->p[0].match_gpus, 0);
+    profiles_free(ps);
+}
+
+TEST(test_targets_bits)
+{
+    struct profiles *ps =
+        accepted("{'targets':{'mpijob':true,'volcanojob':true},'profiles':[{'name':'p'}]}");
+
+    assert_int_equal(ps->targets, PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB);
+    profiles_free(ps);
+}
+
+/* ---- overrides and merging ---- */
+
+TEST(test_profile_env_overrides_default_in_place)
+{
+    struct profiles *ps =
+        accepted("{'defaults':{'env':{'NCCL_IB_TIMEOUT':'22','NCCL_IB_DISABLE':'0'}},"
+                 "'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':'20','X':'y'}},{'name':'q'}]}");
+
+    assert_env(&ps->p[0], "NCCL_IB_TIMEOUT", "20");
+    assert_env(&ps->p[0], "NCCL_IB_DISABLE", "0");
+    assert_env(&ps->p[0], "X", "y");
+    assert_int_equal(ps->p[0].env.n, 3);
+    assert_env(&ps->p[1], "NCCL_IB_TIMEOUT", "22"); /* the other profile is unaffected */
+    assert_int_equal(ps->p[1].env.n, 2);
+    profiles_free(ps);
+}
+
+TEST(test_profile_overrides_scheduler_ipclock_shm_init)
+{
+    struct profiles *ps =
+        accepted("{'defaults':{'schedulerName':'volcano','ipcLock':true,'shm':{'sizeLimit':'1Gi'}},"
+                 "'profiles':[{'name':'p','schedulerName':'','ipcLock':false,'shm':false,"
+                 "'initContainers':true},{'name':'q'}]}");
+    const struct profile *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
+
+    assert_string_equal(p->scheduler_name, "");
+    assert_false(p->ipc_lock);
+    assert_false(p->shm);
+    assert_true(p->init_containers);
+    assert_string_equal(q->scheduler_name, "volcano");
+    assert_true(q->ipc_lock);
+    assert_true(q->shm);
+    assert_string_equal(q->shm_size_limit, "1Gi");
+    assert_false(q->init_containers);
+    profiles_free(ps);
+}
+
+TEST(test_shm_enabled_false_and_size_limit)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'a','shm':{'enabled':false}},{'name':'b','"
+                                   "shm':{'sizeLimit':'64Gi'}}]}");
+
+    assert_false(profiles_find(ps, "a")->shm);
+    assert_true(profiles_find(ps, "b")->shm);
+    assert_string_equal(profiles_find(ps, "b")->shm_size_limit, "64Gi");
+    profiles_free(ps);
+}
+
+TEST(test_host_network_env_merges_defaults_and_profile)
+{
+    struct profiles *ps =
+        accepted("{'defaults':{'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0','A':'1'}},"
+                 "'profiles':[{'name':'p','hostNetworkEnv':{'A':'2','B':'3'}},{'name':'q'}]}");
+    const struct profile *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
+
+    assert_int_equal(p->host_network_env.n, 3);
+    assert_string_equal(profiles_kv_get(&p->host_network_env, "NCCL_SOCKET_IFNAME"), "bond0");
+    assert_string_equal(profiles_kv_get(&p->host_network_env, "A"), "2");
+    assert_string_equal(profiles_kv_get(&p->host_network_env, "B"), "3");
+    assert_int_equal(q->host_network_env.n, 2);
+    assert_string_equal(profiles_kv_get(&q->host_network_env, "A"), "1");
+    profiles_free(ps);
+}
+
+TEST(test_env_nccl_ib_hca_with_equals_is_accepted)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'=mlx5_1'}}]}");
+
+    assert_env(&ps->p[0], "NCCL_IB_HCA", "=mlx5_1");
+    profiles_free(ps);
+}
+
+TEST(test_default_profile_flag)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'a'},{'name':'b','default':true}]}");
+
+    assert_false(profiles_find(ps, "a")->is_default);
+    assert_true(profiles_find(ps, "b")->is_default);
+    profiles_free(ps);
+}
+
+/* ---- validation errors name the profile and the field ---- */
+
+TEST(test_duplicate_names)
+{
+    const char *e = rejected("{'profiles':[{'name':'dup'},{'name':'dup'}]}");
+
+    assert_contains(e, "profile \"dup\"");
+    assert_contains(e, "name");
+}
+
+TEST(test_two_defaults_rejected)
+{
+    const char *e =
+        rejected("{'profiles':[{'name':'first','default':true},{'name':'second','default':true}]}");
+
+    assert_contains(e, "default");
+}
+
+TEST(test_two_defaults_name_the_profiles)
+{
+    const char *e = rejected("{'profiles':[{'name':'first','default':true},{'name':'other'},"
+                             "{'name':'second','default':true}]}");
+
+    assert_contains(e, "default");
+    assert_contains(e, "first");
+    assert_contains(e, "second");
+}
+
+TEST(test_ib_timeout_40)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':'40'}}]}");
+
+    line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "40");
+    assert_contains(line, "outside");
+}
+
+TEST(test_ib_timeout_octal_in_defaults)
+{
+    char line[512];
+    const char *e =
+        rejected("{'defaults':{'env':{'NCCL_IB_TIMEOUT':'022'}},'profiles':[{'name':'p'}]}");
+
+    line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
+    assert_contains(line, "defaults");
+    assert_contains(line, "octal");
+}
+
+TEST(test_retry_cnt_8)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_RETRY_CNT':'8'}}]}");
+
+    line_with(e, "NCCL_IB_RETRY_CNT", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_debug_unknown_word)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_DEBUG':'LOUD'}}]}");
+
+    line_with(e, "NCCL_DEBUG", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_env_name_not_identifier)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'1BAD':'x'}}]}");
+
+    line_with(e, "1BAD", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "env");
+}
+
+TEST(test_host_network_env_name_not_identifier)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','hostNetworkEnv':{'A-B':'x'}}]}");
+
+    line_with(e, "A-B", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "hostNetworkEnv");
+}
+
+TEST(test_env_value_not_a_string)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':22}}]}");
+
+    line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "string");
+}
+
+TEST(test_hca_and_env_nccl_ib_hca_together)
+{
+    char line[512];
+    const char *e =
+        rejected("{'profiles':[{'name':'p','hca':['mlx5_1'],'env':{'NCCL_IB_HCA':'=mlx5_1'}}]}");
+
+    line_with(e, "hca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "NCCL_IB_HCA");
+}
+
+TEST(test_env_nccl_ib_hca_without_equals)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1'}}]}");
+
+    line_with(e, "NCCL_IB_HCA", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "mlx5_1");
+}
+
+TEST(test_hca_entry_not_a_device_name)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','hca':['mlx5_1,mlx5_2']}]}");
+
+    line_with(e, "hca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_hca_empty_list)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','hca':[]}]}");
+
+    line_with(e, "hca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_resource_quantity_abc)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'abc'}}]}");
+
+    line_with(e, "rdma/hca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "resources");
+    assert_contains(line, "abc");
+}
+
+TEST(test_resource_quantity_zero)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'0'}}]}");
+
+    line_with(e, "rdma/hca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "\"0\"");
+}
+
+TEST(test_resource_quantity_fraction)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'500m'}}]}");
+
+    line_with(e, "rdma/hca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_resource_name_without_domain)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','resources':{'hca':'1'}}]}");
+
+    line_with(e, "resources", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_shm_size_limit_x)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','shm':{'sizeLimit':'x'}}]}");
+
+    line_with(e, "sizeLimit", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "shm");
+    assert_contains(line, "\"x\"");
+}
+
+TEST(test_unknown_field_at_root)
+{
+    const char *e = rejected("{'profile':[],'profiles':[{'name':'p'}]}");
+
+    assert_contains(e, "\"profile\"");
+    assert_contains(e, "unknown");
+}
+
+TEST(test_unknown_field_in_defaults)
+{
+    char line[512];
+    const char *e = rejected("{'defaults':{'evn':{}},'profiles':[{'name':'p'}]}");
+
+    line_with(e, "\"evn\"", line, sizeof(line));
+    assert_contains(line, "defaults");
+}
+
+TEST(test_unknown_field_in_profile)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','shedulerName':'volcano'}]}");
+
+    line_with(e, "\"shedulerName\"", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_unknown_field_in_match)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','match':{'gpu':8}}]}");
+
+    line_with(e, "\"gpu\"", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    assert_contains(line, "match");
+}
+
+TEST(test_unknown_field_in_shm)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','shm':{'size':'1Gi'}}]}");
+
+    line_with(e, "\"size\"", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_gpus_fraction)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','match':{'gpus':2.5}}]}");
+
+    line_with(e, "gpus", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_gpus_zero_and_string)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','match':{'gpus':0}}]}");
+
+    line_with(e, "gpus", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+    e = rejected("{'profiles':[{'name':'p','match':{'gpus':'8'}}]}");
+    line_with(e, "gpus", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
+}
+
+TEST(test_bad_profile_name)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'Bad_Name'}]}");
+
+    line_with(e, "name", line, sizeof(line));
+    assert_contains(line, "profiles[0]");
+}
+
+TEST(test_missing_profile_name)
+{
+    const char *e = rejected("{'profiles':[{'name':'ok'},{'env':{}}]}");
+
+    assert_contains(e, "profiles[1]");
+}
+
+TEST(test_not_json)
+{
+    const char *e = rejected("{'profiles': [");
+
+    assert_contains(e, "JSON");
+}
+
+TEST(test_not_an_object)
+{
+    rejected("[{'name':'p'}]");
+}
+
+TEST(test_empty_profiles)
+{
+    const char *e = rejected("{'profiles':[]}");
+
+    assert_contains(e, "profiles");
+}
+
+TEST(test_missing_profiles)
+{
+    const char *e = rejected("{'defaults':{}}");
+
+    assert_contains(e, "profiles");
+}
+
+TEST(test_rdma_prefix_without_slash)
+{
+    const char *e = rejected("{'rdmaResourcePrefix':'rdma','profiles':[{'name':'p'}]}");
+
+    assert_contains(e, "rdmaResourcePrefix");
+}
+
+TEST(test_gpu_resources_entry_without_domain)
+{
+    const char *e = rejected("{'gpuResources':['gpu'],'profiles':[{'name':'p'}]}");
+
+    assert_contains(e, "gpuResources");
+}
+
+TEST(test_each_error_line_names_its_own_profile)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'alpha','env':{'NCCL_IB_TIMEOUT':'40'}},"
+                             "{'name':'beta','resources':{'rdma/hca':'abc'}}]}");
+
+    line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
+    assert_contains(line, "profile \"alpha\"");
+    line_with(e, "rdma/hca", line, sizeof(line));
+    assert_contains(line, "profile \"beta\"");
+}
+
+TEST(test_null_errors_buffer_is_allowed)
+{
+    const char *bad = "{\"profiles\":[]}";
+
+    assert_null(profiles_parse(bad, strlen(bad), NULL));
+}
+
+TEST(test_parse_respects_length)
+{
+    const char *text = "{\"profiles\":[{\"name\":\"p\"}]}GARBAGE";
+    struct profiles *ps;
+
+    dynbuf_reset(&errors);
+    ps = profiles_parse(text, strlen(text) - strlen("GARBAGE"), &errors);
+    if (!ps)
+        fail_msg("rejected: %s", dynbuf_ptr(&errors));
+    profiles_free(ps);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped_has_two_profiles),
+        cmocka_unit_test(test_shipped_8card_env_merged_from_defaults),
+        cmocka_unit_test(test_shipped_4card_hca),
+        cmocka_unit_test(test_shipped_match_and_resources),
+        cmocka_unit_test(test_shipped_common_settings),
+        cmocka_unit_test(test_shipped_gpu_resources_prefix_targets),
+        cmocka_unit_test(test_minimal_document_uses_builtin_defaults),
+        cmocka_unit_test(test_targets_bits),
+        cmocka_unit_test(test_profile_env_overrides_default_in_place),
+        cmocka_unit_test(test_profile_overrides_scheduler_ipclock_shm_init),
+        cmocka_unit_test(test_shm_enabled_false_and_size_limit),
+        cmocka_unit_test(test_host_network_env_merges_defaults_and_profile),
+        cmocka_unit_test(test_env_nccl_ib_hca_with_equals_is_accepted),
+        cmocka_unit_test(test_default_profile_flag),
+        cmocka_unit_test(test_duplicate_names),
+        cmocka_unit_test(test_two_defaults_rejected),
+        cmocka_unit_test(test_two_defaults_name_the_profiles),
+        cmocka_unit_test(test_ib_timeout_40),
+        cmocka_unit_test(test_ib_timeout_octal_in_defaults),
+        cmocka_unit_test(test_retry_cnt_8),
+        cmocka_unit_test(test_debug_unknown_word),
+        cmocka_unit_test(test_env_name_not_identifier),
+        cmocka_unit_test(test_host_network_env_name_not_identifier),
+        cmocka_unit_test(test_env_value_not_a_string),
+        cmocka_unit_test(test_hca_and_env_nccl_ib_hca_together),
+        cmocka_unit_test(test_env_nccl_ib_hca_without_equals),
+        cmocka_unit_test(test_hca_entry_not_a_device_name),
+        cmocka_unit_test(test_hca_empty_list),
+        cmocka_unit_test(test_resource_quantity_abc),
+        cmocka_unit_test(test_resource_quantity_zero),
+        cmocka_unit_test(test_resource_quantity_fraction),
+        cmocka_unit_test(test_resource_name_without_domain),
+        cmocka_unit_test(test_shm_size_limit_x),
+        cmocka_unit_test(test_unknown_field_at_root),
+        cmocka_unit_test(test_unknown_field_in_defaults),
+        cmocka_unit_test(test_unknown_field_in_profile),
+        cmocka_unit_test(test_unknown_field_in_match),
+        cmocka_unit_test(test_unknown_field_in_shm),
+        cmocka_unit_test(test_gpus_fraction),
+        cmocka_unit_test(test_gpus_zero_and_string),
+        cmocka_unit_test(test_bad_profile_name),
+        cmocka_unit_test(test_missing_profile_name),
+        cmocka_unit_test(test_not_json),
+        cmocka_unit_test(test_not_an_object),
+        cmocka_unit_test(test_empty_profiles),
+        cmocka_unit_test(test_missing_profiles),
+        cmocka_unit_test(test_rdma_prefix_without_slash),
+        cmocka_unit_test(test_gpu_resources_entry_without_domain),
+        cmocka_unit_test(test_each_error_line_names_its_own_profile),
+        cmocka_unit_test(test_null_errors_buffer_is_allowed),
+        cmocka_unit_test(test_parse_respects_length),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

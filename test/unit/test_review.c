@@ -1,0 +1,583 @@
+/*
+ * Unit tests for webhook/review.c (SPEC 1.1, 1.6; CONTRACT.md "Response"):
+ * the 400s for bodies that are not an AdmissionReview, the 200 response shape
+ * (uid echoed, allowed true, patchType iff patch, auditAnnotations.profile,
+ * apiVersion as asked), the patch decoded with OpenSSL's base64 and applied,
+ * and review_utf8_valid on the classic malformed sequences.
+ * Run from the repository root (make unit does): it reads manifests/.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynbuf.h"
+#include "patch.h"
+#include "profiles.h"
+#include "review.h"
+
+#define TEST(name)       static void name(void **state __attribute__((unused)))
+#define SHIPPED_PROFILES "manifests/profiles.json"
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL)                                                       \
+            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
+    } while (0)
+
+#define V1               "admission.k8s.io/v1"
+#define V1BETA1          "admission.k8s.io/v1beta1"
+#define REVIEW(api, req) "{'apiVersion':'" api "','kind':'AdmissionReview','request':" req "}"
+#define REQ(op, kind, object)                                                                      \
+    "{'uid':'705ab4f5-6393-11e8-b7cc-42010a800002','kind':{'group':'','version':'v1',"             \
+    "'kind':'" kind "'},'resource':{'group':'','version':'v1','resource':'pods'},"                 \
+    "'namespace':'ns','operation':'" op "','object':" object "}"
+#define UID "705ab4f5-6393-11e8-b7cc-42010a800002"
+#define GPU_POD(gpus)                                                                              \
+    "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'w-0','namespace':'ns','labels':"          \
+    "{'training.kubeflow.org/operator-name':'pytorchjob-controller'}},'spec':{'containers':"       \
+    "[{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'" gpus "'}}}]}}"
+#define PLAIN_POD "{'metadata':{'name':'web'},'spec':{'containers':[{'name':'c'}]}}"
+
+static struct profiles *shipped;
+
+static struct {
+    struct dynbuf out;
+    struct review_summary sum;
+    cJSON *resp; /* the parsed 200 body */
+    int status;
+} R;
+
+static int setup_group(void **state __attribute__((unused)))
+{
+    FILE *f = fopen(SHIPPED_PROFILES, "rb");
+    static char buf[65536];
+    size_t n;
+
+    if (!f) {
+        fprintf(stderr, "cannot open %s (run from the repository root)\n", SHIPPED_PROFILES);
+        return -1;
+    }
+    n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    shipped = profiles_parse(buf, n, NULL);
+    return shipped ? 0 : -1;
+}
+
+static int teardown_group(void **state __attribute__((unused)))
+{
+    profiles_free(shipped);
+    return 0;
+}
+
+static int teardown(void **state __attribute__((unused)))
+{
+    dynbuf_free(&R.out);
+    cJSON_Delete(R.resp);
+    memset(&R, 0, sizeof(R));
+    return 0;
+}
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+/* JSON written with ' for ". */
+static cJSON *J(const char *text)
+{
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    cJSON *j;
+
+    assert_non_null(buf);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    j = cJSON_Parse(buf);
+    free(buf);
+    return j;
+}
+
+static const cJSON *response(void)
+{
+    return get(R.resp, "response");
+}
+
+/* Handles a body of len bytes; for 200 parses the answer and checks the
+ * invariants every response must meet. */
+static int handle_raw(const char *body, size_t len)
+{
+    const cJSON *resp, *it;
+    static const char *const allowed_keys[] = {"uid",      "allowed",          "patchType", "patch",
+                                               "warnings", "auditAnnotations", NULL};
+
+    dynbuf_init(&R.out, 1 << 22);
+    R.status = review_handle(body, len, shipped, NULL, &R.out, &R.sum);
+    if (R.status != 200)
+        return R.status;
+    R.resp = cJSON_Parse(dynbuf_ptr(&R.out));
+    if (!R.resp)
+        fail_msg("200 body is not JSON: %s", dynbuf_ptr(&R.out));
+    assert_string_equal(cJSON_GetStringValue(get(R.resp, "kind")), "AdmissionReview");
+    resp = response();
+    assert_true(cJSON_IsObject(resp));
+    assert_true(cJSON_IsTrue(get(resp, "allowed")));
+    /* The apiserver rejects a patch without patchType and the reverse. */
+    assert_int_equal(get(resp, "patch") != NULL, get(resp, "patchType") != NULL);
+    cJSON_ArrayForEach(it, resp)
+    {
+        size_t i;
+
+        for (i = 0; allowed_keys[i] && strcmp(allowed_keys[i], it->string) != 0; i++)
+            ;
+        if (!allowed_keys[i])
+            fail_msg("unexpected response field \"%s\"", it->string);
+    }
+    return R.status;
+}
+
+/* Same for a body written with ' for ". */
+static int handle(const char *text)
+{
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    int status;
+
+    assert_non_null(buf);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    status = handle_raw(buf, n);
+    free(buf);
+    return status;
+}
+
+/* A 400 answer: one line of plain text, ending in a newline. */
+static void assert_bad_request(const char *reason_part)
+{
+    const char *body = dynbuf_ptr(&R.out);
+    const char *nl = strchr(body, '\n');
+
+    assert_int_equal(R.status, 400);
+    assert_non_null(nl);
+    assert_int_equal(nl[1], '\0');
+    assert_true(nl > body);
+    if (reason_part)
+        assert_contains(body, reason_part);
+}
+
+/* Decodes the response's patch (standard base64, OpenSSL's decoder). */
+static cJSON *decoded_patch(void)
+{
+    const char *b64 = cJSON_GetStringValue(get(response(), "patch"));
+    size_t n = strlen(b64);
+    unsigned char *raw = malloc(n + 1);
+    int len;
+    cJSON *ops;
+
+    assert_non_null(raw);
+    assert_int_equal(n % 4, 0);
+    len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
+    assert_true(len >= 0);
+    len -= (n > 0 && b64[n - 1] == '=') + (n > 1 && b64[n - 2] == '=');
+    raw[len] = '\0';
+    ops = cJSON_Parse((char *)raw);
+    if (!cJSON_IsArray(ops))
+        fail_msg("decoded patch is not a JSON array: %s", raw);
+    free(raw);
+    return ops;
+}
+
+/* ---- 400s ---- */
+
+TEST(test_not_json_is_400)
+{
+    handle("hello");
+    assert_bad_request("JSON");
+}
+
+TEST(test_empty_body_is_400)
+{
+    handle_raw("", 0);
+    assert_bad_request(NULL);
+}
+
+TEST(test_trailing_garbage_is_400)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8"))) " x");
+    assert_bad_request(NULL);
+}
+
+TEST(test_second_document_is_400)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8"))) "{}");
+    assert_bad_request(NULL);
+}
+
+TEST(test_trailing_whitespace_is_fine)
+{
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8"))) " \r\n\t"), 200);
+}
+
+TEST(test_invalid_utf8_is_400)
+{
+    handle(REVIEW(
+        V1, REQ("CREATE", "Pod", "{'metadata':{'name':'bad\xff\xfe'},'spec':{'containers':[]}}")));
+    assert_bad_request("UTF-8");
+}
+
+TEST(test_overlong_utf8_is_400)
+{
+    /* "\xc0\xaf" is an overlong '/', the classic filter bypass. */
+    handle(REVIEW(V1, REQ("CREATE", "Pod", "{'metadata':{'name':'a\xc0\xaf'}}")));
+    assert_bad_request("UTF-8");
+}
+
+TEST(test_json_array_is_400)
+{
+    handle("[]");
+    assert_bad_request(NULL);
+}
+
+TEST(test_not_an_admission_review_is_400)
+{
+    handle(GPU_POD("8"));
+    assert_bad_request("AdmissionReview");
+}
+
+TEST(test_wrong_api_version_is_400)
+{
+    handle(REVIEW("admission.k8s.io/v2", REQ("CREATE", "Pod", GPU_POD("8"))));
+    assert_bad_request(NULL);
+}
+
+TEST(test_missing_api_version_is_400)
+{
+    handle("{'kind':'AdmissionReview','request':" REQ("CREATE", "Pod", GPU_POD("8")) "}");
+    assert_bad_request(NULL);
+}
+
+TEST(test_missing_kind_is_400)
+{
+    handle("{'apiVersion':'" V1 "','request':" REQ("CREATE", "Pod", GPU_POD("8")) "}");
+    assert_bad_request(NULL);
+}
+
+TEST(test_missing_request_is_400)
+{
+    handle("{'apiVersion':'" V1 "','kind':'AdmissionReview'}");
+    assert_bad_request("request");
+}
+
+TEST(test_request_not_an_object_is_400)
+{
+    handle("{'apiVersion':'" V1 "','kind':'AdmissionReview','request':[]}");
+    assert_bad_request("request");
+}
+
+TEST(test_missing_uid_is_400)
+{
+    handle(REVIEW(V1, "{'operation':'CREATE','kind':{'kind':'Pod'},'object':" GPU_POD("8") "}"));
+    assert_bad_request("uid");
+}
+
+TEST(test_empty_uid_is_400)
+{
+    handle(REVIEW(
+        V1, "{'uid':'','operation':'CREATE','kind':{'kind':'Pod'},'object':" GPU_POD("8") "}"));
+    assert_bad_request("uid");
+}
+
+TEST(test_uid_not_a_string_is_400)
+{
+    handle(REVIEW(
+        V1, "{'uid':42,'operation':'CREATE','kind':{'kind':'Pod'},'object':" GPU_POD("8") "}"));
+    assert_bad_request("uid");
+}
+
+/* ---- 200 without a patch ---- */
+
+static void assert_no_patch(void)
+{
+    assert_null(get(response(), "patch"));
+    assert_null(get(response(), "patchType"));
+    assert_null(get(response(), "auditAnnotations"));
+}
+
+TEST(test_update_is_allowed_untouched)
+{
+    assert_int_equal(handle(REVIEW(V1, REQ("UPDATE", "Pod", GPU_POD("8")))), 200);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "uid")), UID);
+    assert_no_patch();
+    assert_string_equal(R.sum.outcome, "ignored");
+}
+
+TEST(test_configmap_create_is_allowed_untouched)
+{
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "ConfigMap",
+                                           "{'metadata':{'name':'cm'},'data':{'a':'b'}}"))),
+                     200);
+    assert_no_patch();
+}
+
+TEST(test_delete_is_allowed_untouched)
+{
+    assert_int_equal(
+        handle(REVIEW(V1, "{'uid':'" UID "','kind':{'group':'','version':'v1','kind':'Pod'},"
+                          "'operation':'DELETE','object':null,'oldObject':" GPU_POD("8") "}")),
+        200);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "uid")), UID);
+    assert_no_patch();
+}
+
+TEST(test_pod_in_other_group_is_untouched)
+{
+    assert_int_equal(handle(REVIEW(V1, "{'uid':'" UID "','kind':{'group':'example.com',"
+                                       "'version':'v1','kind':'Pod'},'operation':'CREATE',"
+                                       "'object':" GPU_POD("8") "}")),
+                     200);
+    assert_no_patch();
+}
+
+TEST(test_non_target_pod_create_has_no_patch)
+{
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", PLAIN_POD))), 200);
+    assert_no_patch();
+    assert_null(get(response(), "warnings"));
+}
+
+/* ---- 200 with a patch ---- */
+
+TEST(test_pod_create_response_shape)
+{
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8")))), 200);
+    assert_string_equal(cJSON_GetStringValue(get(R.resp, "apiVersion")), V1);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "uid")), UID);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "patchType")), "JSONPatch");
+    assert_true(cJSON_IsString(get(response(), "patch")));
+    assert_string_equal(cJSON_GetStringValue(get(get(response(), "auditAnnotations"), "profile")),
+                        "roce-8card");
+}
+
+TEST(test_pod_create_patch_decodes_and_applies)
+{
+    cJSON *doc, *ops;
+    char err[256];
+    const cJSON *ann;
+
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8")))), 200);
+    ops = decoded_patch();
+    doc = J(GPU_POD("8"));
+    assert_non_null(doc);
+    if (patch_apply(&doc, ops, err, sizeof(err)))
+        fail_msg("response patch does not apply: %s", err);
+    ann = get(get(get(doc, "metadata"), "annotations"), "rdma-webhook.io/injected");
+    assert_string_equal(cJSON_GetStringValue(ann), "roce-8card");
+    assert_string_equal(cJSON_GetStringValue(get(get(doc, "spec"), "schedulerName")), "volcano");
+    cJSON_Delete(ops);
+    cJSON_Delete(doc);
+}
+
+TEST(test_v1beta1_is_answered_in_v1beta1)
+{
+    assert_int_equal(handle(REVIEW(V1BETA1, REQ("CREATE", "Pod", GPU_POD("8")))), 200);
+    assert_string_equal(cJSON_GetStringValue(get(R.resp, "apiVersion")), V1BETA1);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "patchType")), "JSONPatch");
+}
+
+TEST(test_v1beta1_untouched_is_answered_in_v1beta1)
+{
+    assert_int_equal(handle(REVIEW(V1BETA1, REQ("UPDATE", "Pod", GPU_POD("8")))), 200);
+    assert_string_equal(cJSON_GetStringValue(get(R.resp, "apiVersion")), V1BETA1);
+}
+
+TEST(test_dry_run_is_handled_like_any_request)
+{
+    assert_int_equal(handle(REVIEW(V1, "{'uid':'" UID "','kind':{'group':'','version':'v1',"
+                                       "'kind':'Pod'},'operation':'CREATE','dryRun':true,"
+                                       "'object':" GPU_POD("8") "}")),
+                     200);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "patchType")), "JSONPatch");
+}
+
+TEST(test_summary_of_a_mutation)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("4"))));
+    assert_string_equal(R.sum.uid, UID);
+    assert_string_equal(R.sum.namespace_, "ns");
+    assert_string_equal(R.sum.name, "w-0");
+    assert_string_equal(R.sum.operation, "CREATE");
+    assert_string_equal(R.sum.outcome, "mutated");
+    assert_non_null(R.sum.profile);
+    assert_string_equal(R.sum.profile, "roce-4card");
+    assert_true(R.sum.ops > 0);
+}
+
+TEST(test_summary_name_from_generate_name)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod",
+                          "{'metadata':{'generateName':'job-worker-'},'spec':{'containers':[]}}")));
+    assert_string_equal(R.sum.name, "job-worker-");
+}
+
+TEST(test_warnings_reach_the_response)
+{
+    const cJSON *w;
+
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("2")))), 200);
+    w = get(response(), "warnings");
+    assert_true(cJSON_IsArray(w));
+    assert_int_equal(cJSON_GetArraySize(w), 1);
+    assert_contains(cJSON_GetStringValue(cJSON_GetArrayItem(w, 0)), "no RDMA profile matches");
+    assert_no_patch();
+}
+
+TEST(test_unreadable_pod_is_allowed_with_warning)
+{
+    const cJSON *w;
+
+    assert_int_equal(
+        handle(
+            REVIEW(V1, REQ("CREATE", "Pod",
+                           "{'metadata':{'name':'p','labels':{'training.kubeflow.org/"
+                           "operator-name':'pytorchjob-controller'}},'spec':{'containers':{}}}"))),
+        200);
+    assert_true(cJSON_IsTrue(get(response(), "allowed")));
+    assert_no_patch();
+    w = get(response(), "warnings");
+    assert_int_equal(cJSON_GetArraySize(w), 1);
+    assert_string_equal(R.sum.outcome, "error");
+}
+
+TEST(test_uid_with_special_characters_is_echoed_exactly)
+{
+    assert_int_equal(handle("{'apiVersion':'" V1 "','kind':'AdmissionReview','request':{'uid':"
+                            "'a\\'b\\\\c\\u00e9','operation':'UPDATE','kind':{'kind':'Pod'}}}"),
+                     200);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "uid")), "a\"b\\c\xc3\xa9");
+}
+
+/* ---- review_utf8_valid ---- */
+
+static int valid(const char *s)
+{
+    return review_utf8_valid(s, strlen(s));
+}
+
+TEST(test_utf8_ascii_and_empty)
+{
+    assert_true(valid(""));
+    assert_true(valid("hello {\"json\": 1}"));
+    assert_true(review_utf8_valid("a\0b", 3)); /* NUL is a valid character */
+}
+
+TEST(test_utf8_two_three_four_byte)
+{
+    assert_true(valid("\xc3\xa9"));         /* U+00E9 */
+    assert_true(valid("\xc2\x80"));         /* U+0080, smallest 2-byte */
+    assert_true(valid("\xe6\x97\xa5"));     /* U+65E5 */
+    assert_true(valid("\xef\xbf\xbf"));     /* U+FFFF */
+    assert_true(valid("\xf0\x9f\x8e\x89")); /* U+1F389 */
+    assert_true(valid("\xf4\x8f\xbf\xbf")); /* U+10FFFF, the last code point */
+}
+
+TEST(test_utf8_overlong_forms)
+{
+    assert_false(valid("\xc0\xaf")); /* '/' in 2 bytes */
+    assert_false(valid("\xc1\xbf"));
+    assert_false(valid("\xe0\x80\xaf"));     /* '/' in 3 bytes */
+    assert_false(valid("\xe0\x9f\xbf"));     /* U+07FF in 3 bytes */
+    assert_false(valid("\xf0\x80\x80\xaf")); /* '/' in 4 bytes */
+    assert_false(valid("\xf0\x8f\xbf\xbf")); /* U+FFFF in 4 bytes */
+}
+
+TEST(test_utf8_surrogates)
+{
+    assert_false(valid("\xed\xa0\x80")); /* U+D800 */
+    assert_false(valid("\xed\xbf\xbf")); /* U+DFFF */
+    assert_true(valid("\xed\x9f\xbf"));  /* U+D7FF, just below */
+    assert_true(valid("\xee\x80\x80"));  /* U+E000, just above */
+}
+
+TEST(test_utf8_above_last_code_point)
+{
+    assert_false(valid("\xf4\x90\x80\x80")); /* U+110000 */
+    assert_false(valid("\xf5\x80\x80\x80"));
+    assert_false(valid("\xf8\x88\x80\x80\x80"));
+    assert_false(valid("\xff"));
+}
+
+TEST(test_utf8_truncated_sequences)
+{
+    assert_false(valid("\xc3"));
+    assert_false(valid("\xe6\x97"));
+    assert_false(valid("\xf0\x9f\x8e"));
+    assert_false(valid("ok\xe6"));
+    /* A length that cuts a valid sequence short. */
+    assert_false(review_utf8_valid("\xe6\x97\xa5", 2));
+}
+
+TEST(test_utf8_bad_continuation)
+{
+    assert_false(valid("\x80"));
+    assert_false(valid("a\xbf"));
+    assert_false(valid("\xc3\x41"));
+    assert_false(valid("\xe6\x97\x41"));
+    assert_false(valid("\xf0\x9f\x8e\x41"));
+    assert_false(valid("\xc3\xc3\xa9"));
+}
+
+int main(void)
+{
+#define T_(name) cmocka_unit_test_teardown(name, teardown)
+    const struct CMUnitTest tests[] = {
+        T_(test_not_json_is_400),
+        T_(test_empty_body_is_400),
+        T_(test_trailing_garbage_is_400),
+        T_(test_second_document_is_400),
+        T_(test_trailing_whitespace_is_fine),
+        T_(test_invalid_utf8_is_400),
+        T_(test_overlong_utf8_is_400),
+        T_(test_json_array_is_400),
+        T_(test_not_an_admission_review_is_400),
+        T_(test_wrong_api_version_is_400),
+        T_(test_missing_api_version_is_400),
+        T_(test_missing_kind_is_400),
+        T_(test_missing_request_is_400),
+        T_(test_request_not_an_object_is_400),
+        T_(test_missing_uid_is_400),
+        T_(test_empty_uid_is_400),
+        T_(test_uid_not_a_string_is_400),
+        T_(test_update_is_allowed_untouched),
+        T_(test_configmap_create_is_allowed_untouched),
+        T_(test_delete_is_allowed_untouched),
+        T_(test_pod_in_other_group_is_untouched),
+        T_(test_non_target_pod_create_has_no_patch),
+        T_(test_pod_create_response_shape),
+        T_(test_pod_create_patch_decodes_and_applies),
+        T_(test_v1beta1_is_answered_in_v1beta1),
+        T_(test_v1beta1_untouched_is_answered_in_v1beta1),
+        T_(test_dry_run_is_handled_like_any_request),
+        T_(test_summary_of_a_mutation),
+        T_(test_summary_name_from_generate_name),
+        T_(test_warnings_reach_the_response),
+        T_(test_unreadable_pod_is_allowed_with_warning),
+        T_(test_uid_with_special_characters_is_echoed_exactly),
+        T_(test_utf8_ascii_and_empty),
+        T_(test_utf8_two_three_four_byte),
+        T_(test_utf8_overlong_forms),
+        T_(test_utf8_surrogates),
+        T_(test_utf8_above_last_code_point),
+        T_(test_utf8_truncated_sequences),
+        T_(test_utf8_bad_continuation),
+    };
+#undef T_
+
+    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+}

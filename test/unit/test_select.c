@@ -1,0 +1,611 @@
+/*
+ * Unit tests for webhook/select.c (SPEC 1.3): the order annotation >
+ * nodeSelector/required node affinity > Node labels (spec.nodeName, through a
+ * fake hook) > GPU count > default; node affinity operators and terms (terms
+ * are ORed, expressions within a term ANDed, as in Kubernetes); GPU count
+ * summed over regular containers from limits (requests where no limit).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "podjson.h"
+#include "profiles.h"
+#include "select.h"
+
+#define TEST(name) static void name(void **state __attribute__((unused)))
+
+#define GPU8 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'8'}}}"
+#define GPU4 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'4'}}}"
+#define GPU2 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'2'}}}"
+
+/* Two node types told apart by two labels, a GPU count each, and a default. */
+static const char *const LABELLED =
+    "{'gpuResources':['nvidia.com/gpu','example.com/gpu'],"
+    "'profiles':["
+    "{'name':'big','match':{'gpus':8,'nodeLabels':{'type':'big','count':'8'}}},"
+    "{'name':'small','match':{'gpus':4,'nodeLabels':{'type':'small','count':'4'}}},"
+    "{'name':'fallback','default':true}]}";
+
+/* Same without a default. */
+static const char *const NO_DEFAULT =
+    "{'gpuResources':['nvidia.com/gpu','example.com/gpu'],"
+    "'profiles':["
+    "{'name':'big','match':{'gpus':8,'nodeLabels':{'type':'big','count':'8'}}},"
+    "{'name':'small','match':{'gpus':4,'nodeLabels':{'type':'small','count':'4'}}}]}";
+
+static void unquote(const char *in, char *out, size_t outlen)
+{
+    size_t n = strlen(in);
+
+    assert_true(n < outlen);
+    for (size_t i = 0; i <= n; i++)
+        out[i] = in[i] == '\'' ? '"' : in[i];
+}
+
+static struct profiles *profiles_from(const char *text)
+{
+    char buf[4096];
+    struct dynbuf err;
+    struct profiles *ps;
+
+    unquote(text, buf, sizeof(buf));
+    dynbuf_init(&err, 8192);
+    ps = profiles_parse(buf, strlen(buf), &err);
+    if (!ps)
+        fail_msg("test profiles rejected: %s", dynbuf_ptr(&err));
+    dynbuf_free(&err);
+    return ps;
+}
+
+/* What the last run used; kept alive so the result's pointers stay valid. */
+static struct profiles *cur_ps;
+static cJSON *cur_meta, *cur_spec;
+
+static void release(void)
+{
+    profiles_free(cur_ps);
+    cJSON_Delete(cur_meta);
+    cJSON_Delete(cur_spec);
+    cur_ps = NULL;
+    cur_meta = cur_spec = NULL;
+}
+
+static int teardown(void **state __attribute__((unused)))
+{
+    release();
+    return 0;
+}
+
+/* Runs selection on a pod given as metadata and spec JSON (' for "). */
+static void run(const char *profiles_text, const char *metadata, const char *spec,
+                const struct select_hooks *hooks, struct select_result *out)
+{
+    char buf[4096];
+    struct podjson r;
+
+    release();
+    cur_ps = profiles_from(profiles_text);
+    unquote(metadata, buf, sizeof(buf));
+    cur_meta = cJSON_Parse(buf);
+    assert_non_null(cur_meta);
+    unquote(spec, buf, sizeof(buf));
+    cur_spec = cJSON_Parse(buf);
+    if (!cur_spec)
+        fail_msg("test spec does not parse: %s", buf);
+    podjson_init(&r);
+    select_profile(&r, cur_meta, cur_spec, cur_ps, hooks, out);
+    assert_false(podjson_failed(&r));
+}
+
+static void assert_selects(const struct select_result *r, const char *name, enum select_rule rule)
+{
+    if (!r->profile)
+        fail_msg("no profile selected (rule %s), want %s", select_rule_name(r->rule), name);
+    assert_string_equal(r->profile->name, name);
+    if (r->rule != rule)
+        fail_msg("selected %s by rule %s, want rule %s", name, select_rule_name(r->rule),
+                 select_rule_name(rule));
+}
+
+static void assert_selects_none(const struct select_result *r)
+{
+    if (r->profile)
+        fail_msg("selected %s by %s, want none", r->profile->name, select_rule_name(r->rule));
+}
+
+/* A spec whose required node affinity is the given nodeSelectorTerms array. */
+#define AFFINITY(terms)                                                                            \
+    "{'containers':[{'name':'pytorch'}],'affinity':{'nodeAffinity':"                               \
+    "{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':" terms "}}}}"
+
+/* ---- order of the rules ---- */
+
+TEST(test_annotation_beats_node_selector_and_gpus)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{'annotations':{'rdma-webhook.io/profile':'small'}}",
+        "{'nodeSelector':{'count':'8'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_ANNOTATION);
+}
+
+TEST(test_node_selector_beats_gpu_count)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeSelector':{'count':'4'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_int_equal(r.gpus, 8);
+}
+
+TEST(test_gpu_count_beats_default)
+{
+    struct select_result r;
+
+    run(LABELLED, "{}", "{'containers':[" GPU4 "]}", NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_GPUS);
+}
+
+TEST(test_default_when_nothing_else_matches)
+{
+    struct select_result r;
+
+    run(LABELLED, "{}", "{'containers':[" GPU2 "]}", NULL, &r);
+    assert_selects(&r, "fallback", SELECT_BY_DEFAULT);
+}
+
+TEST(test_none_without_default)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'containers':[" GPU2 "]}", NULL, &r);
+    assert_selects_none(&r);
+    assert_int_equal(r.rule, SELECT_NONE);
+    assert_int_equal(r.gpus, 2);
+}
+
+TEST(test_zero_gpus_does_not_match_by_count)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'containers':[{'name':'pytorch'}]}", NULL, &r);
+    assert_selects_none(&r);
+    assert_int_equal(r.gpus, 0);
+}
+
+/* ---- annotation ---- */
+
+TEST(test_unknown_annotation_name_selects_nothing)
+{
+    struct select_result r;
+
+    run(LABELLED, "{'annotations':{'rdma-webhook.io/profile':'nope'}}", "{'containers':[" GPU8 "]}",
+        NULL, &r);
+    assert_selects_none(&r);
+    assert_int_equal(r.rule, SELECT_UNKNOWN_NAME);
+    assert_non_null(r.unknown_name);
+    assert_string_equal(r.unknown_name, "nope");
+}
+
+TEST(test_annotation_selects_profile_without_match)
+{
+    struct select_result r;
+
+    run(LABELLED, "{'annotations':{'rdma-webhook.io/profile':'fallback'}}",
+        "{'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects(&r, "fallback", SELECT_BY_ANNOTATION);
+}
+
+/* ---- nodeSelector ---- */
+
+TEST(test_node_selector_with_one_of_two_labels)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeSelector':{'type':'small'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_node_selector_contradicting_a_profile_label)
+{
+    struct select_result r;
+
+    /* type says big, count says 4: each profile has one label contradicted. */
+    run(NO_DEFAULT, "{}",
+        "{'nodeSelector':{'type':'big','count':'4'},'containers':[{'name':'pytorch'}]}", NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_node_selector_contradiction_falls_through_to_gpus)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeSelector':{'count':'16'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects(&r, "big", SELECT_BY_GPUS);
+}
+
+TEST(test_node_selector_on_unrelated_labels_is_no_demand)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeSelector':{'zone':'a'},'containers':[{'name':'pytorch'}]}", NULL,
+        &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_shipped_style_gpu_count_label)
+{
+    struct select_result r;
+
+    run("{'profiles':[{'name':'roce-8card','match':{'nodeLabels':{'nvidia.com/gpu.count':'8'}}},"
+        "{'name':'roce-4card','match':{'nodeLabels':{'nvidia.com/gpu.count':'4'}}}]}",
+        "{}", "{'nodeSelector':{'nvidia.com/gpu.count':'4'},'containers':[]}", NULL, &r);
+    assert_selects(&r, "roce-4card", SELECT_BY_NODE_SELECTOR);
+}
+
+/* ---- required node affinity ---- */
+
+TEST(test_affinity_in)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['4']}]}]"), NULL,
+        &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_affinity_in_with_no_matching_value)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['2','16']}]}]"),
+        NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_affinity_not_in)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'type','operator':'NotIn','values':['big']}]}]"),
+        NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_affinity_exists_with_in)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Exists'},"
+                 "{'key':'type','operator':'In','values':['small']}]}]"),
+        NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_affinity_does_not_exist_contradicts)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'DoesNotExist'}]}]"), NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_affinity_gt)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['6']}]}]"), NULL,
+        &r);
+    assert_selects(&r, "big", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_affinity_gt_is_strict)
+{
+    struct select_result r;
+
+    /* count Gt 8: the 8-card node's label 8 is not greater than 8. */
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['8']}]}]"), NULL,
+        &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_affinity_lt)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Lt','values':['6']}]}]"), NULL,
+        &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_affinity_gt_is_numeric_not_textual)
+{
+    struct select_result r;
+
+    /* "8" > "10" as text, 8 < 10 as numbers: nothing has more than 10. */
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['10']}]}]"), NULL,
+        &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_affinity_terms_are_ored)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['16']}]},"
+                 "{'matchExpressions':[{'key':'count','operator':'In','values':['4']}]}]"),
+        NULL, &r);
+    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+}
+
+TEST(test_affinity_expressions_in_a_term_are_anded)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'type','operator':'In','values':['big']},"
+                 "{'key':'count','operator':'In','values':['4']}]}]"),
+        NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_node_selector_and_affinity_must_both_hold)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'nodeSelector':{'type':'small'},'containers':[],'affinity':{'nodeAffinity':"
+        "{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':"
+        "[{'matchExpressions':[{'key':'count','operator':'In','values':['8']}]}]}}}}",
+        NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_preferred_affinity_is_not_a_demand)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[],'affinity':{'nodeAffinity':{'"
+        "preferredDuringSchedulingIgnoredDuringExecution':"
+        "[{'weight':1,'preference':{'matchExpressions':[{'key':'count','operator':'In','values':['"
+        "4']}]}}]}}}",
+        NULL, &r);
+    assert_selects_none(&r);
+}
+
+/* ---- spec.nodeName through the hook ---- */
+
+struct fake_node {
+    const char *labels; /* JSON, or NULL to fail */
+    char asked[64];
+    int calls;
+};
+
+static int fake_node_labels(void *ctx, const char *name, cJSON **labels)
+{
+    struct fake_node *f = ctx;
+    char buf[512];
+
+    f->calls++;
+    snprintf(f->asked, sizeof(f->asked), "%s", name);
+    if (!f->labels)
+        return -1;
+    unquote(f->labels, buf, sizeof(buf));
+    *labels = cJSON_Parse(buf);
+    return 0;
+}
+
+TEST(test_node_name_uses_node_labels)
+{
+    struct fake_node f = {.labels = "{'type':'small','count':'4','zone':'a'}"};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeName':'node-7','containers':[" GPU8 "]}", &h, &r);
+    assert_selects(&r, "small", SELECT_BY_NODE);
+    assert_int_equal(f.calls, 1);
+    assert_string_equal(f.asked, "node-7");
+    assert_false(r.node_lookup_failed);
+}
+
+TEST(test_node_needs_all_profile_labels)
+{
+    struct fake_node f = {.labels = "{'type':'small'}"};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeName':'n','containers':[{'name':'pytorch'}]}", &h, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_failing_hook_sets_node_lookup_failed_and_falls_back)
+{
+    struct fake_node f = {.labels = NULL};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeName':'n','containers':[" GPU8 "]}", &h, &r);
+    assert_true(r.node_lookup_failed);
+    assert_selects(&r, "big", SELECT_BY_GPUS);
+}
+
+TEST(test_no_hook_is_not_a_failure)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeName':'n','containers':[" GPU4 "]}", NULL, &r);
+    assert_false(r.node_lookup_failed);
+    assert_selects(&r, "small", SELECT_BY_GPUS);
+}
+
+TEST(test_hook_not_called_without_node_name)
+{
+    struct fake_node f = {.labels = "{'type':'small','count':'4'}"};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'containers':[" GPU8 "]}", &h, &r);
+    assert_int_equal(f.calls, 0);
+    assert_selects(&r, "big", SELECT_BY_GPUS);
+}
+
+TEST(test_node_selector_wins_over_node_name)
+{
+    struct fake_node f = {.labels = "{'type':'small','count':'4'}"};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}", "{'nodeName':'n','nodeSelector':{'type':'big'},'containers':[]}", &h, &r);
+    assert_selects(&r, "big", SELECT_BY_NODE_SELECTOR);
+}
+
+/* ---- GPU count ---- */
+
+TEST(test_gpus_summed_over_containers)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'}}},"
+        "{'name':'b','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}",
+        NULL, &r);
+    assert_int_equal(r.gpus, 8);
+    assert_selects(&r, "big", SELECT_BY_GPUS);
+}
+
+TEST(test_gpus_summed_over_gpu_resource_names)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'2',"
+        "'example.com/gpu':'2'}}}]}",
+        NULL, &r);
+    assert_int_equal(r.gpus, 4);
+}
+
+TEST(test_gpus_from_requests_when_no_limit)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[{'name':'a','resources':{'requests':{'nvidia.com/gpu':'4'}}}]}", NULL, &r);
+    assert_int_equal(r.gpus, 4);
+}
+
+TEST(test_gpus_limit_wins_over_request)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'},"
+        "'requests':{'nvidia.com/gpu':'8'}}}]}",
+        NULL, &r);
+    assert_int_equal(r.gpus, 4);
+}
+
+TEST(test_init_containers_not_counted)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'initContainers':[{'name':'i','resources':{'limits':{'nvidia.com/gpu':'4'}}}],"
+        "'containers':[" GPU4 "]}",
+        NULL, &r);
+    assert_int_equal(r.gpus, 4);
+    assert_selects(&r, "small", SELECT_BY_GPUS);
+}
+
+TEST(test_non_gpu_resources_not_counted)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[{'name':'a','resources':{'limits':{'cpu':'8','rdma/hca':'4',"
+        "'other.com/gpu':'8'}}}]}",
+        NULL, &r);
+    assert_int_equal(r.gpus, 0);
+}
+
+TEST(test_gpus_as_json_number)
+{
+    struct select_result r;
+
+    run(NO_DEFAULT, "{}",
+        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':8}}}]}", NULL, &r);
+    assert_int_equal(r.gpus, 8);
+}
+
+TEST(test_rule_names)
+{
+    assert_string_equal(select_rule_name(SELECT_BY_ANNOTATION), "annotation");
+    assert_string_equal(select_rule_name(SELECT_NONE), "none");
+    assert_string_equal(select_rule_name(SELECT_UNKNOWN_NAME), "unknown-name");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_annotation_beats_node_selector_and_gpus, teardown),
+        cmocka_unit_test_teardown(test_node_selector_beats_gpu_count, teardown),
+        cmocka_unit_test_teardown(test_gpu_count_beats_default, teardown),
+        cmocka_unit_test_teardown(test_default_when_nothing_else_matches, teardown),
+        cmocka_unit_test_teardown(test_none_without_default, teardown),
+        cmocka_unit_test_teardown(test_zero_gpus_does_not_match_by_count, teardown),
+        cmocka_unit_test_teardown(test_unknown_annotation_name_selects_nothing, teardown),
+        cmocka_unit_test_teardown(test_annotation_selects_profile_without_match, teardown),
+        cmocka_unit_test_teardown(test_node_selector_with_one_of_two_labels, teardown),
+        cmocka_unit_test_teardown(test_node_selector_contradicting_a_profile_label, teardown),
+        cmocka_unit_test_teardown(test_node_selector_contradiction_falls_through_to_gpus, teardown),
+        cmocka_unit_test_teardown(test_node_selector_on_unrelated_labels_is_no_demand, teardown),
+        cmocka_unit_test_teardown(test_shipped_style_gpu_count_label, teardown),
+        cmocka_unit_test_teardown(test_affinity_in, teardown),
+        cmocka_unit_test_teardown(test_affinity_in_with_no_matching_value, teardown),
+        cmocka_unit_test_teardown(test_affinity_not_in, teardown),
+        cmocka_unit_test_teardown(test_affinity_exists_with_in, teardown),
+        cmocka_unit_test_teardown(test_affinity_does_not_exist_contradicts, teardown),
+        cmocka_unit_test_teardown(test_affinity_gt, teardown),
+        cmocka_unit_test_teardown(test_affinity_gt_is_strict, teardown),
+        cmocka_unit_test_teardown(test_affinity_lt, teardown),
+        cmocka_unit_test_teardown(test_affinity_gt_is_numeric_not_textual, teardown),
+        cmocka_unit_test_teardown(test_affinity_terms_are_ored, teardown),
+        cmocka_unit_test_teardown(test_affinity_expressions_in_a_term_are_anded, teardown),
+        cmocka_unit_test_teardown(test_node_selector_and_affinity_must_both_hold, teardown),
+        cmocka_unit_test_teardown(test_preferred_affinity_is_not_a_demand, teardown),
+        cmocka_unit_test_teardown(test_node_name_uses_node_labels, teardown),
+        cmocka_unit_test_teardown(test_node_needs_all_profile_labels, teardown),
+        cmocka_unit_test_teardown(test_failing_hook_sets_node_lookup_failed_and_falls_back,
+                                  teardown),
+        cmocka_unit_test_teardown(test_no_hook_is_not_a_failure, teardown),
+        cmocka_unit_test_teardown(test_hook_not_called_without_node_name, teardown),
+        cmocka_unit_test_teardown(test_node_selector_wins_over_node_name, teardown),
+        cmocka_unit_test_teardown(test_gpus_summed_over_containers, teardown),
+        cmocka_unit_test_teardown(test_gpus_summed_over_gpu_resource_names, teardown),
+        cmocka_unit_test_teardown(test_gpus_from_requests_when_no_limit, teardown),
+        cmocka_unit_test_teardown(test_gpus_limit_wins_over_request, teardown),
+        cmocka_unit_test_teardown(test_init_containers_not_counted, teardown),
+        cmocka_unit_test_teardown(test_non_gpu_resources_not_counted, teardown),
+        cmocka_unit_test_teardown(test_gpus_as_json_number, teardown),
+        cmocka_unit_test_teardown(test_rule_names, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
