@@ -1,13 +1,33 @@
 // Reads a JSON array of Kubernetes objects on stdin and validates each one
 // against the Kubernetes OpenAPI schemas shipped by the kubernetes-models
-// package. Prints one JSON line per object: {"index", "ok", "error"}.
+// package (and cert-manager's, from @kubernetes-models/cert-manager). Prints
+// one JSON line per object: {"index", "ok", "error"}.
 // Exits 0 whatever the objects hold; only a crash (bad input) exits non-zero.
-import { Pod } from "kubernetes-models/v1";
-import { ConfigMap } from "kubernetes-models/v1";
+import { ConfigMap, Namespace, Pod, PodTemplate, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
+import { Deployment } from "kubernetes-models/apps/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { MutatingWebhookConfiguration } from "kubernetes-models/admissionregistration.k8s.io/v1";
+import { Certificate, ClusterIssuer, Issuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 
 const MODELS = {
   "v1/Pod": Pod,
+  "v1/PodTemplate": PodTemplate,
   "v1/ConfigMap": ConfigMap,
+  "v1/Secret": Secret,
+  "v1/Namespace": Namespace,
+  "v1/Service": Service,
+  "v1/ServiceAccount": ServiceAccount,
+  "apps/v1/Deployment": Deployment,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "rbac.authorization.k8s.io/v1/Role": Role,
+  "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
+  "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
+  "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": MutatingWebhookConfiguration,
+  "cert-manager.io/v1/Certificate": Certificate,
+  "cert-manager.io/v1/Issuer": Issuer,
+  "cert-manager.io/v1/ClusterIssuer": ClusterIssuer,
 };
 
 function readStdin() {

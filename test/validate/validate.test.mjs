@@ -60,3 +60,44 @@ test("broken pods are rejected, one result line each, in order", () => {
     assert.match(r.error, /\S/);
   });
 });
+
+test("deployment kinds and cert-manager's validate; broken ones are rejected", () => {
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "w", namespace: "rdma-webhook" },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: "w" } },
+      template: { metadata: { labels: { app: "w" } }, spec: { containers: [{ name: "w", image: "w:1" }] } },
+    },
+  };
+  const webhookConfig = {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "MutatingWebhookConfiguration",
+    metadata: { name: "w" },
+    webhooks: [{
+      name: "w.example.io",
+      admissionReviewVersions: ["v1"],
+      sideEffects: "None",
+      clientConfig: { service: { name: "w", namespace: "rdma-webhook", path: "/mutate", port: 443 } },
+    }],
+  };
+  const certificate = {
+    apiVersion: "cert-manager.io/v1",
+    kind: "Certificate",
+    metadata: { name: "c", namespace: "rdma-webhook" },
+    spec: { secretName: "s", dnsNames: ["w.rdma-webhook.svc"], issuerRef: { name: "i" }, privateKey: { algorithm: "ECDSA", size: 256 } },
+  };
+  const issuer = { apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata: { name: "i" }, spec: { selfSigned: {} } };
+  assert.deepEqual(run([deployment, webhookConfig, certificate, issuer]).map((r) => r.ok), [true, true, true, true]);
+
+  const badDeployment = structuredClone(deployment);
+  badDeployment.spec.replicas = "two";
+  const badWebhook = structuredClone(webhookConfig);
+  badWebhook.webhooks[0].sideEffects = "Nope";
+  const badCertificate = structuredClone(certificate);
+  badCertificate.spec.privateKey.algorithm = "DSA";
+  const results = run([badDeployment, badWebhook, badCertificate]);
+  results.forEach((r, i) => assert.equal(r.ok, false, `broken object ${i} should fail`));
+});

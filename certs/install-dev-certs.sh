@@ -1,0 +1,162 @@
+#!/bin/sh
+# Makes the webhook's serving certificate with `rdma-webhook gen-certs` and
+# installs it: the TLS Secret rdma-webhook-tls in namespace rdma-webhook, and
+# the CA in the caBundle of every webhook of the MutatingWebhookConfiguration
+# rdma-webhook. Run it after `kubectl apply -k manifests/`, and again to rotate.
+#
+#   certs/install-dev-certs.sh [--print] [--out-dir DIR] [--days N]
+#
+# --print       make the certificates and print the Secret and the
+#               MutatingWebhookConfiguration (from manifests/) with the caBundle
+#               filled in, as YAML, instead of changing the cluster
+# --out-dir DIR keep ca.crt, ca.key, tls.crt, tls.key in DIR (default: a
+#               temporary directory, removed at exit)
+# --days N      validity of the certificates (default 365)
+#
+# Env: KUBECTL (default kubectl), RDMA_WEBHOOK_BIN (default build/rdma-webhook
+# of this repository, else rdma-webhook on PATH).
+#
+# Rotation without a gap: the caBundle is patched first, with the new CA
+# followed by the CA it held before, and only then is the Secret replaced (the
+# pods reload the mounted files once the kubelet has synced them); so the
+# apiserver trusts the serving certificate on both sides of the switch.
+set -eu
+
+ns=rdma-webhook
+svc=rdma-webhook
+secret=rdma-webhook-tls
+mwc=rdma-webhook
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+mwc_file=$root/manifests/mutatingwebhookconfiguration.yaml
+kubectl=${KUBECTL:-kubectl}
+
+usage() {
+    sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"
+}
+
+die() {
+    echo "install-dev-certs: $*" >&2
+    exit 1
+}
+
+print=0
+out_dir=
+days=365
+while [ $# -gt 0 ]; do
+    case $1 in
+    --print) print=1 ;;
+    --out-dir)
+        [ $# -ge 2 ] || die "--out-dir needs a directory"
+        out_dir=$2
+        shift
+        ;;
+    --out-dir=*) out_dir=${1#--out-dir=} ;;
+    --days)
+        [ $# -ge 2 ] || die "--days needs a number"
+        days=$2
+        shift
+        ;;
+    --days=*) days=${1#--days=} ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *) die "unknown argument: $1 (try --help)" ;;
+    esac
+    shift
+done
+
+if [ -n "${RDMA_WEBHOOK_BIN:-}" ]; then
+    bin=$RDMA_WEBHOOK_BIN
+elif [ -x "$root/build/rdma-webhook" ]; then
+    bin=$root/build/rdma-webhook
+elif command -v rdma-webhook >/dev/null 2>&1; then
+    bin=rdma-webhook
+else
+    die "no rdma-webhook binary: run \`make build\` or set RDMA_WEBHOOK_BIN"
+fi
+command -v "$kubectl" >/dev/null 2>&1 || die "$kubectl not found (set KUBECTL)"
+
+if [ -z "$out_dir" ]; then
+    out_dir=$(mktemp -d "${TMPDIR:-/tmp}/rdma-webhook-certs.XXXXXX")
+    trap 'rm -rf "$out_dir"' EXIT
+    trap 'exit 1' HUP INT TERM
+fi
+"$bin" gen-certs --out-dir "$out_dir" --service "$svc" --namespace "$ns" --days "$days" >&2 ||
+    die "gen-certs failed"
+for f in ca.crt tls.crt tls.key; do
+    [ -s "$out_dir/$f" ] || die "gen-certs wrote no $out_dir/$f"
+done
+
+# The Secret, as `kubectl apply` takes it.
+secret_yaml() {
+    "$kubectl" create secret tls "$secret" --namespace "$ns" \
+        --cert "$out_dir/tls.crt" --key "$out_dir/tls.key" \
+        --dry-run=client -o yaml
+}
+
+# webhook_names: the names of the webhooks, one a line, in order; from the
+# manifest file (--print) or from the cluster.
+webhook_names() {
+    jp='{range .webhooks[*]}{.name}{"\n"}{end}'
+    if [ "$print" = 1 ]; then
+        "$kubectl" patch --local -f "$mwc_file" --type merge -p '{}' -o jsonpath="$jp"
+    else
+        "$kubectl" get mutatingwebhookconfiguration "$mwc" -o jsonpath="$jp"
+    fi
+}
+
+# ca_patch BUNDLE_B64: a JSON patch setting every webhook's caBundle, each
+# guarded by a test of the webhook's name at that index.
+ca_patch() {
+    names=$(webhook_names) || die "cannot read the webhooks of $mwc"
+    [ -n "$names" ] || die "MutatingWebhookConfiguration $mwc has no webhooks"
+    i=0
+    sep=
+    printf '['
+    for name in $names; do
+        printf '%s{"op":"test","path":"/webhooks/%d/name","value":"%s"},' "$sep" "$i" "$name"
+        printf '{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":"%s"}' "$i" "$1"
+        sep=,
+        i=$((i + 1))
+    done
+    printf ']'
+}
+
+b64() {
+    base64 | tr -d '\n'
+}
+
+if [ "$print" = 1 ]; then
+    bundle=$(b64 <"$out_dir/ca.crt")
+    echo "# Secret $ns/$secret: the serving certificate and key"
+    secret_yaml
+    echo "---"
+    echo "# MutatingWebhookConfiguration $mwc with the caBundle (base64 of ca.crt)"
+    "$kubectl" patch --local -f "$mwc_file" --type json -p "$(ca_patch "$bundle")" -o yaml
+    exit 0
+fi
+
+"$kubectl" get namespace "$ns" >/dev/null ||
+    die "namespace $ns not found: run \`kubectl apply -k manifests/\` first"
+"$kubectl" get mutatingwebhookconfiguration "$mwc" >/dev/null ||
+    die "MutatingWebhookConfiguration $mwc not found: run \`kubectl apply -k manifests/\` first"
+
+# Trust the new CA and, until the pods serve the new certificate, the previous
+# one (the first certificate of the current bundle).
+old=$("$kubectl" get mutatingwebhookconfiguration "$mwc" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
+{
+    cat "$out_dir/ca.crt"
+    if [ -n "$old" ]; then
+        printf '%s' "$old" | base64 -d | awk '/-----BEGIN CERTIFICATE-----/ { n++ } n == 1'
+    fi
+} >"$out_dir/bundle.crt"
+"$kubectl" patch mutatingwebhookconfiguration "$mwc" --type json \
+    -p "$(ca_patch "$(b64 <"$out_dir/bundle.crt")")"
+secret_yaml | "$kubectl" apply -f -
+
+echo "installed: Secret $ns/$secret and the caBundle of $mwc" >&2
+echo "the pods pick the new files up once the kubelet syncs the Secret (about a minute);" >&2
+echo "check with: $kubectl -n $ns rollout status deployment/$svc" >&2
