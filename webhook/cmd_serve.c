@@ -209,11 +209,11 @@ static void serve_drain(struct serve_app *app, unsigned grace_s)
     long waited_ms = 0;
 
     server_quiesce(&app->srv);
-    while (atomic_load(&app->srv.stats.in_flight) > 0 && waited_ms < (long)grace_s * 1000) {
+    while (atomic_load(&app->srv.metrics.in_flight) > 0 && waited_ms < (long)grace_s * 1000) {
         nanosleep(&tick, NULL);
         waited_ms += 50;
     }
-    if (atomic_load(&app->srv.stats.in_flight) > 0)
+    if (atomic_load(&app->srv.metrics.in_flight) > 0)
         log_msg(&app->srv.log, LOG_WARN, "grace period over; closing requests still in flight",
                 NULL, NULL);
 }
@@ -298,6 +298,7 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     app->srv.cfg = o.cfg;
+    metrics_init(&app->srv.metrics);
     app->srv.log = (struct logger){.fd = STDERR_FILENO, .min = level};
     rc = serve_run(app, &o);
     store_destroy(&app->srv.store);

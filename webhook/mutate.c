@@ -31,6 +31,15 @@ struct mctx {
     size_t n_env;
 };
 
+const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
+{
+    static const char *const names[MUTATE_W_KINDS] = {
+        "no_profile", "unknown_profile", "override",     "nccl_value",  "non_root", "envfrom",
+        "scheduler",  "host_network",    "no_container", "node_lookup", "error"};
+
+    return kind < MUTATE_W_KINDS ? names[kind] : "other";
+}
+
 void mutate_result_init(struct mutate_result *res, size_t patch_cap)
 {
     memset(res, 0, sizeof(*res));
@@ -46,7 +55,8 @@ void mutate_result_free(struct mutate_result *res)
 }
 
 /* Keeps the first MUTATE_WARNING_MAX-1 bytes, cut on a UTF-8 boundary. */
-__attribute__((format(printf, 2, 3))) static void mutate_warn(struct mctx *m, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+mutate_warn(struct mctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
 {
     struct mutate_warnings *w = &m->res->warnings;
     char buf[512];
@@ -67,8 +77,10 @@ __attribute__((format(printf, 2, 3))) static void mutate_warn(struct mctx *m, co
     for (size_t i = 0; i < w->n; i++)
         if (strcmp(w->text[i], buf) == 0)
             return;
-    if (w->n < MUTATE_MAX_WARNINGS)
+    if (w->n < MUTATE_MAX_WARNINGS) {
+        w->kind[w->n] = kind;
         memcpy(w->text[w->n++], buf, strlen(buf) + 1);
+    }
 }
 
 /* A user value as quoted in a warning: at most outlen-4 bytes, cut on a UTF-8
@@ -155,8 +167,9 @@ static void mutate_effective_env(struct mctx *m)
         if (!profiles_kv_get(env, hn->v[i].name))
             m->env[m->n_env++] = hn->v[i];
     if (dropped_ifname)
-        mutate_warn(m, "hostNetwork pod: NCCL_SOCKET_IFNAME not set (profile has no "
-                       "hostNetworkEnv); set it to the node's NIC");
+        mutate_warn(m, MUTATE_W_HOST_NETWORK,
+                    "hostNetwork pod: NCCL_SOCKET_IFNAME not set (profile has no "
+                    "hostNetworkEnv); set it to the node's NIC");
 }
 
 /* Warns about NCCL values the user wrote that NCCL will read differently. */
@@ -172,7 +185,7 @@ static void mutate_check_user_env(struct mctx *m, const cJSON *env, const char *
 
         if (name && value && nccl_is_nccl_var(name) &&
             nccl_check(name, value, msg, sizeof(msg)) != NCCL_VALUE_OK)
-            mutate_warn(m, "container \"%s\": %s", cname, msg);
+            mutate_warn(m, MUTATE_W_NCCL_VALUE, "container \"%s\": %s", cname, msg);
     }
 }
 
@@ -192,10 +205,12 @@ static int mutate_env_declared(struct mctx *m, const cJSON *env, const struct pr
             continue;
         value = podjson_str(&m->r, e, "value");
         if (!value && podjson_obj(&m->r, e, "valueFrom"))
-            mutate_warn(m, "container \"%s\": your %s (valueFrom) overrides the profile (%s)",
-                        cname, kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
+            mutate_warn(m, MUTATE_W_OVERRIDE,
+                        "container \"%s\": your %s (valueFrom) overrides the profile (%s)", cname,
+                        kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
         else if (strcmp(value ? value : "", kv->value) != 0)
-            mutate_warn(m, "container \"%s\": your %s overrides the profile (%s, not %s)", cname,
+            mutate_warn(m, MUTATE_W_OVERRIDE,
+                        "container \"%s\": your %s overrides the profile (%s, not %s)", cname,
                         kv->name, mutate_short(value ? value : "", shown, sizeof(shown)),
                         mutate_short(kv->value, shown_p, sizeof(shown_p)));
         return 1;
@@ -246,7 +261,7 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *container, const
             return 1;
         if (answer == MUTATE_ENVFROM_UNKNOWN && !(*warned & bit)) {
             *warned |= bit;
-            mutate_warn(m,
+            mutate_warn(m, MUTATE_W_ENVFROM,
                         "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys "
                         "lose to the profile's",
                         cname, cm ? "ConfigMap" : "Secret",
@@ -340,7 +355,7 @@ static void mutate_ipc_lock(struct mctx *m, const cJSON *c, const char *cpath, c
     if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged"))
         return;
     if (mutate_runs_as_non_root(m, sc))
-        mutate_warn(m,
+        mutate_warn(m, MUTATE_W_NON_ROOT,
                     "container \"%s\" runs as non-root: IPC_LOCK has no effect there; "
                     "raise ulimit -l instead",
                     cname);
@@ -525,7 +540,7 @@ static void mutate_scheduler(struct mctx *m)
     if (!want || !*want || (have && strcmp(have, want) == 0))
         return;
     if (have && strcmp(have, "default-scheduler") != 0) {
-        mutate_warn(m,
+        mutate_warn(m, MUTATE_W_SCHEDULER,
                     "pod keeps scheduler \"%s\"; the profile's \"%s\" (gang scheduling) "
                     "is not applied",
                     mutate_short(have, shown, sizeof(shown)), want);
@@ -640,8 +655,9 @@ static int mutate_has_target_container(struct mctx *m)
             return 1;
     }
     m->res->reason = "no-container";
-    mutate_warn(m, "no container asks for a GPU or RDMA device or is named \"pytorch\"; "
-                   "pod not mutated");
+    mutate_warn(m, MUTATE_W_NO_CONTAINER,
+                "no container asks for a GPU or RDMA device or is named \"pytorch\"; "
+                "pod not mutated");
     return 0;
 }
 
@@ -674,10 +690,11 @@ static int mutate_choose(struct mctx *m)
     m->res->rule = sel.rule;
     m->p = sel.profile;
     if (sel.node_lookup_failed)
-        mutate_warn(m, "could not read the labels of node \"%s\"; profile chosen from the pod",
+        mutate_warn(m, MUTATE_W_NODE_LOOKUP,
+                    "could not read the labels of node \"%s\"; profile chosen from the pod",
                     mutate_short(podjson_str(&m->r, m->spec, "nodeName"), shown, sizeof(shown)));
     if (sel.rule == SELECT_UNKNOWN_NAME) {
-        mutate_warn(m, "unknown profile \"%s\" in %s; pod not mutated",
+        mutate_warn(m, MUTATE_W_UNKNOWN_PROFILE, "unknown profile \"%s\" in %s; pod not mutated",
                     mutate_short(sel.unknown_name, shown, sizeof(shown)),
                     SELECT_ANNOTATION_PROFILE);
         m->res->reason = "unknown-profile";
@@ -685,7 +702,7 @@ static int mutate_choose(struct mctx *m)
     }
     if (!m->p) {
         if (sel.gpus > 0)
-            mutate_warn(m,
+            mutate_warn(m, MUTATE_W_NO_PROFILE,
                         "no RDMA profile matches this pod (%lld GPUs); NCCL settings not "
                         "injected",
                         sel.gpus);
@@ -719,7 +736,7 @@ static void mutate_fail(struct mctx *m, const char *why)
     res->profile = NULL;
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
-    mutate_warn(m, "pod not mutated: %s", why);
+    mutate_warn(m, MUTATE_W_ERROR, "pod not mutated: %s", why);
 }
 
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,

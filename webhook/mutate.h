@@ -50,8 +50,28 @@ struct mutate_input {
 
 enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };
 
+/* What a warning is about, for metrics (SPEC 1.5). */
+enum mutate_warning_kind {
+    MUTATE_W_NO_PROFILE,
+    MUTATE_W_UNKNOWN_PROFILE,
+    MUTATE_W_OVERRIDE,
+    MUTATE_W_NCCL_VALUE,
+    MUTATE_W_NON_ROOT,
+    MUTATE_W_ENVFROM,
+    MUTATE_W_SCHEDULER,
+    MUTATE_W_HOST_NETWORK,
+    MUTATE_W_NO_CONTAINER,
+    MUTATE_W_NODE_LOOKUP,
+    MUTATE_W_ERROR,
+    MUTATE_W_KINDS
+};
+
+/* The metric label of each kind. */
+const char *mutate_warning_kind_name(enum mutate_warning_kind kind);
+
 struct mutate_warnings {
     char text[MUTATE_MAX_WARNINGS][MUTATE_WARNING_MAX];
+    enum mutate_warning_kind kind[MUTATE_MAX_WARNINGS];
     size_t n;
 };
 

@@ -142,6 +142,8 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
+    for (size_t i = 0; i < res->warnings.n; i++)
+        sum->warning_kinds[res->warnings.kind[i]]++;
     review_copy(sum->error, sizeof(sum->error), res->error);
 }
 

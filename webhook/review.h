@@ -27,6 +27,7 @@ struct review_summary {
     char profile[64];    /* "" when none; a copy, so it outlives the snapshot */
     size_t ops;
     size_t warnings;
+    unsigned warning_kinds[MUTATE_W_KINDS];
     char error[160];
 };
 

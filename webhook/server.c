@@ -19,7 +19,10 @@
 /* TLS 1.2 and 1.3 only: the apiserver speaks both, and nothing older is safe. */
 #define SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define SERVER_PEM_MAX        (1u << 20)
-#define SERVER_DISCARD_MAX    ((size_t)256 << 20)
+#ifndef RDMA_WEBHOOK_VERSION
+#define RDMA_WEBHOOK_VERSION "0.1.0-dev"
+#endif
+#define SERVER_DISCARD_MAX ((size_t)256 << 20)
 /* The response carries the patch base64-encoded plus warnings and envelope. */
 #define SERVER_RESPONSE_MAX (REVIEW_PATCH_MAX / 3 * 4 + 65536)
 
@@ -34,23 +37,25 @@ struct server_request {
     struct timespec start;
 };
 
-static long long server_elapsed_us(const struct timespec *start)
+static long long server_elapsed_ns(const struct timespec *start)
 {
     struct timespec now;
 
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long long)(now.tv_sec - start->tv_sec) * 1000000LL +
-           (now.tv_nsec - start->tv_nsec) / 1000;
+    return (long long)(now.tv_sec - start->tv_sec) * 1000000000LL + (now.tv_nsec - start->tv_nsec);
 }
 
 /* Queues a response. body is either taken over (must_free: libmicrohttpd
  * frees it) or static; allow, when given, fills the Allow header of a 405. */
-static enum MHD_Result server_reply(struct MHD_Connection *conn, unsigned status, const char *type,
-                                    char *body, size_t len, int must_free, const char *allow)
+static enum MHD_Result server_reply(struct server *s, struct MHD_Connection *conn, unsigned status,
+                                    const char *type, char *body, size_t len, int must_free,
+                                    const char *allow)
 {
     struct MHD_Response *resp;
     enum MHD_Result rc;
 
+    if (status >= 400)
+        metrics_http_error(&s->metrics, status);
     resp = MHD_create_response_from_buffer(
         len, body ? body : "", body && must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
@@ -66,23 +71,23 @@ static enum MHD_Result server_reply(struct MHD_Connection *conn, unsigned status
     return rc;
 }
 
-static enum MHD_Result server_reply_buf(struct MHD_Connection *conn, unsigned status,
-                                        const char *type, char *body, size_t len)
+static enum MHD_Result server_reply_buf(struct server *s, struct MHD_Connection *conn,
+                                        unsigned status, const char *type, char *body, size_t len)
 {
-    return server_reply(conn, status, type, body, len, 1, NULL);
+    return server_reply(s, conn, status, type, body, len, 1, NULL);
 }
 
-static enum MHD_Result server_reply_text(struct MHD_Connection *conn, unsigned status,
-                                         const char *text)
+static enum MHD_Result server_reply_text(struct server *s, struct MHD_Connection *conn,
+                                         unsigned status, const char *text)
 {
-    return server_reply(conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text), 0,
+    return server_reply(s, conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text), 0,
                         NULL);
 }
 
-static enum MHD_Result server_reply_405(struct MHD_Connection *conn, const char *text,
-                                        const char *allow)
+static enum MHD_Result server_reply_405(struct server *s, struct MHD_Connection *conn,
+                                        const char *text, const char *allow)
 {
-    return server_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+    return server_reply(s, conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
                         (char *)text, strlen(text), 0, allow);
 }
 
@@ -110,40 +115,28 @@ static int server_is_json(const char *type)
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
-    struct server_stats *st = &s->stats;
     struct snapshot *snap = store_acquire(&s->store);
+    const struct tlscreds_pair *cert = tlscreds_current(&s->creds);
+    struct metrics_gauges g = {
+        .profiles_generation = snap ? snap->generation : 0,
+        .profiles_loaded = store_loaded(&s->store),
+        .profiles_rejected = store_rejected(&s->store),
+        .cert_not_after = cert ? cert->not_after : 0,
+        .cert_generation = s->creds.generation,
+        .version = RDMA_WEBHOOK_VERSION,
+    };
     struct dynbuf b;
     size_t len;
 
-    dynbuf_init(&b, 16384);
-    dynbuf_printf(&b,
-                  "# TYPE rdma_webhook_admissions_total counter\n"
-                  "rdma_webhook_admissions_total{result=\"mutated\"} %llu\n"
-                  "rdma_webhook_admissions_total{result=\"skipped\"} %llu\n"
-                  "rdma_webhook_admissions_total{result=\"error\"} %llu\n"
-                  "# TYPE rdma_webhook_http_rejected_total counter\n"
-                  "rdma_webhook_http_rejected_total %llu\n"
-                  "# TYPE rdma_webhook_patch_operations_total counter\n"
-                  "rdma_webhook_patch_operations_total %llu\n"
-                  "# TYPE rdma_webhook_warnings_total counter\n"
-                  "rdma_webhook_warnings_total %llu\n"
-                  "# TYPE rdma_webhook_in_flight_requests gauge\n"
-                  "rdma_webhook_in_flight_requests %d\n"
-                  "# TYPE rdma_webhook_profiles_generation gauge\n"
-                  "rdma_webhook_profiles_generation %lu\n"
-                  "# TYPE rdma_webhook_profile_reloads_total counter\n"
-                  "rdma_webhook_profile_reloads_total{result=\"loaded\"} %lu\n"
-                  "rdma_webhook_profile_reloads_total{result=\"rejected\"} %lu\n",
-                  atomic_load(&st->mutated), atomic_load(&st->skipped), atomic_load(&st->errors),
-                  atomic_load(&st->rejected), atomic_load(&st->patch_ops),
-                  atomic_load(&st->warnings), atomic_load(&st->in_flight),
-                  snap ? snap->generation : 0UL, store_loaded(&s->store),
-                  store_rejected(&s->store));
     snapshot_release(snap);
-    if (!b.mem)
-        return server_reply_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    dynbuf_init(&b, 65536);
+    if (metrics_render(&s->metrics, &g, &b)) {
+        dynbuf_free(&b);
+        return server_reply_text(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
     len = b.len;
-    return server_reply_buf(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", dynbuf_steal(&b), len);
+    return server_reply_buf(s, conn, MHD_HTTP_OK, "text/plain; version=0.0.4", dynbuf_steal(&b),
+                            len);
 }
 
 static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connection *conn,
@@ -152,15 +145,15 @@ static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connecti
     int ready;
 
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return server_reply_405(conn, "use GET\n", "GET, HEAD");
+        return server_reply_405(s, conn, "use GET\n", "GET, HEAD");
     if (route == ROUTE_METRICS)
         return server_metrics(s, conn);
     if (route == ROUTE_HEALTHZ)
-        return server_reply_text(conn, MHD_HTTP_OK, "ok\n");
+        return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
     ready = store_ready(&s->store) && !atomic_load(&s->draining);
     if (ready)
-        return server_reply_text(conn, MHD_HTTP_OK, "ok\n");
-    return server_reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+        return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
+    return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                              atomic_load(&s->draining) ? "shutting down\n"
                                                        : "no valid profiles loaded yet\n");
 }
@@ -185,16 +178,10 @@ static void server_log_admission(struct server *s, const struct review_summary *
     log_end(&l);
 }
 
-static void server_count(struct server *s, const struct review_summary *sum)
+static void server_count(struct server *s, const struct review_summary *sum, long long ns)
 {
-    if (strcmp(sum->outcome, "mutated") == 0)
-        atomic_fetch_add(&s->stats.mutated, 1);
-    else if (strcmp(sum->outcome, "error") == 0)
-        atomic_fetch_add(&s->stats.errors, 1);
-    else
-        atomic_fetch_add(&s->stats.skipped, 1);
-    atomic_fetch_add(&s->stats.patch_ops, sum->ops);
-    atomic_fetch_add(&s->stats.warnings, sum->warnings);
+    metrics_admission(&s->metrics, metrics_outcome_of(sum->outcome, sum->reason), ns, sum->ops,
+                      sum->warning_kinds);
 }
 
 /* The whole body is in: answer the review with the current profiles. */
@@ -208,23 +195,24 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     int status;
 
     if (!snap)
-        return server_reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+        return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                                  "no valid profiles loaded yet; check the profiles source\n");
     dynbuf_init(&out, SERVER_RESPONSE_MAX);
     status = review_handle(dynbuf_ptr(&req->body), dynbuf_len(&req->body), snap->ps, &s->hooks,
                            &out, &sum);
     snapshot_release(snap);
     if (status == MHD_HTTP_OK) {
-        server_count(s, &sum);
+        long long ns = server_elapsed_ns(&req->start);
+
+        server_count(s, &sum, ns);
         if (strcmp(sum.outcome, "ignored") != 0)
-            server_log_admission(s, &sum, server_elapsed_us(&req->start));
+            server_log_admission(s, &sum, ns / 1000);
     } else {
-        atomic_fetch_add(&s->stats.rejected, 1);
         dynbuf_truncate(&out, strcspn(dynbuf_ptr(&out), "\n"));
         log_msg(&s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));
     }
     len = out.len;
-    return server_reply_buf(conn, (unsigned)status,
+    return server_reply_buf(s, conn, (unsigned)status,
                             status == MHD_HTTP_OK ? "application/json"
                                                   : "text/plain; charset=utf-8",
                             dynbuf_steal(&out), len);
@@ -240,20 +228,20 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
     struct server_request *req;
 
     if (route == ROUTE_NONE)
-        return server_reply_text(conn, MHD_HTTP_NOT_FOUND,
+        return server_reply_text(s, conn, MHD_HTTP_NOT_FOUND,
                                  tls ? "not found; the webhook path is /mutate\n"
                                      : "not found; try /metrics, /healthz or /readyz\n");
     if (route != ROUTE_MUTATE)
         return server_simple_route(s, conn, route, method);
     if (strcmp(method, "POST") != 0)
-        return server_reply_405(conn, "/mutate takes POST with an AdmissionReview\n", "POST");
+        return server_reply_405(s, conn, "/mutate takes POST with an AdmissionReview\n", "POST");
     type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (!server_is_json(type))
-        return server_reply_text(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+        return server_reply_text(s, conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                  "send the AdmissionReview as Content-Type: application/json\n");
     clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (clen && strtoull(clen, NULL, 10) > s->cfg.max_body)
-        return server_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+        return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
                                  "body exceeds --max-body-bytes\n");
     req = calloc(1, sizeof(*req));
     if (!req)
@@ -262,7 +250,7 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
     dynbuf_init(&req->body, s->cfg.max_body);
     clock_gettime(CLOCK_MONOTONIC, &req->start);
     *req_cls = req;
-    atomic_fetch_add(&s->stats.in_flight, 1);
+    atomic_fetch_add(&s->metrics.in_flight, 1);
     return MHD_YES;
 }
 
@@ -274,7 +262,6 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
     struct server_request *req = *req_cls;
 
     if (!req) {
-        atomic_fetch_add(&s->stats.requests, 1);
         return server_begin(s, conn, url, method, tls, req_cls);
     }
     if (*upload_size) {
@@ -294,8 +281,7 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
         return MHD_YES;
     }
     if (req->early_status) {
-        atomic_fetch_add(&s->stats.rejected, 1);
-        return server_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+        return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
                                  "body exceeds --max-body-bytes\n");
     }
     return server_admit(s, conn, req);
@@ -329,7 +315,7 @@ static void server_completed(void *cls, struct MHD_Connection *conn, void **req_
     (void)code;
     if (!req)
         return;
-    atomic_fetch_sub(&s->stats.in_flight, 1);
+    atomic_fetch_sub(&s->metrics.in_flight, 1);
     dynbuf_free(&req->body);
     free(req);
     *req_cls = NULL;

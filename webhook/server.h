@@ -21,6 +21,7 @@
 
 #include "filewatch.h"
 #include "log.h"
+#include "metrics.h"
 #include "mutate.h"
 #include "store.h"
 #include "tlscreds.h"
@@ -43,23 +44,12 @@ struct server_config {
     unsigned cert_expiry_warn_days;
 };
 
-struct server_stats {
-    atomic_ullong requests;
-    atomic_ullong mutated;
-    atomic_ullong skipped;
-    atomic_ullong errors;   /* pods admitted unchanged because they could not be read */
-    atomic_ullong rejected; /* HTTP 4xx */
-    atomic_ullong patch_ops;
-    atomic_ullong warnings;
-    atomic_int in_flight;
-};
-
 struct server {
     struct server_config cfg;
     struct logger log;
     struct store store;
     struct mutate_hooks hooks;
-    struct server_stats stats;
+    struct metrics metrics;
     atomic_int draining; /* readiness goes false first when shutting down */
     struct tlscreds creds;
     /* Private. */

@@ -1,0 +1,159 @@
+#include "metrics.h"
+
+#include <string.h>
+
+static const char *const metrics_outcome_labels[METRICS_OUTCOMES][2] = {
+    {"mutated", ""},
+    {"skipped", "not-target"},
+    {"skipped", "opted-out"},
+    {"skipped", "no-profile"},
+    {"skipped", "unknown-profile"},
+    {"skipped", "no-container"},
+    {"skipped", "nothing-missing"},
+    {"ignored", ""},
+    {"error", ""},
+};
+
+static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
+
+/* Upper bounds in nanoseconds: an admission is expected in well under a
+ * millisecond, and the apiserver gives up at the webhook's timeout. */
+static const unsigned long long metrics_bounds_ns[METRICS_LATENCY_BUCKETS] = {
+    50000,   100000,   250000,   500000,    1000000,   2500000,
+    5000000, 10000000, 25000000, 100000000, 500000000, 1000000000};
+
+void metrics_init(struct metrics *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+enum metrics_outcome metrics_outcome_of(const char *result, const char *reason)
+{
+    for (int i = 0; i < METRICS_OUTCOMES; i++) {
+        const char *const *l = metrics_outcome_labels[i];
+
+        if (strcmp(l[0], result) == 0 && (!*l[1] || (reason && strcmp(l[1], reason) == 0)))
+            return (enum metrics_outcome)i;
+    }
+    return METRICS_ERROR;
+}
+
+void metrics_admission(struct metrics *m, enum metrics_outcome o, long long ns, size_t ops,
+                       const unsigned *warning_kinds)
+{
+    int b = 0;
+
+    atomic_fetch_add(&m->admissions[o], 1);
+    atomic_fetch_add(&m->patch_ops, ops);
+    for (int k = 0; k < MUTATE_W_KINDS && warning_kinds; k++)
+        if (warning_kinds[k])
+            atomic_fetch_add(&m->warnings[k], warning_kinds[k]);
+    if (ns < 0)
+        ns = 0;
+    while (b < METRICS_LATENCY_BUCKETS && (unsigned long long)ns > metrics_bounds_ns[b])
+        b++;
+    if (b < METRICS_LATENCY_BUCKETS)
+        atomic_fetch_add(&m->latency_bucket[b], 1);
+    atomic_fetch_add(&m->latency_count, 1);
+    atomic_fetch_add(&m->latency_sum_ns, (unsigned long long)ns);
+}
+
+void metrics_http_error(struct metrics *m, unsigned status)
+{
+    int i;
+
+    for (i = 0; i < METRICS_HTTP_CODES - 1 && metrics_http_codes[i] != status; i++)
+        ;
+    atomic_fetch_add(&m->http_errors[i], 1);
+}
+
+static void metrics_render_admissions(struct metrics *m, struct dynbuf *out)
+{
+    dynbuf_addstr(out, "# HELP rdma_webhook_admissions_total Pod admissions by result.\n"
+                       "# TYPE rdma_webhook_admissions_total counter\n");
+    for (int i = 0; i < METRICS_OUTCOMES; i++) {
+        const char *const *l = metrics_outcome_labels[i];
+
+        dynbuf_printf(out, "rdma_webhook_admissions_total{result=\"%s\",reason=\"%s\"} %llu\n",
+                      l[0], l[1], atomic_load(&m->admissions[i]));
+    }
+    dynbuf_addstr(out, "# HELP rdma_webhook_http_errors_total Requests answered with an error "
+                       "status.\n# TYPE rdma_webhook_http_errors_total counter\n");
+    for (int i = 0; i < METRICS_HTTP_CODES; i++)
+        dynbuf_printf(out, "rdma_webhook_http_errors_total{code=\"%u\"} %llu\n",
+                      metrics_http_codes[i], atomic_load(&m->http_errors[i]));
+    dynbuf_addstr(out, "# HELP rdma_webhook_warnings_total Warnings returned to users, by kind.\n"
+                       "# TYPE rdma_webhook_warnings_total counter\n");
+    for (int k = 0; k < MUTATE_W_KINDS; k++)
+        dynbuf_printf(out, "rdma_webhook_warnings_total{kind=\"%s\"} %llu\n",
+                      mutate_warning_kind_name((enum mutate_warning_kind)k),
+                      atomic_load(&m->warnings[k]));
+    dynbuf_printf(out,
+                  "# HELP rdma_webhook_patch_operations_total JSON Patch operations returned.\n"
+                  "# TYPE rdma_webhook_patch_operations_total counter\n"
+                  "rdma_webhook_patch_operations_total %llu\n",
+                  atomic_load(&m->patch_ops));
+}
+
+static void metrics_render_latency(struct metrics *m, struct dynbuf *out)
+{
+    unsigned long long cumulative = 0;
+
+    dynbuf_addstr(out, "# HELP rdma_webhook_admission_duration_seconds Time from the request's "
+                       "first byte to the response.\n"
+                       "# TYPE rdma_webhook_admission_duration_seconds histogram\n");
+    for (int b = 0; b < METRICS_LATENCY_BUCKETS; b++) {
+        cumulative += atomic_load(&m->latency_bucket[b]);
+        dynbuf_printf(out, "rdma_webhook_admission_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                      (double)metrics_bounds_ns[b] / 1e9, cumulative);
+    }
+    dynbuf_printf(out,
+                  "rdma_webhook_admission_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                  "rdma_webhook_admission_duration_seconds_sum %.9f\n"
+                  "rdma_webhook_admission_duration_seconds_count %llu\n",
+                  atomic_load(&m->latency_count), (double)atomic_load(&m->latency_sum_ns) / 1e9,
+                  atomic_load(&m->latency_count));
+}
+
+static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges *g,
+                                  struct dynbuf *out)
+{
+    dynbuf_printf(out,
+                  "# HELP rdma_webhook_in_flight_requests Admission requests being served.\n"
+                  "# TYPE rdma_webhook_in_flight_requests gauge\n"
+                  "rdma_webhook_in_flight_requests %d\n"
+                  "# HELP rdma_webhook_profiles_generation Profiles version serving (0: none).\n"
+                  "# TYPE rdma_webhook_profiles_generation gauge\n"
+                  "rdma_webhook_profiles_generation %lu\n"
+                  "# HELP rdma_webhook_profile_reloads_total Profile versions by outcome.\n"
+                  "# TYPE rdma_webhook_profile_reloads_total counter\n"
+                  "rdma_webhook_profile_reloads_total{result=\"loaded\"} %lu\n"
+                  "rdma_webhook_profile_reloads_total{result=\"rejected\"} %lu\n"
+                  "# HELP rdma_webhook_certificate_expiry_timestamp_seconds notAfter of the "
+                  "serving certificate.\n"
+                  "# TYPE rdma_webhook_certificate_expiry_timestamp_seconds gauge\n"
+                  "rdma_webhook_certificate_expiry_timestamp_seconds %lld\n"
+                  "# HELP rdma_webhook_certificate_loads_total Serving certificates loaded.\n"
+                  "# TYPE rdma_webhook_certificate_loads_total counter\n"
+                  "rdma_webhook_certificate_loads_total %lu\n"
+                  "# HELP rdma_webhook_build_info The running build.\n"
+                  "# TYPE rdma_webhook_build_info gauge\n"
+                  "rdma_webhook_build_info{version=\"%s\"} 1\n",
+                  atomic_load(&m->in_flight), g->profiles_generation, g->profiles_loaded,
+                  g->profiles_rejected, g->cert_not_after, g->cert_generation, g->version);
+}
+
+int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)
+{
+    size_t before = out->len;
+
+    metrics_render_admissions(m, out);
+    metrics_render_latency(m, out);
+    metrics_render_gauges(m, g, out);
+    /* dynbuf calls leave the buffer as it was on error: a short exposition
+     * means one of them failed. */
+    return out->len > before && out->mem[out->len - 1] == '\n' &&
+                   strstr(out->mem + before, "rdma_webhook_build_info")
+               ? 0
+               : DYNBUF_TOO_BIG;
+}

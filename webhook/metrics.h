@@ -1,0 +1,75 @@
+/* metrics: the server's counters and their Prometheus text exposition.
+ *
+ * Every counter is a C11 atomic updated on the request path without locks;
+ * the label sets are fixed at compile time, so the exposition is bounded and
+ * no client input ever becomes a label value.
+ */
+#ifndef RDMA_WEBHOOK_METRICS_H
+#define RDMA_WEBHOOK_METRICS_H
+
+#include "dynbuf.h"
+#include "mutate.h"
+
+#include <stdatomic.h>
+
+/* Admission outcomes: a result and, for skips, why (mutate_result.reason). */
+enum metrics_outcome {
+    METRICS_MUTATED,
+    METRICS_SKIP_NOT_TARGET,
+    METRICS_SKIP_OPTED_OUT,
+    METRICS_SKIP_NO_PROFILE,
+    METRICS_SKIP_UNKNOWN_PROFILE,
+    METRICS_SKIP_NO_CONTAINER,
+    METRICS_SKIP_NOTHING_MISSING,
+    METRICS_IGNORED, /* not a Pod CREATE */
+    METRICS_ERROR,
+    METRICS_OUTCOMES
+};
+
+enum metrics_http {
+    METRICS_400,
+    METRICS_404,
+    METRICS_405,
+    METRICS_413,
+    METRICS_415,
+    METRICS_503,
+    METRICS_5XX,
+    METRICS_HTTP_CODES
+};
+
+#define METRICS_LATENCY_BUCKETS 12
+
+struct metrics {
+    atomic_ullong admissions[METRICS_OUTCOMES];
+    atomic_ullong http_errors[METRICS_HTTP_CODES];
+    atomic_ullong latency_bucket[METRICS_LATENCY_BUCKETS]; /* cumulative on render */
+    atomic_ullong latency_count;
+    atomic_ullong latency_sum_ns;
+    atomic_ullong patch_ops;
+    atomic_ullong warnings[MUTATE_W_KINDS];
+    atomic_int in_flight;
+};
+
+/* Values owned elsewhere that the exposition includes. */
+struct metrics_gauges {
+    unsigned long profiles_generation;
+    unsigned long profiles_loaded;
+    unsigned long profiles_rejected;
+    long long cert_not_after; /* unix seconds; 0 when no certificate */
+    unsigned long cert_generation;
+    const char *version;
+};
+
+void metrics_init(struct metrics *m);
+
+/* Maps mutate_result.reason ("mutated", "no-profile", ...) to an outcome. */
+enum metrics_outcome metrics_outcome_of(const char *result, const char *reason);
+
+void metrics_admission(struct metrics *m, enum metrics_outcome o, long long ns, size_t ops,
+                       const unsigned *warning_kinds);
+void metrics_http_error(struct metrics *m, unsigned status);
+
+/* Appends the whole exposition; returns 0 or a dynbuf error. */
+int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out);
+
+#endif
