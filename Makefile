@@ -4,7 +4,7 @@
 # say which to install.
 
 CC      ?= cc
-PKGS    := libmicrohttpd libcjson openssl gnutls
+PKGS    := libmicrohttpd libcjson openssl gnutls libcurl
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
 BASE    := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -fstack-protector-strong -fPIE

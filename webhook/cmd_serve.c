@@ -1,9 +1,13 @@
 #include "cmd.h"
 
+#include "cmwatch.h"
 #include "filewatch.h"
 #include "fsutil.h"
+#include "kubeapi.h"
+#include "lookups.h"
 #include "server.h"
 
+#include <curl/curl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,7 +19,13 @@
 struct serve_opts {
     struct server_config cfg;
     const char *profiles;
+    int profiles_set;
     const char *profiles_configmap;
+    const char *profiles_key;
+    const char *kube_api, *kube_ca, *kube_token_file;
+    int no_kube_api;
+    unsigned max_body;
+    unsigned api_budget_ms, node_cache_s, configmap_cache_s, watch_timeout_s;
     const char *log_level;
     unsigned reload_interval_ms;
     unsigned grace_s;
@@ -23,37 +33,52 @@ struct serve_opts {
 
 static void serve_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: rdma-webhook serve [flags]\n"
-            "\n"
-            "Serves the mutating admission webhook over HTTPS.\n"
-            "\n"
-            "Flags:\n"
-            "  --listen ADDR:PORT            HTTPS address for /mutate, /healthz, /readyz "
-            "(default :8443)\n"
-            "  --metrics-listen ADDR:PORT    plain-HTTP address for /metrics, /healthz, /readyz;\n"
-            "                                \"\" turns it off (default :9090)\n"
-            "  --tls-cert-file FILE          serving certificate, PEM (default %s)\n"
-            "  --tls-private-key-file FILE   its private key, PEM (default %s)\n"
-            "  --profiles FILE               profiles JSON, reloaded when it changes (default %s)\n"
-            "  --profiles-configmap NS/NAME  read profiles from a ConfigMap through the API\n"
-            "                                (not available in this build; use --profiles)\n"
-            "  --max-body-bytes N            largest AdmissionReview accepted (default 8388608)\n"
-            "  --threads N                   TLS worker threads (default: CPUs, at most 8)\n"
-            "  --connection-timeout SECONDS  idle connections are closed after this (default 30)\n"
-            "  --max-connections N           concurrent connections (default 4096)\n"
-            "  --shutdown-grace SECONDS      on SIGTERM, wait this long for requests in flight "
-            "(default 10)\n"
-            "  --reload-interval-ms N        also re-check the profiles and certificate files\n"
-            "                                this often, for file systems without inotify\n"
-            "                                (default 1000)\n"
-            "  --log-level LEVEL             debug, info, warn or error (default info); debug\n"
-            "                                adds libmicrohttpd's per-connection messages\n"
-            "  -h, --help                    show this help\n"
-            "\n"
-            "The certificate and key files are watched too and swapped without a restart.\n"
-            "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads profiles and certificate.\n",
-            RDMA_WEBHOOK_DEFAULT_CERT, RDMA_WEBHOOK_DEFAULT_KEY, RDMA_WEBHOOK_DEFAULT_PROFILES);
+    fprintf(
+        f,
+        "Usage: rdma-webhook serve [flags]\n"
+        "\n"
+        "Serves the mutating admission webhook over HTTPS.\n"
+        "\n"
+        "Flags:\n"
+        "  --listen ADDR:PORT            HTTPS address for /mutate, /healthz, /readyz "
+        "(default :8443)\n"
+        "  --metrics-listen ADDR:PORT    plain-HTTP address for /metrics, /healthz, /readyz;\n"
+        "                                \"\" turns it off (default :9090)\n"
+        "  --tls-cert-file FILE          serving certificate, PEM (default %s)\n"
+        "  --tls-private-key-file FILE   its private key, PEM (default %s)\n"
+        "  --profiles FILE               profiles JSON, reloaded when it changes (default %s)\n"
+        "  --profiles-configmap NS/NAME  instead of --profiles: list and watch the profiles\n"
+        "                                in ConfigMap NS/NAME through the Kubernetes API\n"
+        "  --profiles-key KEY            the ConfigMap key holding them (default profiles.json)\n"
+        "  --kube-api URL                API server, e.g. https://127.0.0.1:6443 (default: in\n"
+        "                                cluster, from KUBERNETES_SERVICE_HOST/PORT)\n"
+        "  --kube-ca FILE                CA of the API server (default: the service account's)\n"
+        "  --kube-token-file FILE        bearer token, re-read before every request (default:\n"
+        "                                the service account's)\n"
+        "  --no-kube-api                 do not use the API even in a cluster (no Node or\n"
+        "                                envFrom lookups)\n"
+        "  --api-budget-ms N             most time the API lookups of one admission may take\n"
+        "                                (default 2000)\n"
+        "  --node-cache-seconds N        how long a Node's labels are reused (default 30)\n"
+        "  --configmap-cache-seconds N   how long an envFrom ConfigMap's keys are reused\n"
+        "                                (default 10)\n"
+        "  --watch-timeout-seconds N     timeoutSeconds of each profiles watch (default 300)\n"
+        "  --max-body-bytes N            largest AdmissionReview accepted (default 8388608)\n"
+        "  --threads N                   TLS worker threads (default: CPUs, at most 8)\n"
+        "  --connection-timeout SECONDS  idle connections are closed after this (default 30)\n"
+        "  --max-connections N           concurrent connections (default 4096)\n"
+        "  --shutdown-grace SECONDS      on SIGTERM, wait this long for requests in flight "
+        "(default 10)\n"
+        "  --reload-interval-ms N        also re-check the profiles and certificate files\n"
+        "                                this often, for file systems without inotify\n"
+        "                                (default 1000)\n"
+        "  --log-level LEVEL             debug, info, warn or error (default info); debug\n"
+        "                                adds libmicrohttpd's per-connection messages\n"
+        "  -h, --help                    show this help\n"
+        "\n"
+        "The certificate and key files are watched too and swapped without a restart.\n"
+        "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads profiles and certificate.\n",
+        RDMA_WEBHOOK_DEFAULT_CERT, RDMA_WEBHOOK_DEFAULT_KEY, RDMA_WEBHOOK_DEFAULT_PROFILES);
 }
 
 static unsigned serve_default_threads(void)
@@ -77,6 +102,15 @@ enum serve_flag {
     FLAG_GRACE,
     FLAG_RELOAD,
     FLAG_LOG_LEVEL,
+    FLAG_PROFILES_KEY,
+    FLAG_KUBE_API,
+    FLAG_KUBE_CA,
+    FLAG_KUBE_TOKEN,
+    FLAG_NO_KUBE_API,
+    FLAG_API_BUDGET,
+    FLAG_NODE_CACHE,
+    FLAG_CM_CACHE,
+    FLAG_WATCH_TIMEOUT,
 };
 
 static const struct option serve_options[] = {
@@ -93,6 +127,15 @@ static const struct option serve_options[] = {
     {"shutdown-grace", required_argument, NULL, FLAG_GRACE},
     {"reload-interval-ms", required_argument, NULL, FLAG_RELOAD},
     {"log-level", required_argument, NULL, FLAG_LOG_LEVEL},
+    {"profiles-key", required_argument, NULL, FLAG_PROFILES_KEY},
+    {"kube-api", required_argument, NULL, FLAG_KUBE_API},
+    {"kube-ca", required_argument, NULL, FLAG_KUBE_CA},
+    {"kube-token-file", required_argument, NULL, FLAG_KUBE_TOKEN},
+    {"no-kube-api", no_argument, NULL, FLAG_NO_KUBE_API},
+    {"api-budget-ms", required_argument, NULL, FLAG_API_BUDGET},
+    {"node-cache-seconds", required_argument, NULL, FLAG_NODE_CACHE},
+    {"configmap-cache-seconds", required_argument, NULL, FLAG_CM_CACHE},
+    {"watch-timeout-seconds", required_argument, NULL, FLAG_WATCH_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -100,38 +143,36 @@ static const struct option serve_options[] = {
 /* Numeric flags: the option, its range, and where the value goes. */
 static int serve_numeric(struct serve_opts *o, int flag)
 {
-    unsigned long long v;
+    const struct {
+        int flag;
+        unsigned long long min, max;
+        unsigned *dst;
+    } nums[] = {
+        {FLAG_MAX_BODY, 1024, 1u << 30, &o->max_body},
+        {FLAG_THREADS, 1, 64, &o->cfg.threads},
+        {FLAG_CONN_TIMEOUT, 1, 3600, &o->cfg.conn_timeout_s},
+        {FLAG_MAX_CONN, 1, 1000000, &o->cfg.conn_limit},
+        {FLAG_GRACE, 0, 3600, &o->grace_s},
+        {FLAG_RELOAD, 50, 3600000, &o->reload_interval_ms},
+        {FLAG_API_BUDGET, 10, 60000, &o->api_budget_ms},
+        {FLAG_NODE_CACHE, 0, 86400, &o->node_cache_s},
+        {FLAG_CM_CACHE, 0, 86400, &o->configmap_cache_s},
+        {FLAG_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
+    };
     const struct option *opt = serve_options;
-    int rc;
+    unsigned long long v;
 
-    while (opt->val != flag)
+    while (opt->name && opt->val != flag)
         opt++;
-    switch (flag) {
-    case FLAG_MAX_BODY:
-        rc = cmd_parse_uint(opt->name, optarg, 1024, 1ull << 30, &v);
-        o->cfg.max_body = (size_t)v;
-        return rc;
-    case FLAG_THREADS:
-        rc = cmd_parse_uint(opt->name, optarg, 1, 64, &v);
-        o->cfg.threads = (unsigned)v;
-        return rc;
-    case FLAG_CONN_TIMEOUT:
-        rc = cmd_parse_uint(opt->name, optarg, 1, 3600, &v);
-        o->cfg.conn_timeout_s = (unsigned)v;
-        return rc;
-    case FLAG_MAX_CONN:
-        rc = cmd_parse_uint(opt->name, optarg, 1, 1000000, &v);
-        o->cfg.conn_limit = (unsigned)v;
-        return rc;
-    case FLAG_GRACE:
-        rc = cmd_parse_uint(opt->name, optarg, 0, 3600, &v);
-        o->grace_s = (unsigned)v;
-        return rc;
-    default:
-        rc = cmd_parse_uint(opt->name, optarg, 50, 3600000, &v);
-        o->reload_interval_ms = (unsigned)v;
-        return rc;
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        if (nums[i].flag != flag)
+            continue;
+        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v))
+            return -1;
+        *nums[i].dst = (unsigned)v;
+        return 0;
     }
+    return -1;
 }
 
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
@@ -144,7 +185,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         case FLAG_METRICS_LISTEN: o->cfg.metrics_listen = optarg; break;
         case FLAG_CERT: o->cfg.cert_file = optarg; break;
         case FLAG_KEY: o->cfg.key_file = optarg; break;
-        case FLAG_PROFILES: o->profiles = optarg; break;
+        case FLAG_PROFILES:
+            o->profiles = optarg;
+            o->profiles_set = 1;
+            break;
+        case FLAG_PROFILES_KEY: o->profiles_key = optarg; break;
+        case FLAG_KUBE_API: o->kube_api = optarg; break;
+        case FLAG_KUBE_CA: o->kube_ca = optarg; break;
+        case FLAG_KUBE_TOKEN: o->kube_token_file = optarg; break;
+        case FLAG_NO_KUBE_API: o->no_kube_api = 1; break;
         case FLAG_PROFILES_CM: o->profiles_configmap = optarg; break;
         case FLAG_LOG_LEVEL: o->log_level = optarg; break;
         case 'h': serve_usage(stdout); return 1;
@@ -168,7 +217,12 @@ static void serve_defaults(struct serve_opts *o)
     o->cfg.metrics_listen = ":9090";
     o->cfg.cert_file = RDMA_WEBHOOK_DEFAULT_CERT;
     o->cfg.key_file = RDMA_WEBHOOK_DEFAULT_KEY;
-    o->cfg.max_body = 8u << 20;
+    o->max_body = 8u << 20;
+    o->profiles_key = "profiles.json";
+    o->api_budget_ms = 2000;
+    o->node_cache_s = 30;
+    o->configmap_cache_s = 10;
+    o->watch_timeout_s = 300;
     o->cfg.threads = serve_default_threads();
     o->cfg.conn_timeout_s = 30;
     o->cfg.conn_limit = 4096;
@@ -182,8 +236,12 @@ static void serve_defaults(struct serve_opts *o)
 /* The serve command's whole state: the server context and its profile source. */
 struct serve_app {
     struct server srv;
-    struct filewatch watch;
-    const char *profiles_path;
+    struct filewatch watch; /* profiles from a file, or */
+    struct cmwatch cmwatch; /* from a ConfigMap */
+    struct kubeapi api;
+    struct lookups lookups;
+    int use_api;
+    const char *profiles_path; /* NULL with a ConfigMap */
 };
 
 /* Reads the profiles file and publishes it; the old snapshot stays on error. */
@@ -229,7 +287,8 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
         if (sig == SIGHUP) {
             log_msg(&app->srv.log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL,
                     NULL);
-            serve_reload_profiles(app);
+            if (app->profiles_path)
+                serve_reload_profiles(app);
             server_reload_certs(&app->srv);
             continue;
         }
@@ -239,24 +298,65 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
     }
 }
 
+/* The API client, when there is an API: flags, or the pod's service account. */
+static int serve_start_api(struct serve_app *app, const struct serve_opts *o, char *err,
+                           size_t errlen)
+{
+    int in_cluster = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+
+    if (o->no_kube_api || (!o->kube_api && !in_cluster && !o->profiles_configmap))
+        return 0;
+    if (o->kube_api
+            ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
+            : kubeapi_init_in_cluster(&app->api, err, errlen))
+        return -1;
+    if (lookups_init(&app->lookups, &app->api, o->api_budget_ms, o->node_cache_s,
+                     o->configmap_cache_s)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    app->use_api = 1;
+    app->srv.lookups = &app->lookups;
+    return 0;
+}
+
+/* Starts the profiles source: the ConfigMap watch, or the file (loaded now,
+ * then watched). */
+static int serve_start_profiles(struct serve_app *app, const struct serve_opts *o, char *err,
+                                size_t errlen)
+{
+    if (o->profiles_configmap)
+        return cmwatch_start(&app->cmwatch, &app->api, &app->srv.store, &app->srv.log,
+                             o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
+                             errlen);
+    app->profiles_path = o->profiles;
+    serve_reload_profiles(app);
+    return filewatch_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
+                           serve_reload_profiles, app, err, errlen);
+}
+
+static void serve_block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    /* Blocked before any thread starts, so every thread inherits the mask. */
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 static int serve_run(struct serve_app *app, const struct serve_opts *o)
 {
     sigset_t set;
-    char err[512];
+    char err[768] = "";
     int rc = 1;
 
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    /* Blocked before any thread starts, so every thread inherits the mask. */
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    app->profiles_path = o->profiles;
+    serve_block_signals(&set);
     app->srv.cfg.cert_reload_interval_ms = o->reload_interval_ms;
-    serve_reload_profiles(app);
-    if (filewatch_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
-                        serve_reload_profiles, app, err, sizeof(err)) ||
+    app->watch.stop_pipe[0] = app->watch.stop_pipe[1] = app->watch.inotify_fd = -1;
+    if (serve_start_api(app, o, err, sizeof(err)) ||
+        serve_start_profiles(app, o, err, sizeof(err)) ||
         server_start(&app->srv, err, sizeof(err))) {
         log_msg(&app->srv.log, LOG_ERROR, "cannot start", "error", err);
         goto out;
@@ -267,7 +367,26 @@ static int serve_run(struct serve_app *app, const struct serve_opts *o)
 out:
     server_stop(&app->srv);
     filewatch_stop(&app->watch);
+    cmwatch_stop(&app->cmwatch);
+    if (app->use_api)
+        lookups_free(&app->lookups);
     return rc;
+}
+
+/* Combinations of flags that cannot work, caught before anything starts. */
+static int serve_check_flags(const struct serve_opts *o)
+{
+    const char *why = NULL;
+
+    if (o->profiles_configmap && o->profiles_set)
+        why = "--profiles and --profiles-configmap exclude each other; pick one source";
+    else if (o->profiles_configmap && o->no_kube_api)
+        why = "--profiles-configmap needs the API; drop --no-kube-api";
+    else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
+        why = "--kube-api needs --kube-ca and --kube-token-file";
+    if (why)
+        fprintf(stderr, "rdma-webhook serve: %s\n", why);
+    return why ? -1 : 0;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -285,12 +404,8 @@ int cmd_serve(int argc, char **argv)
         fprintf(stderr, "rdma-webhook serve: --log-level takes debug, info, warn or error\n");
         return 2;
     }
-    if (o.profiles_configmap) {
-        fprintf(stderr, "rdma-webhook serve: --profiles-configmap needs the Kubernetes API "
-                        "client, which this build does not have yet; mount the ConfigMap and "
-                        "use --profiles FILE\n");
+    if (serve_check_flags(&o))
         return 2;
-    }
     app = calloc(1, sizeof(*app));
     if (!app || store_init(&app->srv.store, &app->srv.log)) {
         fprintf(stderr, "rdma-webhook serve: out of memory\n");
@@ -298,9 +413,12 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     app->srv.cfg = o.cfg;
+    app->srv.cfg.max_body = o.max_body;
     metrics_init(&app->srv.metrics);
     app->srv.log = (struct logger){.fd = STDERR_FILENO, .min = level};
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = serve_run(app, &o);
+    curl_global_cleanup();
     store_destroy(&app->srv.store);
     free(app);
     return rc;

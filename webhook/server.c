@@ -189,6 +189,8 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
                                     struct server_request *req)
 {
     struct snapshot *snap = store_acquire(&s->store);
+    struct mutate_hooks hooks = {0};
+    struct lookups_request lookups;
     struct review_summary sum;
     struct dynbuf out;
     size_t len;
@@ -198,8 +200,10 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
         return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                                  "no valid profiles loaded yet; check the profiles source\n");
     dynbuf_init(&out, SERVER_RESPONSE_MAX);
-    status = review_handle(dynbuf_ptr(&req->body), dynbuf_len(&req->body), snap->ps, &s->hooks,
-                           &out, &sum);
+    if (s->lookups)
+        lookups_begin(s->lookups, &lookups, &hooks);
+    status =
+        review_handle(dynbuf_ptr(&req->body), dynbuf_len(&req->body), snap->ps, &hooks, &out, &sum);
     snapshot_release(snap);
     if (status == MHD_HTTP_OK) {
         long long ns = server_elapsed_ns(&req->start);

@@ -21,6 +21,7 @@
 
 #include "filewatch.h"
 #include "log.h"
+#include "lookups.h"
 #include "metrics.h"
 #include "mutate.h"
 #include "store.h"
@@ -48,7 +49,7 @@ struct server {
     struct server_config cfg;
     struct logger log;
     struct store store;
-    struct mutate_hooks hooks;
+    struct lookups *lookups; /* NULL: no Kubernetes API, lookups answer "unknown" */
     struct metrics metrics;
     atomic_int draining; /* readiness goes false first when shutting down */
     struct tlscreds creds;

@@ -1,0 +1,249 @@
+#include "cmwatch.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CMWATCH_BODY_MAX        (8u << 20)
+#define CMWATCH_LIST_TIMEOUT_MS 10000L
+#define CMWATCH_BACKOFF_MIN_MS  200
+#define CMWATCH_BACKOFF_MAX_MS  10000
+
+enum cmwatch_next { CMWATCH_WATCH, CMWATCH_RELIST, CMWATCH_BACKOFF };
+
+/* Publishes the key's text unless it is what is serving already. */
+static void cmwatch_publish(struct cmwatch *w, const cJSON *cm)
+{
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(cm, "data");
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, w->key));
+    struct log_line l;
+    char *copy;
+
+    if (!text) {
+        log_begin(&l, w->log, LOG_ERROR, "profiles rejected; the previous version keeps serving");
+        log_str(&l, "source", w->origin);
+        log_str(&l, "problem", "the ConfigMap has no such key; check --profiles-key");
+        log_str(&l, "key", w->key);
+        log_end(&l);
+        return;
+    }
+    if (w->last_text && strcmp(w->last_text, text) == 0)
+        return;
+    if (store_publish(w->store, text, strlen(text), w->origin) != 0)
+        return;
+    copy = strdup(text);
+    free(w->last_text);
+    w->last_text = copy;
+}
+
+static void cmwatch_set_rv(struct cmwatch *w, const cJSON *obj)
+{
+    const char *rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion"));
+
+    if (rv && strlen(rv) < sizeof(w->resource_version))
+        memcpy(w->resource_version, rv, strlen(rv) + 1);
+}
+
+static enum cmwatch_next cmwatch_list(struct cmwatch *w)
+{
+    char path[700], err[768];
+    struct dynbuf body;
+    cJSON *list = NULL;
+    long status = 0;
+    enum cmwatch_next next = CMWATCH_BACKOFF;
+
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s", w->ns, w->name);
+    dynbuf_init(&body, CMWATCH_BODY_MAX);
+    if (kubeapi_get(w->api, path, CMWATCH_LIST_TIMEOUT_MS, &body, &status, err, sizeof(err))) {
+        log_msg(w->log, LOG_ERROR, "cannot list the profiles ConfigMap; retrying", "error", err);
+        goto out;
+    }
+    list = status == 200 ? cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body)) : NULL;
+    if (!list) {
+        snprintf(err, sizeof(err), "HTTP %ld listing %s", status, w->origin);
+        log_msg(w->log, LOG_ERROR, "cannot list the profiles ConfigMap; retrying (check RBAC)",
+                "error", err);
+        goto out;
+    }
+    cmwatch_set_rv(w, list);
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "items")) == 0)
+        log_msg(w->log, LOG_ERROR, "profiles ConfigMap not found; waiting for it to be created",
+                "source", w->origin);
+    else
+        cmwatch_publish(w, cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(list, "items"), 0));
+    next = CMWATCH_WATCH;
+out:
+    cJSON_Delete(list);
+    dynbuf_free(&body);
+    return next;
+}
+
+struct cmwatch_events {
+    struct cmwatch *w;
+    enum cmwatch_next next;
+};
+
+static int cmwatch_is_gone(const cJSON *status)
+{
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
+
+    return cJSON_IsNumber(code) && code->valueint == 410;
+}
+
+/* One watch event. Returns non-zero to end the stream (a 410 ERROR). */
+static int cmwatch_event(void *arg, const char *line, size_t len)
+{
+    struct cmwatch_events *ev = arg;
+    struct cmwatch *w = ev->w;
+    cJSON *e = cJSON_ParseWithLength(line, len);
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "type"));
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(e, "object");
+    int end = 0;
+
+    if (!type) {
+        log_msg(w->log, LOG_WARN, "ignoring a malformed watch event", "source", w->origin);
+    } else if (strcmp(type, "ERROR") == 0) {
+        ev->next = cmwatch_is_gone(obj) ? CMWATCH_RELIST : CMWATCH_BACKOFF;
+        end = 1;
+    } else if (strcmp(type, "DELETED") == 0) {
+        cmwatch_set_rv(w, obj);
+        log_msg(w->log, LOG_ERROR, "profiles ConfigMap deleted; the previous version keeps serving",
+                "source", w->origin);
+    } else {
+        cmwatch_set_rv(w, obj);
+        if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+            cmwatch_publish(w, obj);
+    }
+    cJSON_Delete(e);
+    return end;
+}
+
+static enum cmwatch_next cmwatch_watch(struct cmwatch *w)
+{
+    struct cmwatch_events ev = {.w = w, .next = CMWATCH_WATCH};
+    char path[900], err[768];
+    struct dynbuf body;
+    cJSON *st;
+    long status = 0;
+    int rc;
+
+    snprintf(path, sizeof(path),
+             "/api/v1/namespaces/%s/configmaps?watch=1&fieldSelector=metadata.name%%3D%s"
+             "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%u",
+             w->ns, w->name, w->resource_version, w->watch_timeout_s);
+    dynbuf_init(&body, 65536);
+    rc = kubeapi_watch(w->api, path, (long)(w->watch_timeout_s + 30) * 1000, CMWATCH_BODY_MAX,
+                       cmwatch_event, &ev, &w->stop, &body, &status, err, sizeof(err));
+    if (rc == 0 && status != 200) {
+        st = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
+        ev.next = status == 410 || cmwatch_is_gone(st) ? CMWATCH_RELIST : CMWATCH_BACKOFF;
+        cJSON_Delete(st);
+        if (ev.next == CMWATCH_BACKOFF)
+            snprintf(err, sizeof(err), "HTTP %ld watching %s", status, w->origin);
+    } else if (rc != 0 && ev.next == CMWATCH_WATCH) {
+        ev.next = CMWATCH_BACKOFF;
+    }
+    if (ev.next == CMWATCH_BACKOFF && !atomic_load(&w->stop))
+        log_msg(w->log, LOG_WARN, "profiles watch ended; reconnecting", "error", err);
+    dynbuf_free(&body);
+    return ev.next;
+}
+
+/* Sleeps ms, waking early when stopped. */
+static void cmwatch_sleep(struct cmwatch *w, unsigned ms)
+{
+    struct timespec tick = {0, 50 * 1000000L};
+
+    for (unsigned slept = 0; slept < ms && !atomic_load(&w->stop); slept += 50)
+        nanosleep(&tick, NULL);
+}
+
+/* Capped exponential backoff with +-20% jitter, so replicas that lost the
+ * API together do not come back in step. */
+static unsigned cmwatch_backoff(unsigned *ms, unsigned *seed)
+{
+    unsigned base = *ms, jitter = base / 5;
+    unsigned d = base - jitter + (jitter ? (unsigned)rand_r(seed) % (2 * jitter + 1) : 0);
+
+    *ms = base * 2 > CMWATCH_BACKOFF_MAX_MS ? CMWATCH_BACKOFF_MAX_MS : base * 2;
+    return d;
+}
+
+static void *cmwatch_main(void *arg)
+{
+    struct cmwatch *w = arg;
+    enum cmwatch_next next = CMWATCH_RELIST;
+    unsigned backoff = CMWATCH_BACKOFF_MIN_MS, seed = (unsigned)time(NULL) ^ (unsigned)(size_t)w;
+
+    while (!atomic_load(&w->stop)) {
+        if (next == CMWATCH_RELIST) {
+            next = cmwatch_list(w);
+        } else if (next == CMWATCH_WATCH) {
+            backoff = CMWATCH_BACKOFF_MIN_MS;
+            next = cmwatch_watch(w);
+        } else {
+            cmwatch_sleep(w, cmwatch_backoff(&backoff, &seed));
+            next = w->resource_version[0] ? CMWATCH_WATCH : CMWATCH_RELIST;
+        }
+    }
+    return NULL;
+}
+
+static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key, char *err,
+                         size_t errlen)
+{
+    const char *slash = strchr(ns_name, '/');
+    size_t nl = slash ? (size_t)(slash - ns_name) : 0;
+
+    if (!slash || nl == 0 || nl >= sizeof(w->ns) || strlen(slash + 1) >= sizeof(w->name) ||
+        strlen(key) >= sizeof(w->key) || !*key) {
+        snprintf(err, errlen, "--profiles-configmap takes NAMESPACE/NAME");
+        return -1;
+    }
+    memcpy(w->ns, ns_name, nl);
+    w->ns[nl] = '\0';
+    memcpy(w->name, slash + 1, strlen(slash + 1) + 1);
+    memcpy(w->key, key, strlen(key) + 1);
+    if (!kubeapi_valid_name(w->ns) || !kubeapi_valid_name(w->name)) {
+        snprintf(err, errlen, "--profiles-configmap: \"%s\" is not NAMESPACE/NAME of valid names",
+                 ns_name);
+        return -1;
+    }
+    return 0;
+}
+
+int cmwatch_start(struct cmwatch *w, const struct kubeapi *api, struct store *store,
+                  const struct logger *log, const char *ns_name, const char *key,
+                  unsigned watch_timeout_s, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof(*w));
+    w->api = api;
+    w->store = store;
+    w->log = log;
+    w->watch_timeout_s = watch_timeout_s;
+    atomic_init(&w->stop, 0);
+    if (cmwatch_split(w, ns_name, key, err, errlen))
+        return -1;
+    snprintf(w->origin, sizeof(w->origin), "configmap %s/%s", w->ns, w->name);
+    if (pthread_create(&w->thread, NULL, cmwatch_main, w) != 0) {
+        snprintf(err, errlen, "cannot start the ConfigMap watch");
+        return -1;
+    }
+    w->started = 1;
+    return 0;
+}
+
+void cmwatch_stop(struct cmwatch *w)
+{
+    if (w->started) {
+        atomic_store(&w->stop, 1);
+        pthread_join(w->thread, NULL);
+        w->started = 0;
+    }
+    free(w->last_text);
+    w->last_text = NULL;
+}

@@ -1,0 +1,266 @@
+#include "lookups.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
+
+#define LOOKUPS_FAILED_TTL_NS 1000000000LL
+#define LOOKUPS_BODY_MAX      (4u << 20)
+
+static long long lookups_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s)
+{
+    pthread_condattr_t attr;
+
+    memset(c->e, 0, sizeof(c->e));
+    c->ttl_ns = (long long)ttl_s * 1000000000LL;
+    if (pthread_condattr_init(&attr) || pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
+        pthread_cond_init(&c->done, &attr) || pthread_mutex_init(&c->mu, NULL))
+        return -1;
+    pthread_condattr_destroy(&attr);
+    return 0;
+}
+
+static void lookups_cache_free(struct lookups_cache *c)
+{
+    for (int i = 0; i < LOOKUPS_CACHE_MAX; i++)
+        cJSON_Delete(c->e[i].value);
+    pthread_cond_destroy(&c->done);
+    pthread_mutex_destroy(&c->mu);
+}
+
+int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_ms,
+                 unsigned node_ttl_s, unsigned configmap_ttl_s)
+{
+    lk->api = api;
+    lk->budget_ns = (long long)budget_ms * 1000000LL;
+    return lookups_cache_init(&lk->nodes, node_ttl_s) ||
+                   lookups_cache_init(&lk->configmaps, configmap_ttl_s)
+               ? -1
+               : 0;
+}
+
+void lookups_free(struct lookups *lk)
+{
+    lookups_cache_free(&lk->nodes);
+    lookups_cache_free(&lk->configmaps);
+}
+
+static struct lookups_entry *lookups_find(struct lookups_cache *c, const char *key)
+{
+    for (int i = 0; i < LOOKUPS_CACHE_MAX; i++)
+        if (c->e[i].state != LOOKUPS_EMPTY && strcmp(c->e[i].key, key) == 0)
+            return &c->e[i];
+    return NULL;
+}
+
+/* A slot for a new key: empty, else the one expiring first; never one that
+ * another thread is loading. */
+static struct lookups_entry *lookups_slot(struct lookups_cache *c)
+{
+    struct lookups_entry *best = NULL;
+
+    for (int i = 0; i < LOOKUPS_CACHE_MAX; i++) {
+        struct lookups_entry *e = &c->e[i];
+
+        if (e->state == LOOKUPS_EMPTY)
+            return e;
+        if (e->state != LOOKUPS_LOADING && (!best || e->expires_ns < best->expires_ns))
+            best = e;
+    }
+    return best;
+}
+
+typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
+                                cJSON **value);
+
+/* Loads key into its slot (the lock is released around the API call). */
+static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookups_entry *e,
+                                          const struct lookups_request *req, const char *key,
+                                          lookups_fetch_fn fetch)
+{
+    long long left = req->deadline_ns - lookups_now();
+    cJSON *value = NULL;
+    int rc = -1;
+
+    cJSON_Delete(e->value);
+    e->value = NULL;
+    snprintf(e->key, sizeof(e->key), "%s", key);
+    e->state = LOOKUPS_LOADING;
+    pthread_mutex_unlock(&c->mu);
+    if (left > 1000000)
+        rc = fetch(req->lk->api, key, (long)(left / 1000000), &value);
+    pthread_mutex_lock(&c->mu);
+    e->state = rc == 0 ? LOOKUPS_READY : LOOKUPS_FAILED;
+    e->value = value;
+    e->expires_ns = lookups_now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
+    pthread_cond_broadcast(&c->done);
+    return rc == 0 ? e : NULL;
+}
+
+/* Returns the ready entry for key with the cache locked, or NULL (unlocked)
+ * when the answer cannot be had within the request's budget. */
+static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
+                                             const struct lookups_request *req, const char *key,
+                                             lookups_fetch_fn fetch)
+{
+    struct timespec until = {(time_t)(req->deadline_ns / 1000000000LL),
+                             (long)(req->deadline_ns % 1000000000LL)};
+    struct lookups_entry *e;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        e = lookups_find(c, key);
+        if (e && e->state == LOOKUPS_LOADING) {
+            if (pthread_cond_timedwait(&c->done, &c->mu, &until) != 0)
+                break;
+            continue;
+        }
+        if (e && lookups_now() < e->expires_ns)
+            break;
+        e = e ? e : lookups_slot(c);
+        if (e)
+            e = lookups_load(c, e, req, key, fetch);
+        break;
+    }
+    if (e && e->state == LOOKUPS_READY)
+        return e;
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* GETs path and parses a 200 body; a 404 gives *found = 0 and returns 0. */
+static int lookups_get_json(const struct kubeapi *api, const char *path, long timeout_ms,
+                            cJSON **doc, int *found)
+{
+    struct dynbuf body;
+    char err[512];
+    long status = 0;
+    int rc = -1;
+
+    *doc = NULL;
+    *found = 0;
+    dynbuf_init(&body, LOOKUPS_BODY_MAX);
+    if (kubeapi_get(api, path, timeout_ms, &body, &status, err, sizeof(err)) == 0) {
+        if (status == 200)
+            *doc = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
+        *found = *doc != NULL;
+        rc = status == 404 || *found ? 0 : -1;
+    }
+    dynbuf_free(&body);
+    return rc;
+}
+
+/* A Node's labels; a Node that does not exist is a failed lookup. */
+static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
+                              cJSON **value)
+{
+    char path[400];
+    cJSON *node = NULL, *labels;
+    int found;
+
+    if (!kubeapi_valid_name(name))
+        return -1;
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+    if (lookups_get_json(api, path, timeout_ms, &node, &found) || !found)
+        return -1;
+    labels = cJSON_DetachItemFromObjectCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(node, "metadata"), "labels");
+    cJSON_Delete(node);
+    *value = labels ? labels : cJSON_CreateObject();
+    return *value ? 0 : -1;
+}
+
+/* Only the keys are kept: values can be large and are never needed. */
+static cJSON *lookups_keys_of(const cJSON *cm)
+{
+    static const char *const fields[] = {"data", "binaryData"};
+    cJSON *keys = cJSON_CreateObject();
+    const cJSON *it;
+
+    for (size_t f = 0; f < 2 && keys; f++)
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cm, fields[f]))
+        {
+            if (it->string && !cJSON_AddTrueToObject(keys, it->string)) {
+                cJSON_Delete(keys);
+                return NULL;
+            }
+        }
+    return keys;
+}
+
+/* The keys of ConfigMap "ns/name" (data and binaryData) as an object;
+ * NULL value for a ConfigMap that does not exist. */
+static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
+                                   cJSON **value)
+{
+    char path[600], ns[254];
+    const char *slash = strchr(key, '/');
+    cJSON *cm = NULL;
+    int found;
+
+    if (!slash || (size_t)(slash - key) >= sizeof(ns))
+        return -1;
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = '\0';
+    if (!kubeapi_valid_name(ns) || !kubeapi_valid_name(slash + 1))
+        return -1;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, slash + 1);
+    if (lookups_get_json(api, path, timeout_ms, &cm, &found))
+        return -1;
+    *value = found ? lookups_keys_of(cm) : NULL;
+    cJSON_Delete(cm);
+    return found && !*value ? -1 : 0;
+}
+
+static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
+{
+    struct lookups_request *req = ctx;
+    struct lookups_entry *e = lookups_acquire(&req->lk->nodes, req, name, lookups_fetch_node);
+
+    if (!e)
+        return -1;
+    *labels = cJSON_Duplicate(e->value, 1);
+    pthread_mutex_unlock(&req->lk->nodes.mu);
+    return *labels ? 0 : -1;
+}
+
+static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, const char *name,
+                                                     const char *key, int optional)
+{
+    struct lookups_request *req = ctx;
+    struct lookups_entry *e;
+    enum mutate_envfrom answer;
+    char ck[512];
+
+    (void)optional; /* a missing ConfigMap declares nothing either way */
+    if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck))
+        return MUTATE_ENVFROM_UNKNOWN;
+    e = lookups_acquire(&req->lk->configmaps, req, ck, lookups_fetch_configmap);
+    if (!e)
+        return MUTATE_ENVFROM_UNKNOWN;
+    answer = e->value && cJSON_GetObjectItemCaseSensitive(e->value, key) ? MUTATE_ENVFROM_HAS
+                                                                         : MUTATE_ENVFROM_LACKS;
+    pthread_mutex_unlock(&req->lk->configmaps.mu);
+    return answer;
+}
+
+void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks)
+{
+    req->lk = lk;
+    req->deadline_ns = lookups_now() + lk->budget_ns;
+    hooks->select.node_labels = lookups_node_labels;
+    hooks->select.ctx = req;
+    hooks->configmap_has_key = lookups_configmap_has_key;
+    hooks->ctx = req;
+}
