@@ -31,7 +31,7 @@ GO_ENV  := GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOCACHE=$(CURDIR)/b
 .SECONDARY:
 
 .PHONY: all build build-asan deps deps-test certs run test unit unit-asan e2e e2e-asan \
-        validator fuzz fuzz-build format check-format clean
+        validator valgrind fuzz fuzz-build format check-format clean
 
 all: build
 
@@ -96,8 +96,17 @@ e2e-asan: build-asan/rdma-webhook validator
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \
 	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 .
 
+# The integration tests that drive the server's main paths, with the binary
+# under valgrind memcheck (errors or leaks make it exit non-zero, which the
+# suite reports). Timing-sensitive tests stay with the native builds.
+VALGRIND_TESTS := TestFixtures|TestHTTPErrors|TestHealthEndpoints|TestOtherOperationsAndKinds|TestUnprocessablePods|TestPodObjectNull|TestConcurrentReviews|TestKeepAlive|TestMetricsCount|TestReloadConfigMapSwap|TestSIGTERMDrainsInFlight|TestCertificateRotationUnderLoad|TestMutateOffline|TestCheckProfiles
+
+valgrind: build/rdma-webhook validator
+	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/test/valgrind-wrap.sh \
+	  go test -count=1 -run '$(VALGRIND_TESTS)' .
+
 test: deps-test
-	@$(MAKE) --no-print-directory unit e2e unit-asan e2e-asan
+	@$(MAKE) --no-print-directory unit e2e unit-asan e2e-asan valgrind
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 
 # libFuzzer targets (clang-14, ASan+UBSan): `make fuzz` runs each for
