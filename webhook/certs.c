@@ -515,19 +515,26 @@ out:
     return ret;
 }
 
-static X509 *read_cert(const char *path, char *err, size_t errlen)
+static FILE *open_pem(const char *path, char *err, size_t errlen)
 {
-    char reason[256];
     FILE *f = fopen(path, "r");
-    X509 *x = NULL;
 
-    if (f == NULL) {
+    if (f == NULL)
         set_err(err, errlen,
                 "cannot read %s: %s: fix the path or create it with "
                 "'rdma-webhook gen-certs'",
                 path, strerror(errno));
+    return f;
+}
+
+static X509 *read_cert(const char *path, char *err, size_t errlen)
+{
+    char reason[256];
+    FILE *f = open_pem(path, err, errlen);
+    X509 *x = NULL;
+
+    if (f == NULL)
         goto out;
-    }
     x = PEM_read_X509(f, NULL, NULL, NULL);
     if (x == NULL)
         set_err(err, errlen,
@@ -553,16 +560,11 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
 {
     char reason[256];
-    FILE *f = fopen(path, "r");
+    FILE *f = open_pem(path, err, errlen);
     EVP_PKEY *key = NULL;
 
-    if (f == NULL) {
-        set_err(err, errlen,
-                "cannot read %s: %s: fix the path or create it with "
-                "'rdma-webhook gen-certs'",
-                path, strerror(errno));
+    if (f == NULL)
         goto out;
-    }
     key = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
     if (key == NULL)
         set_err(err, errlen,
