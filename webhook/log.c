@@ -74,7 +74,7 @@ static void log_put_escaped(struct log_line *l, const char *s)
     l->buf[l->len++] = '"';
 }
 
-void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl, const char *msg)
+void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const char *msg)
 {
     struct timespec ts;
     struct tm tm;
@@ -130,11 +130,25 @@ void log_int(struct log_line *l, const char *key, long long val)
         l->len = mark;
 }
 
+/* Returns 0 when all of buf went out. */
+static int log_write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 void log_end(struct log_line *l)
 {
     static const char trunc[] = ",\"truncated\":true";
-    const char *p;
-    size_t left;
 
     if (!l->active)
         return;
@@ -145,21 +159,15 @@ void log_end(struct log_line *l)
     }
     memcpy(l->buf + l->len, "}\n", 2);
     l->len += 2;
+    if (atomic_exchange(&l->lg->broken, 0) && log_write_all(l->lg->fd, "\n", 1))
+        atomic_store(&l->lg->broken, 1);
     /* A full disk or a closed stderr must not stop the server: drop the line. */
-    for (p = l->buf, left = l->len; left > 0;) {
-        ssize_t w = write(l->lg->fd, p, left);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        p += w;
-        left -= (size_t)w;
-    }
+    if (log_write_all(l->lg->fd, l->buf, l->len))
+        atomic_store(&l->lg->broken, 1);
     l->active = 0;
 }
 
-void log_msg(const struct logger *lg, enum log_level lvl, const char *msg, const char *key,
+void log_msg(struct logger *lg, enum log_level lvl, const char *msg, const char *key,
              const char *val)
 {
     struct log_line l;

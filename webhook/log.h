@@ -16,6 +16,7 @@
 #ifndef RDMA_WEBHOOK_LOG_H
 #define RDMA_WEBHOOK_LOG_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #define LOG_LINE_MAX 4096
@@ -25,6 +26,9 @@ enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 struct logger {
     int fd;
     enum log_level min;
+    /* Set when a line could not be written whole (a full disk): the next
+     * line first ends the cut one, so every later line is valid JSON. */
+    atomic_int broken;
 };
 
 struct log_line {
@@ -32,19 +36,19 @@ struct log_line {
     size_t len;
     int truncated;
     int active; /* 0 when the level is filtered out: every call is a no-op */
-    const struct logger *lg;
+    struct logger *lg;
 };
 
 /* Parses "debug", "info", "warn" or "error"; -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
 
-void log_begin(struct log_line *l, const struct logger *lg, enum log_level lvl, const char *msg);
+void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const char *msg);
 void log_str(struct log_line *l, const char *key, const char *val);
 void log_int(struct log_line *l, const char *key, long long val);
 void log_end(struct log_line *l);
 
 /* A line with just a message and one string field, for the common case. */
-void log_msg(const struct logger *lg, enum log_level lvl, const char *msg, const char *key,
+void log_msg(struct logger *lg, enum log_level lvl, const char *msg, const char *key,
              const char *val);
 
 #endif

@@ -401,13 +401,20 @@ static void server_log_cert(struct server *s)
     }
 }
 
+/* A rotation that writes the two files one after the other can be caught
+ * between them; a failed load is retried briefly before it is reported. */
 void server_reload_certs(struct server *s)
 {
+    struct timespec pause = {0, 100 * 1000000L};
     char err[512];
 
-    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err)) == 0) {
-        server_log_cert(s);
-        return;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (attempt)
+            nanosleep(&pause, NULL);
+        if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err)) == 0) {
+            server_log_cert(s);
+            return;
+        }
     }
     log_msg(&s->log, LOG_ERROR, "new certificate rejected; the previous one keeps serving", "error",
             err);
@@ -440,8 +447,10 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
 {
     struct sockaddr_storage addr;
     unsigned addrlen;
-    unsigned flags =
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    /* No MHD_USE_TURBO: with it, libmicrohttpd 0.9.75 never times out a
+     * connection still in the TLS handshake, so clients that connect and
+     * stay silent hold their slots for ever (found by the slowloris test). */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     struct MHD_Daemon *d;
 
     if (server_parse_listen(listen, &addr, &addrlen, err, errlen))

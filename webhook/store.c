@@ -9,7 +9,7 @@
 
 #define STORE_ERRORS_MAX 8192
 
-int store_init(struct store *s, const struct logger *log)
+int store_init(struct store *s, struct logger *log)
 {
     memset(s, 0, sizeof(*s));
     s->log = log;

@@ -30,10 +30,10 @@ struct store {
     struct snapshot *cur; /* NULL until a valid version was published */
     unsigned long generation;
     unsigned long rejected; /* versions refused since start */
-    const struct logger *log;
+    struct logger *log;
 };
 
-int store_init(struct store *s, const struct logger *log);
+int store_init(struct store *s, struct logger *log);
 void store_destroy(struct store *s);
 
 /* Validates text and, when valid, makes it the current snapshot. Returns 0,

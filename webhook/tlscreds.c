@@ -1,12 +1,14 @@
 #include "tlscreds.h"
 
-#include "certs.h"
 #include "dynbuf.h"
 #include "fsutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <gnutls/x509.h>
 
 #define TLSCREDS_PEM_MAX (1u << 20)
 
@@ -100,27 +102,83 @@ fail:
     return NULL;
 }
 
+/* 0 when the key is the one the leaf certificate was issued for. */
+static int tlscreds_key_matches(const struct tlscreds_pair *p)
+{
+    gnutls_pubkey_t pub = NULL;
+    gnutls_datum_t a = {NULL, 0}, b = {NULL, 0};
+    int rc = -1;
+
+    if (gnutls_pubkey_init(&pub) < 0 || gnutls_pubkey_import_privkey(pub, p->key, 0, 0) < 0 ||
+        gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &a) < 0 ||
+        gnutls_pubkey_export2(p->chain[0].pubkey, GNUTLS_X509_FMT_DER, &b) < 0)
+        goto out;
+    rc = a.size == b.size && memcmp(a.data, b.data, a.size) == 0 ? 0 : -1;
+out:
+    gnutls_free(a.data);
+    gnutls_free(b.data);
+    if (pub)
+        gnutls_pubkey_deinit(pub);
+    return rc;
+}
+
+/* Fills serial and expiry from the leaf, and checks it is valid now. */
+static int tlscreds_describe(struct tlscreds_pair *p, const char *cert_file, char *err,
+                             size_t errlen)
+{
+    gnutls_x509_crt_t crt = NULL;
+    unsigned char serial[40];
+    size_t n = sizeof(serial);
+    time_t now = time(NULL);
+    int rc = -1;
+
+    if (gnutls_x509_crt_init(&crt) < 0 ||
+        gnutls_x509_crt_import(crt, &p->chain[0].cert, GNUTLS_X509_FMT_DER) < 0 ||
+        gnutls_x509_crt_get_serial(crt, serial, &n) < 0) {
+        snprintf(err, errlen, "%s: cannot read the certificate", cert_file);
+        goto out;
+    }
+    for (size_t i = 0; i < n && 2 * i + 2 < sizeof(p->serial); i++)
+        snprintf(p->serial + 2 * i, 3, "%02X", serial[i]);
+    p->not_after = (long long)gnutls_x509_crt_get_expiration_time(crt);
+    if (gnutls_x509_crt_get_activation_time(crt) > now || p->not_after < (long long)now) {
+        snprintf(err, errlen, "%s is not valid now (expired or not yet valid); renew it",
+                 cert_file);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (crt)
+        gnutls_x509_crt_deinit(crt);
+    return rc;
+}
+
 int tlscreds_load(struct tlscreds *c, const char *cert_file, const char *key_file, char *err,
                   size_t errlen)
 {
-    struct tlscreds_pair *p = NULL;
-    struct certs_info info;
+    struct tlscreds_pair *p;
     int rc = -1;
 
+    /* Each file is read once: the pair checked is the pair served, even when
+     * the files change while this runs. */
     pthread_mutex_lock(&c->load_mu);
-    if (certs_check_pair(cert_file, key_file, err, errlen) ||
-        certs_inspect_file(cert_file, &info, err, errlen))
-        goto out;
     p = tlscreds_import(cert_file, key_file, err, errlen);
     if (!p)
         goto out;
-    snprintf(p->serial, sizeof(p->serial), "%s", info.serial_hex);
-    p->not_after = info.not_after;
+    if (tlscreds_key_matches(p) != 0) {
+        snprintf(err, errlen, "%s does not match %s: regenerate both with 'rdma-webhook gen-certs'",
+                 key_file, cert_file);
+        goto out;
+    }
+    if (tlscreds_describe(p, cert_file, err, errlen))
+        goto out;
     p->older = atomic_load(&c->current);
     atomic_store(&c->current, p);
+    p = NULL;
     c->generation++;
     rc = 0;
 out:
+    tlscreds_pair_free(p);
     pthread_mutex_unlock(&c->load_mu);
     return rc;
 }
