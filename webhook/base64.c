@@ -1,33 +1,40 @@
 #include "base64.h"
 
+#include <stdint.h>
+
 static const char base64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 int base64_append(struct dynbuf *out, const void *data, size_t len)
 {
     const unsigned char *in = data;
-    char quad[4];
-    size_t i;
-    int rc = 0;
+    size_t start = out->len, n = (len + 2) / 3 * 4, i;
+    char *o;
+    int rc;
 
-    for (i = 0; i + 3 <= len && !rc; i += 3) {
+    /* Room for the whole encoding at once, then written in place. */
+    if (len > (SIZE_MAX - 2) / 4 * 3)
+        return DYNBUF_TOO_BIG;
+    rc = dynbuf_grow(out, n);
+    if (rc)
+        return rc;
+    o = out->mem + start;
+    for (i = 0; i + 3 <= len; i += 3) {
         unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
 
-        quad[0] = base64_alphabet[v >> 18];
-        quad[1] = base64_alphabet[(v >> 12) & 63];
-        quad[2] = base64_alphabet[(v >> 6) & 63];
-        quad[3] = base64_alphabet[v & 63];
-        rc = dynbuf_add(out, quad, 4);
+        *o++ = base64_alphabet[v >> 18];
+        *o++ = base64_alphabet[(v >> 12) & 63];
+        *o++ = base64_alphabet[(v >> 6) & 63];
+        *o++ = base64_alphabet[v & 63];
     }
-    if (rc || i == len)
-        return rc;
-    {
+    if (i < len) {
         unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0);
 
-        quad[0] = base64_alphabet[v >> 18];
-        quad[1] = base64_alphabet[(v >> 12) & 63];
-        quad[2] = i + 1 < len ? base64_alphabet[(v >> 6) & 63] : '=';
-        quad[3] = '=';
-        return dynbuf_add(out, quad, 4);
+        *o++ = base64_alphabet[v >> 18];
+        *o++ = base64_alphabet[(v >> 12) & 63];
+        *o++ = i + 1 < len ? base64_alphabet[(v >> 6) & 63] : '=';
+        *o++ = '=';
     }
+    *o = '\0';
+    return 0;
 }

@@ -18,15 +18,14 @@ static void cmwatch_publish(struct cmwatch *w, const cJSON *cm)
 {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(cm, "data");
     const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, w->key));
-    struct log_line l;
+    char problem[320];
     char *copy;
 
     if (!text) {
-        log_begin(&l, w->log, LOG_ERROR, "profiles rejected; the previous version keeps serving");
-        log_str(&l, "source", w->origin);
-        log_str(&l, "problem", "the ConfigMap has no such key; check --profiles-key");
-        log_str(&l, "key", w->key);
-        log_end(&l);
+        snprintf(problem, sizeof(problem),
+                 "the ConfigMap has no key \"%.200s\" (a string in data); check --profiles-key",
+                 w->key);
+        store_reject(w->store, w->origin, problem);
         return;
     }
     if (w->last_text && strcmp(w->last_text, text) == 0)
@@ -58,7 +57,8 @@ static enum cmwatch_next cmwatch_list(struct cmwatch *w)
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s", w->ns, w->name);
     dynbuf_init(&body, CMWATCH_BODY_MAX);
-    if (kubeapi_get(w->api, path, CMWATCH_LIST_TIMEOUT_MS, &body, &status, err, sizeof(err))) {
+    if (kubeapi_get(w->api, path, CMWATCH_LIST_TIMEOUT_MS, &w->stop, &body, &status, err,
+                    sizeof(err))) {
         log_msg(w->log, LOG_ERROR, "cannot list the profiles ConfigMap; retrying", "error", err);
         goto out;
     }
@@ -70,6 +70,7 @@ static enum cmwatch_next cmwatch_list(struct cmwatch *w)
         goto out;
     }
     cmwatch_set_rv(w, list);
+    w->backoff_ms = CMWATCH_BACKOFF_MIN_MS;
     if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "items")) == 0)
         log_msg(w->log, LOG_ERROR, "profiles ConfigMap not found; waiting for it to be created",
                 "source", w->origin);
@@ -138,6 +139,8 @@ static enum cmwatch_next cmwatch_watch(struct cmwatch *w)
     dynbuf_init(&body, 65536);
     rc = kubeapi_watch(w->api, path, (long)(w->watch_timeout_s + 30) * 1000, CMWATCH_BODY_MAX,
                        cmwatch_event, &ev, &w->stop, &body, &status, err, sizeof(err));
+    if (rc == 0 && status == 200)
+        w->backoff_ms = CMWATCH_BACKOFF_MIN_MS;
     if (rc == 0 && status != 200) {
         st = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
         ev.next = status == 410 || cmwatch_is_gone(st) ? CMWATCH_RELIST : CMWATCH_BACKOFF;
@@ -164,29 +167,31 @@ static void cmwatch_sleep(struct cmwatch *w, unsigned ms)
 
 /* Capped exponential backoff with +-20% jitter, so replicas that lost the
  * API together do not come back in step. */
-static unsigned cmwatch_backoff(unsigned *ms, unsigned *seed)
+static unsigned cmwatch_backoff(struct cmwatch *w, unsigned *seed)
 {
-    unsigned base = *ms, jitter = base / 5;
+    unsigned base = w->backoff_ms, jitter = base / 5;
     unsigned d = base - jitter + (jitter ? (unsigned)rand_r(seed) % (2 * jitter + 1) : 0);
 
-    *ms = base * 2 > CMWATCH_BACKOFF_MAX_MS ? CMWATCH_BACKOFF_MAX_MS : base * 2;
+    w->backoff_ms = base * 2 > CMWATCH_BACKOFF_MAX_MS ? CMWATCH_BACKOFF_MAX_MS : base * 2;
     return d;
 }
 
+/* The backoff grows with every failure in a row and starts over only after
+ * a list or a watch the server accepted. */
 static void *cmwatch_main(void *arg)
 {
     struct cmwatch *w = arg;
     enum cmwatch_next next = CMWATCH_RELIST;
-    unsigned backoff = CMWATCH_BACKOFF_MIN_MS, seed = (unsigned)time(NULL) ^ (unsigned)(size_t)w;
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)(size_t)w;
 
+    w->backoff_ms = CMWATCH_BACKOFF_MIN_MS;
     while (!atomic_load(&w->stop)) {
         if (next == CMWATCH_RELIST) {
             next = cmwatch_list(w);
         } else if (next == CMWATCH_WATCH) {
-            backoff = CMWATCH_BACKOFF_MIN_MS;
             next = cmwatch_watch(w);
         } else {
-            cmwatch_sleep(w, cmwatch_backoff(&backoff, &seed));
+            cmwatch_sleep(w, cmwatch_backoff(w, &seed));
             next = w->resource_version[0] ? CMWATCH_WATCH : CMWATCH_RELIST;
         }
     }

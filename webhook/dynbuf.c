@@ -32,7 +32,7 @@ void dynbuf_reset(struct dynbuf *b)
 
 /* Makes room for extra more bytes plus the terminator, doubling the
  * allocation (but never past what the cap can use). */
-static int dynbuf_reserve(struct dynbuf *b, size_t extra)
+int dynbuf_reserve(struct dynbuf *b, size_t extra)
 {
     size_t need, a;
     char *p;
@@ -52,6 +52,17 @@ static int dynbuf_reserve(struct dynbuf *b, size_t extra)
         return DYNBUF_NOMEM;
     b->mem = p;
     b->alloc = a;
+    return 0;
+}
+
+int dynbuf_grow(struct dynbuf *b, size_t len)
+{
+    int rc = dynbuf_reserve(b, len);
+
+    if (rc)
+        return rc;
+    b->len += len;
+    b->mem[b->len] = '\0';
     return 0;
 }
 

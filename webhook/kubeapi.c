@@ -156,8 +156,16 @@ static int kubeapi_perform(CURL *c, const char *path, long *status, char *err, s
     return 0;
 }
 
-int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, struct dynbuf *body,
-                long *status, char *err, size_t errlen)
+static int kubeapi_stop_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    const atomic_int *stop = arg;
+
+    (void)a, (void)b, (void)c, (void)d;
+    return atomic_load(stop) ? 1 : 0;
+}
+
+int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
+                struct dynbuf *body, long *status, char *err, size_t errlen)
 {
     struct curl_slist *headers = kubeapi_headers(k, err, errlen);
     CURL *c = headers ? kubeapi_easy(k, path, timeout_ms, headers, err, errlen) : NULL;
@@ -167,6 +175,11 @@ int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, stru
         goto out;
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    if (stop) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, kubeapi_stop_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
+    }
     rc = kubeapi_perform(c, path, status, err, errlen);
 out:
     curl_easy_cleanup(c);

@@ -34,9 +34,9 @@ int kubeapi_init(struct kubeapi *k, const char *url, const char *ca_file, const 
 int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen);
 
 /* GETs path (starting with /api) into body (its cap bounds the size), taking
- * at most timeout_ms. */
-int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, struct dynbuf *body,
-                long *status, char *err, size_t errlen);
+ * at most timeout_ms, or until *stop is set (stop may be NULL). */
+int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
+                struct dynbuf *body, long *status, char *err, size_t errlen);
 
 /* Streams a watch: calls on_line for every complete line of the response
  * (lines may arrive split across chunks; a line longer than max_line fails

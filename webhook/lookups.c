@@ -151,7 +151,7 @@ static int lookups_get_json(const struct kubeapi *api, const char *path, long ti
     *doc = NULL;
     *found = 0;
     dynbuf_init(&body, LOOKUPS_BODY_MAX);
-    if (kubeapi_get(api, path, timeout_ms, &body, &status, err, sizeof(err)) == 0) {
+    if (kubeapi_get(api, path, timeout_ms, NULL, &body, &status, err, sizeof(err)) == 0) {
         if (status == 200)
             *doc = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
         *found = *doc != NULL;
@@ -181,25 +181,25 @@ static int lookups_fetch_node(const struct kubeapi *api, const char *name, long 
     return *value ? 0 : -1;
 }
 
-/* Only the keys are kept: values can be large and are never needed. */
+/* Only the keys are kept: values can be large and are never needed. Only
+ * data counts: the kubelet builds envFrom variables from data alone, never
+ * from binaryData. */
 static cJSON *lookups_keys_of(const cJSON *cm)
 {
-    static const char *const fields[] = {"data", "binaryData"};
     cJSON *keys = cJSON_CreateObject();
     const cJSON *it;
 
-    for (size_t f = 0; f < 2 && keys; f++)
-        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cm, fields[f]))
-        {
-            if (it->string && !cJSON_AddTrueToObject(keys, it->string)) {
-                cJSON_Delete(keys);
-                return NULL;
-            }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cm, "data"))
+    {
+        if (keys && it->string && !cJSON_AddTrueToObject(keys, it->string)) {
+            cJSON_Delete(keys);
+            keys = NULL;
         }
+    }
     return keys;
 }
 
-/* The keys of ConfigMap "ns/name" (data and binaryData) as an object;
+/* The keys of ConfigMap "ns/name" (its data) as an object;
  * NULL value for a ConfigMap that does not exist. */
 static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
                                    cJSON **value)

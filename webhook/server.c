@@ -252,6 +252,9 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
         return MHD_NO;
     req->route = route;
     dynbuf_init(&req->body, s->cfg.max_body);
+    /* One allocation for the whole body instead of doubling up to it. */
+    if (clen)
+        (void)dynbuf_reserve(&req->body, (size_t)strtoull(clen, NULL, 10));
     clock_gettime(CLOCK_MONOTONIC, &req->start);
     *req_cls = req;
     atomic_fetch_add(&s->metrics.in_flight, 1);
@@ -468,6 +471,10 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
                                         (intptr_t)s->cfg.conn_timeout_s, NULL};
     opts[n++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->cfg.conn_limit, NULL};
+    /* Headers of a review are small and the body is streamed out of this
+     * pool: 16 KiB instead of the default 32 KiB halves the per-connection
+     * memory (and the pool's memset on every request). */
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16384, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s};
     if (tls && s->cfg.threads > 1)
         opts[n++] =

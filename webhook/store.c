@@ -94,6 +94,19 @@ static void store_log_rejected(struct store *s, const char *origin, const struct
     }
 }
 
+void store_reject(struct store *s, const char *origin, const char *problem)
+{
+    struct dynbuf errors;
+
+    dynbuf_init(&errors, STORE_ERRORS_MAX);
+    dynbuf_printf(&errors, "%s\n", problem);
+    store_log_rejected(s, origin, &errors);
+    dynbuf_free(&errors);
+    pthread_mutex_lock(&s->mu);
+    s->rejected++;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void store_swap(struct store *s, struct snapshot *next, const char *origin)
 {
     struct snapshot *old;

@@ -40,6 +40,10 @@ void store_destroy(struct store *s);
  * or -1 (invalid, logged with every problem; or out of memory). */
 int store_publish(struct store *s, const char *text, size_t len, const char *origin);
 
+/* Records a version refused before it could be parsed (e.g. a ConfigMap
+ * without the profiles key): logged and counted like a rejected one. */
+void store_reject(struct store *s, const char *origin, const char *problem);
+
 /* The current snapshot with a reference taken, or NULL before the first
  * valid version. */
 struct snapshot *store_acquire(struct store *s);

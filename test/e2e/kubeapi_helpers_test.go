@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	profNS   = "rdma-webhook"
+	profName = "rdma-webhook-profiles"
+	profKey  = "profiles.json"
+	// profSource is the "source" of the webhook's profile log lines.
+	profSource = "configmap " + profNS + "/" + profName
+	jobNS      = "kubeflow"
+	// afterEvent: a changed ConfigMap is used by the next admission within
+	// this long after its watch event was sent.
+	afterEvent = time.Second
+	// readyAfterUp: how soon the webhook is ready once the API answers.
+	readyAfterUp = 5 * time.Second
+)
+
+func profilesData(doc []byte) map[string]string { return map[string]string{profKey: string(doc)} }
+
+// startInstanceArgs is startInstance without --profiles: serve gets only
+// the listen and certificate flags plus args.
+func startInstanceArgs(t *testing.T, args ...string) *instance {
+	t.Helper()
+	dir := t.TempDir()
+	if err := genCerts(binaryPath(), dir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{bin: binaryPath(), dir: dir, caPool: pool, args: args}
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if lastErr = in.launchArgs(attempt); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("starting an own serve: %v", lastErr)
+	}
+	in.client = in.newClient(time.Second * 10)
+	t.Cleanup(func() {
+		start := time.Now()
+		in.finish(t)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Logf("serve took %v to stop (SIGTERM at %s); stderr tail:\n%s", took.Round(time.Millisecond),
+				start.UTC().Format("15:04:05.000"), tail(in.stderrPath))
+		}
+	})
+	return in
+}
+
+// launchArgs is instance.launch without the --profiles flag.
+func (in *instance) launchArgs(attempt int) error {
+	var err error
+	if in.addr, err = freePort(); err != nil {
+		return err
+	}
+	if in.metrics, err = freePort(); err != nil {
+		return err
+	}
+	in.stderrPath = filepath.Join(in.dir, fmt.Sprintf("serve-%d.stderr", attempt))
+	stderr, err := os.Create(in.stderrPath)
+	if err != nil {
+		return err
+	}
+	args := append([]string{"serve",
+		"--listen", in.addr, "--metrics-listen", in.metrics,
+		"--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
+		"--tls-private-key-file", filepath.Join(in.dir, "tls.key")}, in.args...)
+	in.cmd = exec.Command(in.bin, args...)
+	in.cmd.Stdout = io.Discard
+	in.cmd.Stderr = stderr
+	if err := in.cmd.Start(); err != nil {
+		stderr.Close()
+		return err
+	}
+	in.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		in.waitErr = cmd.Wait()
+		stderr.Close()
+		close(exited)
+	}(in.cmd, in.exited)
+	return in.waitUp()
+}
+
+// startConfigMapInstance serves profiles from the fake's ConfigMap
+// profNS/profName (--profiles-configmap), with extra flags. At the end of
+// the test every list and watch it made is checked for the parameters the
+// API concepts and the RBAC need.
+func startConfigMapInstance(t *testing.T, a *fakeAPI, extra ...string) *instance {
+	t.Helper()
+	args := append([]string{"--profiles-configmap", profNS + "/" + profName}, a.kubeFlags()...)
+	in := startInstanceArgs(t, append(args, extra...)...)
+	timeout := "300"
+	for i := 0; i+1 < len(extra); i++ {
+		if extra[i] == "--watch-timeout-seconds" {
+			timeout = extra[i+1]
+		}
+	}
+	t.Cleanup(func() { checkProfileQueries(t, a, timeout) })
+	return in
+}
+
+// readyConfigMapInstance puts doc in the ConfigMap, starts the webhook on
+// it and waits until it is ready with generation 1.
+func readyConfigMapInstance(t *testing.T, a *fakeAPI, doc []byte, extra ...string) *instance {
+	t.Helper()
+	a.putConfigMap(profNS, profName, profilesData(doc))
+	in := startConfigMapInstance(t, a, extra...)
+	waitStatus(t, readyAfterUp, "/readyz with the ConfigMap served", http.StatusOK,
+		func() int { return in.readyz(t, false) })
+	in.waitLog(t, 0, pickUpWithin, `"profiles loaded" generation 1 from the ConfigMap`,
+		msgIs("profiles loaded", "generation", "1", "source", profSource))
+	return in
+}
+
+// startLookupInstance serves the shipped profiles file and uses the fake
+// for Node and envFrom lookups.
+func startLookupInstance(t *testing.T, a *fakeAPI, extra ...string) *instance {
+	t.Helper()
+	return startInstance(t, profilesPath, append(a.kubeFlags(), extra...)...)
+}
+
+// checkProfileQueries: every list and watch of the profiles ConfigMap
+// selects it by name (the Role allows nothing else); watches ask for
+// bookmarks, carry the --watch-timeout-seconds and resume from a
+// resourceVersion (never "" or "0", which would replay the object).
+func checkProfileQueries(t *testing.T, a *fakeAPI, timeout string) {
+	t.Helper()
+	for i, r := range a.requests() {
+		if r.Kind != "list" && r.Kind != "watch" {
+			continue
+		}
+		bad := []string{}
+		if r.Path != "/api/v1/namespaces/"+profNS+"/configmaps" {
+			bad = append(bad, "path")
+		}
+		if name, ok := fieldName(r.Query.Get("fieldSelector")); !ok || name != profName {
+			bad = append(bad, "fieldSelector metadata.name="+profName)
+		}
+		if r.Kind == "watch" {
+			if r.Query.Get("allowWatchBookmarks") != "true" {
+				bad = append(bad, "allowWatchBookmarks=true")
+			}
+			if r.Query.Get("timeoutSeconds") != timeout {
+				bad = append(bad, "timeoutSeconds="+timeout)
+			}
+			if rv := r.Query.Get("resourceVersion"); rv == "" || rv == "0" {
+				bad = append(bad, "resourceVersion from the list or the last event")
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("fake apiserver request #%d %s: expected %s", i, r, strings.Join(bad, ", "))
+		}
+	}
+}
+
+// waitHCAAfter polls with reviews until the 8-GPU pod gets want, and fails
+// unless that happens within d of since (when the watch event went out).
+func (in *instance) waitHCAAfter(t testing.TB, want string, since time.Time, d time.Duration, what string) time.Duration {
+	t.Helper()
+	deadline := since.Add(d)
+	for {
+		last := in.hca(t)
+		if last == want {
+			return time.Since(since)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: expected NCCL_IB_HCA %q within %v, still %q after %v%s",
+				what, want, d, last, time.Since(since).Round(time.Millisecond), in.state())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// editProfiles puts doc in the ConfigMap and waits until the webhook
+// serves want: within afterEvent of the MODIFIED event reaching its watch.
+func (in *instance) editProfiles(t testing.TB, a *fakeAPI, doc []byte, want, what string) {
+	t.Helper()
+	rv := a.putConfigMap(profNS, profName, profilesData(doc))
+	sent := a.waitDelivered(t, rv, 3*time.Second)
+	took := in.waitHCAAfter(t, want, sent, afterEvent, what)
+	t.Logf("%s: served %v after the watch event", what, took.Round(time.Millisecond))
+}
+
+// linesSince is the decoded log from mark on that match.
+func (in *instance) linesSince(mark int, match func(obj) bool) []obj {
+	var out []obj
+	lines := in.logLines()
+	for i := mark; i < len(lines); i++ {
+		if lines[i] != nil && match(lines[i]) {
+			out = append(out, lines[i])
+		}
+	}
+	return out
+}
+
+func levelIs(levels ...string) func(obj) bool {
+	return func(o obj) bool {
+		l, _ := pathStr(o, "level")
+		return contains(levels, l)
+	}
+}
+
+// problemContains matches "profiles problem" lines whose problem names s.
+func problemContains(s string) func(obj) bool {
+	return func(o obj) bool {
+		p, _ := pathStr(o, "problem")
+		return msgIs("profiles problem")(o) && strings.Contains(p, s)
+	}
+}
+
+// nodePod is the 8-GPU training pod already bound to node (spec.nodeName
+// set, as for a pod created by a controller that schedules itself or a
+// static assignment).
+func nodePod(gpus int, node string) obj {
+	pod := trainingPod(gpus)
+	pod["spec"].(obj)["nodeName"] = node
+	return pod
+}
+
+// envFromPod is the 8-GPU training pod whose container has these envFrom
+// sources.
+func envFromPod(sources ...obj) obj {
+	pod := trainingPod(8)
+	list := make([]interface{}, len(sources))
+	for i, s := range sources {
+		list[i] = s
+	}
+	pathArr(pod, "spec", "containers")[0].(obj)["envFrom"] = list
+	return pod
+}
+
+func configMapRef(name, prefix string) obj {
+	src := obj{"configMapRef": obj{"name": name}}
+	if prefix != "" {
+		src["prefix"] = prefix
+	}
+	return src
+}
+
+// admission is one review's outcome, as the tests read it.
+type admission struct {
+	rr      reviewResponse
+	patched obj
+	took    time.Duration
+}
+
+func (in *instance) admit(t testing.TB, pod obj) admission {
+	t.Helper()
+	r := podCreate(jobNS, pod)
+	start := time.Now()
+	rr := in.review(t, r)
+	took := time.Since(start)
+	return admission{rr: rr, patched: applyPatch(t, pod, rr.patch), took: took}
+}
+
+// envValues is every value the pytorch container's env gives name.
+func (ad admission) envValues(name string) []string {
+	var out []string
+	for _, e := range envEntries(containerByName(ad.patched, "pytorch"), name) {
+		v, _ := pathStr(e, "value")
+		out = append(out, v)
+	}
+	return out
+}
+
+// warningWith is the first warning containing phrase, "" when none.
+func (ad admission) warningWith(phrase string) string {
+	for _, w := range ad.rr.warnings {
+		if strings.Contains(w, phrase) {
+			return w
+		}
+	}
+	return ""
+}
+
+func hcaOf(t testing.TB, profile string) string {
+	t.Helper()
+	return loadProfiles(t).envFor(t, profile, false)["NCCL_IB_HCA"]
+}
+
+// postReview posts r with client (for concurrent reviews: no t.Fatal).
+func (in *instance) postReview(client *http.Client, r reviewRequest) (obj, error) {
+	req, err := http.NewRequest(http.MethodPost, in.url("/mutate"), strings.NewReader(string(mustMarshal(r.body()))))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body := readAll(resp)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return decodeObject(body)
+}
+
+// decodeB64 is the text of a base64 patch ("" when it is not base64).
+func decodeB64(s string) string {
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
