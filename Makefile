@@ -31,7 +31,7 @@ GO_ENV  := GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOCACHE=$(CURDIR)/b
 .SECONDARY:
 
 .PHONY: all build build-asan deps deps-test certs run test unit unit-asan e2e e2e-asan \
-        validator valgrind fuzz fuzz-build format check-format clean
+        validator valgrind fuzz fuzz-build format check-format clean bench
 
 all: build
 
@@ -143,6 +143,27 @@ fuzz: fuzz-build
 	  fi; \
 	  grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' build-fuzz/$$t.log; \
 	done
+
+# `make bench`: rdma-webhook against nginx, a bare libmicrohttpd responder and
+# a Go webhook (bench/run.sh; results in bench/RESULTS.md). Not part of `make test`.
+BENCH_BIN  := build/bench/mhd_responder build/bench/ready_probe build/bench/gowebhook
+
+build/bench/mhd_responder: bench/mhd_responder.c | build/
+	@mkdir -p build/bench
+	$(CC) -std=c11 -D_GNU_SOURCE -pthread $(WARN) -O2 -g $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
+
+build/bench/ready_probe: bench/ready_probe.c | build/
+	@mkdir -p build/bench
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+
+build/bench/gowebhook: bench/gowebhook/main.go | build/
+	@mkdir -p build/bench
+	$(GO_ENV) go build -o $@ ./bench/gowebhook
+
+bench:
+	@.ci/deps bench
+	@$(MAKE) --no-print-directory build certs $(BENCH_BIN)
+	bench/run.sh
 
 format:
 	clang-format -i webhook/*.c webhook/*.h test/unit/*.c

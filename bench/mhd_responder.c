@@ -1,0 +1,155 @@
+/* mhd_responder: the bare libmicrohttpd yardstick of `make bench`.
+ *
+ * Same daemon settings as rdma-webhook's HTTPS listener (webhook/server.c):
+ * EPOLL internal thread, a thread pool of nproc (at most 8) when more than one,
+ * no TURBO (the webhook cannot use it: see server.c), the same GnuTLS priorities and the same certificate. Every POST body
+ * is read completely into memory, then a fixed response (a file, e.g. the
+ * webhook's own answer to the same review) is sent as application/json.
+ *
+ * Listens on 127.0.0.1:PORT.
+ * Usage: mhd_responder PORT CERT KEY RESPONSE_FILE
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+struct body {
+    char *mem;
+    size_t len, cap;
+};
+
+static char *resp_mem;
+static size_t resp_len;
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+
+    if (!f)
+        return NULL;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            buf = realloc(buf, cap);
+            if (!buf)
+                exit(1);
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        if (r == 0)
+            break;
+        n += r;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_size, void **req_cls)
+{
+    struct body *b = *req_cls;
+    struct MHD_Response *r;
+    enum MHD_Result rc;
+
+    (void)cls, (void)url, (void)method, (void)version;
+    if (!b) {
+        b = calloc(1, sizeof(*b));
+        if (!b)
+            return MHD_NO;
+        *req_cls = b;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (b->len + *upload_size > b->cap) {
+            size_t cap = b->cap ? b->cap : 4096;
+            while (cap < b->len + *upload_size)
+                cap *= 2;
+            char *m = realloc(b->mem, cap);
+            if (!m)
+                return MHD_NO;
+            b->mem = m;
+            b->cap = cap;
+        }
+        memcpy(b->mem + b->len, upload_data, *upload_size);
+        b->len += *upload_size;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    r = MHD_create_response_from_buffer(resp_len, resp_mem, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    rc = MHD_queue_response(conn, b->len ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                      enum MHD_RequestTerminationCode code)
+{
+    struct body *b = *req_cls;
+
+    (void)cls, (void)conn, (void)code;
+    if (b) {
+        free(b->mem);
+        free(b);
+        *req_cls = NULL;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    size_t cert_len, key_len;
+    char *cert, *key;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = ncpu < 1 ? 1u : ncpu > 8 ? 8u : (unsigned)ncpu;
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    struct MHD_Daemon *d;
+    sigset_t set;
+    int sig;
+
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s PORT CERT KEY RESPONSE_FILE\n", argv[0]);
+        return 2;
+    }
+    cert = slurp(argv[2], &cert_len);
+    key = slurp(argv[3], &key_len);
+    resp_mem = slurp(argv[4], &resp_len);
+    if (!cert || !key || !resp_mem) {
+        fprintf(stderr, "mhd_responder: cannot read the certificate, key or response\n");
+        return 1;
+    }
+    addr.sin_port = htons((unsigned short)atoi(argv[1]));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    d = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+            MHD_USE_TLS,
+        0, NULL, NULL, handle, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert,
+        MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 4096u,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_THREAD_POOL_SIZE,
+        threads > 1 ? threads : 0u, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "mhd_responder: cannot start on port %s\n", argv[1]);
+        return 1;
+    }
+    sigwait(&set, &sig);
+    MHD_stop_daemon(d);
+    return 0;
+}

@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# `make bench`: rdma-webhook against three yardsticks on one machine, same
+# certificate, same reviews, same client. See README.md, "Benchmark".
+#
+# Expects (the Makefile builds them): build/rdma-webhook, certs/dev,
+# build/bench/{mhd_responder,gowebhook,ready_probe}. Writes bench/RESULTS.md.
+# Any wrk error, timeout or non-200 response fails the run.
+#
+# Environment: BENCH_DURATION (seconds per point, default 5), BENCH_WARMUP
+# (default 1), BENCH_CONNS (default "1 16 64 256").
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+out=build/bench
+run=$out/run
+duration=${BENCH_DURATION:-5}
+warmup=${BENCH_WARMUP:-1}
+conns=${BENCH_CONNS:-"1 16 64 256"}
+cert=$repo/certs/dev/tls.crt
+key=$repo/certs/dev/tls.key
+ca=$repo/certs/dev/ca.crt
+port_webhook=18443
+port_metrics=19090
+port_nginx=18444
+port_mhd=18445
+port_go=18446
+results=bench/RESULTS.md
+
+LOAD_BEFORE=$(cut -d" " -f1-3 /proc/loadavg)
+rm -rf "$run"
+mkdir -p "$run" "$run/nginx-root"
+
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]:-}"; do
+        [ -n "$p" ] && kill "$p" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+
+die() {
+    echo "bench: $*" >&2
+    exit 1
+}
+
+for tool in wrk nginx curl; do
+    command -v "$tool" >/dev/null || die "$tool is missing (apt-get install wrk nginx curl)"
+done
+
+webhook_cmd=(build/rdma-webhook serve --listen "127.0.0.1:$port_webhook"
+    --metrics-listen "127.0.0.1:$port_metrics" --tls-cert-file "$cert"
+    --tls-private-key-file "$key" --profiles manifests/profiles.json)
+
+bench/gen-reviews.sh "$repo" "$run"
+small=$run/review-8gpu.json
+large=$run/review-large.json
+
+# --- time to ready: exec to the first 200 on /readyz (plain port) ----------
+ready_list=()
+for i in 1 2 3 4 5 6 7 8 9 10 11; do
+    line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2>>"$run/ready.log") ||
+        die "rdma-webhook did not become ready (see $run/ready.log)"
+    pid=${line#pid=}
+    pid=${pid%% *}
+    ready_list+=("${line##*ready_us=}")
+    kill "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+done
+ready_sorted=$(printf '%s\n' "${ready_list[@]}" | sort -n)
+ready_med=$(echo "$ready_sorted" | sed -n 6p)
+ready_max=$(echo "$ready_sorted" | tail -n 1)
+awk -v m="$ready_med" -v x="$ready_max" \
+    'BEGIN {printf "time to ready: median %.1f ms, max %.1f ms (11 starts)\n", m / 1000, x / 1000}' 
+
+# --- helpers -----------------------------------------------------------------
+# Sum of VmHWM (kB) over the given pids.
+hwm_kb() {
+    local p s=0 v
+    for p in "$@"; do
+        v=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
+reset_hwm() {
+    local p
+    for p in "$@"; do echo 5 >"/proc/$p/clear_refs" 2>/dev/null || true; done
+}
+# The server's pid and its children (nginx workers).
+tree_pids() {
+    echo "$1"
+    pgrep -P "$1" || true
+}
+wait_https() { # port
+    local i
+    for i in $(seq 1 500); do
+        curl -fsS -o /dev/null --cacert "$ca" "https://127.0.0.1:$1/readyz" 2>/dev/null && return 0
+        sleep 0.02
+    done
+    die "nothing ready on port $1"
+}
+# One wrk point; prints the BENCH line. Fails on any error or non-200.
+wrk_point() { # name port conns seconds body
+    local name=$1 port=$2 c=$3 secs=$4 body=$5 t line
+    t=$((c < 2 ? c : 2))
+    wrk -t"$t" -c"$c" -d"${secs}s" --timeout 2s --latency -s bench/post.lua \
+        "https://127.0.0.1:$port/mutate" -- "$body" >"$run/wrk-$name-$c.txt" 2>&1 ||
+        die "wrk failed against $name at $c connections (see $run/wrk-$name-$c.txt)"
+    line=$(grep '^BENCH ' "$run/wrk-$name-$c.txt") ||
+        die "no result from wrk against $name at $c connections (see $run/wrk-$name-$c.txt)"
+    local bad
+    bad=$(echo "$line" | awk '{for (i = 2; i <= NF; i++) {split($i, kv, "=");
+        if (kv[1] ~ /^(non200|connect|read|write|status|timeout)$/) s += kv[2]} print s + 0}')
+    [ "$bad" = 0 ] || die "$name at $c connections: errors or non-200 responses: $line"
+    echo "$line"
+}
+field() { # line key
+    echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'
+}
+
+declare -A RPS P50 P99 P999 RSS
+bench_server() { # name port pid
+    local name=$1 port=$2 pid=$3 c line
+    for c in $conns; do
+        wrk_point "$name" "$port" "$c" "$warmup" "$small" >/dev/null
+        # shellcheck disable=SC2046
+        reset_hwm $(tree_pids "$pid")
+        line=$(wrk_point "$name" "$port" "$c" "$duration" "$small")
+        RPS[$name,$c]=$(field "$line" rps)
+        P50[$name,$c]=$(field "$line" p50_us)
+        P99[$name,$c]=$(field "$line" p99_us)
+        P999[$name,$c]=$(field "$line" p999_us)
+        # shellcheck disable=SC2046
+        RSS[$name,$c]=$(hwm_kb $(tree_pids "$pid"))
+        printf '%-12s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
+            "$name" "$c" "${RPS[$name,$c]}" "${P50[$name,$c]}" "${P99[$name,$c]}" \
+            "${P999[$name,$c]}" "${RSS[$name,$c]}"
+    done
+}
+stop() { # pid
+    kill "$1" 2>/dev/null || true
+    while kill -0 "$1" 2>/dev/null; do sleep 0.02; done
+}
+
+# --- rdma-webhook ----------------------------------------------------------
+# The admission log goes through a pipe, as to a container runtime; only its
+# tail is kept.
+line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2> >(tail -n 50 >"$run/webhook.log"))
+wpid=${line#pid=}
+wpid=${wpid%% *}
+pids+=("$wpid")
+code=$(curl -sS -o "$run/response.json" -w '%{http_code}' --cacert "$ca" \
+    -H 'Content-Type: application/json' --data-binary @"$small" \
+    "https://127.0.0.1:$port_webhook/mutate")
+[ "$code" = 200 ] && grep -q '"patch"' "$run/response.json" ||
+    die "rdma-webhook did not mutate the 8-GPU review (HTTP $code)"
+code=$(curl -sS -o "$run/response-large.json" -w '%{http_code}' --cacert "$ca" \
+    -H 'Content-Type: application/json' --data-binary @"$large" \
+    "https://127.0.0.1:$port_webhook/mutate")
+[ "$code" = 200 ] && grep -q '"patch"' "$run/response-large.json" ||
+    die "rdma-webhook did not mutate the large review (HTTP $code)"
+resp_bytes=$(wc -c <"$run/response.json")
+cp "$run/response.json" "$run/nginx-root/mutate"
+
+bench_server rdma-webhook "$port_webhook" "$wpid"
+wrk_point rdma-webhook-large "$port_webhook" 1 "$warmup" "$large" >/dev/null
+line=$(wrk_point rdma-webhook-large "$port_webhook" 1 "$duration" "$large")
+L_RPS=$(field "$line" rps)
+L_P50=$(field "$line" p50_us)
+L_P99=$(field "$line" p99_us)
+L_P999=$(field "$line" p999_us)
+printf '%-12s c=1    %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us\n' \
+    "large pod" "$L_RPS" "$L_P50" "$L_P99" "$L_P999"
+W_HWM_ALL=$(hwm_kb "$wpid")
+stop "$wpid"
+
+# --- nginx -------------------------------------------------------------------
+sed -e "s|@RUN@|$repo/$run|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" \
+    -e "s|@PORT@|$port_nginx|g" bench/nginx.conf.in >"$run/nginx.conf"
+nginx -c "$repo/$run/nginx.conf" -p "$repo/$run" -e "$repo/$run/nginx-error.log" &
+npid=$!
+pids+=("$npid")
+wait_https "$port_nginx"
+cmp -s <(curl -sS --cacert "$ca" -H 'Content-Type: application/json' --data-binary @"$small" \
+    "https://127.0.0.1:$port_nginx/mutate") "$run/response.json" ||
+    die "nginx does not answer the fixed response"
+bench_server nginx "$port_nginx" "$npid"
+stop "$npid"
+
+# --- bare libmicrohttpd --------------------------------------------------------
+"$out/mhd_responder" "$port_mhd" "$cert" "$key" "$run/response.json" 2>"$run/mhd.log" &
+mpid=$!
+pids+=("$mpid")
+sleep 0.2
+curl -fsS -o /dev/null --cacert "$ca" -H 'Content-Type: application/json' \
+    --data-binary @"$small" "https://127.0.0.1:$port_mhd/mutate" || die "mhd_responder is not answering"
+bench_server mhd "$port_mhd" "$mpid"
+stop "$mpid"
+
+# --- Go ------------------------------------------------------------------------
+"$out/gowebhook" -listen "127.0.0.1:$port_go" -cert "$cert" -key "$key" 2>"$run/gowebhook.log" &
+gpid=$!
+pids+=("$gpid")
+wait_https "$port_go"
+code=$(curl -sS -o "$run/response-go.json" -w '%{http_code}' --cacert "$ca" \
+    -H 'Content-Type: application/json' --data-binary @"$small" "https://127.0.0.1:$port_go/mutate")
+[ "$code" = 200 ] && grep -q '"patch"' "$run/response-go.json" || die "gowebhook did not mutate"
+bench_server go "$port_go" "$gpid"
+stop "$gpid"
+
+# --- RESULTS.md ----------------------------------------------------------------
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+ms() { awk -v u="$1" 'BEGIN {printf "%.2f", u / 1000}'; }
+mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+{
+    echo "# Benchmark results"
+    echo
+    echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); numbers from one run."
+    echo
+    echo "## Throughput and latency"
+    echo
+    echo "8-GPU PyTorchJob master pod review ($(wc -c <"$small") bytes compact, answer $resp_bytes bytes);"
+    echo "wrk, keep-alive, TLS 1.3 on loopback, ${duration} s per point after a ${warmup} s warm-up;"
+    echo "latency in ms; peak RSS is VmHWM (summed over nginx's master and workers), reset before each point."
+    echo
+    echo "| server | conns | req/s | p50 | p99 | p99.9 | peak RSS MiB |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for name in rdma-webhook nginx mhd go; do
+        for c in $conns; do
+            echo "| $name | $c | ${RPS[$name,$c]%.*} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") |"
+        done
+    done
+    echo
+    echo "## rdma-webhook relative to each yardstick (throughput ratio)"
+    echo
+    echo "| conns | / nginx | / bare libmicrohttpd | / Go webhook |"
+    echo "|---:|---:|---:|---:|"
+    for c in $conns; do
+        echo "| $c | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[nginx,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[mhd,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[go,$c]}") |"
+    done
+    echo
+    echo "## rdma-webhook alone"
+    echo
+    echo "- Large pod (10 containers x 200 env, $(wc -c <"$large") bytes, answer $(wc -c <"$run/response-large.json") bytes), one connection:"
+    echo "  ${L_RPS%.*} req/s, p50 $(ms "$L_P50") ms, p99 $(ms "$L_P99") ms, p99.9 $(ms "$L_P999") ms."
+    echo "- Time to ready (exec to the first 200 on /readyz, polled every 0.1 ms), 11 starts:"
+    echo "  median $(ms "$ready_med") ms, max $(ms "$ready_max") ms."
+    echo "- Peak RSS over the whole run, including the large pod: $(mib "$W_HWM_ALL") MiB."
+    echo
+    echo "## Targets"
+    echo
+    echo "| target | measured | met |"
+    echo "|---|---|---|"
+    for c in 16 64; do
+        case " $conns " in *" $c "*) ;; *) continue ;; esac
+        for y in nginx:0.4 mhd:0.85 go:3; do
+            n=${y%%:*} want=${y##*:} r=$(ratio "${RPS[rdma-webhook,$c]}" "${RPS[${y%%:*},$c]}")
+            echo "| throughput at $c conns >= $want x $n | $r x | $(awk -v r="$r" -v w="$want" 'BEGIN {print (r >= w ? "yes" : "no")}') |"
+        done
+    done
+    case " $conns " in *" 64 "*)
+        echo "| p99 at 64 conns <= 2 ms | $(ms "${P99[rdma-webhook,64]}") ms | $(awk -v u="${P99[rdma-webhook,64]}" 'BEGIN {print (u <= 2000 ? "yes" : "no")}') |" ;;
+    esac
+    case " $conns " in *" 256 "*)
+        echo "| peak RSS at 256 conns <= 16 MiB | $(mib "${RSS[rdma-webhook,256]}") MiB | $(awk -v k="${RSS[rdma-webhook,256]}" 'BEGIN {print (k <= 16384 ? "yes" : "no")}') |" ;;
+    esac
+    echo "| large pod < 1 ms per admission, one connection | p50 $(ms "$L_P50") ms, mean $(awk -v r="$L_RPS" 'BEGIN {printf "%.2f", 1000 / r}') ms | $(awk -v u="$L_P50" 'BEGIN {print (u < 1000 ? "yes" : "no")}') |"
+    echo "| ready within 50 ms of start | max $(ms "$ready_max") ms | $(awk -v u="$ready_max" 'BEGIN {print (u <= 50000 ? "yes" : "no")}') |"
+    echo
+    echo "## Machine"
+    echo
+    echo "- CPUs: $(nproc) ($cpu); the client (wrk -t2, -t1 at one connection) shares them with the server."
+    echo "- Kernel: $(uname -sr); $(. /etc/os-release && echo "$PRETTY_NAME")"
+    echo "- rdma-webhook $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet -- webhook 2>/dev/null || echo ' (webhook/ modified)'), $(cc --version | head -n 1)"
+    echo "- libmicrohttpd $(pkg-config --modversion libmicrohttpd), GnuTLS $(pkg-config --modversion gnutls)"
+    echo "- $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(go version | sed 's/^go version //'), $(wrk -v 2>&1 | head -n 1 | awk '{print $1, $2}')"
+    echo "- Load average before the run: $LOAD_BEFORE"
+    echo
+    echo "## Command"
+    echo
+    echo '```sh'
+    echo "make bench    # BENCH_DURATION=$duration BENCH_WARMUP=$warmup BENCH_CONNS=\"$conns\""
+    echo '```'
+} >"$results"
+echo "wrote $results"
