@@ -1,5 +1,6 @@
 #include "cmd.h"
 
+#include "arena.h"
 #include "cmwatch.h"
 #include "filewatch.h"
 #include "fsutil.h"
@@ -417,6 +418,7 @@ int cmd_serve(int argc, char **argv)
     metrics_init(&app->srv.metrics);
     app->srv.log = (struct logger){.fd = STDERR_FILENO, .min = level};
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    arena_install_cjson_hooks();
     rc = serve_run(app, &o);
     curl_global_cleanup();
     store_destroy(&app->srv.store);

@@ -29,7 +29,7 @@ struct cmwatch {
     /* Private. */
     char origin[540]; /* "configmap NS/NAME" for log lines */
     char resource_version[64];
-    char *last_text; /* last published text, to skip republishing it */
+    char *last_text;     /* last published text, to skip republishing it */
     unsigned backoff_ms; /* the next wait after a failure */
     atomic_int stop;
     pthread_t thread;

@@ -1,5 +1,7 @@
 #include "lookups.h"
 
+#include "arena.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,8 +100,13 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     snprintf(e->key, sizeof(e->key), "%s", key);
     e->state = LOOKUPS_LOADING;
     pthread_mutex_unlock(&c->mu);
-    if (left > 1000000)
+    /* The answer outlives this request: it must not come from its arena. */
+    if (left > 1000000) {
+        struct arena *a = arena_suspend();
+
         rc = fetch(req->lk->api, key, (long)(left / 1000000), &value);
+        arena_resume(a);
+    }
     pthread_mutex_lock(&c->mu);
     e->state = rc == 0 ? LOOKUPS_READY : LOOKUPS_FAILED;
     e->value = value;

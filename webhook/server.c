@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "arena.h"
 #include "review.h"
 
 #include <arpa/inet.h>
@@ -191,6 +192,7 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     struct snapshot *snap = store_acquire(&s->store);
     struct mutate_hooks hooks = {0};
     struct lookups_request lookups;
+    struct arena arena;
     struct review_summary sum;
     struct dynbuf out;
     size_t len;
@@ -202,8 +204,10 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     dynbuf_init(&out, SERVER_RESPONSE_MAX);
     if (s->lookups)
         lookups_begin(s->lookups, &lookups, &hooks);
+    arena_begin(&arena);
     status =
         review_handle(dynbuf_ptr(&req->body), dynbuf_len(&req->body), snap->ps, &hooks, &out, &sum);
+    arena_end(&arena);
     snapshot_release(snap);
     if (status == MHD_HTTP_OK) {
         long long ns = server_elapsed_ns(&req->start);

@@ -1,0 +1,107 @@
+#include "arena.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ENABLED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ENABLED 0
+#endif
+#endif
+#ifndef ARENA_ENABLED
+#define ARENA_ENABLED 1
+#endif
+
+/* The request this thread is serving, if any: the only way cJSON's
+ * argument-less hooks can find it. */
+static _Thread_local struct arena *arena_current;
+
+static int arena_owns(const struct arena *a, const void *p)
+{
+    const char *c = p;
+
+    for (size_t i = 0; i < a->n; i++)
+        if (c >= a->block[i] && c < a->block[i] + a->size[i])
+            return 1;
+    return 0;
+}
+
+/* A new block for at least need bytes; NULL when out of blocks or memory. */
+static char *arena_new_block(struct arena *a, size_t need)
+{
+    size_t size = need > ARENA_BLOCK ? need : ARENA_BLOCK;
+    char *b;
+
+    if (a->n == ARENA_MAX_BLOCKS || !(b = malloc(size)))
+        return NULL;
+    a->block[a->n] = b;
+    a->size[a->n++] = size;
+    a->used = need;
+    return b;
+}
+
+static void *arena_malloc(size_t size)
+{
+    struct arena *a = arena_current;
+    size_t need = (size + 15) & ~(size_t)15;
+    char *p;
+
+    if (!a || size == 0 || need < size)
+        return malloc(size);
+    if (a->n && a->used + need <= a->size[a->n - 1]) {
+        p = a->block[a->n - 1] + a->used;
+        a->used += need;
+        return p;
+    }
+    p = arena_new_block(a, need);
+    return p ? p : malloc(size);
+}
+
+static void arena_free(void *p)
+{
+    struct arena *a = arena_current;
+
+    if (p && !(a && arena_owns(a, p)))
+        free(p);
+}
+
+void arena_install_cjson_hooks(void)
+{
+    cJSON_Hooks hooks = {arena_malloc, arena_free};
+
+    if (ARENA_ENABLED)
+        cJSON_InitHooks(&hooks);
+}
+
+void arena_begin(struct arena *a)
+{
+    memset(a, 0, sizeof(*a));
+    if (ARENA_ENABLED)
+        arena_current = a;
+}
+
+void arena_end(struct arena *a)
+{
+    if (arena_current == a)
+        arena_current = NULL;
+    for (size_t i = 0; i < a->n; i++)
+        free(a->block[i]);
+    a->n = 0;
+}
+
+struct arena *arena_suspend(void)
+{
+    struct arena *a = arena_current;
+
+    arena_current = NULL;
+    return a;
+}
+
+void arena_resume(struct arena *a)
+{
+    arena_current = a;
+}
