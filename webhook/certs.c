@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -577,6 +578,48 @@ out:
     return key;
 }
 
+/* The same readers over bytes already in memory, so that what is checked
+ * is exactly what the caller goes on to use. */
+static BIO *mem_bio(const char *pem, size_t len, const char *name, char *err, size_t errlen)
+{
+    BIO *b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
+
+    if (b == NULL)
+        set_err(err, errlen, "%s: cannot read it into memory", name);
+    return b;
+}
+
+static X509 *cert_from_pem(const char *pem, size_t len, const char *name, char *err, size_t errlen)
+{
+    char reason[256];
+    BIO *b = mem_bio(pem, len, name, err, errlen);
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+
+    if (b != NULL && x == NULL)
+        set_err(err, errlen,
+                "%s holds no PEM certificate (%s): point to a PEM file such as "
+                "tls.crt, not a key or DER file",
+                name, ssl_reason(reason, sizeof reason));
+    BIO_free(b);
+    return x;
+}
+
+static EVP_PKEY *key_from_pem(const char *pem, size_t len, const char *name, char *err,
+                              size_t errlen)
+{
+    char reason[256];
+    BIO *b = mem_bio(pem, len, name, err, errlen);
+    EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
+
+    if (b != NULL && key == NULL)
+        set_err(err, errlen,
+                "%s holds no usable private key (%s): it must be an unencrypted "
+                "PEM key such as tls.key",
+                name, ssl_reason(reason, sizeof reason));
+    BIO_free(b);
+    return key;
+}
+
 static void time_str(const ASN1_TIME *t, char *buf, size_t len)
 {
     BIO *b = BIO_new(BIO_s_mem());
@@ -761,9 +804,28 @@ static int unix_time(const ASN1_TIME *t, long long *secs_out)
     return ok;
 }
 
-int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err, size_t errlen)
+static int describe(X509 *x, const char *name, struct certs_info *info, char *err, size_t errlen)
 {
     struct text t;
+
+    if (!unix_time(X509_get0_notAfter(x), &info->not_after)) {
+        set_err(err, errlen, "%s has an unreadable expiry date: " REGEN_HINT, name);
+        return -1;
+    }
+    text_init(&t, info->subject, sizeof info->subject);
+    if (!format_subject(X509_get_subject_name(x), &t)) {
+        ssl_err(err, errlen, "print the certificate subject");
+        return -1;
+    }
+    text_init(&t, info->serial_hex, sizeof info->serial_hex);
+    format_serial(X509_get0_serialNumber(x), &t);
+    text_init(&t, info->sans, sizeof info->sans);
+    format_sans(x, &t);
+    return 0;
+}
+
+int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err, size_t errlen)
+{
     X509 *x = NULL;
     int ret = -1;
 
@@ -775,23 +837,35 @@ int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err
     }
     if ((x = read_cert(cert_path, err, errlen)) == NULL)
         goto out;
-    if (!unix_time(X509_get0_notAfter(x), &info->not_after)) {
-        set_err(err, errlen, "%s has an unreadable expiry date: " REGEN_HINT, cert_path);
-        goto out;
-    }
-    text_init(&t, info->subject, sizeof info->subject);
-    if (!format_subject(X509_get_subject_name(x), &t)) {
-        ssl_err(err, errlen, "print the certificate subject");
-        goto out;
-    }
-    text_init(&t, info->serial_hex, sizeof info->serial_hex);
-    format_serial(X509_get0_serialNumber(x), &t);
-    text_init(&t, info->sans, sizeof info->sans);
-    format_sans(x, &t);
-    ret = 0;
+    ret = describe(x, cert_path, info, err, errlen);
 out:
     if (ret != 0 && info != NULL)
         memset(info, 0, sizeof *info);
+    X509_free(x);
+    ERR_clear_error();
+    return ret;
+}
+
+int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *err, size_t errlen)
+{
+    X509 *x = NULL;
+    EVP_PKEY *key = NULL;
+    int ret = -1;
+
+    memset(info, 0, sizeof *info);
+    if ((x = cert_from_pem(pem->cert, pem->cert_len, pem->cert_name, err, errlen)) == NULL ||
+        (key = key_from_pem(pem->key, pem->key_len, pem->key_name, err, errlen)) == NULL)
+        goto out;
+    if (X509_check_private_key(x, key) != 1) {
+        set_err(err, errlen, "%s does not match %s: " REGEN_HINT, pem->key_name, pem->cert_name);
+        goto out;
+    }
+    if (check_validity(x, pem->cert_name, err, errlen) != 0 ||
+        describe(x, pem->cert_name, info, err, errlen) != 0)
+        goto out;
+    ret = 0;
+out:
+    EVP_PKEY_free(key);
     X509_free(x);
     ERR_clear_error();
     return ret;

@@ -81,4 +81,26 @@ int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err
  */
 int certs_check_pair(const char *cert_path, const char *key_path, char *err, size_t errlen);
 
+/*
+ * A certificate and key already read into memory, with the names to use in
+ * messages (their file paths).
+ */
+struct certs_pem {
+    const char *cert;
+    size_t cert_len;
+    const char *key;
+    size_t key_len;
+    const char *cert_name;
+    const char *key_name;
+};
+
+/*
+ * certs_check_pair() and certs_inspect_file() over bytes in memory: succeeds
+ * when the key belongs to the first certificate and that certificate is
+ * valid now, and fills info from it. The server checks the very bytes it
+ * then serves this way, so a rotation that lands between two reads cannot
+ * slip a mismatched pair past the check.
+ */
+int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *err, size_t errlen);
+
 #endif

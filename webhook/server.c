@@ -551,16 +551,6 @@ void server_quiesce(struct server *s)
     }
 }
 
-unsigned server_open_connections(struct server *s)
-{
-    const union MHD_DaemonInfo *info;
-
-    if (!s->https)
-        return 0;
-    info = MHD_get_daemon_info(s->https, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    return info ? info->num_connections : 0;
-}
-
 void server_stop(struct server *s)
 {
     if (server_running != s)

@@ -69,8 +69,6 @@ int server_start(struct server *s, char *err, size_t errlen);
 void server_reload_certs(struct server *s);
 /* Stops accepting new connections; requests in flight go on. */
 void server_quiesce(struct server *s);
-/* Connections still open on the HTTPS listener. */
-unsigned server_open_connections(struct server *s);
 void server_stop(struct server *s);
 
 /* Parses "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" into a socket address.

@@ -699,6 +699,55 @@ static void test_unwritable_out_dir(void **state)
     assert_int_equal(ERR_peek_error(), 0);
 }
 
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = malloc(65536);
+
+    assert_non_null(f);
+    assert_non_null(buf);
+    *len = fread(buf, 1, 65536, f);
+    fclose(f);
+    return buf;
+}
+
+/* certs_check_pem checks the bytes it is given: the matching pair passes with
+ * the same serial inspect_file reports, a crossed pair is refused. */
+static void test_check_pem_in_memory(void **state)
+{
+    struct fixture *fx = *state;
+    char a[256], b[256], ca[256], ka[256], kb[256], err[512];
+    struct certs_info mem, file;
+    struct certs_pem pem = {.cert_name = "tls.crt", .key_name = "tls.key"};
+    char *cert, *key_a, *key_b;
+
+    path_in(fx->root, "pem-a", a, sizeof a);
+    path_in(fx->root, "pem-b", b, sizeof b);
+    assert_int_equal(gen(a, NULL, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(gen(b, NULL, NULL, 0, err, sizeof err), 0);
+    path_in(a, "tls.crt", ca, sizeof ca);
+    path_in(a, "tls.key", ka, sizeof ka);
+    path_in(b, "tls.key", kb, sizeof kb);
+    cert = slurp(ca, &pem.cert_len);
+    key_a = slurp(ka, &pem.key_len);
+    pem.cert = cert;
+    pem.key = key_a;
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), 0);
+    assert_int_equal(certs_inspect_file(ca, &file, err, sizeof err), 0);
+    assert_string_equal(mem.serial_hex, file.serial_hex);
+    assert_true(mem.not_after == file.not_after);
+    key_b = slurp(kb, &pem.key_len);
+    pem.key = key_b;
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), -1);
+    assert_non_null(strstr(err, "does not match"));
+    pem.cert_len = 10;
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no PEM certificate"));
+    free(cert);
+    free(key_a);
+    free(key_b);
+}
+
 static void test_invalid_options_write_nothing(void **state)
 {
     struct fixture *fx = *state;
@@ -762,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_long_names_fall_back_to_short_cn),
         cmocka_unit_test(test_regenerate_replaces_files),
         cmocka_unit_test(test_unwritable_out_dir),
+        cmocka_unit_test(test_check_pem_in_memory),
         cmocka_unit_test(test_invalid_options_write_nothing),
         cmocka_unit_test(test_small_error_buffer),
     };
