@@ -516,38 +516,6 @@ out:
     return ret;
 }
 
-static FILE *open_pem(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-
-    if (f == NULL)
-        set_err(err, errlen,
-                "cannot read %s: %s: fix the path or create it with "
-                "'rdma-webhook gen-certs'",
-                path, strerror(errno));
-    return f;
-}
-
-static X509 *read_cert(const char *path, char *err, size_t errlen)
-{
-    char reason[256];
-    FILE *f = open_pem(path, err, errlen);
-    X509 *x = NULL;
-
-    if (f == NULL)
-        goto out;
-    x = PEM_read_X509(f, NULL, NULL, NULL);
-    if (x == NULL)
-        set_err(err, errlen,
-                "%s holds no PEM certificate (%s): point to a PEM file such as "
-                "tls.crt, not a key or DER file",
-                path, ssl_reason(reason, sizeof reason));
-out:
-    if (f != NULL)
-        fclose(f);
-    return x;
-}
-
 /* A server must never stop to prompt for a passphrase on a terminal. */
 static int no_passphrase(char *buf, int size, int rwflag, void *u)
 {
@@ -558,28 +526,20 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
     return -1;
 }
 
-static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
+/* Certificates and keys come from files (the CLI) or from bytes already read
+ * (the server, which must check exactly what it serves): one BIO either way. */
+static BIO *file_bio(const char *path, char *err, size_t errlen)
 {
-    char reason[256];
-    FILE *f = open_pem(path, err, errlen);
-    EVP_PKEY *key = NULL;
+    BIO *b = BIO_new_file(path, "r");
 
-    if (f == NULL)
-        goto out;
-    key = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
-    if (key == NULL)
+    if (b == NULL)
         set_err(err, errlen,
-                "%s holds no usable private key (%s): it must be an unencrypted "
-                "PEM key such as tls.key",
-                path, ssl_reason(reason, sizeof reason));
-out:
-    if (f != NULL)
-        fclose(f);
-    return key;
+                "cannot read %s: %s: fix the path or create it with "
+                "'rdma-webhook gen-certs'",
+                path, strerror(errno));
+    return b;
 }
 
-/* The same readers over bytes already in memory, so that what is checked
- * is exactly what the caller goes on to use. */
 static BIO *mem_bio(const char *pem, size_t len, const char *name, char *err, size_t errlen)
 {
     BIO *b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
@@ -589,10 +549,10 @@ static BIO *mem_bio(const char *pem, size_t len, const char *name, char *err, si
     return b;
 }
 
-static X509 *cert_from_pem(const char *pem, size_t len, const char *name, char *err, size_t errlen)
+/* Both take over b (which may be NULL after a failed open). */
+static X509 *cert_from_bio(BIO *b, const char *name, char *err, size_t errlen)
 {
     char reason[256];
-    BIO *b = mem_bio(pem, len, name, err, errlen);
     X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
 
     if (b != NULL && x == NULL)
@@ -604,11 +564,9 @@ static X509 *cert_from_pem(const char *pem, size_t len, const char *name, char *
     return x;
 }
 
-static EVP_PKEY *key_from_pem(const char *pem, size_t len, const char *name, char *err,
-                              size_t errlen)
+static EVP_PKEY *key_from_bio(BIO *b, const char *name, char *err, size_t errlen)
 {
     char reason[256];
-    BIO *b = mem_bio(pem, len, name, err, errlen);
     EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
 
     if (b != NULL && key == NULL)
@@ -618,6 +576,16 @@ static EVP_PKEY *key_from_pem(const char *pem, size_t len, const char *name, cha
                 name, ssl_reason(reason, sizeof reason));
     BIO_free(b);
     return key;
+}
+
+static X509 *read_cert(const char *path, char *err, size_t errlen)
+{
+    return cert_from_bio(file_bio(path, err, errlen), path, err, errlen);
+}
+
+static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
+{
+    return key_from_bio(file_bio(path, err, errlen), path, err, errlen);
 }
 
 static void time_str(const ASN1_TIME *t, char *buf, size_t len)
@@ -853,8 +821,12 @@ int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *
     int ret = -1;
 
     memset(info, 0, sizeof *info);
-    if ((x = cert_from_pem(pem->cert, pem->cert_len, pem->cert_name, err, errlen)) == NULL ||
-        (key = key_from_pem(pem->key, pem->key_len, pem->key_name, err, errlen)) == NULL)
+    x = cert_from_bio(mem_bio(pem->cert, pem->cert_len, pem->cert_name, err, errlen),
+                      pem->cert_name, err, errlen);
+    key = x ? key_from_bio(mem_bio(pem->key, pem->key_len, pem->key_name, err, errlen),
+                           pem->key_name, err, errlen)
+            : NULL;
+    if (x == NULL || key == NULL)
         goto out;
     if (X509_check_private_key(x, key) != 1) {
         set_err(err, errlen, "%s does not match %s: " REGEN_HINT, pem->key_name, pem->cert_name);
