@@ -185,64 +185,87 @@ static int patch_do_replace(cJSON *parent, const char *tok, cJSON *target, cJSON
     return cJSON_ReplaceItemViaPointer(parent, target, val) ? 0 : -1;
 }
 
+/* One decoded operation and where it points. */
+struct patch_op {
+    const char *name;
+    const char *path;
+    const cJSON *value;
+    cJSON *parent;
+    cJSON *target; /* NULL when nothing is there yet (add) */
+    char tok[PATCH_PATH_MAX];
+};
+
+/* "add" and "replace": a copy of the value goes in; the document keeps no
+ * pointer into the patch. */
+static int patch_put(struct patch_op *o, int is_add, char *err, size_t errlen)
+{
+    cJSON *copy = cJSON_Duplicate(o->value, 1);
+
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (is_add ? patch_do_add(o->parent, o->tok, copy) == 0
+               : patch_do_replace(o->parent, o->tok, o->target, copy) == 0)
+        return 0;
+    cJSON_Delete(copy);
+    snprintf(err, errlen, "%s %s: cannot insert there", o->name, o->path);
+    return -1;
+}
+
+/* The whole document replaced: the pointer "" has no parent. */
+static int patch_put_root(cJSON **doc, const cJSON *value, char *err, size_t errlen)
+{
+    cJSON *copy = cJSON_Duplicate(value, 1);
+
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    cJSON_Delete(*doc);
+    *doc = copy;
+    return 0;
+}
+
 static int patch_apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
 {
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "op"));
-    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path"));
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(op, "value");
-    char tok[PATCH_PATH_MAX];
-    cJSON *parent, *target, *copy = NULL;
-    int is_add;
+    struct patch_op o = {
+        .name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "op")),
+        .path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path")),
+        .value = cJSON_GetObjectItemCaseSensitive(op, "value"),
+    };
+    int is_add = o.name && strcmp(o.name, "add") == 0;
+    int is_replace = o.name && strcmp(o.name, "replace") == 0;
 
-    if (!name || !path) {
+    if (!o.name || !o.path) {
         snprintf(err, errlen, "operation without \"op\" or \"path\"");
         return -1;
     }
-    is_add = strcmp(name, "add") == 0;
-    if (*path == '\0' && (is_add || strcmp(name, "replace") == 0) && value) {
-        copy = cJSON_Duplicate(value, 1);
-        if (!copy)
-            goto nomem;
-        cJSON_Delete(*doc);
-        *doc = copy;
-        return 0;
-    }
-    parent = patch_parent(*doc, path, tok, sizeof(tok));
-    target = parent ? patch_child(parent, tok) : NULL;
-    if (!parent || (!is_add && !target)) {
-        snprintf(err, errlen, "%s %s: path does not exist", name, path);
+    if (*o.path == '\0' && (is_add || is_replace) && o.value)
+        return patch_put_root(doc, o.value, err, errlen);
+    o.parent = patch_parent(*doc, o.path, o.tok, sizeof(o.tok));
+    o.target = o.parent ? patch_child(o.parent, o.tok) : NULL;
+    if (!o.parent || (!is_add && !o.target)) {
+        snprintf(err, errlen, "%s %s: path does not exist", o.name, o.path);
         return -1;
     }
-    if (strcmp(name, "remove") == 0) {
-        cJSON_Delete(cJSON_DetachItemViaPointer(parent, target));
+    if (strcmp(o.name, "remove") == 0) {
+        cJSON_Delete(cJSON_DetachItemViaPointer(o.parent, o.target));
         return 0;
     }
-    if (!value) {
-        snprintf(err, errlen, "%s %s: no value", name, path);
+    if (!o.value) {
+        snprintf(err, errlen, "%s %s: no value", o.name, o.path);
         return -1;
     }
-    if (strcmp(name, "test") == 0) {
-        if (cJSON_Compare(target, value, 1))
+    if (strcmp(o.name, "test") == 0) {
+        if (cJSON_Compare(o.target, o.value, 1))
             return 0;
-        snprintf(err, errlen, "test %s: value differs", path);
+        snprintf(err, errlen, "test %s: value differs", o.path);
         return -1;
     }
-    if (!is_add && strcmp(name, "replace") != 0) {
-        snprintf(err, errlen, "unsupported operation \"%s\"", name);
-        return -1;
-    }
-    copy = cJSON_Duplicate(value, 1);
-    if (!copy)
-        goto nomem;
-    if (is_add ? patch_do_add(parent, tok, copy) == 0
-               : patch_do_replace(parent, tok, target, copy) == 0)
-        return 0;
-    cJSON_Delete(copy);
-    snprintf(err, errlen, "%s %s: cannot insert there", name, path);
-    return -1;
-
-nomem:
-    snprintf(err, errlen, "out of memory");
+    if (is_add || is_replace)
+        return patch_put(&o, is_add, err, errlen);
+    snprintf(err, errlen, "unsupported operation \"%s\"", o.name);
     return -1;
 }
 

@@ -449,27 +449,15 @@ __attribute__((format(printf, 2, 0))) static void server_mhd_log(void *cls, cons
     log_msg(&s->log, LOG_DEBUG, "libmicrohttpd", "detail", msg);
 }
 
-static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls, char *err,
-                                        size_t errlen)
-{
-    struct sockaddr_storage addr;
-    unsigned addrlen;
-    /* No MHD_USE_TURBO: with it, libmicrohttpd 0.9.75 never times out a
-     * connection still in the TLS handshake, so clients that connect and
-     * stay silent hold their slots for ever (found by the slowloris test). */
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    struct MHD_Daemon *d;
+#define SERVER_MAX_OPTIONS 12
 
-    if (server_parse_listen(listen, &addr, &addrlen, err, errlen))
-        return NULL;
-    if (addr.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    if (tls)
-        flags |= MHD_USE_TLS;
-    struct MHD_OptionItem opts[12];
+/* The daemon's options; addr must outlive the MHD_start_daemon call. */
+static void server_options(struct server *s, int tls, struct sockaddr_storage *addr,
+                           struct MHD_OptionItem *opts)
+{
     size_t n = 0;
 
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, addr};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)server_mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)s->cfg.conn_timeout_s, NULL};
@@ -490,7 +478,27 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
             (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVER_TLS_PRIORITIES};
     }
     opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+}
 
+static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls, char *err,
+                                        size_t errlen)
+{
+    struct sockaddr_storage addr;
+    struct MHD_OptionItem opts[SERVER_MAX_OPTIONS];
+    unsigned addrlen;
+    /* No MHD_USE_TURBO: with it, libmicrohttpd 0.9.75 never times out a
+     * connection still in the TLS handshake, so clients that connect and
+     * stay silent hold their slots for ever (found by the slowloris test). */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    struct MHD_Daemon *d;
+
+    if (server_parse_listen(listen, &addr, &addrlen, err, errlen))
+        return NULL;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (tls)
+        flags |= MHD_USE_TLS;
+    server_options(s, tls, &addr, opts);
     d = MHD_start_daemon(flags, 0, NULL, NULL, tls ? server_handle_tls : server_handle_plain, s,
                          MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!d)
