@@ -625,6 +625,18 @@ static int check_validity(const X509 *x, const char *path, char *err, size_t err
     return 0;
 }
 
+/* The check both entry points share: the key belongs to the certificate,
+ * which is valid now. */
+static int check_objects(X509 *x, EVP_PKEY *key, const char *cert_name, const char *key_name,
+                         char *err, size_t errlen)
+{
+    if (X509_check_private_key(x, key) != 1) {
+        set_err(err, errlen, "%s does not match %s: " REGEN_HINT, key_name, cert_name);
+        return -1;
+    }
+    return check_validity(x, cert_name, err, errlen);
+}
+
 int certs_check_pair(const char *cert_path, const char *key_path, char *err, size_t errlen)
 {
     X509 *x = NULL;
@@ -640,13 +652,7 @@ int certs_check_pair(const char *cert_path, const char *key_path, char *err, siz
     if ((x = read_cert(cert_path, err, errlen)) == NULL ||
         (key = read_key(key_path, err, errlen)) == NULL)
         goto out;
-    if (X509_check_private_key(x, key) != 1) {
-        set_err(err, errlen, "%s does not match %s: " REGEN_HINT, key_path, cert_path);
-        goto out;
-    }
-    if (check_validity(x, cert_path, err, errlen) != 0)
-        goto out;
-    ret = 0;
+    ret = check_objects(x, key, cert_path, key_path, err, errlen);
 out:
     EVP_PKEY_free(key);
     X509_free(x);
@@ -828,11 +834,7 @@ int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *
             : NULL;
     if (x == NULL || key == NULL)
         goto out;
-    if (X509_check_private_key(x, key) != 1) {
-        set_err(err, errlen, "%s does not match %s: " REGEN_HINT, pem->key_name, pem->cert_name);
-        goto out;
-    }
-    if (check_validity(x, pem->cert_name, err, errlen) != 0 ||
+    if (check_objects(x, key, pem->cert_name, pem->key_name, err, errlen) != 0 ||
         describe(x, pem->cert_name, info, err, errlen) != 0)
         goto out;
     ret = 0;

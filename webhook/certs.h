@@ -2,9 +2,9 @@
  * certs: the webhook's own PKI, small enough to need no cert-manager.
  *
  * `rdma-webhook gen-certs` uses certs_generate() to make a CA and a serving
- * certificate for the Service; `serve` uses certs_check_pair() before it
- * accepts a (possibly rotated) certificate and certs_inspect_file() to log
- * what it loaded.
+ * certificate for the Service; `serve` uses certs_check_pem() on the bytes
+ * of a (possibly rotated) certificate and key before it serves them.
+ * certs_check_pair() and certs_inspect_file() do the same for files.
  *
  * Error convention, shared by every function here: return 0 on success and
  * -1 on failure.  On failure, when err is non-NULL and errlen > 0, err holds
@@ -53,7 +53,7 @@ struct certs_gen_opts {
  * rename), and all four are staged before the first rename, so a failure
  * leaves the previous files in place.  The renames themselves are not one
  * transaction: a watcher may briefly see the new tls.key with the old
- * tls.crt, which certs_check_pair() reports as a mismatch worth retrying.
+ * tls.crt, which the checks report as a mismatch worth retrying.
  */
 int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen);
 

@@ -139,7 +139,7 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
                   "# HELP rdma_webhook_build_info The running build.\n"
                   "# TYPE rdma_webhook_build_info gauge\n"
                   "rdma_webhook_build_info{version=\"%s\"} 1\n",
-                  atomic_load(&m->in_flight), g->profiles_generation, g->profiles_loaded,
+                  atomic_load(&m->in_flight), g->profiles_loaded, g->profiles_loaded,
                   g->profiles_rejected, g->cert_not_after, g->cert_generation, g->version);
 }
 

@@ -52,8 +52,7 @@ struct metrics {
 
 /* Values owned elsewhere that the exposition includes. */
 struct metrics_gauges {
-    unsigned long profiles_generation;
-    unsigned long profiles_loaded;
+    unsigned long profiles_loaded; /* also the serving generation (0: none) */
     unsigned long profiles_rejected;
     long long cert_not_after; /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;

@@ -595,9 +595,10 @@ static void mutate_container(struct mctx *m, const cJSON *c, const char *list, i
 }
 
 /* Regular containers that ask for GPUs or RDMA devices; failing those, the
- * one named "pytorch" (the training-operator's default). Returns how many
- * were mutated; the first one's index goes to *first. */
-static int mutate_regular_containers(struct mctx *m, int *first)
+ * one named "pytorch" (the training-operator's default); the first one's
+ * index goes to *first. mutate_has_target_container() has already made
+ * sure there is one. */
+static void mutate_regular_containers(struct mctx *m, int *first)
 {
     const cJSON *containers = podjson_arr(&m->r, m->spec, "containers");
     const cJSON *c;
@@ -613,7 +614,7 @@ static int mutate_regular_containers(struct mctx *m, int *first)
         idx++;
     }
     if (n)
-        return n;
+        return;
     idx = 0;
     cJSON_ArrayForEach(c, containers)
     {
@@ -622,11 +623,10 @@ static int mutate_regular_containers(struct mctx *m, int *first)
         if (name && strcmp(name, "pytorch") == 0) {
             *first = idx;
             mutate_container(m, c, "containers", idx);
-            return 1;
+            return;
         }
         idx++;
     }
-    return 0;
 }
 
 static void mutate_init_containers(struct mctx *m)

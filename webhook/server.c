@@ -116,10 +116,9 @@ static int server_is_json(const char *type)
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
-    struct snapshot *snap = store_acquire(&s->store);
     const struct tlscreds_pair *cert = tlscreds_current(&s->creds);
+    /* Every loaded version serves until the next: the generation is the count. */
     struct metrics_gauges g = {
-        .profiles_generation = snap ? snap->generation : 0,
         .profiles_loaded = store_loaded(&s->store),
         .profiles_rejected = store_rejected(&s->store),
         .cert_not_after = cert ? cert->not_after : 0,
@@ -129,7 +128,6 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     struct dynbuf b;
     size_t len;
 
-    snapshot_release(snap);
     dynbuf_init(&b, 65536);
     if (metrics_render(&s->metrics, &g, &b)) {
         dynbuf_free(&b);
