@@ -1,5 +1,7 @@
 #include "log.h"
 
+#include "logq.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +86,7 @@ void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const 
     l->len = 0;
     l->truncated = 0;
     l->lg = lg;
+    l->level = lvl;
     l->active = lg && lvl >= lg->min;
     if (!l->active)
         return;
@@ -146,25 +149,57 @@ static int log_write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-void log_end(struct log_line *l)
+/* Closes the line in its buffer; LOG_TAIL was kept free for these bytes. */
+static void log_finish(struct log_line *l)
 {
     static const char trunc[] = ",\"truncated\":true";
 
-    if (!l->active)
-        return;
-    /* LOG_TAIL was kept free for exactly these bytes. */
     if (l->truncated) {
         memcpy(l->buf + l->len, trunc, sizeof(trunc) - 1);
         l->len += sizeof(trunc) - 1;
     }
     memcpy(l->buf + l->len, "}\n", 2);
     l->len += 2;
-    if (atomic_exchange(&l->lg->broken, 0) && log_write_all(l->lg->fd, "\n", 1))
-        atomic_store(&l->lg->broken, 1);
-    /* A full disk or a closed stderr must not stop the server: drop the line. */
-    if (log_write_all(l->lg->fd, l->buf, l->len))
-        atomic_store(&l->lg->broken, 1);
     l->active = 0;
+}
+
+/* Writes whole lines to the fd. A full disk or a closed stderr must not stop
+ * the server: what does not go out is dropped, and the next write first ends
+ * the cut line, so every later line is valid JSON. */
+static void log_emit(struct logger *lg, const char *buf, size_t len)
+{
+    if (atomic_exchange(&lg->broken, 0) && log_write_all(lg->fd, "\n", 1))
+        atomic_store(&lg->broken, 1);
+    if (log_write_all(lg->fd, buf, len))
+        atomic_store(&lg->broken, 1);
+}
+
+void log_end(struct log_line *l)
+{
+    if (!l->active)
+        return;
+    log_finish(l);
+    if (l->lg->queue)
+        logq_push(l->lg->queue, l->buf, l->len, l->level >= LOG_WARN);
+    else
+        log_emit(l->lg, l->buf, l->len);
+}
+
+void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long long dropped)
+{
+    struct logger *lg = logger;
+    struct log_line l;
+
+    if (len)
+        log_emit(lg, buf, len);
+    if (!dropped)
+        return;
+    log_begin(&l, lg, LOG_WARN, "log lines dropped: stderr is not read fast enough");
+    log_int(&l, "dropped", (long long)dropped);
+    if (l.active) {
+        log_finish(&l);
+        log_emit(lg, l.buf, l.len);
+    }
 }
 
 void log_msg(struct logger *lg, enum log_level lvl, const char *msg, const char *key,

@@ -1,7 +1,8 @@
 /* log: one JSON object per line on a file descriptor (stderr in practice).
  *
  * A line is built field by field and written with a single write(2), so lines
- * from different threads never interleave. Lines are capped at LOG_LINE_MAX
+ * from different threads never interleave; a server hands whole lines to a
+ * logq instead, whose thread writes them in batches. Lines are capped at LOG_LINE_MAX
  * bytes: a longer value is cut and the line gets "truncated": true, because a
  * log line must never grow with what a client sent. The logger is a value
  * owned by whoever configures it (the server context, a CLI command); there is
@@ -19,6 +20,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+struct logq;
+
 #define LOG_LINE_MAX 4096
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
@@ -29,6 +32,9 @@ struct logger {
     /* Set when a line could not be written whole (a full disk): the next
      * line first ends the cut one, so every later line is valid JSON. */
     atomic_int broken;
+    /* When set, log_end() queues the line instead of writing it. Set before
+     * and cleared after every thread that logs. */
+    struct logq *queue;
 };
 
 struct log_line {
@@ -36,6 +42,7 @@ struct log_line {
     size_t len;
     int truncated;
     int active; /* 0 when the level is filtered out: every call is a no-op */
+    enum log_level level;
     struct logger *lg;
 };
 
@@ -46,6 +53,10 @@ void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const 
 void log_str(struct log_line *l, const char *key, const char *val);
 void log_int(struct log_line *l, const char *key, long long val);
 void log_end(struct log_line *l);
+
+/* The logq sink for a logger (ctx): writes the batch to its fd, then a
+ * warning with the count of lines the queue had to drop, if any. */
+void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long long dropped);
 
 /* A line with just a message and one string field, for the common case. */
 void log_msg(struct logger *lg, enum log_level lvl, const char *msg, const char *key,

@@ -136,11 +136,16 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
                   "# HELP rdma_webhook_certificate_loads_total Serving certificates loaded.\n"
                   "# TYPE rdma_webhook_certificate_loads_total counter\n"
                   "rdma_webhook_certificate_loads_total %lu\n"
+                  "# HELP rdma_webhook_log_lines_dropped_total Log lines dropped because "
+                  "stderr was not read fast enough.\n"
+                  "# TYPE rdma_webhook_log_lines_dropped_total counter\n"
+                  "rdma_webhook_log_lines_dropped_total %llu\n"
                   "# HELP rdma_webhook_build_info The running build.\n"
                   "# TYPE rdma_webhook_build_info gauge\n"
                   "rdma_webhook_build_info{version=\"%s\"} 1\n",
                   atomic_load(&m->in_flight), g->profiles_loaded, g->profiles_loaded,
-                  g->profiles_rejected, g->cert_not_after, g->cert_generation, g->version);
+                  g->profiles_rejected, g->cert_not_after, g->cert_generation, g->log_dropped,
+                  g->version);
 }
 
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)

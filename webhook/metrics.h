@@ -56,6 +56,7 @@ struct metrics_gauges {
     unsigned long profiles_rejected;
     long long cert_not_after; /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;
+    unsigned long long log_dropped;
     const char *version;
 };
 

@@ -1,6 +1,7 @@
 #include "server.h"
 
 #include "arena.h"
+#include "logq.h"
 #include "review.h"
 
 #include <arpa/inet.h>
@@ -123,6 +124,7 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
         .profiles_rejected = store_rejected(&s->store),
         .cert_not_after = cert ? cert->not_after : 0,
         .cert_generation = s->creds.generation,
+        .log_dropped = s->log.queue ? logq_dropped(s->log.queue) : 0,
         .version = RDMA_WEBHOOK_VERSION,
     };
     struct dynbuf b;

@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -386,4 +388,92 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestLogReaderStalled: stderr is a pipe that nobody reads for a while. With
+// a write per line, the request threads would block in write(2) once the
+// pipe was full; with the log queue, every review is answered, the lines the
+// queue cannot hold are dropped and counted on /metrics, and once the pipe
+// is read the log is whole JSON lines, with a warning that counts the drop.
+func TestLogReaderStalled(t *testing.T) {
+	sanDir := t.TempDir()
+	stand := filepath.Join(sanDir, "stderr-stand-in")
+	if err := os.WriteFile(stand, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var readEnd *os.File
+	in := startInstanceOn(t, profilesPath, func() (*os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			if readEnd != nil {
+				readEnd.Close()
+			}
+			readEnd = r
+		}
+		return w, err
+	}, stand, sanitizerLogEnv(sanDir))
+	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
+	defer readEnd.Close()
+
+	// The pipe (64 KiB) and the queue (two 256 KiB buffers) hold about 2,000
+	// admission lines; 3,000 reviews overflow them.
+	r := gpu8Review(t)
+	want := in.review(t, r).patch
+	if want == nil {
+		t.Fatalf("expected a patch (control)")
+	}
+	const reviews = 3000
+	for i := 0; i < reviews; i++ {
+		r.uid = newUID()
+		if rr := in.review(t, r); !samePatch(rr.patch, want) {
+			t.Fatalf("review %d with stderr unread: patch differs:\nwant %s\ngot  %s", i, want, rr.patch)
+		}
+	}
+	dropped, err := strconv.Atoi(in.metric(t, "rdma_webhook_log_lines_dropped_total"))
+	if err != nil || dropped <= 0 || dropped >= reviews {
+		t.Fatalf("rdma_webhook_log_lines_dropped_total after %d reviews with stderr unread: expected 0 < n < %d, got %d (%v)",
+			reviews, reviews, dropped, err)
+	}
+
+	var log bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&log, readEnd); close(done) }()
+	if err := in.terminate(stopTimeout); err != nil {
+		t.Fatalf("stopping after the reader came back: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("stderr was not closed within 10 s of the exit")
+	}
+	admissions, warned := 0, 0
+	for _, line := range strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n") {
+		o, err := decodeObject([]byte(line))
+		if err != nil {
+			t.Fatalf("stderr line is not a JSON object (a line was cut or glued): %v\n%q", err, line)
+		}
+		switch m, _ := pathStr(o, "msg"); m {
+		case "admission":
+			admissions++
+		case "log lines dropped: stderr is not read fast enough":
+			if n, _ := scalarString(o["dropped"]); n != "" && n != "0" {
+				warned += atoi(t, n)
+			}
+		}
+	}
+	if admissions+dropped != reviews+1 {
+		t.Errorf("admission lines written (%d) plus dropped (%d) != reviews (%d)", admissions, dropped, reviews+1)
+	}
+	if warned != dropped {
+		t.Errorf("the drop warnings count %d lines, /metrics %d", warned, dropped)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("not a number: %q", s)
+	}
+	return n
 }

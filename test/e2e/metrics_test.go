@@ -72,6 +72,8 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	wantDelta(t, before, after, `rdma_webhook_http_errors_total{code="404"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_http_errors_total{code="415"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_admission_duration_seconds_count`, 3)
+	// The shared server's stderr is read continuously: nothing is dropped.
+	wantDelta(t, before, after, `rdma_webhook_log_lines_dropped_total`, 0)
 	if got := after[`rdma_webhook_admission_duration_seconds_bucket{le="+Inf"}`]; got != after[`rdma_webhook_admission_duration_seconds_count`] {
 		t.Errorf("histogram +Inf bucket %v != count %v", got, after[`rdma_webhook_admission_duration_seconds_count`])
 	}

@@ -30,7 +30,7 @@
 
 #include "certs.h"
 
-#define DAY (24LL * 60 * 60)
+#define DAY     (24LL * 60 * 60)
 #define LABEL63 "a23456789012345678901234567890123456789012345678901234567890123"
 
 struct fixture {
@@ -46,17 +46,17 @@ static char *path_in(const char *dir, const char *name, char *buf, size_t len)
     return buf;
 }
 
-#define assert_contains(hay, needle)                                                   \
-    do {                                                                               \
-        if (strstr((hay), (needle)) == NULL)                                           \
-            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                   \
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL)                                                       \
+            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
     } while (0)
 
-#define assert_close(a, b, tol)                                                        \
-    do {                                                                               \
-        long long a_ = (a), b_ = (b);                                                  \
-        if (llabs(a_ - b_) > (tol))                                                    \
-            fail_msg("%lld and %lld differ by more than %lld", a_, b_, (long long)(tol)); \
+#define assert_close(a, b, tol)                                                                    \
+    do {                                                                                           \
+        long long a_ = (a), b_ = (b);                                                              \
+        if (llabs(a_ - b_) > (tol))                                                                \
+            fail_msg("%lld and %lld differ by more than %lld", a_, b_, (long long)(tol));          \
     } while (0)
 
 /* Runs a shell command, returns its exit status and (first part of) stdout+stderr. */
@@ -175,7 +175,8 @@ static int teardown(void **state)
     char out[256];
 
     chmod(fx->root, 0700);
-    assert_int_equal(run(out, sizeof out, "chmod -R u+w '%s' && rm -rf '%s'", fx->root, fx->root), 0);
+    assert_int_equal(run(out, sizeof out, "chmod -R u+w '%s' && rm -rf '%s'", fx->root, fx->root),
+                     0);
     free(fx);
     return 0;
 }
@@ -254,13 +255,15 @@ static void test_chain_verifies_cli(void **state)
     struct fixture *fx = *state;
     char out[1024], expect[300];
 
-    assert_int_equal(run(out, sizeof out, "openssl verify -purpose sslserver -CAfile '%s/ca.crt' '%s/tls.crt'",
-                         fx->a, fx->a), 0);
+    assert_int_equal(run(out, sizeof out,
+                         "openssl verify -purpose sslserver -CAfile '%s/ca.crt' '%s/tls.crt'",
+                         fx->a, fx->a),
+                     0);
     snprintf(expect, sizeof expect, "%s/tls.crt: OK\n", fx->a);
     assert_string_equal(out, expect);
     /* Crossed: another run's CA must not vouch for this certificate. */
-    assert_int_not_equal(run(out, sizeof out, "openssl verify -CAfile '%s/ca.crt' '%s/tls.crt'",
-                             fx->b, fx->a), 0);
+    assert_int_not_equal(
+        run(out, sizeof out, "openssl verify -CAfile '%s/ca.crt' '%s/tls.crt'", fx->b, fx->a), 0);
 }
 
 static void test_sans_exact_cli(void **state)
@@ -268,15 +271,16 @@ static void test_sans_exact_cli(void **state)
     struct fixture *fx = *state;
     char out[1024];
 
-    assert_int_equal(run(out, sizeof out, "openssl x509 -noout -ext subjectAltName -in '%s/tls.crt'",
-                         fx->a), 0);
-    assert_string_equal(out,
+    assert_int_equal(
+        run(out, sizeof out, "openssl x509 -noout -ext subjectAltName -in '%s/tls.crt'", fx->a), 0);
+    assert_string_equal(
+        out,
         "X509v3 Subject Alternative Name: \n"
         "    DNS:rdma-webhook, DNS:rdma-webhook.rdma-webhook, DNS:rdma-webhook.rdma-webhook.svc, "
         "DNS:rdma-webhook.rdma-webhook.svc.cluster.local, DNS:localhost, "
         "IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1\n");
-    assert_int_equal(run(out, sizeof out, "openssl x509 -noout -ext subjectAltName -in '%s/ca.crt'",
-                         fx->a), 0);
+    assert_int_equal(
+        run(out, sizeof out, "openssl x509 -noout -ext subjectAltName -in '%s/ca.crt'", fx->a), 0);
     /* The CA names no hosts; the CLI's wording for "none" varies by version. */
     assert_null(strstr(out, "Subject Alternative Name"));
 }
@@ -366,7 +370,8 @@ static void test_extensions(void **state)
     assert_ext_critical(ca, NID_key_usage, 1);
     assert_int_equal(X509_get_key_usage(ca), KU_KEY_CERT_SIGN | KU_CRL_SIGN);
     assert_int_equal(X509_NAME_cmp(X509_get_subject_name(ca), X509_get_issuer_name(ca)), 0);
-    assert_true(X509_NAME_get_text_by_NID(X509_get_subject_name(ca), NID_commonName, cn, sizeof cn) > 0);
+    assert_true(
+        X509_NAME_get_text_by_NID(X509_get_subject_name(ca), NID_commonName, cn, sizeof cn) > 0);
     assert_string_equal(cn, "rdma-webhook-ca");
     ca_skid = X509_get0_subject_key_id(ca);
     assert_non_null(ca_skid);
@@ -381,7 +386,8 @@ static void test_extensions(void **state)
     assert_non_null(leaf_akid);
     assert_int_equal(ASN1_OCTET_STRING_cmp(ca_skid, leaf_akid), 0);
     assert_int_equal(X509_NAME_cmp(X509_get_subject_name(ca), X509_get_issuer_name(leaf)), 0);
-    assert_true(X509_NAME_get_text_by_NID(X509_get_subject_name(leaf), NID_commonName, cn, sizeof cn) > 0);
+    assert_true(
+        X509_NAME_get_text_by_NID(X509_get_subject_name(leaf), NID_commonName, cn, sizeof cn) > 0);
     assert_string_equal(cn, "rdma-webhook.rdma-webhook.svc");
     assert_int_equal(X509_get_version(leaf), X509_VERSION_3);
     X509_free(leaf);
@@ -431,7 +437,8 @@ static long long openssl_serial_enddate(const char *cert, char *serial, size_t l
     size_t n;
 
     assert_int_equal(run(out, sizeof out,
-                         "openssl x509 -noout -serial -enddate -dateopt iso_8601 -in '%s'", cert), 0);
+                         "openssl x509 -noout -serial -enddate -dateopt iso_8601 -in '%s'", cert),
+                     0);
     assert_non_null(p = strstr(out, "serial="));
     p += strlen("serial=");
     n = strcspn(p, "\n");
@@ -456,12 +463,14 @@ static void test_inspect_matches_openssl(void **state)
     assert_string_equal(info.serial_hex, serial);
     assert_int_equal(strlen(info.serial_hex), 40);
     assert_string_equal(info.subject, "CN=rdma-webhook.rdma-webhook.svc");
-    assert_string_equal(info.sans,
+    assert_string_equal(
+        info.sans,
         "DNS:rdma-webhook, DNS:rdma-webhook.rdma-webhook, DNS:rdma-webhook.rdma-webhook.svc, "
         "DNS:rdma-webhook.rdma-webhook.svc.cluster.local, DNS:localhost, IP:127.0.0.1, IP:::1");
     assert_close(info.not_after, (long long)time(NULL) + 365 * DAY, 60);
 
-    assert_int_equal(certs_inspect_file(path_in(fx->a, "ca.crt", p, sizeof p), &info, err, sizeof err), 0);
+    assert_int_equal(
+        certs_inspect_file(path_in(fx->a, "ca.crt", p, sizeof p), &info, err, sizeof err), 0);
     assert_int_equal(info.not_after, openssl_serial_enddate(p, serial, sizeof serial));
     assert_string_equal(info.serial_hex, serial);
     assert_string_equal(info.subject, "CN=rdma-webhook-ca");
@@ -475,7 +484,8 @@ static void test_inspect_reads_first_of_chain(void **state)
     char out[64], p[256], serial[80], err[256];
 
     path_in(fx->root, "chain.crt", p, sizeof p);
-    assert_int_equal(run(out, sizeof out, "cat '%s/tls.crt' '%s/ca.crt' > '%s'", fx->a, fx->a, p), 0);
+    assert_int_equal(run(out, sizeof out, "cat '%s/tls.crt' '%s/ca.crt' > '%s'", fx->a, fx->a, p),
+                     0);
     assert_int_equal(certs_inspect_file(p, &info, err, sizeof err), 0);
     openssl_serial_enddate(p, serial, sizeof serial);
     assert_string_equal(info.serial_hex, serial);
@@ -498,7 +508,8 @@ static void test_inspect_errors(void **state)
     assert_int_equal(info.not_after, 0);
 
     /* A key where a certificate belongs: a typical flag mix-up. */
-    assert_int_equal(certs_inspect_file(path_in(fx->a, "tls.key", p, sizeof p), &info, err, sizeof err), -1);
+    assert_int_equal(
+        certs_inspect_file(path_in(fx->a, "tls.key", p, sizeof p), &info, err, sizeof err), -1);
     assert_contains(err, "no PEM certificate");
     assert_int_equal(ERR_peek_error(), 0);
 
@@ -520,7 +531,8 @@ static void test_check_pair_ok(void **state)
                          path_in(fx->a, "tls.key", k, sizeof k), err, sizeof err) != 0)
         fail_msg("check_pair: %s", err);
     assert_int_equal(certs_check_pair(path_in(fx->b, "ca.crt", c, sizeof c),
-                                      path_in(fx->b, "ca.key", k, sizeof k), err, sizeof err), 0);
+                                      path_in(fx->b, "ca.key", k, sizeof k), err, sizeof err),
+                     0);
 }
 
 static void test_check_pair_mismatch(void **state)
@@ -538,7 +550,8 @@ static void test_check_pair_mismatch(void **state)
     assert_null(strchr(err, '\n'));
     assert_int_equal(ERR_peek_error(), 0);
     /* Same run, wrong key: the CA key does not serve tls.crt either. */
-    assert_int_equal(certs_check_pair(c, path_in(fx->a, "ca.key", k, sizeof k), err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(c, path_in(fx->a, "ca.key", k, sizeof k), err, sizeof err),
+                     -1);
     assert_contains(err, "does not match");
 }
 
@@ -577,9 +590,12 @@ static void test_check_pair_encrypted_key_never_prompts(void **state)
     char out[512], c[256], k[256], err[512];
 
     path_in(fx->root, "enc.key", k, sizeof k);
-    assert_int_equal(run(out, sizeof out, "openssl pkey -in '%s/tls.key' -aes256 -passout pass:secret -out '%s'",
-                         fx->a, k), 0);
-    assert_int_equal(certs_check_pair(path_in(fx->a, "tls.crt", c, sizeof c), k, err, sizeof err), -1);
+    assert_int_equal(run(out, sizeof out,
+                         "openssl pkey -in '%s/tls.key' -aes256 -passout pass:secret -out '%s'",
+                         fx->a, k),
+                     0);
+    assert_int_equal(certs_check_pair(path_in(fx->a, "tls.crt", c, sizeof c), k, err, sizeof err),
+                     -1);
     assert_contains(err, k);
     assert_contains(err, "unencrypted");
 }
@@ -630,17 +646,21 @@ static void test_custom_service_namespace_days(void **state)
     path_in(fx->root, "custom", dir, sizeof dir);
     if (gen(dir, "svc-a", "ns-b", 30, err, sizeof err) != 0)
         fail_msg("certs_generate: %s", err);
-    assert_int_equal(run(out, sizeof out, "openssl x509 -noout -ext subjectAltName -in '%s/tls.crt'", dir), 0);
-    assert_string_equal(out,
-        "X509v3 Subject Alternative Name: \n"
-        "    DNS:svc-a, DNS:svc-a.ns-b, DNS:svc-a.ns-b.svc, DNS:svc-a.ns-b.svc.cluster.local, "
-        "DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1\n");
-    assert_int_equal(certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &info, err, sizeof err), 0);
+    assert_int_equal(
+        run(out, sizeof out, "openssl x509 -noout -ext subjectAltName -in '%s/tls.crt'", dir), 0);
+    assert_string_equal(
+        out, "X509v3 Subject Alternative Name: \n"
+             "    DNS:svc-a, DNS:svc-a.ns-b, DNS:svc-a.ns-b.svc, DNS:svc-a.ns-b.svc.cluster.local, "
+             "DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1\n");
+    assert_int_equal(
+        certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &info, err, sizeof err), 0);
     assert_string_equal(info.subject, "CN=svc-a.ns-b.svc");
     assert_close(info.not_after, (long long)time(NULL) + 30 * DAY, 10);
-    assert_int_equal(certs_inspect_file(path_in(dir, "ca.crt", p, sizeof p), &info, err, sizeof err), 0);
+    assert_int_equal(
+        certs_inspect_file(path_in(dir, "ca.crt", p, sizeof p), &info, err, sizeof err), 0);
     assert_close(info.not_after, (long long)time(NULL) + 30 * DAY, 10);
-    assert_int_equal(run(out, sizeof out, "openssl verify -CAfile '%s/ca.crt' '%s/tls.crt'", dir, dir), 0);
+    assert_int_equal(
+        run(out, sizeof out, "openssl verify -CAfile '%s/ca.crt' '%s/tls.crt'", dir, dir), 0);
 }
 
 static void test_long_names_fall_back_to_short_cn(void **state)
@@ -652,10 +672,12 @@ static void test_long_names_fall_back_to_short_cn(void **state)
     path_in(fx->root, "long", dir, sizeof dir);
     if (gen(dir, LABEL63, LABEL63, 0, err, sizeof err) != 0)
         fail_msg("certs_generate: %s", err);
-    assert_int_equal(certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &info, err, sizeof err), 0);
+    assert_int_equal(
+        certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &info, err, sizeof err), 0);
     assert_string_equal(info.subject, "CN=" LABEL63);
     assert_contains(info.sans, "DNS:" LABEL63 "." LABEL63 ".svc.cluster.local");
-    assert_int_equal(run(out, sizeof out, "openssl verify -CAfile '%s/ca.crt' '%s/tls.crt'", dir, dir), 0);
+    assert_int_equal(
+        run(out, sizeof out, "openssl verify -CAfile '%s/ca.crt' '%s/tls.crt'", dir, dir), 0);
 }
 
 static void test_regenerate_replaces_files(void **state)
@@ -666,7 +688,8 @@ static void test_regenerate_replaces_files(void **state)
 
     path_in(fx->root, "again", dir, sizeof dir);
     assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), 0);
-    assert_int_equal(certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &before, err, sizeof err), 0);
+    assert_int_equal(
+        certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &before, err, sizeof err), 0);
     assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), 0);
     assert_int_equal(certs_inspect_file(p, &after, err, sizeof err), 0);
     assert_string_not_equal(before.serial_hex, after.serial_hex);
@@ -781,7 +804,8 @@ static void test_small_error_buffer(void **state)
 
     memset(err, 'x', sizeof err);
     assert_int_equal(certs_check_pair(path_in(fx->a, "tls.crt", c, sizeof c),
-                                      path_in(fx->b, "tls.key", k, sizeof k), err, sizeof err), -1);
+                                      path_in(fx->b, "tls.key", k, sizeof k), err, sizeof err),
+                     -1);
     assert_int_equal(strlen(err), sizeof err - 1);
     assert_int_equal(certs_check_pair(c, k, err, 1), -1);
     assert_string_equal(err, "");

@@ -1,0 +1,192 @@
+#include "logq.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct logq_buf {
+    char *mem;
+    size_t len;
+};
+
+struct logq {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    struct logq_buf fill;  /* producers append here, under mu */
+    struct logq_buf spare; /* the writer's, outside mu */
+    size_t cap;
+    unsigned flush_ms;
+    int wake; /* a batch is due now (size reached, urgent line, stop) */
+    int stop;
+    unsigned long long dropped_unsent; /* under mu; handed to the sink */
+    atomic_ullong dropped;
+    logq_sink sink;
+    void *ctx;
+};
+
+static void logq_deadline(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Waits, with mu held, until there is something to send; 0 when stopped
+ * with nothing left. The first line of a batch starts the flush_ms clock,
+ * so a quiet server's lines are late by flush_ms at most. */
+static int logq_wait_batch(struct logq *q)
+{
+    struct timespec until;
+
+    while (!q->stop && q->fill.len == 0 && q->dropped_unsent == 0)
+        pthread_cond_wait(&q->cv, &q->mu);
+    if (q->stop)
+        return q->fill.len > 0 || q->dropped_unsent > 0;
+    logq_deadline(&until, q->flush_ms);
+    while (!q->wake && !q->stop)
+        if (pthread_cond_timedwait(&q->cv, &q->mu, &until) == ETIMEDOUT)
+            break;
+    return 1;
+}
+
+static void *logq_main(void *arg)
+{
+    struct logq *q = arg;
+    struct logq_buf out;
+    unsigned long long dropped;
+
+    pthread_mutex_lock(&q->mu);
+    while (logq_wait_batch(q)) {
+        out = q->fill;
+        q->fill = q->spare;
+        q->spare = out;
+        dropped = q->dropped_unsent;
+        q->dropped_unsent = 0;
+        q->wake = 0;
+        pthread_mutex_unlock(&q->mu);
+        q->sink(q->ctx, out.mem, out.len, dropped);
+        pthread_mutex_lock(&q->mu);
+        q->spare.len = 0;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+static int logq_init_sync(struct logq *q)
+{
+    pthread_condattr_t attr;
+    int rc = -1;
+
+    if (pthread_condattr_init(&attr))
+        return -1;
+    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) || pthread_cond_init(&q->cv, &attr))
+        goto out;
+    if (pthread_mutex_init(&q->mu, NULL)) {
+        pthread_cond_destroy(&q->cv);
+        goto out;
+    }
+    rc = 0;
+out:
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+int logq_start(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink, void *ctx)
+{
+    struct logq *q = calloc(1, sizeof(*q));
+
+    *out = NULL;
+    if (!q)
+        return -1;
+    /* Buffers this large come from mmap: only the pages a burst touches
+     * become resident. */
+    q->fill.mem = malloc(cap);
+    q->spare.mem = malloc(cap);
+    if (!q->fill.mem || !q->spare.mem || logq_init_sync(q))
+        goto error;
+    q->cap = cap;
+    q->flush_ms = flush_ms;
+    q->sink = sink;
+    q->ctx = ctx;
+    atomic_init(&q->dropped, 0);
+    if (pthread_create(&q->thread, NULL, logq_main, q)) {
+        pthread_cond_destroy(&q->cv);
+        pthread_mutex_destroy(&q->mu);
+        goto error;
+    }
+    *out = q;
+    return 0;
+error:
+    free(q->fill.mem);
+    free(q->spare.mem);
+    free(q);
+    return -1;
+}
+
+int logq_push(struct logq *q, const char *line, size_t len, int urgent)
+{
+    int was_empty;
+
+    pthread_mutex_lock(&q->mu);
+    if (len > q->cap - q->fill.len) {
+        q->dropped_unsent++;
+        atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
+        pthread_mutex_unlock(&q->mu);
+        return -1;
+    }
+    was_empty = q->fill.len == 0;
+    memcpy(q->fill.mem + q->fill.len, line, len);
+    q->fill.len += len;
+    /* Signals only at the edges: the first line (starts the clock), a full
+     * batch, an urgent line. In between the writer sleeps undisturbed. */
+    if (!q->wake && (urgent || q->fill.len >= LOGQ_BATCH)) {
+        q->wake = 1;
+        pthread_cond_signal(&q->cv);
+    } else if (was_empty) {
+        pthread_cond_signal(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+}
+
+unsigned long long logq_dropped(struct logq *q)
+{
+    return atomic_load_explicit(&q->dropped, memory_order_relaxed);
+}
+
+int logq_stop(struct logq *q, unsigned timeout_ms)
+{
+    struct timespec until;
+
+    if (!q)
+        return 0;
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    /* A reader that never reads again must not keep the process from
+     * exiting: the writer is left blocked, and so is its memory. */
+    if (pthread_timedjoin_np(q->thread, NULL, &until) != 0)
+        return -1;
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q->fill.mem);
+    free(q->spare.mem);
+    free(q);
+    return 0;
+}
