@@ -101,7 +101,10 @@ e2e-asan: build-asan/rdma-webhook validator
 # suite reports). Timing-sensitive tests stay with the native builds.
 VALGRIND_TESTS := TestFixtures|TestHTTPErrors|TestHealthEndpoints|TestOtherOperationsAndKinds|TestUnprocessablePods|TestPodObjectNull|TestConcurrentReviews|TestKeepAlive|TestMetricsCount|TestReloadConfigMapSwap|TestSIGTERMDrainsInFlight|TestCertificateRotationUnderLoad|TestMutateOffline|TestCheckProfiles
 
-valgrind: build/rdma-webhook validator
+valgrind: build/rdma-webhook build/unit/test_arena validator
+	@# The arena is off under ASan: only memcheck sees what it leaks.
+	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
+	  build/unit/test_arena
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/test/valgrind-wrap.sh \
 	  go test -count=1 -run '$(VALGRIND_TESTS)' .
 

@@ -50,15 +50,19 @@ static void *arena_malloc(size_t size)
     size_t need = (size + 15) & ~(size_t)15;
     char *p;
 
-    if (!a || size == 0 || need < size)
+    if (!a)
         return malloc(size);
-    if (a->n && a->used + need <= a->size[a->n - 1]) {
-        p = a->block[a->n - 1] + a->used;
-        a->used += need;
-        return p;
+    if (size && need >= size) {
+        if (a->n && a->used + need <= a->size[a->n - 1]) {
+            p = a->block[a->n - 1] + a->used;
+            a->used += need;
+            return p;
+        }
+        if ((p = arena_new_block(a, need)))
+            return p;
     }
-    p = arena_new_block(a, need);
-    return p ? p : malloc(size);
+    a->spilled++;
+    return malloc(size);
 }
 
 static void arena_free(void *p)
@@ -91,6 +95,14 @@ void arena_end(struct arena *a)
     for (size_t i = 0; i < a->n; i++)
         free(a->block[i]);
     a->n = 0;
+}
+
+void arena_json_delete(cJSON *item)
+{
+    struct arena *a = arena_current;
+
+    if (!a || a->spilled)
+        cJSON_Delete(item);
 }
 
 struct arena *arena_suspend(void)

@@ -17,14 +17,17 @@
 
 #include <stddef.h>
 
+struct cJSON;
+
 #define ARENA_BLOCK      (64u * 1024u)
 #define ARENA_MAX_BLOCKS 64
 
 struct arena {
     char *block[ARENA_MAX_BLOCKS];
     size_t size[ARENA_MAX_BLOCKS];
-    size_t n;    /* blocks in use */
-    size_t used; /* bytes used in the last block */
+    size_t n;       /* blocks in use */
+    size_t used;    /* bytes used in the last block */
+    size_t spilled; /* allocations that went to malloc: the arena was full */
 };
 
 /* Points cJSON at the arena-aware allocator; call once before any thread
@@ -34,6 +37,11 @@ void arena_install_cjson_hooks(void);
 void arena_begin(struct arena *a);
 /* Frees every block; nothing the arena handed out may be used after. */
 void arena_end(struct arena *a);
+
+/* cJSON_Delete(item), except when everything cJSON allocated on this thread
+ * since arena_begin() is in the arena: then arena_end() frees it all at once,
+ * and walking the tree to free each node would be wasted work. */
+void arena_json_delete(struct cJSON *item);
 
 /* Lets the current thread allocate from malloc for a while. */
 struct arena *arena_suspend(void);

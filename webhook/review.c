@@ -1,5 +1,6 @@
 #include "review.h"
 
+#include "arena.h"
 #include "base64.h"
 #include "jsonw.h"
 #include "profiles.h"
@@ -224,7 +225,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     while (root && end < body + len && memchr(" \t\r\n", *end, 4))
         end++;
     if (root && end != body + len) {
-        cJSON_Delete(root);
+        arena_json_delete(root);
         root = NULL;
     }
     if (!root) {
@@ -244,6 +245,6 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     if (status == 500)
         review_bad(out, "response too large");
 out:
-    cJSON_Delete(root);
+    arena_json_delete(root);
     return status;
 }

@@ -937,3 +937,35 @@ func TestTimedOutConnectionsReleased(t *testing.T) {
 		"a new client is still not served 5 s later (--max-connections 4): %v (the server never closed them: they "+
 		"stay ESTABLISHED, then CLOSE-WAIT, holding their slots)", last)
 }
+
+// TestLargeRequestHeaders: libmicrohttpd keeps 8 KiB per connection for the
+// request line, headers and read buffer (server.c, SERVER_CONN_MEMORY).
+// Headers of a few KiB, far more than the apiserver sends, are served; a
+// header block that does not fit gets 431, and the server goes on serving.
+func TestLargeRequestHeaders(t *testing.T) {
+	cases := []struct {
+		size   int
+		status int
+	}{
+		{4 << 10, 200},
+		{6 << 10, 200},
+		{16 << 10, 431},
+		{64 << 10, 431},
+	}
+	for _, c := range cases {
+		c := c
+		t.Run(fmt.Sprintf("%d bytes", c.size), func(t *testing.T) {
+			run := srv.currentRun()
+			req := newRequest(t, http.MethodPost, srv.url("/mutate"), "application/json", bytes.NewReader(goodReviewBody()))
+			req.Header.Set("X-Padding", strings.Repeat("p", c.size))
+			rep := do(t, srv.newClient(tls.VersionTLS12, 0), req)
+			if rep.status != c.status {
+				t.Fatalf("headers of %d bytes: expected %d, got %d: %q", c.size, c.status, rep.status, cut(rep.body))
+			}
+			if c.status == 200 && !bytes.Contains(rep.body, []byte(`"patch"`)) {
+				t.Errorf("headers of %d bytes: expected a patch, got %q", c.size, cut(rep.body))
+			}
+			checkSameRunServing(t, run)
+		})
+	}
+}

@@ -1,0 +1,118 @@
+/*
+ * Unit tests for webhook/arena.c: cJSON's nodes come from the arena while a
+ * request is open and from malloc otherwise (and while suspended); freeing
+ * arena memory is a no-op; a full arena spills to malloc and says so, and
+ * then arena_json_delete() really frees the tree. Under AddressSanitizer the
+ * arena is off, and every allocation must come from malloc.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+
+#define TEST(name) static void name(void **state __attribute__((unused)))
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ON 0
+#else
+#define ARENA_ON 1
+#endif
+
+static int in_arena(const struct arena *a, const void *p)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if ((const char *)p >= a->block[i] && (const char *)p < a->block[i] + a->size[i])
+            return 1;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    arena_install_cjson_hooks();
+    return 0;
+}
+
+TEST(test_parsed_tree_lives_in_the_arena)
+{
+    struct arena a;
+    cJSON *j;
+
+    arena_begin(&a);
+    j = cJSON_Parse("{\"spec\":{\"containers\":[{\"name\":\"pytorch\"}]}}");
+    assert_non_null(j);
+    assert_int_equal(in_arena(&a, j), ARENA_ON);
+    assert_int_equal(in_arena(&a, j->child->string), ARENA_ON);
+    assert_int_equal(a.spilled, 0);
+    arena_json_delete(j);
+    arena_end(&a);
+    assert_int_equal(a.n, 0);
+}
+
+TEST(test_outside_a_request_cjson_uses_malloc)
+{
+    struct arena a;
+    cJSON *outside = cJSON_CreateString("before");
+    cJSON *suspended;
+    struct arena *saved;
+
+    arena_begin(&a);
+    saved = arena_suspend();
+    suspended = cJSON_CreateString("cached across requests");
+    arena_resume(saved);
+    assert_false(in_arena(&a, suspended));
+    assert_false(in_arena(&a, outside));
+    /* malloc'd items freed inside the request really go to free(). */
+    cJSON_Delete(outside);
+    arena_end(&a);
+    assert_string_equal(suspended->valuestring, "cached across requests");
+    cJSON_Delete(suspended);
+}
+
+TEST(test_full_arena_spills_and_then_deletes_for_real)
+{
+    struct arena a;
+    cJSON *arr;
+    size_t items = 0;
+
+    arena_begin(&a);
+    arr = cJSON_CreateArray();
+    assert_non_null(arr);
+    /* Strings of 60 KiB: one per block, so 64 blocks run out quickly. */
+    char *big = malloc(60 * 1024);
+    assert_non_null(big);
+    memset(big, 'x', 60 * 1024 - 1);
+    big[60 * 1024 - 1] = '\0';
+    while (a.spilled == 0 && items < 200) {
+        assert_true(cJSON_AddItemToArray(arr, cJSON_CreateString(big)));
+        items++;
+    }
+    free(big);
+    if (ARENA_ON) {
+        assert_int_equal(a.n, ARENA_MAX_BLOCKS);
+        assert_true(a.spilled > 0);
+    }
+    assert_int_equal(cJSON_GetArraySize(arr), (int)items);
+    /* Spilled items are malloc'd: this must free them (valgrind and the
+     * sanitizers see a leak otherwise). */
+    arena_json_delete(arr);
+    arena_end(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parsed_tree_lives_in_the_arena),
+        cmocka_unit_test(test_outside_a_request_cjson_uses_malloc),
+        cmocka_unit_test(test_full_arena_spills_and_then_deletes_for_real),
+    };
+
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
