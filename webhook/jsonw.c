@@ -1,5 +1,8 @@
 #include "jsonw.h"
 
+#include "decimal.h"
+
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +38,19 @@ static const char *jsonw_short_escape(unsigned char c)
     }
 }
 
-void jsonw_strn(struct jsonw *w, const char *s, size_t n)
+/* 1 when s[0..n) can go between quotes as it is. */
+static int jsonw_plain(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c < 0x20 || c == '"' || c == '\\')
+            return 0;
+    }
+    return 1;
+}
+
+static void jsonw_escaped(struct jsonw *w, const char *s, size_t n)
 {
     size_t i, run = 0;
     char hex[8];
@@ -60,6 +75,26 @@ void jsonw_strn(struct jsonw *w, const char *s, size_t n)
     jsonw_rawn(w, "\"", 1);
 }
 
+void jsonw_strn(struct jsonw *w, const char *s, size_t n)
+{
+    size_t at;
+
+    if (w->err)
+        return;
+    /* Most strings (names, values, paths) need no escape: one append. */
+    if (!jsonw_plain(s, n) || n > SIZE_MAX - 2) {
+        jsonw_escaped(w, s, n);
+        return;
+    }
+    at = dynbuf_len(w->out);
+    w->err = dynbuf_grow(w->out, n + 2);
+    if (w->err)
+        return;
+    w->out->mem[at] = '"';
+    memcpy(w->out->mem + at + 1, s, n);
+    w->out->mem[at + n + 1] = '"';
+}
+
 void jsonw_str(struct jsonw *w, const char *s)
 {
     jsonw_strn(w, s, strlen(s));
@@ -73,10 +108,9 @@ void jsonw_key(struct jsonw *w, const char *k)
 
 void jsonw_int(struct jsonw *w, long long v)
 {
-    char num[24];
-    int n = snprintf(num, sizeof(num), "%lld", v);
+    char num[DECIMAL_MAX];
 
-    jsonw_rawn(w, num, (size_t)n);
+    jsonw_rawn(w, num, decimal_ll(num, v));
 }
 
 void jsonw_bool(struct jsonw *w, int v)

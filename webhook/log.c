@@ -1,9 +1,9 @@
 #include "log.h"
 
+#include "decimal.h"
 #include "logq.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,51 +38,79 @@ static int log_put(struct log_line *l, const char *s, size_t n)
     return 0;
 }
 
-static size_t log_utf8_seq_len(unsigned char c)
+/* Appends as much of s[0..n) as fits, never cutting a UTF-8 sequence: the
+ * cut moves back while the first byte left out is a continuation byte. */
+static void log_put_run(struct log_line *l, const char *s, size_t n)
 {
-    if (c >= 0xf0)
-        return 4;
-    if (c >= 0xe0)
-        return 3;
-    if (c >= 0xc0)
-        return 2;
-    return 1;
+    size_t room = sizeof(l->buf) - LOG_TAIL - l->len;
+
+    if (l->truncated)
+        return;
+    if (n > room) {
+        n = room;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+        l->truncated = 1;
+    }
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
 }
 
 static void log_put_escaped(struct log_line *l, const char *s)
 {
-    char esc[8];
-    size_t n;
+    static const char hex[] = "0123456789abcdef";
+    char esc[6] = {'\\', 'u', '0', '0'};
+    size_t run;
 
     if (log_put(l, "\"", 1))
         return;
-    for (; *s && !l->truncated; s += n) {
-        unsigned char c = (unsigned char)*s;
+    while (*s && !l->truncated) {
+        unsigned char c;
 
-        n = 1;
+        for (run = 0; (c = (unsigned char)s[run]) >= 0x20 && c != '"' && c != '\\'; run++)
+            ;
+        log_put_run(l, s, run);
+        s += run;
+        if (!c)
+            break;
         if (c == '"' || c == '\\') {
-            esc[0] = '\\';
             esc[1] = (char)c;
             log_put(l, esc, 2);
-        } else if (c < 0x20) {
-            snprintf(esc, sizeof(esc), "\\u%04x", c);
-            log_put(l, esc, 6);
         } else {
-            n = strnlen(s, log_utf8_seq_len(c));
-            log_put(l, s, n);
+            esc[1] = 'u';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            log_put(l, esc, 6);
         }
+        s++;
     }
     /* The closing quote goes into the reserved tail even when truncated. */
     l->buf[l->len++] = '"';
 }
 
-void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const char *msg)
+/* {"ts":"2026-11-30T06:50:00.123Z","level":"info","msg": */
+static void log_put_head(struct log_line *l, enum log_level lvl)
 {
     struct timespec ts;
     struct tm tm;
-    char head[96];
-    int n;
+    char t[] = "{\"ts\":\"YYYY-MM-DDTHH:MM:SS.mmmZ\",\"level\":\"";
 
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    decimal_pad(t + 7, (unsigned)(tm.tm_year + 1900) % 10000, 4);
+    decimal_pad(t + 12, (unsigned)tm.tm_mon + 1, 2);
+    decimal_pad(t + 15, (unsigned)tm.tm_mday, 2);
+    decimal_pad(t + 18, (unsigned)tm.tm_hour, 2);
+    decimal_pad(t + 21, (unsigned)tm.tm_min, 2);
+    decimal_pad(t + 24, (unsigned)tm.tm_sec, 2);
+    decimal_pad(t + 27, (unsigned)(ts.tv_nsec / 1000000), 3);
+    log_put(l, t, sizeof(t) - 1);
+    log_put(l, log_level_names[lvl], strlen(log_level_names[lvl]));
+    log_put(l, "\",\"msg\":", 8);
+}
+
+void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const char *msg)
+{
     l->len = 0;
     l->truncated = 0;
     l->lg = lg;
@@ -90,13 +118,7 @@ void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const 
     l->active = lg && lvl >= lg->min;
     if (!l->active)
         return;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    n = snprintf(head, sizeof(head),
-                 "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"level\":\"%s\",\"msg\":",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 ts.tv_nsec / 1000000, log_level_names[lvl]);
-    log_put(l, head, (size_t)n);
+    log_put_head(l, lvl);
     log_put_escaped(l, msg);
 }
 
@@ -122,14 +144,12 @@ void log_str(struct log_line *l, const char *key, const char *val)
 
 void log_int(struct log_line *l, const char *key, long long val)
 {
-    char num[24];
+    char num[DECIMAL_MAX];
     size_t mark = l->len;
-    int n;
 
     if (!l->active || log_put_key(l, key))
         return;
-    n = snprintf(num, sizeof(num), "%lld", val);
-    if (log_put(l, num, (size_t)n))
+    if (log_put(l, num, decimal_ll(num, val)))
         l->len = mark;
 }
 

@@ -70,7 +70,10 @@ int review_utf8_valid(const char *s, size_t len)
 
 static void review_copy(char *dst, size_t dstlen, const char *src)
 {
-    snprintf(dst, dstlen, "%s", src ? src : "");
+    size_t n = src ? strnlen(src, dstlen - 1) : 0;
+
+    memcpy(dst, src ? src : "", n);
+    dst[n] = '\0';
 }
 
 static int review_bad(struct dynbuf *out, const char *reason)

@@ -472,7 +472,8 @@ static void server_options(struct server *s, int tls, struct sockaddr_storage *a
     /* Headers of a review are small and the body is streamed out of this
      * pool, which libmicrohttpd keeps, and zeroes on every request, for each
      * open connection: see SERVER_CONN_MEMORY. */
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, SERVER_CONN_MEMORY, NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, SERVER_CONN_MEMORY, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s};
     if (tls && s->cfg.threads > 1)
         opts[n++] =
