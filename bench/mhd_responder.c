@@ -2,7 +2,9 @@
  *
  * Same daemon settings as rdma-webhook's HTTPS listener (webhook/server.c):
  * EPOLL internal thread, a thread pool of nproc (at most 8) when more than one,
- * no TURBO (the webhook cannot use it: see server.c), the same GnuTLS priorities and the same certificate. Every POST body
+ * no TURBO (the webhook cannot use it: see server.c), the same 8 KiB
+ * connection memory (SERVER_CONN_MEMORY), the same GnuTLS priorities and the
+ * same certificate. Every POST body
  * is read completely into memory, then a fixed response (a file, e.g. the
  * webhook's own answer to the same review) is sent as application/json.
  *
@@ -143,6 +145,7 @@ int main(int argc, char **argv)
         0, NULL, NULL, handle, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert,
         MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
         MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 4096u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_THREAD_POOL_SIZE,
         threads > 1 ? threads : 0u, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
     if (!d) {

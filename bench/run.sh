@@ -84,6 +84,16 @@ hwm_kb() {
     done
     echo "$s"
 }
+# Sum of a /proc/PID/status field (kB) over the given pids.
+status_kb() { # field pids...
+    local f=$1 p s=0 v
+    shift
+    for p in "$@"; do
+        v=$(awk -v f="$f:" '$1 == f {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
 reset_hwm() {
     local p
     for p in "$@"; do echo 5 >"/proc/$p/clear_refs" 2>/dev/null || true; done
@@ -120,7 +130,7 @@ field() { # line key
     echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'
 }
 
-declare -A RPS P50 P99 P999 RSS
+declare -A RPS P50 P99 P999 RSS ANON FILE
 bench_server() { # name port pid
     local name=$1 port=$2 pid=$3 c line
     for c in $conns; do
@@ -134,6 +144,10 @@ bench_server() { # name port pid
         P999[$name,$c]=$(field "$line" p999_us)
         # shellcheck disable=SC2046
         RSS[$name,$c]=$(hwm_kb $(tree_pids "$pid"))
+        # shellcheck disable=SC2046
+        ANON[$name,$c]=$(status_kb RssAnon $(tree_pids "$pid"))
+        # shellcheck disable=SC2046
+        FILE[$name,$c]=$(status_kb RssFile $(tree_pids "$pid"))
         printf '%-12s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
             "$name" "$c" "${RPS[$name,$c]}" "${P50[$name,$c]}" "${P99[$name,$c]}" \
             "${P999[$name,$c]}" "${RSS[$name,$c]}"
@@ -224,13 +238,14 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo
     echo "8-GPU PyTorchJob master pod review ($(wc -c <"$small") bytes compact, answer $resp_bytes bytes);"
     echo "wrk, keep-alive, TLS 1.3 on loopback, ${duration} s per point after a ${warmup} s warm-up;"
-    echo "latency in ms; peak RSS is VmHWM (summed over nginx's master and workers), reset before each point."
+    echo "latency in ms; peak RSS is VmHWM (summed over nginx's master and workers), reset before each point;"
+    echo "anon and file are RssAnon and RssFile at the end of the point (file: mapped library pages, shared)."
     echo
-    echo "| server | conns | req/s | p50 | p99 | p99.9 | peak RSS MiB |"
-    echo "|---|---:|---:|---:|---:|---:|---:|"
+    echo "| server | conns | req/s | p50 | p99 | p99.9 | peak RSS MiB | anon | file |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for name in rdma-webhook nginx mhd go; do
         for c in $conns; do
-            echo "| $name | $c | ${RPS[$name,$c]%.*} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") |"
+            echo "| $name | $c | ${RPS[$name,$c]%.*} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") | $(mib "${ANON[$name,$c]}") | $(mib "${FILE[$name,$c]}") |"
         done
     done
     echo
