@@ -3,12 +3,12 @@ package e2e
 import (
 	"bytes"
 	"crypto/x509"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -435,9 +435,34 @@ func TestLogReaderStalled(t *testing.T) {
 			reviews, reviews, dropped, err)
 	}
 
-	var log bytes.Buffer
+	// Read again; once the drop warning is out, the queue has caught up and
+	// the shutdown's own lines have room.
+	var (
+		mu  sync.Mutex
+		log bytes.Buffer
+	)
 	done := make(chan struct{})
-	go func() { io.Copy(&log, readEnd); close(done) }()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := readEnd.Read(buf)
+			mu.Lock()
+			log.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
+	logged := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logged(), "log lines dropped") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drop warning within 10 s of reading stderr again; got %d bytes", len(logged()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := in.terminate(stopTimeout); err != nil {
 		t.Fatalf("stopping after the reader came back: %v", err)
 	}
@@ -446,8 +471,11 @@ func TestLogReaderStalled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("stderr was not closed within 10 s of the exit")
 	}
+	if !strings.Contains(logged(), `"shutting down"`) {
+		t.Errorf("the shutdown's log line is missing after the queue caught up")
+	}
 	admissions, warned := 0, 0
-	for _, line := range strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimSuffix(logged(), "\n"), "\n") {
 		o, err := decodeObject([]byte(line))
 		if err != nil {
 			t.Fatalf("stderr line is not a JSON object (a line was cut or glued): %v\n%q", err, line)
