@@ -188,6 +188,11 @@ L_P999=$(field "$line" p999_us)
 printf '%-12s c=1    %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us\n' \
     "large pod" "$L_RPS" "$L_P50" "$L_P99" "$L_P999"
 W_HWM_ALL=$(hwm_kb "$wpid")
+# Every admission must have been logged: a queue that dropped lines would
+# have done less work than a real deployment.
+dropped=$(curl -fsS "http://127.0.0.1:$port_metrics/metrics" |
+    awk '$1 == "rdma_webhook_log_lines_dropped_total" {print $2}')
+[ "$dropped" = 0 ] || die "rdma-webhook dropped ${dropped:-?} log lines during the run"
 stop "$wpid"
 
 # --- nginx -------------------------------------------------------------------
