@@ -6,8 +6,13 @@
 # build/bench/{mhd_responder,gowebhook,ready_probe}. Writes bench/RESULTS.md.
 # Any wrk error, timeout or non-200 response fails the run.
 #
+# All four servers run side by side; each round drives every server at every
+# connection count, the servers in a rotating order, and the table reports the
+# median round (with the spread of req/s), so that drift in a shared machine's
+# speed falls on all servers alike instead of on whichever ran last.
+#
 # Environment: BENCH_DURATION (seconds per point, default 5), BENCH_WARMUP
-# (default 1), BENCH_CONNS (default "1 16 64 256").
+# (default 1), BENCH_CONNS (default "1 16 64 256"), BENCH_ROUNDS (default 3).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +22,7 @@ run=$out/run
 duration=${BENCH_DURATION:-5}
 warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNS:-"1 16 64 256"}
+rounds=${BENCH_ROUNDS:-3}
 cert=$repo/certs/dev/tls.crt
 key=$repo/certs/dev/tls.key
 ca=$repo/certs/dev/ca.crt
@@ -130,28 +136,45 @@ field() { # line key
     echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'
 }
 
-declare -A RPS P50 P99 P999 RSS ANON FILE
-bench_server() { # name port pid
-    local name=$1 port=$2 pid=$3 c line
-    for c in $conns; do
-        wrk_point "$name" "$port" "$c" "$warmup" "$small" >/dev/null
-        # shellcheck disable=SC2046
-        reset_hwm $(tree_pids "$pid")
-        line=$(wrk_point "$name" "$port" "$c" "$duration" "$small")
-        RPS[$name,$c]=$(field "$line" rps)
-        P50[$name,$c]=$(field "$line" p50_us)
-        P99[$name,$c]=$(field "$line" p99_us)
-        P999[$name,$c]=$(field "$line" p999_us)
-        # shellcheck disable=SC2046
-        RSS[$name,$c]=$(hwm_kb $(tree_pids "$pid"))
-        # shellcheck disable=SC2046
-        ANON[$name,$c]=$(status_kb RssAnon $(tree_pids "$pid"))
-        # shellcheck disable=SC2046
-        FILE[$name,$c]=$(status_kb RssFile $(tree_pids "$pid"))
-        printf '%-12s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
-            "$name" "$c" "${RPS[$name,$c]}" "${P50[$name,$c]}" "${P99[$name,$c]}" \
-            "${P999[$name,$c]}" "${RSS[$name,$c]}"
-    done
+declare -A RPS P50 P99 P999 RSS ANON FILE # by name,conns,round
+declare -A PORT PID SPREAD RSSMAX
+bench_point() { # name conns round
+    local name=$1 c=$2 r=$3 port=${PORT[$1]} pid=${PID[$1]} line k=$1,$2,$3
+    wrk_point "$name" "$port" "$c" "$warmup" "$small" >/dev/null
+    # shellcheck disable=SC2046
+    reset_hwm $(tree_pids "$pid")
+    line=$(wrk_point "$name" "$port" "$c" "$duration" "$small")
+    RPS[$k]=$(field "$line" rps)
+    P50[$k]=$(field "$line" p50_us)
+    P99[$k]=$(field "$line" p99_us)
+    P999[$k]=$(field "$line" p999_us)
+    # shellcheck disable=SC2046
+    RSS[$k]=$(hwm_kb $(tree_pids "$pid"))
+    # shellcheck disable=SC2046
+    ANON[$k]=$(status_kb RssAnon $(tree_pids "$pid"))
+    # shellcheck disable=SC2046
+    FILE[$k]=$(status_kb RssFile $(tree_pids "$pid"))
+    printf 'round %s  %-12s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
+        "$r" "$name" "$c" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${P999[$k]}" "${RSS[$k]}"
+}
+# The median of the rounds' values of one metric (an associative array's
+# name) for name,conns; min and max with "spread".
+median_of() { # array name conns
+    local -n arr=$1
+    local r
+    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g |
+        awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+}
+spread_of() { # array name conns
+    local -n arr=$1
+    local r
+    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g |
+        awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f-%.0f", lo, hi}'
+}
+max_of() { # array name conns
+    local -n arr=$1
+    local r
+    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g | tail -n 1
 }
 stop() { # pid
     kill "$1" 2>/dev/null || true
@@ -178,7 +201,7 @@ code=$(curl -sS -o "$run/response-large.json" -w '%{http_code}' --cacert "$ca" \
 resp_bytes=$(wc -c <"$run/response.json")
 cp "$run/response.json" "$run/nginx-root/mutate"
 
-bench_server rdma-webhook "$port_webhook" "$wpid"
+PORT[rdma-webhook]=$port_webhook PID[rdma-webhook]=$wpid
 wrk_point rdma-webhook-large "$port_webhook" 1 "$warmup" "$large" >/dev/null
 line=$(wrk_point rdma-webhook-large "$port_webhook" 1 "$duration" "$large")
 L_RPS=$(field "$line" rps)
@@ -187,14 +210,6 @@ L_P99=$(field "$line" p99_us)
 L_P999=$(field "$line" p999_us)
 printf '%-12s c=1    %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us\n' \
     "large pod" "$L_RPS" "$L_P50" "$L_P99" "$L_P999"
-W_HWM_ALL=$(hwm_kb "$wpid")
-# Every admission must have been logged: a queue that dropped lines would
-# have done less work than a real deployment.
-dropped=$(curl -fsS "http://127.0.0.1:$port_metrics/metrics" |
-    awk '$1 == "rdma_webhook_log_lines_dropped_total" {print $2}')
-[ "$dropped" = 0 ] || die "rdma-webhook dropped ${dropped:-?} log lines during the run"
-stop "$wpid"
-
 # --- nginx -------------------------------------------------------------------
 sed -e "s|@RUN@|$repo/$run|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" \
     -e "s|@PORT@|$port_nginx|g" bench/nginx.conf.in >"$run/nginx.conf"
@@ -205,8 +220,7 @@ wait_https "$port_nginx"
 cmp -s <(curl -sS --cacert "$ca" -H 'Content-Type: application/json' --data-binary @"$small" \
     "https://127.0.0.1:$port_nginx/mutate") "$run/response.json" ||
     die "nginx does not answer the fixed response"
-bench_server nginx "$port_nginx" "$npid"
-stop "$npid"
+PORT[nginx]=$port_nginx PID[nginx]=$npid
 
 # --- bare libmicrohttpd --------------------------------------------------------
 "$out/mhd_responder" "$port_mhd" "$cert" "$key" "$run/response.json" 2>"$run/mhd.log" &
@@ -215,8 +229,7 @@ pids+=("$mpid")
 sleep 0.2
 curl -fsS -o /dev/null --cacert "$ca" -H 'Content-Type: application/json' \
     --data-binary @"$small" "https://127.0.0.1:$port_mhd/mutate" || die "mhd_responder is not answering"
-bench_server mhd "$port_mhd" "$mpid"
-stop "$mpid"
+PORT[mhd]=$port_mhd PID[mhd]=$mpid
 
 # --- Go ------------------------------------------------------------------------
 "$out/gowebhook" -listen "127.0.0.1:$port_go" -cert "$cert" -key "$key" 2>"$run/gowebhook.log" &
@@ -226,8 +239,38 @@ wait_https "$port_go"
 code=$(curl -sS -o "$run/response-go.json" -w '%{http_code}' --cacert "$ca" \
     -H 'Content-Type: application/json' --data-binary @"$small" "https://127.0.0.1:$port_go/mutate")
 [ "$code" = 200 ] && grep -q '"patch"' "$run/response-go.json" || die "gowebhook did not mutate"
-bench_server go "$port_go" "$gpid"
-stop "$gpid"
+PORT[go]=$port_go PID[go]=$gpid
+
+# --- the rounds ------------------------------------------------------------------
+servers=(rdma-webhook nginx mhd go)
+for r in $(seq 1 "$rounds"); do
+    for c in $conns; do
+        for i in 0 1 2 3; do
+            bench_point "${servers[$(((i + r - 1) % 4))]}" "$c" "$r"
+        done
+    done
+done
+for name in "${servers[@]}"; do
+    for c in $conns; do
+        for m in RPS P50 P99 P999; do
+            declare -n med=$m
+            med[$name,$c]=$(median_of "$m" "$name" "$c")
+            unset -n med
+        done
+        RSSMAX[$name,$c]=$(max_of RSS "$name" "$c")
+        RSS[$name,$c]=${RSS[$name,$c,1]}
+        ANON[$name,$c]=${ANON[$name,$c,1]}
+        FILE[$name,$c]=${FILE[$name,$c,1]}
+        SPREAD[$name,$c]=$(spread_of RPS "$name" "$c")
+    done
+done
+# Every admission must have been logged: a queue that dropped lines would
+# have done less work than a real deployment.
+dropped=$(curl -fsS "http://127.0.0.1:$port_metrics/metrics" |
+    awk '$1 == "rdma_webhook_log_lines_dropped_total" {print $2}')
+[ "$dropped" = 0 ] || die "rdma-webhook dropped ${dropped:-?} log lines during the run"
+stop "$wpid"
+
 
 # --- RESULTS.md ----------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
@@ -237,20 +280,23 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 {
     echo "# Benchmark results"
     echo
-    echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); numbers from one run."
+    echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), from one run of $rounds rounds."
     echo
     echo "## Throughput and latency"
     echo
     echo "8-GPU PyTorchJob master pod review ($(wc -c <"$small") bytes compact, answer $resp_bytes bytes);"
     echo "wrk, keep-alive, TLS 1.3 on loopback, ${duration} s per point after a ${warmup} s warm-up;"
-    echo "latency in ms; peak RSS is VmHWM (summed over nginx's master and workers), reset before each point;"
-    echo "anon and file are RssAnon and RssFile at the end of the point (file: mapped library pages, shared)."
+    echo "all four servers up at once, each round drives each in turn (the order rotates by round);"
+    echo "each figure is the median over the rounds, req/s also with its range;"
+    echo "latency in ms; peak RSS is VmHWM (summed over nginx's master and workers), reset before each point,"
+    echo "and anon and file (RssAnon and RssFile at the end of a point; file: mapped library pages, shared"
+    echo "with other processes) from round 1: later rounds start from what the 256-connection point left."
     echo
-    echo "| server | conns | req/s | p50 | p99 | p99.9 | peak RSS MiB | anon | file |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| server | conns | req/s | range | p50 | p99 | p99.9 | peak RSS MiB | anon | file |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for name in rdma-webhook nginx mhd go; do
         for c in $conns; do
-            echo "| $name | $c | ${RPS[$name,$c]%.*} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") | $(mib "${ANON[$name,$c]}") | $(mib "${FILE[$name,$c]}") |"
+            echo "| $name | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") | $(mib "${ANON[$name,$c]}") | $(mib "${FILE[$name,$c]}") |"
         done
     done
     echo
@@ -268,7 +314,8 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "  ${L_RPS%.*} req/s, p50 $(ms "$L_P50") ms, p99 $(ms "$L_P99") ms, p99.9 $(ms "$L_P999") ms."
     echo "- Time to ready (exec to the first 200 on /readyz, polled every 0.1 ms), 11 starts:"
     echo "  median $(ms "$ready_med") ms, max $(ms "$ready_max") ms."
-    echo "- Peak RSS over the whole run, including the large pod: $(mib "$W_HWM_ALL") MiB."
+    echo "- Highest peak RSS at 256 connections over the rounds: $(mib "${RSSMAX[rdma-webhook,256]:-0}") MiB"
+    echo "  (nginx $(mib "${RSSMAX[nginx,256]:-0}"), bare libmicrohttpd $(mib "${RSSMAX[mhd,256]:-0}"), Go $(mib "${RSSMAX[go,256]:-0}"))."
     echo
     echo "## Targets"
     echo
@@ -285,7 +332,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         echo "| p99 at 64 conns <= 2 ms | $(ms "${P99[rdma-webhook,64]}") ms | $(awk -v u="${P99[rdma-webhook,64]}" 'BEGIN {print (u <= 2000 ? "yes" : "no")}') |" ;;
     esac
     case " $conns " in *" 256 "*)
-        echo "| peak RSS at 256 conns <= 16 MiB | $(mib "${RSS[rdma-webhook,256]}") MiB | $(awk -v k="${RSS[rdma-webhook,256]}" 'BEGIN {print (k <= 16384 ? "yes" : "no")}') |" ;;
+        echo "| peak RSS at 256 conns <= 16 MiB (highest round) | $(mib "${RSSMAX[rdma-webhook,256]}") MiB | $(awk -v k="${RSSMAX[rdma-webhook,256]}" 'BEGIN {print (k <= 16384 ? "yes" : "no")}') |" ;;
     esac
     echo "| large pod < 1 ms per admission, one connection | p50 $(ms "$L_P50") ms, mean $(awk -v r="$L_RPS" 'BEGIN {printf "%.2f", 1000 / r}') ms | $(awk -v u="$L_P50" 'BEGIN {print (u < 1000 ? "yes" : "no")}') |"
     echo "| ready within 50 ms of start | max $(ms "$ready_max") ms | $(awk -v u="$ready_max" 'BEGIN {print (u <= 50000 ? "yes" : "no")}') |"
@@ -302,7 +349,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## Command"
     echo
     echo '```sh'
-    echo "make bench    # BENCH_DURATION=$duration BENCH_WARMUP=$warmup BENCH_CONNS=\"$conns\""
+    echo "make bench    # BENCH_DURATION=$duration BENCH_WARMUP=$warmup BENCH_CONNS=\"$conns\" BENCH_ROUNDS=$rounds"
     echo '```'
 } >"$results"
 echo "wrote $results"
