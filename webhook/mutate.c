@@ -594,39 +594,31 @@ static void mutate_container(struct mctx *m, const cJSON *c, const char *list, i
     mutate_shm(m, c, cpath);
 }
 
-/* Regular containers that ask for GPUs or RDMA devices; failing those, the
- * one named "pytorch" (the training-operator's default); the first one's
+struct mutate_regular {
+    struct mctx *m;
+    int n;
+    int first;
+};
+
+static void mutate_regular_container(void *ctx, const cJSON *c, int idx)
+{
+    struct mutate_regular *reg = ctx;
+
+    if (reg->n++ == 0)
+        reg->first = idx;
+    mutate_container(reg->m, c, "containers", idx);
+}
+
+/* The regular containers target_each_container() picks; the first one's
  * index goes to *first. mutate_has_target_container() has already made
  * sure there is one. */
 static void mutate_regular_containers(struct mctx *m, int *first)
 {
-    const cJSON *containers = podjson_arr(&m->r, m->spec, "containers");
-    const cJSON *c;
-    int idx = 0, n = 0;
+    struct mutate_regular reg = {.m = m, .first = *first};
 
-    cJSON_ArrayForEach(c, containers)
-    {
-        if (target_container_wants_devices(&m->r, c, m->ps)) {
-            if (n++ == 0)
-                *first = idx;
-            mutate_container(m, c, "containers", idx);
-        }
-        idx++;
-    }
-    if (n)
-        return;
-    idx = 0;
-    cJSON_ArrayForEach(c, containers)
-    {
-        const char *name = podjson_str(&m->r, c, "name");
-
-        if (name && strcmp(name, "pytorch") == 0) {
-            *first = idx;
-            mutate_container(m, c, "containers", idx);
-            return;
-        }
-        idx++;
-    }
+    target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps,
+                          mutate_regular_container, &reg);
+    *first = reg.first;
 }
 
 static void mutate_init_containers(struct mctx *m)
@@ -644,16 +636,8 @@ static void mutate_init_containers(struct mctx *m)
 
 static int mutate_has_target_container(struct mctx *m)
 {
-    const cJSON *c;
-
-    cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, "containers"))
-    {
-        const char *name = podjson_str(&m->r, c, "name");
-
-        if (target_container_wants_devices(&m->r, c, m->ps) ||
-            (name && strcmp(name, "pytorch") == 0))
-            return 1;
-    }
+    if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
+        return 1;
     m->res->reason = "no-container";
     mutate_warn(m, MUTATE_W_NO_CONTAINER,
                 "no container asks for a GPU or RDMA device or is named \"pytorch\"; "

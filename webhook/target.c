@@ -115,6 +115,39 @@ int target_container_wants_devices(struct podjson *r, const cJSON *container,
     return target_container_asks_prefix(r, container, ps->rdma_prefix, strlen(ps->rdma_prefix));
 }
 
+size_t target_each_container(struct podjson *r, const cJSON *containers, const struct profiles *ps,
+                             target_container_fn fn, void *ctx)
+{
+    const cJSON *c;
+    size_t n = 0;
+    int idx = 0;
+
+    cJSON_ArrayForEach(c, containers)
+    {
+        if (target_container_wants_devices(r, c, ps)) {
+            if (fn)
+                fn(ctx, c, idx);
+            n++;
+        }
+        idx++;
+    }
+    if (n)
+        return n;
+    idx = 0;
+    cJSON_ArrayForEach(c, containers)
+    {
+        const char *name = podjson_str(r, c, "name");
+
+        if (name && strcmp(name, "pytorch") == 0) {
+            if (fn)
+                fn(ctx, c, idx);
+            return 1;
+        }
+        idx++;
+    }
+    return 0;
+}
+
 static long long target_container_gpus(struct podjson *r, const cJSON *container,
                                        const struct profiles *ps)
 {

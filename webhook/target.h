@@ -33,6 +33,16 @@ enum target_verdict target_pod(struct podjson *r, const struct cJSON *metadata,
 int target_container_wants_devices(struct podjson *r, const struct cJSON *container,
                                    const struct profiles *ps);
 
+/* Called for each container to mutate, with its index in the list. */
+typedef void (*target_container_fn)(void *ctx, const struct cJSON *container, int idx);
+
+/* The regular containers the webhook mutates (SPEC 1.2): those that ask for
+ * a GPU or RDMA device; failing those, the first one named "pytorch" (the
+ * training-operator's default). Calls fn (when not NULL) for each, in order,
+ * and returns how many there are. */
+size_t target_each_container(struct podjson *r, const struct cJSON *containers,
+                             const struct profiles *ps, target_container_fn fn, void *ctx);
+
 /* 1 when the container asks for any resource whose name starts with prefix. */
 int target_container_asks_prefix(struct podjson *r, const struct cJSON *container,
                                  const char *prefix, size_t prefix_len);
