@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* 256 KiB per buffer holds about a thousand admission lines, some 30 ms of a
+/* 256 KiB per buffer holds about 800 admission lines, some 20 ms of a
  * full load; lines wait 100 ms at most when the server is quiet. */
 #define SERVE_LOGQ_CAP      (256u * 1024u)
 #define SERVE_LOGQ_FLUSH_MS 100u
