@@ -457,6 +457,20 @@ __attribute__((format(printf, 2, 0))) static void server_mhd_log(void *cls, cons
 
 #define SERVER_MAX_OPTIONS 12
 
+/* While draining, a new HTTPS connection is closed as soon as it is accepted:
+ * the client learns at once that this replica is going away, instead of
+ * waiting in the listen backlog. (libmicrohttpd 0.9.75's own
+ * MHD_quiesce_daemon() races with its epoll worker threads and can abort the
+ * process: both remove the listening socket from the same epoll set.) */
+static enum MHD_Result server_accept_policy(void *cls, const struct sockaddr *addr,
+                                            socklen_t addrlen)
+{
+    struct server *s = cls;
+
+    (void)addr, (void)addrlen;
+    return atomic_load(&s->draining) ? MHD_NO : MHD_YES;
+}
+
 /* The daemon's options; addr must outlive the MHD_start_daemon call. */
 static void server_options(struct server *s, int tls, struct sockaddr_storage *addr,
                            struct MHD_OptionItem *opts)
@@ -506,8 +520,9 @@ static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, in
     if (tls)
         flags |= MHD_USE_TLS;
     server_options(s, tls, &addr, opts);
-    d = MHD_start_daemon(flags, 0, NULL, NULL, tls ? server_handle_tls : server_handle_plain, s,
-                         MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    d = MHD_start_daemon(flags, 0, tls ? server_accept_policy : NULL, s,
+                         tls ? server_handle_tls : server_handle_plain, s, MHD_OPTION_ARRAY, opts,
+                         MHD_OPTION_END);
     if (!d)
         snprintf(err, errlen, "cannot listen on %s%s (in use, or no permission?)", listen,
                  tls ? " with TLS" : "");
@@ -534,7 +549,6 @@ int server_start(struct server *s, char *err, size_t errlen)
         return -1;
     }
     server_running = s;
-    s->quiesced_fd = MHD_INVALID_SOCKET;
     if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
         server_watch_certs(s, err, errlen))
         goto fail;
@@ -555,15 +569,8 @@ fail:
 
 void server_quiesce(struct server *s)
 {
+    /* Readiness and server_accept_policy() read this. */
     atomic_store(&s->draining, 1);
-    /* Shutting the listening socket down makes new connections fail fast
-     * instead of waiting in the backlog; libmicrohttpd's threads may still
-     * hold it, so it is closed only after they stop. */
-    if (s->https && s->quiesced_fd == MHD_INVALID_SOCKET) {
-        s->quiesced_fd = MHD_quiesce_daemon(s->https);
-        if (s->quiesced_fd != MHD_INVALID_SOCKET)
-            shutdown(s->quiesced_fd, SHUT_RDWR);
-    }
 }
 
 void server_stop(struct server *s)
@@ -575,9 +582,6 @@ void server_stop(struct server *s)
     if (s->plain)
         MHD_stop_daemon(s->plain);
     s->https = s->plain = NULL;
-    if (s->quiesced_fd != MHD_INVALID_SOCKET)
-        close(s->quiesced_fd);
-    s->quiesced_fd = MHD_INVALID_SOCKET;
     filewatch_stop(&s->cert_watch);
     tlscreds_free(&s->creds);
     server_running = NULL;

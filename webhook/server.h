@@ -57,7 +57,6 @@ struct server {
     struct MHD_Daemon *https;
     struct MHD_Daemon *plain;
     struct filewatch cert_watch;
-    int quiesced_fd; /* the listening socket once quiesced, closed at stop */
 };
 
 /* Loads the certificate, starts both listeners and the certificate watch.
@@ -67,7 +66,8 @@ struct server {
 int server_start(struct server *s, char *err, size_t errlen);
 /* Reloads the certificate and key now (SIGHUP); the old pair stays on error. */
 void server_reload_certs(struct server *s);
-/* Stops accepting new connections; requests in flight go on. */
+/* Readiness goes false and new HTTPS connections are closed as soon as they
+ * are accepted; open connections and requests in flight go on. */
 void server_quiesce(struct server *s);
 void server_stop(struct server *s);
 
