@@ -46,6 +46,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+stop() { # pid
+    kill "$1" 2>/dev/null || true
+    while kill -0 "$1" 2>/dev/null; do sleep 0.02; done
+}
 die() {
     echo "bench: $*" >&2
     exit 1
@@ -71,8 +75,7 @@ for i in 1 2 3 4 5 6 7 8 9 10 11; do
     pid=${line#pid=}
     pid=${pid%% *}
     ready_list+=("${line##*ready_us=}")
-    kill "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+    stop "$pid"
 done
 ready_sorted=$(printf '%s\n' "${ready_list[@]}" | sort -n)
 ready_med=$(echo "$ready_sorted" | sed -n 6p)
@@ -81,15 +84,6 @@ awk -v m="$ready_med" -v x="$ready_max" \
     'BEGIN {printf "time to ready: median %.1f ms, max %.1f ms (11 starts)\n", m / 1000, x / 1000}' 
 
 # --- helpers -----------------------------------------------------------------
-# Sum of VmHWM (kB) over the given pids.
-hwm_kb() {
-    local p s=0 v
-    for p in "$@"; do
-        v=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
 # Sum of a /proc/PID/status field (kB) over the given pids.
 status_kb() { # field pids...
     local f=$1 p s=0 v
@@ -139,52 +133,48 @@ field() { # line key
 declare -A RPS P50 P99 P999 RSS ANON FILE # by name,conns,round
 declare -A PORT PID SPREAD RSSMAX
 bench_point() { # name conns round
-    local name=$1 c=$2 r=$3 port=${PORT[$1]} pid=${PID[$1]} line k=$1,$2,$3
+    local name=$1 c=$2 r=$3 port=${PORT[$1]} line k=$1,$2,$3 tp
+    tp=$(tree_pids "${PID[$1]}")
     wrk_point "$name" "$port" "$c" "$warmup" "$small" >/dev/null
-    # shellcheck disable=SC2046
-    reset_hwm $(tree_pids "$pid")
+    # shellcheck disable=SC2086
+    reset_hwm $tp
     line=$(wrk_point "$name" "$port" "$c" "$duration" "$small")
     RPS[$k]=$(field "$line" rps)
     P50[$k]=$(field "$line" p50_us)
     P99[$k]=$(field "$line" p99_us)
     P999[$k]=$(field "$line" p999_us)
-    # shellcheck disable=SC2046
-    RSS[$k]=$(hwm_kb $(tree_pids "$pid"))
-    # shellcheck disable=SC2046
-    ANON[$k]=$(status_kb RssAnon $(tree_pids "$pid"))
-    # shellcheck disable=SC2046
-    FILE[$k]=$(status_kb RssFile $(tree_pids "$pid"))
+    # shellcheck disable=SC2086
+    RSS[$k]=$(status_kb VmHWM $tp)
+    # shellcheck disable=SC2086
+    ANON[$k]=$(status_kb RssAnon $tp)
+    # shellcheck disable=SC2086
+    FILE[$k]=$(status_kb RssFile $tp)
     printf 'round %s  %-12s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
         "$r" "$name" "$c" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${P999[$k]}" "${RSS[$k]}"
 }
-# The median of the rounds' values of one metric (an associative array's
-# name) for name,conns; min and max with "spread".
-median_of() { # array name conns
+# One metric's values over the rounds for name,conns (an associative
+# array's name), sorted; the median, range and maximum are read off them.
+round_values() { # array name conns
     local -n arr=$1
     local r
-    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g |
+    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g
+}
+median_of() { # array name conns
+    round_values "$@" |
         awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
 }
 spread_of() { # array name conns
-    local -n arr=$1
-    local r
-    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g |
-        awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f-%.0f", lo, hi}'
+    round_values "$@" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f-%.0f", lo, hi}'
 }
 max_of() { # array name conns
-    local -n arr=$1
-    local r
-    for r in $(seq 1 "$rounds"); do echo "${arr[$2,$3,$r]}"; done | sort -g | tail -n 1
-}
-stop() { # pid
-    kill "$1" 2>/dev/null || true
-    while kill -0 "$1" 2>/dev/null; do sleep 0.02; done
+    round_values "$@" | tail -n 1
 }
 
 # --- rdma-webhook ----------------------------------------------------------
 # The admission log goes through a pipe, as to a container runtime; only its
 # tail is kept.
-line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2> >(tail -n 50 >"$run/webhook.log"))
+line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2> >(tail -n 50 >"$run/webhook.log")) ||
+    die "rdma-webhook did not become ready (see $run/webhook.log)"
 wpid=${line#pid=}
 wpid=${wpid%% *}
 pids+=("$wpid")
@@ -245,8 +235,8 @@ PORT[go]=$port_go PID[go]=$gpid
 servers=(rdma-webhook nginx mhd go)
 for r in $(seq 1 "$rounds"); do
     for c in $conns; do
-        for i in 0 1 2 3; do
-            bench_point "${servers[$(((i + r - 1) % 4))]}" "$c" "$r"
+        for i in "${!servers[@]}"; do
+            bench_point "${servers[$(((i + r - 1) % ${#servers[@]}))]}" "$c" "$r"
         done
     done
 done
@@ -287,14 +277,14 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "8-GPU PyTorchJob master pod review ($(wc -c <"$small") bytes compact, answer $resp_bytes bytes);"
     echo "wrk, keep-alive, TLS 1.3 on loopback, ${duration} s per point after a ${warmup} s warm-up;"
     echo "all four servers up at once, each round drives each in turn (the order rotates by round);"
-    echo "each figure is the median over the rounds, req/s also with its range;"
-    echo "latency in ms; peak RSS is VmHWM (summed over nginx's master and workers), reset before each point,"
-    echo "and anon and file (RssAnon and RssFile at the end of a point; file: mapped library pages, shared"
-    echo "with other processes) from round 1: later rounds start from what the 256-connection point left."
+    echo "req/s (with its range) and latency are the median over the rounds; latency in ms."
+    echo "Peak RSS is VmHWM (summed over nginx's master and workers), reset before each point; it, and anon"
+    echo "and file (RssAnon and RssFile at the end of a point; file: mapped library pages, shared with other"
+    echo "processes), are from round 1: later rounds start from what the 256-connection point left."
     echo
     echo "| server | conns | req/s | range | p50 | p99 | p99.9 | peak RSS MiB | anon | file |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for name in rdma-webhook nginx mhd go; do
+    for name in "${servers[@]}"; do
         for c in $conns; do
             echo "| $name | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") | $(mib "${ANON[$name,$c]}") | $(mib "${FILE[$name,$c]}") |"
         done
@@ -314,8 +304,10 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "  ${L_RPS%.*} req/s, p50 $(ms "$L_P50") ms, p99 $(ms "$L_P99") ms, p99.9 $(ms "$L_P999") ms."
     echo "- Time to ready (exec to the first 200 on /readyz, polled every 0.1 ms), 11 starts:"
     echo "  median $(ms "$ready_med") ms, max $(ms "$ready_max") ms."
-    echo "- Highest peak RSS at 256 connections over the rounds: $(mib "${RSSMAX[rdma-webhook,256]:-0}") MiB"
-    echo "  (nginx $(mib "${RSSMAX[nginx,256]:-0}"), bare libmicrohttpd $(mib "${RSSMAX[mhd,256]:-0}"), Go $(mib "${RSSMAX[go,256]:-0}"))."
+    case " $conns " in *" 256 "*)
+        echo "- Highest peak RSS at 256 connections over the rounds: $(mib "${RSSMAX[rdma-webhook,256]}") MiB"
+        echo "  (nginx $(mib "${RSSMAX[nginx,256]}"), bare libmicrohttpd $(mib "${RSSMAX[mhd,256]}"), Go $(mib "${RSSMAX[go,256]}"))." ;;
+    esac
     echo
     echo "## Targets"
     echo
@@ -324,8 +316,8 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     for c in 16 64; do
         case " $conns " in *" $c "*) ;; *) continue ;; esac
         for y in nginx:0.4 mhd:0.85 go:3; do
-            n=${y%%:*} want=${y##*:} r=$(ratio "${RPS[rdma-webhook,$c]}" "${RPS[${y%%:*},$c]}")
-            echo "| throughput at $c conns >= $want x $n | $r x | $(awk -v r="$r" -v w="$want" 'BEGIN {print (r >= w ? "yes" : "no")}') |"
+            n=${y%%:*} want=${y##*:} rv=$(ratio "${RPS[rdma-webhook,$c]}" "${RPS[$n,$c]}")
+            echo "| throughput at $c conns >= $want x $n | $rv x | $(awk -v r="$rv" -v w="$want" 'BEGIN {print (r >= w ? "yes" : "no")}') |"
         done
     done
     case " $conns " in *" 64 "*)

@@ -35,6 +35,5 @@ int base64_append(struct dynbuf *out, const void *data, size_t len)
         *o++ = i + 1 < len ? base64_alphabet[(v >> 6) & 63] : '=';
         *o++ = '=';
     }
-    *o = '\0';
     return 0;
 }

@@ -35,7 +35,8 @@ int dynbuf_add(struct dynbuf *b, const void *data, size_t len);
 /* Makes room for extra more bytes (so that adding them allocates nothing)
  * without adding any. */
 int dynbuf_reserve(struct dynbuf *b, size_t extra);
-/* Appends len bytes for the caller to fill in, at b->mem + the old length. */
+/* Appends len bytes for the caller to fill in, at b->mem + the old length;
+ * the terminating NUL after them is already written. */
 int dynbuf_grow(struct dynbuf *b, size_t len);
 int dynbuf_addstr(struct dynbuf *b, const char *s);
 int dynbuf_addc(struct dynbuf *b, char c);

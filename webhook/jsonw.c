@@ -3,7 +3,6 @@
 #include "decimal.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 void jsonw_init(struct jsonw *w, struct dynbuf *out)
@@ -38,38 +37,44 @@ static const char *jsonw_short_escape(unsigned char c)
     }
 }
 
+size_t jsonw_escape_byte(unsigned char c, char out[JSONW_ESCAPE_MAX])
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *esc;
+
+    if (!jsonw_needs_escape(c))
+        return 0;
+    if ((esc = jsonw_short_escape(c))) {
+        memcpy(out, esc, 2);
+        return 2;
+    }
+    memcpy(out, "\\u00", 4);
+    out[4] = hex[c >> 4];
+    out[5] = hex[c & 15];
+    return 6;
+}
+
 /* 1 when s[0..n) can go between quotes as it is. */
 static int jsonw_plain(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c < 0x20 || c == '"' || c == '\\')
+    for (size_t i = 0; i < n; i++)
+        if (jsonw_needs_escape((unsigned char)s[i]))
             return 0;
-    }
     return 1;
 }
 
 static void jsonw_escaped(struct jsonw *w, const char *s, size_t n)
 {
-    size_t i, run = 0;
-    char hex[8];
+    size_t i, run = 0, len;
+    char esc[JSONW_ESCAPE_MAX];
 
     jsonw_rawn(w, "\"", 1);
     for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = jsonw_short_escape(c);
-
-        if (!esc && c >= 0x20)
+        if (!(len = jsonw_escape_byte((unsigned char)s[i], esc)))
             continue;
         jsonw_rawn(w, s + run, i - run);
+        jsonw_rawn(w, esc, len);
         run = i + 1;
-        if (esc) {
-            jsonw_raw(w, esc);
-        } else {
-            snprintf(hex, sizeof(hex), "\\u%04x", c);
-            jsonw_raw(w, hex);
-        }
     }
     jsonw_rawn(w, s + run, n - run);
     jsonw_rawn(w, "\"", 1);

@@ -28,6 +28,19 @@ static inline int jsonw_error(const struct jsonw *w)
 void jsonw_raw(struct jsonw *w, const char *s);
 void jsonw_rawn(struct jsonw *w, const char *s, size_t n);
 /* A quoted string with every character JSON requires escaped. */
+/* The longest escape of one byte: \u00XX. */
+#define JSONW_ESCAPE_MAX 6
+
+/* 1 when byte c cannot appear as it is inside a JSON string. */
+static inline int jsonw_needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
+/* Writes the escape of byte c to out and returns its length, or returns 0
+ * when c needs none. Shared with the logger, so both agree on JSON. */
+size_t jsonw_escape_byte(unsigned char c, char out[JSONW_ESCAPE_MAX]);
+
 void jsonw_str(struct jsonw *w, const char *s);
 void jsonw_strn(struct jsonw *w, const char *s, size_t n);
 /* "key": */

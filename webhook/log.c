@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include "decimal.h"
+#include "jsonw.h"
 #include "logq.h"
 
 #include <errno.h>
@@ -58,30 +59,19 @@ static void log_put_run(struct log_line *l, const char *s, size_t n)
 
 static void log_put_escaped(struct log_line *l, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    char esc[6] = {'\\', 'u', '0', '0'};
+    char esc[JSONW_ESCAPE_MAX];
     size_t run;
 
     if (log_put(l, "\"", 1))
         return;
     while (*s && !l->truncated) {
-        unsigned char c;
-
-        for (run = 0; (c = (unsigned char)s[run]) >= 0x20 && c != '"' && c != '\\'; run++)
+        for (run = 0; s[run] && !jsonw_needs_escape((unsigned char)s[run]); run++)
             ;
         log_put_run(l, s, run);
         s += run;
-        if (!c)
+        if (!*s)
             break;
-        if (c == '"' || c == '\\') {
-            esc[1] = (char)c;
-            log_put(l, esc, 2);
-        } else {
-            esc[1] = 'u';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            log_put(l, esc, 6);
-        }
+        log_put(l, esc, jsonw_escape_byte((unsigned char)*s, esc));
         s++;
     }
     /* The closing quote goes into the reserved tail even when truncated. */

@@ -28,9 +28,11 @@ struct logq {
     void *ctx;
 };
 
-static void logq_deadline(struct timespec *ts, unsigned ms)
+/* ms from now on clock: the condition variable runs on CLOCK_MONOTONIC,
+ * pthread_timedjoin_np() on CLOCK_REALTIME. */
+static void logq_deadline(struct timespec *ts, clockid_t clock, unsigned ms)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
+    clock_gettime(clock, ts);
     ts->tv_sec += ms / 1000;
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
     if (ts->tv_nsec >= 1000000000L) {
@@ -50,7 +52,7 @@ static int logq_wait_batch(struct logq *q)
         pthread_cond_wait(&q->cv, &q->mu);
     if (q->stop)
         return q->fill.len > 0 || q->dropped_unsent > 0;
-    logq_deadline(&until, q->flush_ms);
+    logq_deadline(&until, CLOCK_MONOTONIC, q->flush_ms);
     while (!q->wake && !q->stop)
         if (pthread_cond_timedwait(&q->cv, &q->mu, &until) == ETIMEDOUT)
             break;
@@ -172,13 +174,7 @@ int logq_stop(struct logq *q, unsigned timeout_ms)
     q->stop = 1;
     pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    logq_deadline(&until, CLOCK_REALTIME, timeout_ms);
     /* A reader that never reads again must not keep the process from
      * exiting: the writer is left blocked, and so is its memory. */
     if (pthread_timedjoin_np(q->thread, NULL, &until) != 0)

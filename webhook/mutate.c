@@ -596,29 +596,30 @@ static void mutate_container(struct mctx *m, const cJSON *c, const char *list, i
 
 struct mutate_regular {
     struct mctx *m;
-    int n;
-    int first;
+    const cJSON *first;
+    int first_idx;
 };
 
 static void mutate_regular_container(void *ctx, const cJSON *c, int idx)
 {
     struct mutate_regular *reg = ctx;
 
-    if (reg->n++ == 0)
-        reg->first = idx;
+    if (!reg->first) {
+        reg->first = c;
+        reg->first_idx = idx;
+    }
     mutate_container(reg->m, c, "containers", idx);
 }
 
-/* The regular containers target_each_container() picks; the first one's
- * index goes to *first. mutate_has_target_container() has already made
- * sure there is one. */
-static void mutate_regular_containers(struct mctx *m, int *first)
+/* Mutates the regular containers target_each_container() picks and returns
+ * the first of them (mutate_has_target_container() made sure there is one). */
+static struct mutate_regular mutate_regular_containers(struct mctx *m)
 {
-    struct mutate_regular reg = {.m = m, .first = *first};
+    struct mutate_regular reg = {.m = m};
 
     target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps,
                           mutate_regular_container, &reg);
-    *first = reg.first;
+    return reg;
 }
 
 static void mutate_init_containers(struct mctx *m)
@@ -648,16 +649,15 @@ static int mutate_has_target_container(struct mctx *m)
 static void mutate_pod(struct mctx *m)
 {
     char path[PATCH_PATH_MAX];
-    int first = 0;
+    struct mutate_regular first;
 
     m->host_network = podjson_bool(&m->r, m->spec, "hostNetwork");
     mutate_effective_env(m);
-    mutate_regular_containers(m, &first);
+    first = mutate_regular_containers(m);
     if (m->p->init_containers)
         mutate_init_containers(m);
-    if (mutate_path(m, path, "/spec/containers/%d", first) == 0)
-        mutate_resources(m, cJSON_GetArrayItem(podjson_arr(&m->r, m->spec, "containers"), first),
-                         path);
+    if (first.first && mutate_path(m, path, "/spec/containers/%d", first.first_idx) == 0)
+        mutate_resources(m, first.first, path);
     mutate_scheduler(m);
     if (m->res->patch.n_ops)
         mutate_annotate(m);

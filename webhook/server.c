@@ -239,6 +239,7 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
 {
     enum server_route route = server_route_of(url, tls);
     const char *type, *clen;
+    unsigned long long declared;
     struct server_request *req;
 
     if (route == ROUTE_NONE)
@@ -254,7 +255,8 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
         return server_reply_text(s, conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                  "send the AdmissionReview as Content-Type: application/json\n");
     clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (clen && strtoull(clen, NULL, 10) > s->cfg.max_body)
+    declared = clen ? strtoull(clen, NULL, 10) : 0;
+    if (declared > s->cfg.max_body)
         return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
                                  "body exceeds --max-body-bytes\n");
     req = calloc(1, sizeof(*req));
@@ -263,8 +265,7 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
     req->route = route;
     dynbuf_init(&req->body, s->cfg.max_body);
     /* One allocation for the whole body instead of doubling up to it. */
-    if (clen)
-        (void)dynbuf_reserve(&req->body, (size_t)strtoull(clen, NULL, 10));
+    (void)dynbuf_reserve(&req->body, (size_t)declared);
     clock_gettime(CLOCK_MONOTONIC, &req->start);
     *req_cls = req;
     atomic_fetch_add(&s->metrics.in_flight, 1);

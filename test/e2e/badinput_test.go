@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -966,7 +968,8 @@ func TestLargeRequestHeaders(t *testing.T) {
 			defer client.CloseIdleConnections()
 			resp, err := client.Do(req)
 			if err != nil {
-				if !c.resetOkay {
+				if !c.resetOkay || !(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+					errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 					t.Fatalf("headers of %d bytes: expected %d, got %v", c.size, c.status, err)
 				}
 				checkSameRunServing(t, run)

@@ -429,10 +429,10 @@ func TestLogReaderStalled(t *testing.T) {
 			t.Fatalf("review %d with stderr unread: patch differs:\nwant %s\ngot  %s", i, want, rr.patch)
 		}
 	}
-	dropped, err := strconv.Atoi(in.metric(t, "rdma_webhook_log_lines_dropped_total"))
-	if err != nil || dropped <= 0 || dropped >= reviews {
-		t.Fatalf("rdma_webhook_log_lines_dropped_total after %d reviews with stderr unread: expected 0 < n < %d, got %d (%v)",
-			reviews, reviews, dropped, err)
+	dropped := atoi(t, in.metric(t, "rdma_webhook_log_lines_dropped_total"))
+	if dropped <= 0 || dropped >= reviews {
+		t.Fatalf("rdma_webhook_log_lines_dropped_total after %d reviews with stderr unread: expected 0 < n < %d, got %d",
+			reviews, reviews, dropped)
 	}
 
 	// Read again; once the drop warning is out, the queue has caught up and
@@ -456,13 +456,8 @@ func TestLogReaderStalled(t *testing.T) {
 		}
 	}()
 	logged := func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logged(), "log lines dropped") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no drop warning within 10 s of reading stderr again; got %d bytes", len(logged()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, 10*time.Second, "the drop warning after reading stderr again",
+		func() bool { return strings.Contains(logged(), "log lines dropped") })
 	if err := in.terminate(stopTimeout); err != nil {
 		t.Fatalf("stopping after the reader came back: %v", err)
 	}
