@@ -59,13 +59,13 @@ build-asan/rdma-webhook: $(patsubst webhook/%.c,build-asan/%.o,$(SRCS))
 build/ build-asan/:
 	@mkdir -p $@
 
-build/unit/%: test/unit/%.c $(patsubst webhook/%.c,build/%.o,$(LIB_SRCS)) | build/
+build/unit/%: test/unit/%.c test/unit/unit.h $(patsubst webhook/%.c,build/%.o,$(LIB_SRCS)) | build/
 	@mkdir -p build/unit
-	$(CC) $(BASE) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
+	$(CC) $(BASE) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
-build-asan/unit/%: test/unit/%.c $(patsubst webhook/%.c,build-asan/%.o,$(LIB_SRCS)) | build-asan/
+build-asan/unit/%: test/unit/%.c test/unit/unit.h $(patsubst webhook/%.c,build-asan/%.o,$(LIB_SRCS)) | build-asan/
 	@mkdir -p build-asan/unit
-	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
+	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
 $(DEV_CERTS)/tls.crt: | build/rdma-webhook
 	build/rdma-webhook gen-certs --out-dir $(DEV_CERTS)

@@ -1,5 +1,7 @@
 #include "certs.h"
 
+#include "k8sname.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -28,7 +30,7 @@
 #define SKEW_SECONDS (5 * 60)
 #define SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
 #define CN_MAX       64  /* ub-common-name */
-#define LABEL_MAX    63
+#define LABEL_MAX    K8SNAME_LABEL_MAX
 #define REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
 
 #if defined(__GNUC__)
@@ -102,23 +104,6 @@ static void ssl_err(char *err, size_t errlen, const char *what)
             ssl_reason(reason, sizeof reason));
 }
 
-/* DNS-1123 label: the names become DNS names in the SANs and in the
- * extension config string, where a ',' or ':' would change its meaning. */
-static int valid_label(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > LABEL_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (!alnum && (c != '-' || i == 0 || i == n - 1))
-            return 0;
-    }
-    return 1;
-}
-
 static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, char *err,
                         size_t errlen)
 {
@@ -130,7 +115,7 @@ static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, ch
     p->service = o->service != NULL ? o->service : DEFAULT_NAME;
     p->ns = o->namespace_ != NULL ? o->namespace_ : DEFAULT_NAME;
     p->days = o->days != 0 ? o->days : DEFAULT_DAYS;
-    if (!valid_label(p->service) || !valid_label(p->ns)) {
+    if (!k8sname_label(p->service) || !k8sname_label(p->ns)) {
         set_err(err, errlen,
                 "invalid service '%s' or namespace '%s': use lowercase "
                 "letters, digits and '-', at most 63 characters",

@@ -143,7 +143,7 @@ static int mutate_review(cJSON **doc, const struct dynbuf *input, const struct p
     if (status == 200)
         puts(dynbuf_ptr(&out));
     else
-        fprintf(stderr, "rdma-webhook: HTTP %d: %s", status, dynbuf_ptr(&out));
+        fprintf(stderr, "rdma-webhook: HTTP %d: %s\n", status, dynbuf_ptr(&out));
     dynbuf_free(&out);
     return status != 200;
 }

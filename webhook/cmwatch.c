@@ -1,5 +1,7 @@
 #include "cmwatch.h"
 
+#include "k8sname.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,7 +215,7 @@ static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key
     w->ns[nl] = '\0';
     memcpy(w->name, slash + 1, strlen(slash + 1) + 1);
     memcpy(w->key, key, strlen(key) + 1);
-    if (!kubeapi_valid_name(w->ns) || !kubeapi_valid_name(w->name)) {
+    if (!k8sname_label(w->ns) || !k8sname_subdomain(w->name)) {
         snprintf(err, errlen, "--profiles-configmap: \"%s\" is not NAMESPACE/NAME of valid names",
                  ns_name);
         return -1;

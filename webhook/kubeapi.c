@@ -60,18 +60,6 @@ int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen)
     return kubeapi_init(k, url, KUBEAPI_SA_DIR "/ca.crt", KUBEAPI_SA_DIR "/token", err, errlen);
 }
 
-int kubeapi_valid_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 253)
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.'))
-            return 0;
-    return 1;
-}
-
 /* The Authorization header, from the token file as it is now. */
 static struct curl_slist *kubeapi_headers(const struct kubeapi *k, char *err, size_t errlen)
 {

@@ -48,7 +48,4 @@ int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, si
                   const atomic_int *stop, struct dynbuf *err_body, long *status, char *err,
                   size_t errlen);
 
-/* 1 when s is a valid DNS-1123 subdomain, so it can go into a URL path as is. */
-int kubeapi_valid_name(const char *s);
-
 #endif

@@ -3,6 +3,7 @@
 #include "decimal.h"
 #include "jsonw.h"
 #include "logq.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <string.h>
@@ -39,8 +40,7 @@ static int log_put(struct log_line *l, const char *s, size_t n)
     return 0;
 }
 
-/* Appends as much of s[0..n) as fits, never cutting a UTF-8 sequence: the
- * cut moves back while the first byte left out is a continuation byte. */
+/* Appends as much of s[0..n) as fits, never cutting a UTF-8 sequence. */
 static void log_put_run(struct log_line *l, const char *s, size_t n)
 {
     size_t room = sizeof(l->buf) - LOG_TAIL - l->len;
@@ -48,9 +48,7 @@ static void log_put_run(struct log_line *l, const char *s, size_t n)
     if (l->truncated)
         return;
     if (n > room) {
-        n = room;
-        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-            n--;
+        n = utf8_cut(s, room);
         l->truncated = 1;
     }
     memcpy(l->buf + l->len, s, n);

@@ -1,6 +1,7 @@
 #include "lookups.h"
 
 #include "arena.h"
+#include "k8sname.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -176,7 +177,7 @@ static int lookups_fetch_node(const struct kubeapi *api, const char *name, long 
     cJSON *node = NULL, *labels;
     int found;
 
-    if (!kubeapi_valid_name(name))
+    if (!k8sname_subdomain(name))
         return -1;
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
     if (lookups_get_json(api, path, timeout_ms, &node, &found) || !found)
@@ -220,7 +221,7 @@ static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, l
         return -1;
     memcpy(ns, key, (size_t)(slash - key));
     ns[slash - key] = '\0';
-    if (!kubeapi_valid_name(ns) || !kubeapi_valid_name(slash + 1))
+    if (!k8sname_label(ns) || !k8sname_subdomain(slash + 1))
         return -1;
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, slash + 1);
     if (lookups_get_json(api, path, timeout_ms, &cm, &found))

@@ -4,6 +4,7 @@
 #include "podjson.h"
 #include "profiles.h"
 #include "target.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -45,7 +46,6 @@ void mutate_result_init(struct mutate_result *res, size_t patch_cap)
     memset(res, 0, sizeof(*res));
     res->outcome = MUTATE_SKIPPED;
     res->reason = "not-a-pod";
-    res->rule = SELECT_NONE;
     patch_init(&res->patch, patch_cap);
 }
 
@@ -69,9 +69,7 @@ mutate_warn(struct mctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
     va_end(ap);
     n = strlen(buf);
     if (n >= MUTATE_WARNING_MAX) {
-        n = MUTATE_WARNING_MAX - 4;
-        while (n > 0 && ((unsigned char)buf[n] & 0xc0) == 0x80)
-            n--;
+        n = utf8_cut(buf, MUTATE_WARNING_MAX - 4);
         memcpy(buf + n, "...", 4);
     }
     for (size_t i = 0; i < w->n; i++)
@@ -83,21 +81,10 @@ mutate_warn(struct mctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
     }
 }
 
-/* A user value as quoted in a warning: at most outlen-4 bytes, cut on a UTF-8
- * boundary. */
+/* A user value as quoted in a warning: at most outlen-4 bytes and "...". */
 static const char *mutate_short(const char *s, char *out, size_t outlen)
 {
-    size_t n = strlen(s);
-
-    if (n < outlen) {
-        memcpy(out, s, n + 1);
-        return out;
-    }
-    n = outlen - 4;
-    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-        n--;
-    memcpy(out, s, n);
-    memcpy(out + n, "...", 4);
+    utf8_shorten(s, outlen - 1, out, outlen);
     return out;
 }
 
@@ -108,8 +95,7 @@ static void mutate_join(struct mctx *m, char *out, const char *prefix, const cha
     size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
 
     if (pl + al + bl >= PATCH_PATH_MAX) {
-        if (!podjson_failed(&m->r))
-            snprintf(m->r.bad_field, sizeof(m->r.bad_field), "a JSON Pointer is too long");
+        podjson_fail(&m->r, "a JSON Pointer is too long");
         out[0] = '\0';
         return;
     }
@@ -139,8 +125,8 @@ static int mutate_path(struct mctx *m, char *out, const char *fmt, ...)
     va_start(ap, fmt);
     n += vsnprintf(out + n, PATCH_PATH_MAX - (size_t)n, fmt, ap);
     va_end(ap);
-    if (n >= PATCH_PATH_MAX && !podjson_failed(&m->r))
-        snprintf(m->r.bad_field, sizeof(m->r.bad_field), "a JSON Pointer is too long");
+    if (n >= PATCH_PATH_MAX)
+        podjson_fail(&m->r, "a JSON Pointer is too long");
     return n < PATCH_PATH_MAX ? 0 : -1;
 }
 
@@ -479,7 +465,7 @@ static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *r
                                  const char *which, const struct profiles_kv **adds, size_t n)
 {
     struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX], tok[128];
+    char path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX];
 
     if (!podjson_obj(&m->r, res, which)) {
         mutate_join(m, path, rpath, "/", which);
@@ -489,7 +475,10 @@ static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *r
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        patch_escape_token(adds[i]->name, tok, sizeof(tok));
+        if (patch_escape_token(adds[i]->name, tok, sizeof(tok))) {
+            podjson_fail(&m->r, "a JSON Pointer is too long");
+            return;
+        }
         mutate_join(m, path, rpath, "/", which);
         mutate_join(m, path, path, "/", tok);
         patch_op_str(p, "add", path, adds[i]->value);
@@ -671,7 +660,6 @@ static int mutate_choose(struct mctx *m)
     char shown[48];
 
     select_profile(&m->r, m->metadata, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
-    m->res->rule = sel.rule;
     m->p = sel.profile;
     if (sel.node_lookup_failed)
         mutate_warn(m, MUTATE_W_NODE_LOOKUP,
@@ -732,8 +720,8 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     res->outcome = MUTATE_SKIPPED;
     m.metadata = podjson_obj(&m.r, in->object, "metadata");
     m.spec = podjson_obj(&m.r, in->object, "spec");
-    if (!m.spec && !podjson_failed(&m.r))
-        snprintf(m.r.bad_field, sizeof(m.r.bad_field), "spec is missing");
+    if (!m.spec)
+        podjson_fail(&m.r, "spec is missing");
     if (!podjson_failed(&m.r) && mutate_is_target(&m) && mutate_has_target_container(&m) &&
         mutate_choose(&m) == 0) {
         res->profile = m.p;

@@ -80,7 +80,6 @@ struct mutate_result {
     const char *reason; /* a short slug for logs and metrics, e.g. "no-profile" */
     char error[160];    /* for MUTATE_ERROR: what could not be read */
     const struct profile *profile;
-    enum select_rule rule;
     struct patch patch; /* valid JSON Patch text when outcome is MUTATE_PATCHED */
     struct mutate_warnings warnings;
 };

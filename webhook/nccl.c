@@ -1,5 +1,7 @@
 #include "nccl.h"
 
+#include "utf8.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,21 +46,11 @@ static const struct nccl_word_var nccl_word_vars[] = {
 
 #define NCCL_SHOWN_VALUE_MAX 16
 
-/* The value as quoted in messages: cut on a UTF-8 boundary, so a long user
- * value cannot push a warning past what kubectl shows well. */
+/* The value as quoted in messages: short, so a long user value cannot push a
+ * warning past what kubectl shows well. */
 static void nccl_shown(const char *value, char *out, size_t outlen)
 {
-    size_t n = strlen(value);
-
-    if (n <= NCCL_SHOWN_VALUE_MAX && n < outlen) {
-        memcpy(out, value, n + 1);
-        return;
-    }
-    n = NCCL_SHOWN_VALUE_MAX < outlen - 4 ? NCCL_SHOWN_VALUE_MAX : outlen - 4;
-    while (n > 0 && ((unsigned char)value[n] & 0xc0) == 0x80)
-        n--;
-    memcpy(out, value, n);
-    memcpy(out + n, "...", 4);
+    utf8_shorten(value, NCCL_SHOWN_VALUE_MAX, out, outlen);
 }
 
 static const struct nccl_int_var *nccl_find_int(const char *name)

@@ -3,12 +3,24 @@
 #include "quantity.h"
 
 #include <cjson/cJSON.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 void podjson_init(struct podjson *r)
 {
     r->bad_field[0] = '\0';
+}
+
+void podjson_fail(struct podjson *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (podjson_failed(r))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(r->bad_field, sizeof(r->bad_field), fmt, ap);
+    va_end(ap);
 }
 
 static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const char *key, int type,
@@ -23,8 +35,7 @@ static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const ch
         return NULL;
     if (it->type & type)
         return it;
-    if (!podjson_failed(r))
-        snprintf(r->bad_field, sizeof(r->bad_field), "%s is not %s", key, type_name);
+    podjson_fail(r, "%s is not %s", key, type_name);
     return NULL;
 }
 
@@ -59,8 +70,7 @@ int podjson_int(struct podjson *r, const cJSON *parent, const char *key, long lo
     if (!it)
         return 0;
     if (it->valuedouble < -9e15 || it->valuedouble > 9e15) {
-        if (!podjson_failed(r))
-            snprintf(r->bad_field, sizeof(r->bad_field), "%s is out of range", key);
+        podjson_fail(r, "%s is out of range", key);
         return 0;
     }
     *out = (long long)it->valuedouble;

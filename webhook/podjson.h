@@ -23,6 +23,10 @@ static inline int podjson_failed(const struct podjson *r)
     return r->bad_field[0] != '\0';
 }
 
+/* Records why the object cannot be handled, unless a reason is already
+ * recorded: the first one is what the user gets to fix. */
+void podjson_fail(struct podjson *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 const struct cJSON *podjson_obj(struct podjson *r, const struct cJSON *parent, const char *key);
 const struct cJSON *podjson_arr(struct podjson *r, const struct cJSON *parent, const char *key);
 const char *podjson_str(struct podjson *r, const struct cJSON *parent, const char *key);

@@ -1,5 +1,6 @@
 #include "profiles.h"
 
+#include "k8sname.h"
 #include "nccl.h"
 #include "quantity.h"
 
@@ -308,8 +309,10 @@ static void pread_resources(struct pctx *c, const cJSON *res, struct profile *p)
     for (size_t i = 0; i < p->resources.n; i++) {
         const struct profiles_kv *r = &p->resources.v[i];
 
-        if (!strchr(r->name, '/'))
-            perr(c, "resources.%s: name an extended resource with its domain (\"rdma/hca\")",
+        if (!strchr(r->name, '/') || !k8sname_qualified(r->name))
+            perr(c,
+                 "resources.%s: not an extended resource name; write DOMAIN/NAME, as in "
+                 "\"rdma/hca\"",
                  r->name);
         else if (!quantity_valid(r->value))
             perr(c, "resources.%s: \"%s\" is not a Kubernetes quantity", r->name, r->value);

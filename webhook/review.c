@@ -4,74 +4,22 @@
 #include "base64.h"
 #include "jsonw.h"
 #include "profiles.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #define REVIEW_V1      "admission.k8s.io/v1"
 #define REVIEW_V1BETA1 "admission.k8s.io/v1beta1"
 
-/* Length of the UTF-8 sequence at s, or 0 when it is malformed, overlong, a
- * surrogate or past U+10FFFF: the bytes the webhook echoes into warnings and
- * patches must stay valid for the apiserver's JSON decoder. */
-static size_t review_utf8_seq(const unsigned char *s, size_t left)
-{
-    unsigned c = s[0];
-    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-    unsigned cp = c & (0x7fu >> n);
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xc2 || c > 0xf4 || n > left)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return n;
-}
-
-int review_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-
-    while (i < len) {
-        size_t n;
-
-        /* ASCII, the bulk of any review, eight bytes at a time. */
-        if (len - i >= 8) {
-            uint64_t w;
-
-            memcpy(&w, p + i, 8);
-            if ((w & 0x8080808080808080ull) == 0) {
-                i += 8;
-                continue;
-            }
-        }
-        if (p[i] < 0x80) {
-            i++;
-            continue;
-        }
-        n = review_utf8_seq(p + i, len - i);
-
-        if (n == 0)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
+/* Summary fields go into log lines, so a cut must not split a character. */
 static void review_copy(char *dst, size_t dstlen, const char *src)
 {
     size_t n = src ? strnlen(src, dstlen - 1) : 0;
 
+    if (src && src[n])
+        n = utf8_cut(src, n);
     memcpy(dst, src ? src : "", n);
     dst[n] = '\0';
 }
@@ -80,7 +28,6 @@ static int review_bad(struct dynbuf *out, const char *reason)
 {
     dynbuf_reset(out);
     dynbuf_addstr(out, reason);
-    dynbuf_addc(out, '\n');
     return 400;
 }
 
@@ -150,8 +97,6 @@ static void review_summarize_request(const cJSON *req, struct review_summary *su
     review_copy(sum->name, sizeof(sum->name), name);
     review_copy(sum->namespace_, sizeof(sum->namespace_),
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace")));
-    review_copy(sum->operation, sizeof(sum->operation),
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "operation")));
 }
 
 static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
@@ -222,7 +167,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     memset(sum, 0, sizeof(*sum));
     sum->outcome = "ignored";
     sum->reason = "not-a-pod-create";
-    if (!review_utf8_valid(body, len))
+    if (!utf8_valid(body, len))
         return review_bad(out, "body is not valid UTF-8");
     root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     while (root && end < body + len && memchr(" \t\r\n", *end, 4))
@@ -233,7 +178,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     }
     if (!root) {
         dynbuf_reset(out);
-        dynbuf_printf(out, "body is not JSON (error near byte %zu)\n",
+        dynbuf_printf(out, "body is not JSON (error near byte %zu)",
                       end ? (size_t)(end - body) : (size_t)0);
         goto out;
     }

@@ -21,7 +21,6 @@ struct review_summary {
     char uid[80];
     char namespace_[64];
     char name[256];
-    char operation[16];
     const char *outcome; /* "mutated", "skipped", "error", "ignored" */
     const char *reason;  /* see mutate_result.reason; "not-a-pod-create" for ignored */
     char profile[64];    /* "" when none; a copy, so it outlives the snapshot */
@@ -34,8 +33,9 @@ struct review_summary {
 /* Limits the patch a single pod can produce. */
 #define REVIEW_PATCH_MAX (4u << 20)
 
-/* Returns the HTTP status and fills out with the body to send (JSON for 200,
- * a one-line reason otherwise). out's cap bounds the response. */
+/* Returns the HTTP status and fills out with the body to send: JSON for 200,
+ * otherwise the reason, one line without its newline. out's cap bounds the
+ * response. */
 int review_handle(const char *body, size_t len, const struct profiles *ps,
                   const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum);
 
@@ -43,8 +43,5 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
  * review_handle() and by the offline `mutate` command. */
 int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,
                           const struct mutate_result *res);
-
-/* 1 when the bytes are well-formed UTF-8 (no overlongs, no surrogates). */
-int review_utf8_valid(const char *s, size_t len);
 
 #endif

@@ -222,8 +222,8 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
         if (strcmp(sum.outcome, "ignored") != 0)
             server_log_admission(s, &sum, ns / 1000);
     } else {
-        dynbuf_truncate(&out, strcspn(dynbuf_ptr(&out), "\n"));
         log_msg(&s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));
+        dynbuf_addc(&out, '\n');
     }
     len = out.len;
     return server_reply_buf(s, conn, (unsigned)status,

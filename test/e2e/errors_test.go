@@ -55,15 +55,17 @@ func TestHTTPErrors(t *testing.T) {
 	}
 }
 
-// checkOneLineReason: a 400 carries a one-line text/plain reason.
+// checkOneLineReason: a 400 carries a one-line text/plain reason, ending in
+// a newline like every other text reply.
 func checkOneLineReason(t *testing.T, rep reply) {
 	t.Helper()
 	if !strings.HasPrefix(rep.contentType, "text/plain") {
 		t.Errorf("400 Content-Type: expected text/plain, got %q", rep.contentType)
 	}
-	reason := strings.TrimSpace(string(rep.body))
-	if reason == "" || strings.Contains(reason, "\n") {
-		t.Errorf("400 body: expected a one-line reason, got %q", rep.body)
+	reason := strings.TrimSuffix(string(rep.body), "\n")
+	if !strings.HasSuffix(string(rep.body), "\n") || strings.TrimSpace(reason) == "" ||
+		strings.Contains(reason, "\n") {
+		t.Errorf("400 body: expected one line of reason and a newline, got %q", rep.body)
 	}
 }
 

@@ -5,19 +5,13 @@
  * then arena_json_delete() really frees the tree. Under AddressSanitizer the
  * arena is off, and every allocation must come from malloc.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 #if defined(__SANITIZE_ADDRESS__)
 #define ARENA_ON 0

@@ -3,19 +3,13 @@
  * every length and byte value checked against OpenSSL's independent encoder
  * (EVP_EncodeBlock: standard alphabet, padding, no line breaks).
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <openssl/evp.h>
 #include <string.h>
 
 #include "base64.h"
 #include "dynbuf.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 static void assert_encodes(const char *in, const char *want)
 {

@@ -6,11 +6,7 @@
  * Build: gcc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iwebhook \
  *            webhook/certs.c test/unit/test_certs.c -lssl -lcrypto -lcmocka
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -2,19 +2,13 @@
  * Unit tests for webhook/decimal.c, against snprintf over the edges of the
  * range and a sweep of values.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "decimal.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 static void check_ll(long long v)
 {

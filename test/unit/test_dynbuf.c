@@ -3,11 +3,7 @@
  * leaves the buffer as it was), NUL termination, growth through printf,
  * steal/reset/truncate and the degenerate caps 0 and SIZE_MAX.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -17,8 +13,6 @@
 #include <unistd.h>
 
 #include "dynbuf.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 /* The buffer holds exactly want (len bytes, no more) and is terminated. */
 static void assert_holds(const struct dynbuf *b, const char *want, size_t len)

@@ -4,11 +4,7 @@
  * through untouched, numbers, and the sticky first error. Output is checked
  * against the expected text and, where useful, by parsing it back with cJSON.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -18,8 +14,6 @@
 
 #include "dynbuf.h"
 #include "jsonw.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 /* The JSON text jsonw_strn gives for s[0..n). */
 static void str_text(const char *s, size_t n, char *out, size_t outlen)

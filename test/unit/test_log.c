@@ -5,11 +5,7 @@
  * sequence or an escape, and the line says "truncated"; filtered levels
  * write nothing; after a failed write the next line starts on a new line.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <fcntl.h>
@@ -20,8 +16,6 @@
 #include <unistd.h>
 
 #include "log.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 struct sink {
     int fds[2];

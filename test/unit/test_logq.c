@@ -5,11 +5,7 @@
  * counts instead of blocking, and the sink hears the count; through a
  * logger, the batch reaches the fd and the drop warning is a JSON line.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -21,8 +17,6 @@
 
 #include "log.h"
 #include "logq.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 /* A sink that keeps what it is given; it can be held closed to fill the
  * queue, and tells how many batches it has seen. */

@@ -13,11 +13,7 @@
  *     valid UTF-8.
  * Run from the repository root (make unit does): it reads manifests/.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -29,7 +25,6 @@
 #include "patch.h"
 #include "profiles.h"
 
-#define TEST(name)       static void name(void **state __attribute__((unused)))
 #define SHIPPED_PROFILES "manifests/profiles.json"
 #define WARN_PREFIX      "rdma-webhook: "
 #define NAME63           "a23456789012345678901234567890123456789012345678901234567890123"
@@ -95,7 +90,7 @@ static cJSON *J(const char *text)
 /* RFC 6901 lookup, for assertions. */
 static const cJSON *at(const cJSON *doc, const char *ptr)
 {
-    char tok[256];
+    char tok[512];
 
     while (doc && *ptr == '/') {
         size_t o = 0;
@@ -929,6 +924,25 @@ TEST(test_rdma_resource_goes_to_first_target_container)
     assert_json_at(T.patched, "/spec/containers/1/resources/limits/rdma~1hca", "'1'");
 }
 
+/* The longest resource name the profiles accept (a 253-byte domain and a
+ * 63-byte name) lands whole in the patch, its '/' escaped. */
+TEST(test_longest_resource_name_is_patched_whole)
+{
+    char name[400], doc[600], ptr[600];
+
+    memset(name, 'd', 253);
+    name[253] = '/';
+    memset(name + 254, 'n', 63);
+    name[317] = '\0';
+    snprintf(doc, sizeof(doc),
+             "{'profiles':[{'name':'p','match':{'gpus':8},'resources':{'%s':'2'}}]}", name);
+    run_with(POD("{'containers':[" C8("") "]}"), profiles_from(doc), NULL);
+    assert_outcome(MUTATE_PATCHED);
+    name[253] = '\0';
+    snprintf(ptr, sizeof(ptr), "/spec/containers/0/resources/limits/%s~1%s", name, name + 254);
+    assert_json_at(T.patched, ptr, "'2'");
+}
+
 /* ================= hostNetwork ================= */
 
 static const char *const HOSTNET_PROFILES =
@@ -1390,6 +1404,7 @@ int main(void)
         T_(test_rdma_resource_skipped_when_container_asks_other_rdma_resource),
         T_(test_rdma_resource_skipped_when_init_container_asks_rdma),
         T_(test_rdma_resource_goes_to_first_target_container),
+        T_(test_longest_resource_name_is_patched_whole),
         T_(test_host_network_without_override_drops_ifname_and_warns),
         T_(test_host_network_with_override_uses_it),
         T_(test_host_network_env_ignored_without_host_network),

@@ -6,17 +6,11 @@
  * prefixes unless the list starts with '=' (after an optional '^'), and
  * NCCL_DEBUG compared case-insensitively to VERSION/WARN/INFO/TRACE/ABORT.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <string.h>
 
 #include "nccl.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 #define assert_contains(hay, needle)                                                               \
     do {                                                                                           \

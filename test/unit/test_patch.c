@@ -5,19 +5,13 @@
  * library) does: "add" needs an existing parent, "replace"/"remove"/"test"
  * need an existing target, array indexes have no leading zeros, "-" appends.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "patch.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 /* JSON with ' for " so test documents stay readable. */
 static cJSON *J(const char *text)

@@ -4,11 +4,7 @@
  * validation error (SPEC 2) names the profile and the field. Run from the
  * repository root (make unit does).
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +13,6 @@
 #include "dynbuf.h"
 #include "profiles.h"
 
-#define TEST(name)       static void name(void **state __attribute__((unused)))
 #define SHIPPED_PROFILES "manifests/profiles.json"
 
 #define assert_contains(hay, needle)                                                               \
@@ -485,6 +480,41 @@ TEST(test_resource_name_without_domain)
     assert_contains(line, "profile \"p\"");
 }
 
+/* Resource names become JSON Pointer tokens and must be what the apiserver
+ * accepts; a long or odd one is refused when the profiles load. */
+TEST(test_resource_name_not_qualified)
+{
+    static const char *const bad[] = {"rdma/",    "/hca",     "RDMA.io/hca", "rdma/-hca",
+                                      "rdma/h~a", "rdma/a/b", "rdma..io/hca"};
+    char doc[512], line[512];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", bad[i]);
+        line_with(rejected(doc), "not an extended resource name", line, sizeof(line));
+        assert_contains(line, bad[i]);
+    }
+}
+
+TEST(test_resource_name_too_long)
+{
+    char name[400], doc[600], line[600];
+    struct profiles *ps;
+
+    memset(name, 'a', 254);
+    memcpy(name + 254, "/hca", 5);
+    snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", name);
+    line_with(rejected(doc), "not an extended resource name", line, sizeof(line));
+    /* At the limits, it loads. */
+    memset(name, 'a', 253);
+    name[253] = '/';
+    memset(name + 254, 'b', 63);
+    name[317] = '\0';
+    snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", name);
+    ps = accepted(doc);
+    assert_string_equal(ps->p[0].resources.v[0].name, name);
+    profiles_free(ps);
+}
+
 TEST(test_shm_size_limit_x)
 {
     char line[512];
@@ -684,6 +714,8 @@ int main(void)
         cmocka_unit_test(test_resource_quantity_zero),
         cmocka_unit_test(test_resource_quantity_fraction),
         cmocka_unit_test(test_resource_name_without_domain),
+        cmocka_unit_test(test_resource_name_not_qualified),
+        cmocka_unit_test(test_resource_name_too_long),
         cmocka_unit_test(test_shm_size_limit_x),
         cmocka_unit_test(test_unknown_field_at_root),
         cmocka_unit_test(test_unknown_field_in_defaults),

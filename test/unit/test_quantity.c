@@ -13,15 +13,9 @@
  * answer is expected: a quantity the webhook accepts in a profile must be one
  * the apiserver accepts in the patched pod, the converse does not matter.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "quantity.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 static void assert_valid(const char *s)
 {

@@ -5,11 +5,7 @@
  * are ORed, expressions within a term ANDed, as in Kubernetes); GPU count
  * summed over regular containers from limits (requests where no limit).
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -18,8 +14,6 @@
 #include "podjson.h"
 #include "profiles.h"
 #include "select.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 #define GPU8 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'8'}}}"
 #define GPU4 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'4'}}}"

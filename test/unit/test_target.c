@@ -5,11 +5,7 @@
  * first container named "pytorch"; otherwise none. Without a callback it
  * only counts, which is how the webhook decides "no-container".
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -19,8 +15,6 @@
 #include "podjson.h"
 #include "profiles.h"
 #include "target.h"
-
-#define TEST(name) static void name(void **state __attribute__((unused)))
 
 static const char PROFILES[] =
     "{\"gpuResources\":[\"nvidia.com/gpu\"],\"rdmaResourcePrefix\":\"rdma/\","
