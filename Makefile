@@ -149,11 +149,16 @@ fuzz: fuzz-build
 
 # `make bench`: rdma-webhook against nginx, a bare libmicrohttpd responder and
 # a Go webhook (bench/run.sh; results in bench/RESULTS.md). Not part of `make test`.
-BENCH_BIN  := build/bench/mhd_responder build/bench/ready_probe build/bench/gowebhook
+BENCH_BIN  := build/bench/mhd_responder build/bench/ready_probe build/bench/lib_floor \
+              build/bench/gowebhook
 
-build/bench/mhd_responder: bench/mhd_responder.c | build/
+build/bench/mhd_responder: bench/mhd_responder.c build/arena.o | build/
 	@mkdir -p build/bench
-	$(CC) -std=c11 -D_GNU_SOURCE -pthread $(WARN) -O2 -g $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
+	$(CC) -std=c11 -D_GNU_SOURCE -pthread $(WARN) -O2 -g $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -o $@
+
+build/bench/lib_floor: bench/lib_floor.c | build/
+	@mkdir -p build/bench
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
 
 build/bench/ready_probe: bench/ready_probe.c | build/
 	@mkdir -p build/bench

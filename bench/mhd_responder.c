@@ -8,10 +8,18 @@
  * is read completely into memory, then a fixed response (a file, e.g. the
  * webhook's own answer to the same review) is sent as application/json.
  *
+ * With --parse, the body is also parsed with cJSON, in the webhook's own
+ * per-request arena (webhook/arena.c), and a body that is not JSON gets 400:
+ * the floor of any webhook on this stack that must read the review with the
+ * project's JSON library, before it looks at a single field.
+ *
  * Listens on 127.0.0.1:PORT.
- * Usage: mhd_responder PORT CERT KEY RESPONSE_FILE
+ * Usage: mhd_responder PORT CERT KEY RESPONSE_FILE [--parse]
  */
+#include "arena.h"
+
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -29,6 +37,7 @@ struct body {
 
 static char *resp_mem;
 static size_t resp_len;
+static int parse_body;
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -54,6 +63,19 @@ static char *slurp(const char *path, size_t *len)
     buf[n] = '\0';
     *len = n;
     return buf;
+}
+
+/* 1 when the body is JSON, parsed as the webhook parses a review. */
+static int body_is_json(const struct body *b)
+{
+    struct arena a;
+    cJSON *root;
+
+    arena_begin(&a);
+    root = cJSON_ParseWithLength(b->mem, b->len);
+    arena_json_delete(root);
+    arena_end(&a);
+    return root != NULL;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -92,7 +114,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    rc = MHD_queue_response(conn, b->len ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, r);
+    rc = MHD_queue_response(
+        conn, b->len && (!parse_body || body_is_json(b)) ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, r);
     MHD_destroy_response(r);
     return rc;
 }
@@ -121,10 +144,12 @@ int main(int argc, char **argv)
     sigset_t set;
     int sig;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s PORT CERT KEY RESPONSE_FILE\n", argv[0]);
+    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "--parse") == 0)) {
+        fprintf(stderr, "usage: %s PORT CERT KEY RESPONSE_FILE [--parse]\n", argv[0]);
         return 2;
     }
+    parse_body = argc == 6;
+    arena_install_cjson_hooks();
     cert = slurp(argv[2], &cert_len);
     key = slurp(argv[3], &key_len);
     resp_mem = slurp(argv[4], &resp_len);

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `make bench`: rdma-webhook against three yardsticks on one machine, same
-# certificate, same reviews, same client. See README.md, "Benchmark".
+# certificate, same reviews, same client, and two floors: the bare responder
+# that also parses each review with cJSON, and the memory of the required
+# libraries alone (lib_floor). See README.md, "Benchmark".
 #
 # Expects (the Makefile builds them): build/rdma-webhook, certs/dev,
-# build/bench/{mhd_responder,gowebhook,ready_probe}. Writes bench/RESULTS.md.
-# Any wrk error, timeout or non-200 response fails the run.
+# build/bench/{mhd_responder,gowebhook,ready_probe,lib_floor}. Writes
+# bench/RESULTS.md. Any wrk error, timeout or non-200 response fails the run.
 #
-# All four servers run side by side; each round drives every server at every
+# All five servers run side by side; each round drives every server at every
 # connection count, the servers in a rotating order, and the table reports the
 # median round (with the spread of req/s), so that drift in a shared machine's
 # speed falls on all servers alike instead of on whichever ran last.
@@ -31,6 +33,7 @@ port_metrics=19090
 port_nginx=18444
 port_mhd=18445
 port_go=18446
+port_parse=18447
 results=bench/RESULTS.md
 
 LOAD_BEFORE=$(cut -d" " -f1-3 /proc/loadavg)
@@ -212,14 +215,31 @@ cmp -s <(curl -sS --cacert "$ca" -H 'Content-Type: application/json' --data-bina
     die "nginx does not answer the fixed response"
 PORT[nginx]=$port_nginx PID[nginx]=$npid
 
-# --- bare libmicrohttpd --------------------------------------------------------
-"$out/mhd_responder" "$port_mhd" "$cert" "$key" "$run/response.json" 2>"$run/mhd.log" &
-mpid=$!
-pids+=("$mpid")
-sleep 0.2
-curl -fsS -o /dev/null --cacert "$ca" -H 'Content-Type: application/json' \
-    --data-binary @"$small" "https://127.0.0.1:$port_mhd/mutate" || die "mhd_responder is not answering"
-PORT[mhd]=$port_mhd PID[mhd]=$mpid
+# --- bare libmicrohttpd, and the same parsing each review with cJSON ------------
+start_mhd() { # name port [--parse]
+    local name=$1 port=$2 pid
+    shift 2
+    "$out/mhd_responder" "$port" "$cert" "$key" "$run/response.json" "$@" 2>"$run/$name.log" &
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 1 500); do # it has no /readyz: the first answered POST is the check
+        curl -fsS -o "$run/$name.first" --cacert "$ca" -H 'Content-Type: application/json' \
+            --data-binary @"$small" "https://127.0.0.1:$port/mutate" 2>/dev/null && break
+        sleep 0.02
+    done
+    cmp -s "$run/$name.first" "$run/response.json" || die "$name does not answer the fixed response"
+    PORT[$name]=$port PID[$name]=$pid
+}
+start_mhd mhd "$port_mhd"
+start_mhd mhd+cjson "$port_parse" --parse
+code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$ca" --data-binary '{"not json' \
+    "https://127.0.0.1:$port_parse/mutate")
+[ "$code" = 400 ] || die "mhd+cjson answered $code to a body that is not JSON: it is not parsing"
+
+# --- the required libraries alone ----------------------------------------------
+floor=$("$out/lib_floor" "$cert" "$key") || die "lib_floor failed"
+FLOOR_HWM=$(field "$floor" vmhwm_kb)
+FLOOR_FILE=$(field "$floor" rss_file_kb)
 
 # --- Go ------------------------------------------------------------------------
 "$out/gowebhook" -listen "127.0.0.1:$port_go" -cert "$cert" -key "$key" 2>"$run/gowebhook.log" &
@@ -232,7 +252,7 @@ code=$(curl -sS -o "$run/response-go.json" -w '%{http_code}' --cacert "$ca" \
 PORT[go]=$port_go PID[go]=$gpid
 
 # --- the rounds ------------------------------------------------------------------
-servers=(rdma-webhook nginx mhd go)
+servers=(rdma-webhook nginx mhd mhd+cjson go)
 for r in $(seq 1 "$rounds"); do
     for c in $conns; do
         for i in "${!servers[@]}"; do
@@ -276,7 +296,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo
     echo "8-GPU PyTorchJob master pod review ($(wc -c <"$small") bytes compact, answer $resp_bytes bytes);"
     echo "wrk, keep-alive, TLS 1.3 on loopback, ${duration} s per point after a ${warmup} s warm-up;"
-    echo "all four servers up at once, each round drives each in turn (the order rotates by round);"
+    echo "all five servers up at once, each round drives each in turn (the order rotates by round);"
     echo "req/s (with its range) and latency are the median over the rounds; latency in ms."
     echo "Peak RSS is VmHWM (summed over nginx's master and workers), reset before each point; it, and anon"
     echo "and file (RssAnon and RssFile at the end of a point; file: mapped library pages, shared with other"
@@ -292,11 +312,35 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo
     echo "## rdma-webhook relative to each yardstick (throughput ratio)"
     echo
-    echo "| conns | / nginx | / bare libmicrohttpd | / Go webhook |"
-    echo "|---:|---:|---:|---:|"
+    echo "| conns | / nginx | / bare libmicrohttpd | / Go webhook | / bare + cJSON parse |"
+    echo "|---:|---:|---:|---:|---:|"
     for c in $conns; do
-        echo "| $c | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[nginx,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[mhd,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[go,$c]}") |"
+        echo "| $c | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[nginx,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[mhd,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[go,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[mhd+cjson,$c]}") |"
     done
+    echo
+    echo "## Floors"
+    echo
+    echo "What no webhook built on this stack can beat, measured in the same run:"
+    echo
+    echo "- **Parsing.** mhd+cjson is the bare responder plus one \`cJSON_ParseWithLength\` of each review,"
+    echo "  in the webhook's own per-request arena, and nothing else. Its throughput relative to the bare"
+    echo "  responder is the most any webhook that reads the review with libcjson can reach:"
+    echo "  $(for c in $conns; do printf '%s x at %s, ' "$(ratio "${RPS[mhd+cjson,$c]}" "${RPS[mhd,$c]}")" "$c"; done | sed 's/, $//') connections."
+    echo "  For comparison, 3 x Go is $(for c in $conns; do printf '%.0f, ' "$(awk -v g="${RPS[go,$c]}" 'BEGIN {print 3 * g}')"; done | sed 's/, $//') req/s"
+    echo "  and mhd+cjson served $(for c in $conns; do printf '%s, ' "${RPS[mhd+cjson,$c]%.*}"; done | sed 's/, $//') req/s at those connection counts."
+    case " $conns " in *" 64 "*)
+        echo "- **Latency.** p99 of the yardsticks at 64 connections: nginx $(ms "${P99[nginx,64]}") ms,"
+        echo "  bare $(ms "${P99[mhd,64]}") ms, mhd+cjson $(ms "${P99[mhd+cjson,64]}") ms (client and servers share the CPUs)." ;;
+    esac
+    echo "- **Memory.** lib_floor initializes only the required libraries (libcurl, OpenSSL checking the"
+    echo "  certificate and key, GnuTLS loading them) and serves nothing: peak RSS $(mib "$FLOOR_HWM") MiB,"
+    echo "  $(mib "$FLOOR_FILE") MiB of it library pages."
+    case " $conns " in *" 256 "*)
+        growth=$((RSS[mhd,256] - RSS[mhd,1]))
+        echo "  In round 1 the bare responder grew by $(mib "$growth") MiB from 1 to 256 connections"
+        echo "  (libmicrohttpd and GnuTLS state per connection); with the libraries that makes"
+        echo "  $(mib $((FLOOR_HWM + growth))) MiB before the webhook keeps a byte of its own." ;;
+    esac
     echo
     echo "## rdma-webhook alone"
     echo
