@@ -2,18 +2,6 @@
 
 #include <string.h>
 
-static const char *const metrics_outcome_labels[METRICS_OUTCOMES][2] = {
-    {"mutated", ""},
-    {"skipped", "not-target"},
-    {"skipped", "opted-out"},
-    {"skipped", "no-profile"},
-    {"skipped", "unknown-profile"},
-    {"skipped", "no-container"},
-    {"skipped", "nothing-missing"},
-    {"ignored", ""},
-    {"error", ""},
-};
-
 static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
 
 /* Upper bounds in nanoseconds: an admission is expected in well under a
@@ -27,23 +15,13 @@ void metrics_init(struct metrics *m)
     memset(m, 0, sizeof(*m));
 }
 
-enum metrics_outcome metrics_outcome_of(const char *result, const char *reason)
-{
-    for (int i = 0; i < METRICS_OUTCOMES; i++) {
-        const char *const *l = metrics_outcome_labels[i];
-
-        if (strcmp(l[0], result) == 0 && (!*l[1] || (reason && strcmp(l[1], reason) == 0)))
-            return (enum metrics_outcome)i;
-    }
-    return METRICS_ERROR;
-}
-
-void metrics_admission(struct metrics *m, enum metrics_outcome o, long long ns, size_t ops,
-                       const unsigned *warning_kinds)
+void metrics_admission(struct metrics *m, int ignored, enum mutate_reason reason, long long ns,
+                       size_t ops, const unsigned *warning_kinds)
 {
     int b = 0;
 
-    atomic_fetch_add(&m->admissions[o], 1);
+    atomic_fetch_add(&m->admissions[ignored || reason >= MUTATE_REASONS ? MUTATE_REASONS : reason],
+                     1);
     atomic_fetch_add(&m->patch_ops, ops);
     for (int k = 0; k < MUTATE_W_KINDS && warning_kinds; k++)
         if (warning_kinds[k])
@@ -71,12 +49,19 @@ static void metrics_render_admissions(struct metrics *m, struct dynbuf *out)
 {
     dynbuf_addstr(out, "# HELP rdma_webhook_admissions_total Pod admissions by result.\n"
                        "# TYPE rdma_webhook_admissions_total counter\n");
-    for (int i = 0; i < METRICS_OUTCOMES; i++) {
-        const char *const *l = metrics_outcome_labels[i];
+    for (int i = 0; i < MUTATE_REASONS; i++) {
+        enum mutate_reason r = (enum mutate_reason)i;
+        enum mutate_outcome o = r == MUTATE_R_MUTATED ? MUTATE_PATCHED
+                                : r == MUTATE_R_ERROR ? MUTATE_ERROR
+                                                      : MUTATE_SKIPPED;
 
+        /* For a skip the reason says why; the other results need none. */
         dynbuf_printf(out, "rdma_webhook_admissions_total{result=\"%s\",reason=\"%s\"} %llu\n",
-                      l[0], l[1], atomic_load(&m->admissions[i]));
+                      mutate_outcome_name(o), o == MUTATE_SKIPPED ? mutate_reason_name(r) : "",
+                      atomic_load(&m->admissions[i]));
     }
+    dynbuf_printf(out, "rdma_webhook_admissions_total{result=\"ignored\",reason=\"\"} %llu\n",
+                  atomic_load(&m->admissions[MUTATE_REASONS]));
     dynbuf_addstr(out, "# HELP rdma_webhook_http_errors_total Requests answered with an error "
                        "status.\n# TYPE rdma_webhook_http_errors_total counter\n");
     for (int i = 0; i < METRICS_HTTP_CODES; i++)

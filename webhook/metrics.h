@@ -12,20 +12,6 @@
 
 #include <stdatomic.h>
 
-/* Admission outcomes: a result and, for skips, why (mutate_result.reason). */
-enum metrics_outcome {
-    METRICS_MUTATED,
-    METRICS_SKIP_NOT_TARGET,
-    METRICS_SKIP_OPTED_OUT,
-    METRICS_SKIP_NO_PROFILE,
-    METRICS_SKIP_UNKNOWN_PROFILE,
-    METRICS_SKIP_NO_CONTAINER,
-    METRICS_SKIP_NOTHING_MISSING,
-    METRICS_IGNORED, /* not a Pod CREATE */
-    METRICS_ERROR,
-    METRICS_OUTCOMES
-};
-
 enum metrics_http {
     METRICS_400,
     METRICS_404,
@@ -40,7 +26,7 @@ enum metrics_http {
 #define METRICS_LATENCY_BUCKETS 12
 
 struct metrics {
-    atomic_ullong admissions[METRICS_OUTCOMES];
+    atomic_ullong admissions[MUTATE_REASONS + 1]; /* the last: ignored, not a Pod CREATE */
     atomic_ullong http_errors[METRICS_HTTP_CODES];
     atomic_ullong latency_bucket[METRICS_LATENCY_BUCKETS]; /* cumulative on render */
     atomic_ullong latency_count;
@@ -62,11 +48,9 @@ struct metrics_gauges {
 
 void metrics_init(struct metrics *m);
 
-/* Maps mutate_result.reason ("mutated", "no-profile", ...) to an outcome. */
-enum metrics_outcome metrics_outcome_of(const char *result, const char *reason);
-
-void metrics_admission(struct metrics *m, enum metrics_outcome o, long long ns, size_t ops,
-                       const unsigned *warning_kinds);
+/* Counts one admission; reason does not apply when ignored is set. */
+void metrics_admission(struct metrics *m, int ignored, enum mutate_reason reason, long long ns,
+                       size_t ops, const unsigned *warning_kinds);
 void metrics_http_error(struct metrics *m, unsigned status);
 
 /* Appends the whole exposition; returns 0 or a dynbuf error. */

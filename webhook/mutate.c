@@ -41,11 +41,27 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
 
+const char *mutate_outcome_name(enum mutate_outcome outcome)
+{
+    static const char *const names[] = {"mutated", "skipped", "error"};
+
+    return outcome <= MUTATE_ERROR ? names[outcome] : "error";
+}
+
+const char *mutate_reason_name(enum mutate_reason reason)
+{
+    static const char *const names[MUTATE_REASONS] = {
+        "mutated",         "not-target",   "opted-out",       "no-profile",
+        "unknown-profile", "no-container", "nothing-missing", "error"};
+
+    return reason < MUTATE_REASONS ? names[reason] : "error";
+}
+
 void mutate_result_init(struct mutate_result *res, size_t patch_cap)
 {
     memset(res, 0, sizeof(*res));
     res->outcome = MUTATE_SKIPPED;
-    res->reason = "not-a-pod";
+    res->reason = MUTATE_R_NOT_TARGET;
     patch_init(&res->patch, patch_cap);
 }
 
@@ -628,7 +644,7 @@ static int mutate_has_target_container(struct mctx *m)
 {
     if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
         return 1;
-    m->res->reason = "no-container";
+    m->res->reason = MUTATE_R_NO_CONTAINER;
     mutate_warn(m, MUTATE_W_NO_CONTAINER,
                 "no container asks for a GPU or RDMA device or is named \"pytorch\"; "
                 "pod not mutated");
@@ -650,7 +666,7 @@ static void mutate_pod(struct mctx *m)
     mutate_scheduler(m);
     if (m->res->patch.n_ops)
         mutate_annotate(m);
-    m->res->reason = m->res->patch.n_ops ? "mutated" : "nothing-missing";
+    m->res->reason = m->res->patch.n_ops ? MUTATE_R_MUTATED : MUTATE_R_NOTHING_MISSING;
 }
 
 /* Picks the profile; returns 0 when there is one to apply. */
@@ -669,7 +685,7 @@ static int mutate_choose(struct mctx *m)
         mutate_warn(m, MUTATE_W_UNKNOWN_PROFILE, "unknown profile \"%s\" in %s; pod not mutated",
                     mutate_short(sel.unknown_name, shown, sizeof(shown)),
                     SELECT_ANNOTATION_PROFILE);
-        m->res->reason = "unknown-profile";
+        m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
         return -1;
     }
     if (!m->p) {
@@ -678,7 +694,7 @@ static int mutate_choose(struct mctx *m)
                         "no RDMA profile matches this pod (%lld GPUs); NCCL settings not "
                         "injected",
                         sel.gpus);
-        m->res->reason = "no-profile";
+        m->res->reason = MUTATE_R_NO_PROFILE;
         return -1;
     }
     return 0;
@@ -691,7 +707,7 @@ static int mutate_is_target(struct mctx *m)
     if (m->in->implicit_target)
         return 1;
     v = target_pod(&m->r, m->metadata, m->ps->targets);
-    m->res->reason = v == TARGET_OPTED_OUT ? "opted-out" : "not-target";
+    m->res->reason = v == TARGET_OPTED_OUT ? MUTATE_R_OPTED_OUT : MUTATE_R_NOT_TARGET;
     return v == TARGET_YES;
 }
 
@@ -704,7 +720,7 @@ static void mutate_fail(struct mctx *m, const char *why)
     patch_free(&res->patch);
     patch_init(&res->patch, res->patch.out.cap);
     res->outcome = MUTATE_ERROR;
-    res->reason = "error";
+    res->reason = MUTATE_R_ERROR;
     res->profile = NULL;
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;

@@ -50,6 +50,25 @@ struct mutate_input {
 
 enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };
 
+/* Why a pod came out as it did. MUTATE_R_MUTATED goes with MUTATE_PATCHED,
+ * MUTATE_R_ERROR with MUTATE_ERROR, the rest with MUTATE_SKIPPED. */
+enum mutate_reason {
+    MUTATE_R_MUTATED,
+    MUTATE_R_NOT_TARGET,
+    MUTATE_R_OPTED_OUT,
+    MUTATE_R_NO_PROFILE,
+    MUTATE_R_UNKNOWN_PROFILE,
+    MUTATE_R_NO_CONTAINER,
+    MUTATE_R_NOTHING_MISSING,
+    MUTATE_R_ERROR,
+    MUTATE_REASONS
+};
+
+/* The names the admission log and the metrics use: "mutated", "skipped",
+ * "error"; "mutated", "not-target", "no-profile", ... */
+const char *mutate_outcome_name(enum mutate_outcome outcome);
+const char *mutate_reason_name(enum mutate_reason reason);
+
 /* What a warning is about, for metrics (SPEC 1.5). */
 enum mutate_warning_kind {
     MUTATE_W_NO_PROFILE,
@@ -77,8 +96,8 @@ struct mutate_warnings {
 
 struct mutate_result {
     enum mutate_outcome outcome;
-    const char *reason; /* a short slug for logs and metrics, e.g. "no-profile" */
-    char error[160];    /* for MUTATE_ERROR: what could not be read */
+    enum mutate_reason reason;
+    char error[160]; /* for MUTATE_ERROR: what could not be read */
     const struct profile *profile;
     struct patch patch; /* valid JSON Patch text when outcome is MUTATE_PATCHED */
     struct mutate_warnings warnings;

@@ -101,9 +101,8 @@ static void review_summarize_request(const cJSON *req, struct review_summary *su
 
 static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
 {
-    static const char *const outcomes[] = {"mutated", "skipped", "error"};
-
-    sum->outcome = outcomes[res->outcome];
+    sum->ignored = 0;
+    sum->outcome = res->outcome;
     sum->reason = res->reason;
     review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
@@ -165,8 +164,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     int status = 400;
 
     memset(sum, 0, sizeof(*sum));
-    sum->outcome = "ignored";
-    sum->reason = "not-a-pod-create";
+    sum->ignored = 1;
     if (!utf8_valid(body, len))
         return review_bad(out, "body is not valid UTF-8");
     root = cJSON_ParseWithLengthOpts(body, len, &end, 0);

@@ -21,9 +21,10 @@ struct review_summary {
     char uid[80];
     char namespace_[64];
     char name[256];
-    const char *outcome; /* "mutated", "skipped", "error", "ignored" */
-    const char *reason;  /* see mutate_result.reason; "not-a-pod-create" for ignored */
-    char profile[64];    /* "" when none; a copy, so it outlives the snapshot */
+    int ignored; /* not a Pod CREATE: outcome and reason do not apply */
+    enum mutate_outcome outcome;
+    enum mutate_reason reason;
+    char profile[64]; /* "" when none; a copy, so it outlives the snapshot */
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];

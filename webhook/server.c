@@ -173,8 +173,8 @@ static void server_log_admission(struct server *s, const struct review_summary *
     log_str(&l, "uid", sum->uid);
     log_str(&l, "namespace", sum->namespace_);
     log_str(&l, "pod", sum->name);
-    log_str(&l, "result", sum->outcome);
-    log_str(&l, "reason", sum->reason);
+    log_str(&l, "result", mutate_outcome_name(sum->outcome));
+    log_str(&l, "reason", mutate_reason_name(sum->reason));
     if (sum->profile[0])
         log_str(&l, "profile", sum->profile);
     log_int(&l, "ops", (long long)sum->ops);
@@ -187,8 +187,7 @@ static void server_log_admission(struct server *s, const struct review_summary *
 
 static void server_count(struct server *s, const struct review_summary *sum, long long ns)
 {
-    metrics_admission(&s->metrics, metrics_outcome_of(sum->outcome, sum->reason), ns, sum->ops,
-                      sum->warning_kinds);
+    metrics_admission(&s->metrics, sum->ignored, sum->reason, ns, sum->ops, sum->warning_kinds);
 }
 
 /* The whole body is in: answer the review with the current profiles. */
@@ -219,7 +218,7 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
         long long ns = server_elapsed_ns(&req->start);
 
         server_count(s, &sum, ns);
-        if (strcmp(sum.outcome, "ignored") != 0)
+        if (!sum.ignored)
             server_log_admission(s, &sum, ns / 1000);
     } else {
         log_msg(&s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));

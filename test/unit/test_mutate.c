@@ -382,8 +382,8 @@ static void assert_outcome(enum mutate_outcome want)
 {
     if (T.res.outcome != want) {
         print_warnings();
-        fail_msg("outcome %d (reason %s), want %d", T.res.outcome,
-                 T.res.reason ? T.res.reason : "-", want);
+        fail_msg("outcome %d (reason %s), want %d", T.res.outcome, mutate_reason_name(T.res.reason),
+                 want);
     }
 }
 

@@ -309,7 +309,7 @@ TEST(test_update_is_allowed_untouched)
     assert_int_equal(handle(REVIEW(V1, REQ("UPDATE", "Pod", GPU_POD("8")))), 200);
     assert_string_equal(cJSON_GetStringValue(get(response(), "uid")), UID);
     assert_no_patch();
-    assert_string_equal(R.sum.outcome, "ignored");
+    assert_true(R.sum.ignored);
 }
 
 TEST(test_configmap_create_is_allowed_untouched)
@@ -406,7 +406,9 @@ TEST(test_summary_of_a_mutation)
     assert_string_equal(R.sum.uid, UID);
     assert_string_equal(R.sum.namespace_, "ns");
     assert_string_equal(R.sum.name, "w-0");
-    assert_string_equal(R.sum.outcome, "mutated");
+    assert_false(R.sum.ignored);
+    assert_int_equal(R.sum.outcome, MUTATE_PATCHED);
+    assert_int_equal(R.sum.reason, MUTATE_R_MUTATED);
     assert_non_null(R.sum.profile);
     assert_string_equal(R.sum.profile, "roce-4card");
     assert_true(R.sum.ops > 0);
@@ -462,7 +464,8 @@ TEST(test_unreadable_pod_is_allowed_with_warning)
     assert_no_patch();
     w = get(response(), "warnings");
     assert_int_equal(cJSON_GetArraySize(w), 1);
-    assert_string_equal(R.sum.outcome, "error");
+    assert_int_equal(R.sum.outcome, MUTATE_ERROR);
+    assert_int_equal(R.sum.reason, MUTATE_R_ERROR);
 }
 
 TEST(test_uid_with_special_characters_is_echoed_exactly)

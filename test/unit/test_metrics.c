@@ -1,0 +1,111 @@
+/*
+ * Unit tests for webhook/metrics.c: every admission reason lands under its
+ * own {result, reason} label pair, ignored requests under their own, and the
+ * histogram and counters add up.
+ */
+#include "unit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dynbuf.h"
+#include "metrics.h"
+
+static const struct metrics_gauges gauges = {.version = "test"};
+
+/* The exposition's value for one exact series name with labels. */
+static unsigned long long value_of(const char *text, const char *series)
+{
+    char want[256];
+    const char *hit;
+    unsigned long long v;
+
+    snprintf(want, sizeof(want), "\n%s ", series);
+    hit = strstr(text, want);
+    if (!hit)
+        fail_msg("no series %s in:\n%s", series, text);
+    assert_int_equal(sscanf(hit + strlen(want), "%llu", &v), 1);
+    return v;
+}
+
+static void render(struct metrics *m, struct dynbuf *out)
+{
+    dynbuf_init(out, 1 << 16);
+    assert_int_equal(metrics_render(m, &gauges, out), 0);
+}
+
+TEST(test_each_reason_has_its_own_labels)
+{
+    static const struct {
+        enum mutate_reason reason;
+        const char *series;
+    } cases[] = {
+        {MUTATE_R_MUTATED, "rdma_webhook_admissions_total{result=\"mutated\",reason=\"\"}"},
+        {MUTATE_R_NOT_TARGET,
+         "rdma_webhook_admissions_total{result=\"skipped\",reason=\"not-target\"}"},
+        {MUTATE_R_OPTED_OUT,
+         "rdma_webhook_admissions_total{result=\"skipped\",reason=\"opted-out\"}"},
+        {MUTATE_R_NO_PROFILE,
+         "rdma_webhook_admissions_total{result=\"skipped\",reason=\"no-profile\"}"},
+        {MUTATE_R_UNKNOWN_PROFILE,
+         "rdma_webhook_admissions_total{result=\"skipped\",reason=\"unknown-profile\"}"},
+        {MUTATE_R_NO_CONTAINER,
+         "rdma_webhook_admissions_total{result=\"skipped\",reason=\"no-container\"}"},
+        {MUTATE_R_NOTHING_MISSING,
+         "rdma_webhook_admissions_total{result=\"skipped\",reason=\"nothing-missing\"}"},
+        {MUTATE_R_ERROR, "rdma_webhook_admissions_total{result=\"error\",reason=\"\"}"},
+    };
+    struct metrics m;
+    struct dynbuf out;
+
+    assert_int_equal(sizeof(cases) / sizeof(cases[0]), MUTATE_REASONS);
+    metrics_init(&m);
+    for (size_t i = 0; i < MUTATE_REASONS; i++)
+        for (size_t k = 0; k <= i; k++) /* reason i counted i+1 times */
+            metrics_admission(&m, 0, cases[i].reason, 1000, 0, NULL);
+    metrics_admission(&m, 1, MUTATE_R_MUTATED, 1000, 0, NULL);
+    render(&m, &out);
+    for (size_t i = 0; i < MUTATE_REASONS; i++)
+        assert_int_equal(value_of(dynbuf_ptr(&out), cases[i].series), i + 1);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_admissions_total{result=\"ignored\",reason=\"\"}"),
+        1);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_admission_duration_seconds_count"),
+                     MUTATE_REASONS * (MUTATE_REASONS + 1) / 2 + 1);
+    dynbuf_free(&out);
+}
+
+TEST(test_ops_warnings_and_latency_buckets)
+{
+    unsigned kinds[MUTATE_W_KINDS] = {0};
+    struct metrics m;
+    struct dynbuf out;
+
+    kinds[MUTATE_W_OVERRIDE] = 2;
+    metrics_init(&m);
+    metrics_admission(&m, 0, MUTATE_R_MUTATED, 40000, 7, kinds);       /* 40 us */
+    metrics_admission(&m, 0, MUTATE_R_MUTATED, 2000000000LL, 5, NULL); /* past the last bound */
+    render(&m, &out);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_patch_operations_total"), 12);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"override\"}"),
+                     2);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_admission_duration_seconds_bucket{le=\"5e-05\"}"),
+        1);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_admission_duration_seconds_bucket{le=\"1\"}"), 1);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_admission_duration_seconds_bucket{le=\"+Inf\"}"),
+        2);
+    dynbuf_free(&out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_each_reason_has_its_own_labels),
+        cmocka_unit_test(test_ops_warnings_and_latency_buckets),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
