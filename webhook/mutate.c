@@ -174,50 +174,49 @@ static void mutate_effective_env(struct mctx *m)
                     "hostNetworkEnv); set it to the node's NIC");
 }
 
-/* Warns about NCCL values the user wrote that NCCL will read differently. */
-static void mutate_check_user_env(struct mctx *m, const cJSON *env, const char *cname)
+/* One pass over the container's env: warns about NCCL values the user wrote
+ * that NCCL will read differently, and finds, for each of the profile's
+ * variables, the first entry declaring it (decl[i], NULL when none). */
+static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *cname,
+                                 const cJSON **decl)
 {
     const cJSON *e;
     char msg[200];
 
+    memset(decl, 0, m->n_env * sizeof(*decl));
     cJSON_ArrayForEach(e, env)
     {
         const char *name = podjson_str(&m->r, e, "name");
         const char *value = podjson_str(&m->r, e, "value");
 
-        if (name && value && nccl_is_nccl_var(name) &&
+        if (!name)
+            continue;
+        if (value && nccl_is_nccl_var(name) &&
             nccl_check(name, value, msg, sizeof(msg)) != NCCL_VALUE_OK)
             mutate_warn(m, MUTATE_W_NCCL_VALUE, "container \"%s\": %s", cname, msg);
+        for (size_t i = 0; i < m->n_env; i++)
+            if (!decl[i] && strcmp(name, m->env[i].name) == 0)
+                decl[i] = e;
     }
 }
 
-/* 1 when the container's env already declares name; the user's value wins. */
-static int mutate_env_declared(struct mctx *m, const cJSON *env, const struct profiles_kv *kv,
-                               const char *cname)
+/* The user's entry e declares the profile's variable kv: the user's value
+ * wins, with a warning when it differs. */
+static void mutate_env_declared(struct mctx *m, const cJSON *e, const struct profiles_kv *kv,
+                                const char *cname)
 {
-    const cJSON *e;
+    const char *value = podjson_str(&m->r, e, "value");
     char shown[24], shown_p[24];
 
-    cJSON_ArrayForEach(e, env)
-    {
-        const char *name = podjson_str(&m->r, e, "name");
-        const char *value;
-
-        if (!name || strcmp(name, kv->name) != 0)
-            continue;
-        value = podjson_str(&m->r, e, "value");
-        if (!value && podjson_obj(&m->r, e, "valueFrom"))
-            mutate_warn(m, MUTATE_W_OVERRIDE,
-                        "container \"%s\": your %s (valueFrom) overrides the profile (%s)", cname,
-                        kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
-        else if (strcmp(value ? value : "", kv->value) != 0)
-            mutate_warn(m, MUTATE_W_OVERRIDE,
-                        "container \"%s\": your %s overrides the profile (%s, not %s)", cname,
-                        kv->name, mutate_short(value ? value : "", shown, sizeof(shown)),
-                        mutate_short(kv->value, shown_p, sizeof(shown_p)));
-        return 1;
-    }
-    return 0;
+    if (!value && podjson_obj(&m->r, e, "valueFrom"))
+        mutate_warn(m, MUTATE_W_OVERRIDE,
+                    "container \"%s\": your %s (valueFrom) overrides the profile (%s)", cname,
+                    kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
+    else if (strcmp(value ? value : "", kv->value) != 0)
+        mutate_warn(m, MUTATE_W_OVERRIDE,
+                    "container \"%s\": your %s overrides the profile (%s, not %s)", cname, kv->name,
+                    mutate_short(value ? value : "", shown, sizeof(shown)),
+                    mutate_short(kv->value, shown_p, sizeof(shown_p)));
 }
 
 /* The key an envFrom source would give variable name, or NULL when its
@@ -287,14 +286,16 @@ static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const 
 {
     const cJSON *env = podjson_arr(&m->r, c, "env");
     const struct profiles_kv *adds[MUTATE_ENV_MAX];
+    const cJSON *decl[MUTATE_ENV_MAX];
     unsigned long long warned = 0;
     size_t n = 0;
     char path[PATCH_PATH_MAX];
 
-    mutate_check_user_env(m, env, cname);
+    mutate_scan_user_env(m, env, cname, decl);
     for (size_t i = 0; i < m->n_env; i++) {
-        if (!mutate_env_declared(m, env, &m->env[i], cname) &&
-            !mutate_envfrom_declares(m, c, m->env[i].name, cname, &warned))
+        if (decl[i])
+            mutate_env_declared(m, decl[i], &m->env[i], cname);
+        else if (!mutate_envfrom_declares(m, c, m->env[i].name, cname, &warned))
             adds[n++] = &m->env[i];
     }
     if (n == 0)
@@ -339,7 +340,7 @@ static int mutate_runs_as_non_root(struct mctx *m, const cJSON *sc)
 
     if (podjson_int(&m->r, sc, "runAsUser", &uid) || podjson_int(&m->r, psc, "runAsUser", &uid))
         return uid != 0;
-    if (cJSON_GetObjectItemCaseSensitive(sc, "runAsNonRoot"))
+    if (podjson_member(sc, "runAsNonRoot"))
         return podjson_bool(&m->r, sc, "runAsNonRoot");
     return podjson_bool(&m->r, psc, "runAsNonRoot");
 }

@@ -23,6 +23,18 @@ void podjson_fail(struct podjson *r, const char *fmt, ...)
     va_end(ap);
 }
 
+const cJSON *podjson_member(const cJSON *obj, const char *key)
+{
+    const cJSON *it;
+
+    if (!obj || !key)
+        return NULL;
+    for (it = obj->child; it; it = it->next)
+        if (it->string && it->string[0] == key[0] && strcmp(it->string, key) == 0)
+            return it;
+    return NULL;
+}
+
 static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const char *key, int type,
                                 const char *type_name)
 {
@@ -30,7 +42,7 @@ static const cJSON *podjson_get(struct podjson *r, const cJSON *parent, const ch
 
     if (!cJSON_IsObject(parent))
         return NULL;
-    it = cJSON_GetObjectItemCaseSensitive(parent, key);
+    it = podjson_member(parent, key);
     if (!it || cJSON_IsNull(it))
         return NULL;
     if (it->type & type)

@@ -3,6 +3,7 @@
 #include "arena.h"
 #include "base64.h"
 #include "jsonw.h"
+#include "podjson.h"
 #include "profiles.h"
 #include "utf8.h"
 
@@ -74,11 +75,11 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
 /* Only a Pod CREATE is mutated; everything else is allowed untouched. */
 static int review_is_pod_create(const cJSON *req)
 {
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(req, "kind");
-    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "operation"));
-    const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kind, "kind"));
-    const char *group = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kind, "group"));
-    const char *sub = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "subResource"));
+    const cJSON *kind = podjson_member(req, "kind");
+    const char *op = cJSON_GetStringValue(podjson_member(req, "operation"));
+    const char *k = cJSON_GetStringValue(podjson_member(kind, "kind"));
+    const char *group = cJSON_GetStringValue(podjson_member(kind, "group"));
+    const char *sub = cJSON_GetStringValue(podjson_member(req, "subResource"));
 
     return op && strcmp(op, "CREATE") == 0 && k && strcmp(k, "Pod") == 0 && (!group || !*group) &&
            (!sub || !*sub);
@@ -86,17 +87,16 @@ static int review_is_pod_create(const cJSON *req)
 
 static void review_summarize_request(const cJSON *req, struct review_summary *sum)
 {
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(req, "object"), "metadata");
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "name"));
+    const cJSON *meta = podjson_member(podjson_member(req, "object"), "metadata");
+    const char *name = cJSON_GetStringValue(podjson_member(req, "name"));
 
     if (!name || !*name)
-        name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+        name = cJSON_GetStringValue(podjson_member(meta, "name"));
     if (!name || !*name)
-        name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "generateName"));
+        name = cJSON_GetStringValue(podjson_member(meta, "generateName"));
     review_copy(sum->name, sizeof(sum->name), name);
     review_copy(sum->namespace_, sizeof(sum->namespace_),
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace")));
+                cJSON_GetStringValue(podjson_member(req, "namespace")));
 }
 
 static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
@@ -123,7 +123,7 @@ static int review_answer(const cJSON *req, const char *api_version, const char *
 
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     if (review_is_pod_create(req)) {
-        in.object = cJSON_GetObjectItemCaseSensitive(req, "object");
+        in.object = podjson_member(req, "object");
         in.namespace_ = sum->namespace_;
         mutate_object(&in, ps, hooks, &res);
         review_summarize_result(&res, sum);
@@ -137,17 +137,17 @@ static int review_answer(const cJSON *req, const char *api_version, const char *
 static const char *review_envelope(const cJSON *root, const char **api_version, const cJSON **req,
                                    const char **uid)
 {
-    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "kind"));
+    const char *kind = cJSON_GetStringValue(podjson_member(root, "kind"));
 
-    *api_version = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "apiVersion"));
+    *api_version = cJSON_GetStringValue(podjson_member(root, "apiVersion"));
     if (!kind || strcmp(kind, "AdmissionReview") != 0 || !*api_version ||
         (strcmp(*api_version, REVIEW_V1) != 0 && strcmp(*api_version, REVIEW_V1BETA1) != 0))
         return "body is not an AdmissionReview (want apiVersion admission.k8s.io/v1 or v1beta1, "
                "kind AdmissionReview)";
-    *req = cJSON_GetObjectItemCaseSensitive(root, "request");
+    *req = podjson_member(root, "request");
     if (!cJSON_IsObject(*req))
         return "AdmissionReview has no request object";
-    *uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*req, "uid"));
+    *uid = cJSON_GetStringValue(podjson_member(*req, "uid"));
     if (!*uid || !**uid)
         return "AdmissionReview request has no uid";
     if (strlen(*uid) >= sizeof(((struct review_summary *)0)->uid))

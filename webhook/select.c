@@ -125,8 +125,7 @@ static int select_demands(struct podjson *r, const cJSON *spec, const struct pro
 static int select_node_has(const cJSON *labels, const struct profile *p)
 {
     for (size_t i = 0; i < p->node_labels.n; i++) {
-        const char *v = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(labels, p->node_labels.v[i].name));
+        const char *v = cJSON_GetStringValue(podjson_member(labels, p->node_labels.v[i].name));
 
         if (!v || strcmp(v, p->node_labels.v[i].value) != 0)
             return 0;

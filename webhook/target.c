@@ -108,8 +108,8 @@ int target_container_wants_devices(struct podjson *r, const cJSON *container,
     const cJSON *requests = podjson_obj(r, res, "requests");
 
     for (size_t i = 0; i < ps->n_gpu_resources; i++) {
-        if (cJSON_GetObjectItemCaseSensitive(limits, ps->gpu_resources[i]) ||
-            cJSON_GetObjectItemCaseSensitive(requests, ps->gpu_resources[i]))
+        if (podjson_member(limits, ps->gpu_resources[i]) ||
+            podjson_member(requests, ps->gpu_resources[i]))
             return 1;
     }
     return target_container_asks_prefix(r, container, ps->rdma_prefix, strlen(ps->rdma_prefix));
@@ -157,11 +157,11 @@ static long long target_container_gpus(struct podjson *r, const cJSON *container
     long long sum = 0;
 
     for (size_t i = 0; i < ps->n_gpu_resources; i++) {
-        const cJSON *q = cJSON_GetObjectItemCaseSensitive(limits, ps->gpu_resources[i]);
+        const cJSON *q = podjson_member(limits, ps->gpu_resources[i]);
         long long v;
 
         if (!q)
-            q = cJSON_GetObjectItemCaseSensitive(requests, ps->gpu_resources[i]);
+            q = podjson_member(requests, ps->gpu_resources[i]);
         v = q ? podjson_whole_quantity(q) : -1;
         if (v > 0)
             sum += v;

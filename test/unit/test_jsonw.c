@@ -116,6 +116,39 @@ TEST(test_no_raw_control_byte_in_output)
         assert_true((unsigned char)*p >= 0x20);
 }
 
+/* Long strings are checked eight bytes at a time: every byte value at every
+ * offset of a 19-byte string (two words and a tail) must come out as the
+ * byte-by-byte escape says. */
+TEST(test_every_byte_at_every_offset_of_a_long_string)
+{
+    char in[19], got[256], want[256];
+
+    for (int c = 0; c < 256; c++) {
+        for (size_t pos = 0; pos < sizeof(in); pos++) {
+            size_t w = 0;
+
+            memset(in, 'a', sizeof(in));
+            in[pos] = (char)c;
+            want[w++] = '"';
+            for (size_t i = 0; i < sizeof(in); i++) {
+                char esc[JSONW_ESCAPE_MAX];
+                size_t len = jsonw_escape_byte((unsigned char)in[i], esc);
+
+                if (len)
+                    memcpy(want + w, esc, len);
+                else
+                    want[w] = in[i];
+                w += len ? len : 1;
+            }
+            want[w++] = '"';
+            want[w] = '\0';
+            str_text(in, sizeof(in), got, sizeof(got));
+            if (strcmp(got, want) != 0)
+                fail_msg("byte 0x%02x at %zu: got %s, want %s", c, pos, got, want);
+        }
+    }
+}
+
 TEST(test_all_ascii_round_trips_through_cjson)
 {
     char in[128], got[1024];
@@ -267,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_other_control_chars_become_u00xx),
         cmocka_unit_test(test_nul_inside_strn_is_escaped),
         cmocka_unit_test(test_no_raw_control_byte_in_output),
+        cmocka_unit_test(test_every_byte_at_every_offset_of_a_long_string),
         cmocka_unit_test(test_all_ascii_round_trips_through_cjson),
         cmocka_unit_test(test_utf8_passes_through_unchanged),
         cmocka_unit_test(test_del_and_high_bytes_are_not_escaped),
