@@ -66,9 +66,7 @@ static uint64_t jsonw_word_needs_escape(uint64_t v)
            highs;
 }
 
-/* 1 when s[0..n) can go between quotes as it is; eight bytes a step, since
- * every name, value and path of the patch passes through here. */
-static int jsonw_plain(const char *s, size_t n)
+size_t jsonw_plain_prefix(const char *s, size_t n)
 {
     size_t i = 0;
 
@@ -77,12 +75,11 @@ static int jsonw_plain(const char *s, size_t n)
 
         memcpy(&v, s + i, 8);
         if (jsonw_word_needs_escape(v))
-            return 0;
+            break;
     }
-    for (; i < n; i++)
-        if (jsonw_needs_escape((unsigned char)s[i]))
-            return 0;
-    return 1;
+    while (i < n && !jsonw_needs_escape((unsigned char)s[i]))
+        i++;
+    return i;
 }
 
 static void jsonw_escaped(struct jsonw *w, const char *s, size_t n)
@@ -109,7 +106,7 @@ void jsonw_strn(struct jsonw *w, const char *s, size_t n)
     if (w->err)
         return;
     /* Most strings (names, values, paths) need no escape: one append. */
-    if (!jsonw_plain(s, n) || n > SIZE_MAX - 2) {
+    if (jsonw_plain_prefix(s, n) != n || n > SIZE_MAX - 2) {
         jsonw_escaped(w, s, n);
         return;
     }

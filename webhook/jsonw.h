@@ -37,6 +37,11 @@ static inline int jsonw_needs_escape(unsigned char c)
     return c < 0x20 || c == '"' || c == '\\';
 }
 
+/* How many leading bytes of s[0..n) need no escape; n when none does.
+ * Checks eight bytes a step: every name, value and path of the patch and
+ * every log field passes through here. */
+size_t jsonw_plain_prefix(const char *s, size_t n);
+
 /* Writes the escape of byte c to out and returns its length, or returns 0
  * when c needs none. Shared with the logger, so both agree on JSON. */
 size_t jsonw_escape_byte(unsigned char c, char out[JSONW_ESCAPE_MAX]);

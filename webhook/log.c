@@ -58,19 +58,20 @@ static void log_put_run(struct log_line *l, const char *s, size_t n)
 static void log_put_escaped(struct log_line *l, const char *s)
 {
     char esc[JSONW_ESCAPE_MAX];
-    size_t run;
+    size_t n = strlen(s), run;
 
     if (log_put(l, "\"", 1))
         return;
-    while (*s && !l->truncated) {
-        for (run = 0; s[run] && !jsonw_needs_escape((unsigned char)s[run]); run++)
-            ;
+    while (n && !l->truncated) {
+        run = jsonw_plain_prefix(s, n);
         log_put_run(l, s, run);
         s += run;
-        if (!*s)
+        n -= run;
+        if (!n)
             break;
         log_put(l, esc, jsonw_escape_byte((unsigned char)*s, esc));
         s++;
+        n--;
     }
     /* The closing quote goes into the reserved tail even when truncated. */
     l->buf[l->len++] = '"';

@@ -1,5 +1,6 @@
 #include "mutate.h"
 
+#include "decimal.h"
 #include "nccl.h"
 #include "podjson.h"
 #include "profiles.h"
@@ -129,21 +130,24 @@ static const char *mutate_name(struct mctx *m, const cJSON *container)
     return name ? name : "?";
 }
 
-static int mutate_path(struct mctx *m, char *out, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Builds base + formatted suffix; a path that does not fit fails the pod. */
-static int mutate_path(struct mctx *m, char *out, const char *fmt, ...)
+/* base + suffix (+ tail, may be NULL); 0, or -1 when it does not fit and the
+ * pod has failed. */
+static int mutate_path(struct mctx *m, char *out, const char *suffix, const char *tail)
 {
-    va_list ap;
-    int n = snprintf(out, PATCH_PATH_MAX, "%s", m->in->base);
+    mutate_join(m, out, m->in->base, suffix, tail);
+    return out[0] ? 0 : -1;
+}
 
-    va_start(ap, fmt);
-    n += vsnprintf(out + n, PATCH_PATH_MAX - (size_t)n, fmt, ap);
-    va_end(ap);
-    if (n >= PATCH_PATH_MAX)
-        podjson_fail(&m->r, "a JSON Pointer is too long");
-    return n < PATCH_PATH_MAX ? 0 : -1;
+/* base + "/spec/" + list + "/" + idx: a container's path. */
+static int mutate_item_path(struct mctx *m, char *out, const char *list, int idx)
+{
+    char tail[DECIMAL_MAX + 2] = "/";
+
+    tail[1 + decimal_ll(tail + 1, idx)] = '\0';
+    if (mutate_path(m, out, "/spec/", list))
+        return -1;
+    mutate_join(m, out, out, tail, NULL);
+    return out[0] ? 0 : -1;
 }
 
 /* hostNetwork pods see the node's interfaces, where eth0 may be the wrong
@@ -410,7 +414,7 @@ static void mutate_shm_volume(struct mctx *m)
     snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
     for (int i = 1; mutate_volume_exists(m, m->shm_volume) && i < 1000; i++)
         snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
-    mutate_path(m, path, volumes ? "/spec/volumes/-" : "/spec/volumes");
+    mutate_path(m, path, volumes ? "/spec/volumes/-" : "/spec/volumes", NULL);
     patch_op_begin(p, "add", path);
     jsonw_raw(&p->w, volumes ? "{\"name\":" : "[{\"name\":");
     jsonw_str(&p->w, m->shm_volume);
@@ -552,7 +556,7 @@ static void mutate_scheduler(struct mctx *m)
                     mutate_short(have, shown, sizeof(shown)), want);
         return;
     }
-    mutate_path(m, path, "/spec/schedulerName");
+    mutate_path(m, path, "/spec/schedulerName", NULL);
     patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
 }
 
@@ -563,16 +567,16 @@ static void mutate_annotate(struct mctx *m)
     char path[PATCH_PATH_MAX], tok[64];
 
     if (!m->metadata) {
-        mutate_path(m, path, "/metadata");
+        mutate_path(m, path, "/metadata", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{\"annotations\":{");
     } else if (!annotations) {
-        mutate_path(m, path, "/metadata/annotations");
+        mutate_path(m, path, "/metadata/annotations", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{");
     } else {
         patch_escape_token(MUTATE_ANNOTATION_INJECTED, tok, sizeof(tok));
-        mutate_path(m, path, "/metadata/annotations/%s", tok);
+        mutate_path(m, path, "/metadata/annotations/", tok);
         patch_op_str(p, "add", path, m->p->name);
         return;
     }
@@ -593,7 +597,7 @@ static void mutate_container(struct mctx *m, const cJSON *c, const char *list, i
     mutate_short(mutate_name(m, c), cname, sizeof(cname));
     char cpath[PATCH_PATH_MAX];
 
-    if (mutate_path(m, cpath, "/spec/%s/%d", list, idx))
+    if (mutate_item_path(m, cpath, list, idx))
         return;
     mutate_env(m, c, cpath, cname);
     mutate_ipc_lock(m, c, cpath, cname);
@@ -662,7 +666,7 @@ static void mutate_pod(struct mctx *m)
     first = mutate_regular_containers(m);
     if (m->p->init_containers)
         mutate_init_containers(m);
-    if (first.first && mutate_path(m, path, "/spec/containers/%d", first.first_idx) == 0)
+    if (first.first && mutate_item_path(m, path, "containers", first.first_idx) == 0)
         mutate_resources(m, first.first, path);
     mutate_scheduler(m);
     if (m->res->patch.n_ops)

@@ -149,6 +149,25 @@ TEST(test_every_byte_at_every_offset_of_a_long_string)
     }
 }
 
+TEST(test_plain_prefix_stops_at_the_first_byte_to_escape)
+{
+    static const char special[] = {'"', '\\', '\n', '\0', 0x1f};
+    char in[19];
+
+    memset(in, 'a', sizeof(in));
+    assert_int_equal(jsonw_plain_prefix(in, sizeof(in)), sizeof(in));
+    assert_int_equal(jsonw_plain_prefix(in, 0), 0);
+    for (size_t k = 0; k < sizeof(special); k++) {
+        for (size_t pos = 0; pos < sizeof(in); pos++) {
+            memset(in, 0x7f, sizeof(in)); /* DEL and UTF-8 need no escape */
+            in[sizeof(in) - 1] = (char)0xc3;
+            in[pos] = special[k];
+            assert_int_equal(jsonw_plain_prefix(in, sizeof(in)), pos);
+            assert_int_equal(jsonw_plain_prefix(in, pos), pos);
+        }
+    }
+}
+
 TEST(test_all_ascii_round_trips_through_cjson)
 {
     char in[128], got[1024];
@@ -301,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_nul_inside_strn_is_escaped),
         cmocka_unit_test(test_no_raw_control_byte_in_output),
         cmocka_unit_test(test_every_byte_at_every_offset_of_a_long_string),
+        cmocka_unit_test(test_plain_prefix_stops_at_the_first_byte_to_escape),
         cmocka_unit_test(test_all_ascii_round_trips_through_cjson),
         cmocka_unit_test(test_utf8_passes_through_unchanged),
         cmocka_unit_test(test_del_and_high_bytes_are_not_escaped),
