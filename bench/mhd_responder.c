@@ -1,7 +1,8 @@
 /* mhd_responder: the bare libmicrohttpd yardstick of `make bench`.
  *
  * Same daemon settings as rdma-webhook's HTTPS listener (webhook/server.c):
- * EPOLL internal thread, a thread pool of nproc (at most 8) when more than one,
+ * one daemon with one EPOLL internal thread per CPU (at most 8), each with its
+ * own listening socket on the port (SO_REUSEPORT) when more than one,
  * no TURBO (the webhook cannot use it: see server.c), the same 8 KiB
  * connection memory (SERVER_CONN_MEMORY), the same GnuTLS priorities and the
  * same certificate. Every POST body
@@ -140,7 +141,7 @@ int main(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = ncpu < 1 ? 1u : ncpu > 8 ? 8u : (unsigned)ncpu;
     struct sockaddr_in addr = {.sin_family = AF_INET};
-    struct MHD_Daemon *d;
+    struct MHD_Daemon *d[8];
     sigset_t set;
     int sig;
 
@@ -164,20 +165,22 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    d = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-            MHD_USE_TLS,
-        0, NULL, NULL, handle, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert,
-        MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
-        MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_CONNECTION_LIMIT, 4096u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_THREAD_POOL_SIZE,
-        threads > 1 ? threads : 0u, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
-    if (!d) {
-        fprintf(stderr, "mhd_responder: cannot start on port %s\n", argv[1]);
-        return 1;
+    for (unsigned i = 0; i < threads; i++) {
+        d[i] = MHD_start_daemon(
+            MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TLS, 0, NULL,
+            NULL, handle, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
+            MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+            MHD_OPTION_CONNECTION_LIMIT, 4096u / threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)8192, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+            MHD_OPTION_LISTENING_ADDRESS_REUSE, threads > 1 ? 1u : 0u, MHD_OPTION_SOCK_ADDR,
+            &addr, MHD_OPTION_END);
+        if (!d[i]) {
+            fprintf(stderr, "mhd_responder: cannot start on port %s\n", argv[1]);
+            return 1;
+        }
     }
     sigwait(&set, &sig);
-    MHD_stop_daemon(d);
+    for (unsigned i = 0; i < threads; i++)
+        MHD_stop_daemon(d[i]);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,9 +472,11 @@ static enum MHD_Result server_accept_policy(void *cls, const struct sockaddr *ad
     return atomic_load(&s->draining) ? MHD_NO : MHD_YES;
 }
 
-/* The daemon's options; addr must outlive the MHD_start_daemon call. */
-static void server_options(struct server *s, int tls, struct sockaddr_storage *addr,
-                           struct MHD_OptionItem *opts)
+/* The daemon's options; addr must outlive the MHD_start_daemon call. A
+ * daemon that shares its port with others (reuse) takes conn_limit as its
+ * share of the server's connection limit. */
+static void server_options(struct server *s, int tls, int reuse, unsigned conn_limit,
+                           struct sockaddr_storage *addr, struct MHD_OptionItem *opts)
 {
     size_t n = 0;
 
@@ -481,17 +484,15 @@ static void server_options(struct server *s, int tls, struct sockaddr_storage *a
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)server_mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)s->cfg.conn_timeout_s, NULL};
-    opts[n++] =
-        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->cfg.conn_limit, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)conn_limit, NULL};
     /* Headers of a review are small and the body is streamed out of this
      * pool, which libmicrohttpd keeps, and zeroes on every request, for each
      * open connection: see SERVER_CONN_MEMORY. */
     opts[n++] =
         (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, SERVER_CONN_MEMORY, NULL};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s};
-    if (tls && s->cfg.threads > 1)
-        opts[n++] =
-            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->cfg.threads, NULL};
+    if (reuse)
+        opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
     if (tls) {
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
                                             (void *)server_cert_callback};
@@ -501,32 +502,102 @@ static void server_options(struct server *s, int tls, struct sockaddr_storage *a
     opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 }
 
-static struct MHD_Daemon *server_daemon(struct server *s, const char *listen, int tls, char *err,
-                                        size_t errlen)
+/* One daemon with one epoll thread on addr. */
+static struct MHD_Daemon *server_daemon(struct server *s, struct sockaddr_storage *addr, int tls,
+                                        int reuse, unsigned conn_limit)
 {
-    struct sockaddr_storage addr;
     struct MHD_OptionItem opts[SERVER_MAX_OPTIONS];
-    unsigned addrlen;
     /* No MHD_USE_TURBO: with it, libmicrohttpd 0.9.75 never times out a
      * connection still in the TLS handshake, so clients that connect and
      * stay silent hold their slots for ever (found by the slowloris test). */
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    struct MHD_Daemon *d;
 
-    if (server_parse_listen(listen, &addr, &addrlen, err, errlen))
-        return NULL;
-    if (addr.ss_family == AF_INET6)
+    if (addr->ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (tls)
         flags |= MHD_USE_TLS;
-    server_options(s, tls, &addr, opts);
-    d = MHD_start_daemon(flags, 0, tls ? server_accept_policy : NULL, s,
-                         tls ? server_handle_tls : server_handle_plain, s, MHD_OPTION_ARRAY, opts,
-                         MHD_OPTION_END);
-    if (!d)
-        snprintf(err, errlen, "cannot listen on %s%s (in use, or no permission?)", listen,
-                 tls ? " with TLS" : "");
-    return d;
+    server_options(s, tls, reuse, conn_limit, addr, opts);
+    return MHD_start_daemon(flags, 0, tls ? server_accept_policy : NULL, s,
+                            tls ? server_handle_tls : server_handle_plain, s, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
+}
+
+/* Sockets that all set SO_REUSEPORT share a port silently, so a second
+ * webhook started on the same port by mistake would take half the traffic
+ * instead of failing. A plain bind first keeps "address in use" an error. */
+static int server_port_free(const struct sockaddr_storage *addr, socklen_t addrlen)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ok;
+
+    if (fd < 0)
+        return 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (addr->ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    ok = bind(fd, (const struct sockaddr *)addr, addrlen) == 0;
+    close(fd);
+    return ok;
+}
+
+/* The port the first daemon bound, for the others when the flag said 0. */
+static void server_same_port(struct MHD_Daemon *first, struct sockaddr_storage *addr)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(first, MHD_DAEMON_INFO_BIND_PORT);
+    uint16_t port = info ? htons(info->port) : 0;
+
+    if (addr->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)addr)->sin6_port = port;
+    else
+        ((struct sockaddr_in *)addr)->sin_port = port;
+}
+
+/* One daemon per thread. A libmicrohttpd thread pool shares one listening
+ * socket, and whichever thread wakes first accepts a burst of connections:
+ * 16 connections opened at once all landed on one of two threads in about
+ * half of the benchmark's runs, and throughput fell by a fifth. With a
+ * socket each (SO_REUSEPORT), the kernel spreads them. */
+static int server_start_https(struct server *s, char *err, size_t errlen)
+{
+    struct sockaddr_storage addr;
+    unsigned addrlen, n = s->cfg.threads ? s->cfg.threads : 1, limit = s->cfg.conn_limit;
+    int reuse;
+
+    if (server_parse_listen(s->cfg.listen, &addr, &addrlen, err, errlen))
+        return -1;
+    n = n > SERVER_MAX_THREADS ? SERVER_MAX_THREADS : n > limit && limit ? limit : n;
+    reuse = n > 1;
+    if (reuse && !server_port_free(&addr, addrlen))
+        goto in_use;
+    for (s->n_https = 0; s->n_https < n; s->n_https++) {
+        unsigned share = limit / n + (s->n_https < limit % n);
+
+        s->https[s->n_https] = server_daemon(s, &addr, 1, reuse, share);
+        if (!s->https[s->n_https])
+            goto in_use;
+        if (s->n_https == 0)
+            server_same_port(s->https[0], &addr);
+    }
+    return 0;
+in_use:
+    snprintf(err, errlen, "cannot listen on %s with TLS (in use, or no permission?)",
+             s->cfg.listen);
+    return -1;
+}
+
+static int server_start_plain(struct server *s, char *err, size_t errlen)
+{
+    struct sockaddr_storage addr;
+    unsigned addrlen;
+
+    if (server_parse_listen(s->cfg.metrics_listen, &addr, &addrlen, err, errlen))
+        return -1;
+    s->plain = server_daemon(s, &addr, 0, 0, s->cfg.conn_limit);
+    if (!s->plain) {
+        snprintf(err, errlen, "cannot listen on %s (in use, or no permission?)",
+                 s->cfg.metrics_listen);
+        return -1;
+    }
+    return 0;
 }
 
 static int server_watch_certs(struct server *s, char *err, size_t errlen)
@@ -552,14 +623,9 @@ int server_start(struct server *s, char *err, size_t errlen)
     if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
         server_watch_certs(s, err, errlen))
         goto fail;
-    s->https = server_daemon(s, s->cfg.listen, 1, err, errlen);
-    if (!s->https)
+    if (server_start_https(s, err, errlen) ||
+        (s->cfg.metrics_listen && *s->cfg.metrics_listen && server_start_plain(s, err, errlen)))
         goto fail;
-    if (s->cfg.metrics_listen && *s->cfg.metrics_listen) {
-        s->plain = server_daemon(s, s->cfg.metrics_listen, 0, err, errlen);
-        if (!s->plain)
-            goto fail;
-    }
     server_log_cert(s);
     return 0;
 fail:
@@ -577,11 +643,12 @@ void server_stop(struct server *s)
 {
     if (server_running != s)
         return;
-    if (s->https)
-        MHD_stop_daemon(s->https);
+    for (unsigned i = 0; i < s->n_https; i++)
+        MHD_stop_daemon(s->https[i]);
+    s->n_https = 0;
     if (s->plain)
         MHD_stop_daemon(s->plain);
-    s->https = s->plain = NULL;
+    s->plain = NULL;
     filewatch_stop(&s->cert_watch);
     tlscreds_free(&s->creds);
     server_running = NULL;

@@ -3,8 +3,11 @@
  *
  * HTTPS (TLS 1.2 and 1.3 only, through libmicrohttpd's GnuTLS build) serves
  * POST /mutate, GET /healthz and GET /readyz; the plain port serves /healthz,
- * /readyz and /metrics. Both use epoll with a small thread pool, keep-alive
- * and a connection timeout. Request bodies are read into a dynbuf capped at
+ * /readyz and /metrics. HTTPS runs one epoll thread per configured thread,
+ * each a libmicrohttpd daemon with its own listening socket on the same port
+ * (SO_REUSEPORT), so the kernel spreads new connections over the threads;
+ * the plain port has one thread. Both use keep-alive and a connection
+ * timeout. Request bodies are read into a dynbuf capped at
  * max_body; the profiles snapshot is acquired once per admission. Nothing a
  * client sends is fatal: every bad request gets a status and a one-line reason.
  *
@@ -32,6 +35,9 @@
 
 struct MHD_Daemon;
 
+/* Most HTTPS threads (--threads). */
+#define SERVER_MAX_THREADS 64
+
 struct server_config {
     const char *listen;         /* "ADDR:PORT"; an empty ADDR means every address */
     const char *metrics_listen; /* "" disables the plain-HTTP port */
@@ -54,7 +60,8 @@ struct server {
     atomic_int draining; /* readiness goes false first when shutting down */
     struct tlscreds creds;
     /* Private. */
-    struct MHD_Daemon *https;
+    struct MHD_Daemon *https[SERVER_MAX_THREADS];
+    unsigned n_https;
     struct MHD_Daemon *plain;
     struct filewatch cert_watch;
 };
