@@ -148,7 +148,8 @@ fuzz: fuzz-build
 	done
 
 # `make bench`: rdma-webhook against nginx, a bare libmicrohttpd responder and
-# a Go webhook (bench/run.sh; results in bench/RESULTS.md). Not part of `make test`.
+# a Go webhook, beside the parse-only and library-memory floors (bench/run.sh;
+# results in bench/RESULTS.md). Not part of `make test`.
 BENCH_BIN  := build/bench/mhd_responder build/bench/ready_probe build/bench/lib_floor \
               build/bench/gowebhook
 

@@ -71,12 +71,14 @@ static int body_is_json(const struct body *b)
 {
     struct arena a;
     cJSON *root;
+    int ok;
 
     arena_begin(&a);
     root = cJSON_ParseWithLength(b->mem, b->len);
+    ok = root != NULL;
     arena_json_delete(root);
     arena_end(&a);
-    return root != NULL;
+    return ok;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,

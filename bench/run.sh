@@ -9,9 +9,10 @@
 # bench/RESULTS.md. Any wrk error, timeout or non-200 response fails the run.
 #
 # All five servers run side by side; each round drives every server at every
-# connection count, the servers in a rotating order, and the table reports the
-# median round (with the spread of req/s), so that drift in a shared machine's
-# speed falls on all servers alike instead of on whichever ran last.
+# connection count, the servers in a rotating order, and the table reports
+# each figure's median over the rounds (with the spread of req/s; memory from
+# round 1), so that drift in a shared machine's speed falls on all servers
+# alike instead of on whichever ran last.
 #
 # Environment: BENCH_DURATION (seconds per point, default 5), BENCH_WARMUP
 # (default 1), BENCH_CONNS (default "1 16 64 256"), BENCH_ROUNDS (default 3).
@@ -268,9 +269,6 @@ for name in "${servers[@]}"; do
             unset -n med
         done
         RSSMAX[$name,$c]=$(max_of RSS "$name" "$c")
-        RSS[$name,$c]=${RSS[$name,$c,1]}
-        ANON[$name,$c]=${ANON[$name,$c,1]}
-        FILE[$name,$c]=${FILE[$name,$c,1]}
         SPREAD[$name,$c]=$(spread_of RPS "$name" "$c")
     done
 done
@@ -306,7 +304,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     for name in "${servers[@]}"; do
         for c in $conns; do
-            echo "| $name | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c]}") | $(mib "${ANON[$name,$c]}") | $(mib "${FILE[$name,$c]}") |"
+            echo "| $name | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c,1]}") | $(mib "${ANON[$name,$c,1]}") | $(mib "${FILE[$name,$c,1]}") |"
         done
     done
     echo
@@ -336,7 +334,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "  certificate and key, GnuTLS loading them) and serves nothing: peak RSS $(mib "$FLOOR_HWM") MiB,"
     echo "  $(mib "$FLOOR_FILE") MiB of it library pages."
     case " $conns " in *" 256 "*)
-        growth=$((RSS[mhd,256] - RSS[mhd,1]))
+        growth=$((RSS[mhd,256,1] - RSS[mhd,1,1]))
         echo "  In round 1 the bare responder grew by $(mib "$growth") MiB from 1 to 256 connections"
         echo "  (libmicrohttpd and GnuTLS state per connection); with the libraries that makes"
         echo "  $(mib $((FLOOR_HWM + growth))) MiB before the webhook keeps a byte of its own." ;;

@@ -30,7 +30,6 @@
 #define SKEW_SECONDS (5 * 60)
 #define SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
 #define CN_MAX       64  /* ub-common-name */
-#define LABEL_MAX    K8SNAME_LABEL_MAX
 #define REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
 
 #if defined(__GNUC__)
@@ -234,8 +233,8 @@ static int leaf_sans(const struct gen_params *p, char *san, size_t len)
 static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct gen_params *p,
                        time_t now)
 {
-    char cn[2 * LABEL_MAX + 8];
-    char san[8 * LABEL_MAX + 128];
+    char cn[2 * K8SNAME_LABEL_MAX + 8];
+    char san[8 * K8SNAME_LABEL_MAX + 128];
     X509V3_CTX ctx;
     X509 *x = NULL;
     int ok = 0;

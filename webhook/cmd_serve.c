@@ -159,7 +159,7 @@ static int serve_numeric(struct serve_opts *o, int flag)
         unsigned *dst;
     } nums[] = {
         {FLAG_MAX_BODY, 1024, 1u << 30, &o->max_body},
-        {FLAG_THREADS, 1, 64, &o->cfg.threads},
+        {FLAG_THREADS, 1, SERVER_MAX_THREADS, &o->cfg.threads},
         {FLAG_CONN_TIMEOUT, 1, 3600, &o->cfg.conn_timeout_s},
         {FLAG_MAX_CONN, 1, 1000000, &o->cfg.conn_limit},
         {FLAG_GRACE, 0, 3600, &o->grace_s},

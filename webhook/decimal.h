@@ -1,8 +1,8 @@
 /* decimal: integers as ASCII digits, for lines built on every request.
  *
  * snprintf parses its format string on each call; a log line's timestamp
- * alone took about 4,000 instructions that way. These write digits only.
- * Each returns the number of bytes written and writes no NUL.
+ * alone took about 4,000 instructions that way. These write digits only,
+ * and no NUL.
  */
 #ifndef RDMA_WEBHOOK_DECIMAL_H
 #define RDMA_WEBHOOK_DECIMAL_H
@@ -12,6 +12,7 @@
 /* Enough for any long long: "-9223372036854775808". */
 #define DECIMAL_MAX 20
 
+/* Returns the number of bytes written. */
 size_t decimal_ll(char *out, long long v);
 
 /* v zero-padded to exactly width digits (v below 10^width). */

@@ -37,6 +37,12 @@ static const char *jsonw_short_escape(unsigned char c)
     }
 }
 
+/* 1 when byte c cannot appear as it is inside a JSON string. */
+static int jsonw_needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
 size_t jsonw_escape_byte(unsigned char c, char out[JSONW_ESCAPE_MAX])
 {
     static const char hex[] = "0123456789abcdef";
@@ -82,32 +88,33 @@ size_t jsonw_plain_prefix(const char *s, size_t n)
     return i;
 }
 
-static void jsonw_escaped(struct jsonw *w, const char *s, size_t n)
+/* s[0..run) needs no escape (run < n): plain runs and escapes in turn. */
+static void jsonw_escaped(struct jsonw *w, const char *s, size_t n, size_t run)
 {
-    size_t i, run = 0, len;
     char esc[JSONW_ESCAPE_MAX];
 
     jsonw_rawn(w, "\"", 1);
-    for (i = 0; i < n; i++) {
-        if (!(len = jsonw_escape_byte((unsigned char)s[i], esc)))
-            continue;
-        jsonw_rawn(w, s + run, i - run);
-        jsonw_rawn(w, esc, len);
-        run = i + 1;
+    while (run < n) {
+        jsonw_rawn(w, s, run);
+        jsonw_rawn(w, esc, jsonw_escape_byte((unsigned char)s[run], esc));
+        s += run + 1;
+        n -= run + 1;
+        run = jsonw_plain_prefix(s, n);
     }
-    jsonw_rawn(w, s + run, n - run);
+    jsonw_rawn(w, s, n);
     jsonw_rawn(w, "\"", 1);
 }
 
 void jsonw_strn(struct jsonw *w, const char *s, size_t n)
 {
-    size_t at;
+    size_t at, run;
 
     if (w->err)
         return;
     /* Most strings (names, values, paths) need no escape: one append. */
-    if (jsonw_plain_prefix(s, n) != n || n > SIZE_MAX - 2) {
-        jsonw_escaped(w, s, n);
+    run = jsonw_plain_prefix(s, n);
+    if (run != n) {
+        jsonw_escaped(w, s, n, run);
         return;
     }
     at = dynbuf_len(w->out);

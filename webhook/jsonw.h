@@ -27,15 +27,8 @@ static inline int jsonw_error(const struct jsonw *w)
 /* Raw text, copied as is (punctuation, or JSON already serialized). */
 void jsonw_raw(struct jsonw *w, const char *s);
 void jsonw_rawn(struct jsonw *w, const char *s, size_t n);
-/* A quoted string with every character JSON requires escaped. */
 /* The longest escape of one byte: \u00XX. */
 #define JSONW_ESCAPE_MAX 6
-
-/* 1 when byte c cannot appear as it is inside a JSON string. */
-static inline int jsonw_needs_escape(unsigned char c)
-{
-    return c < 0x20 || c == '"' || c == '\\';
-}
 
 /* How many leading bytes of s[0..n) need no escape; n when none does.
  * Checks eight bytes a step: every name, value and path of the patch and
@@ -46,6 +39,7 @@ size_t jsonw_plain_prefix(const char *s, size_t n);
  * when c needs none. Shared with the logger, so both agree on JSON. */
 size_t jsonw_escape_byte(unsigned char c, char out[JSONW_ESCAPE_MAX]);
 
+/* A quoted string with every character JSON requires escaped. */
 void jsonw_str(struct jsonw *w, const char *s);
 void jsonw_strn(struct jsonw *w, const char *s, size_t n);
 /* "key": */

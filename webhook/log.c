@@ -27,11 +27,20 @@ int log_level_parse(const char *s, enum log_level *out)
  * the closing brace and the newline always fit. */
 #define LOG_TAIL 32
 
+/* Bytes left before the tail. A string's closing quote may already stand in
+ * the tail (len past the limit), so this must not wrap. */
+static size_t log_room(const struct log_line *l)
+{
+    size_t limit = sizeof(l->buf) - LOG_TAIL;
+
+    return l->len < limit ? limit - l->len : 0;
+}
+
 /* Appends all n bytes or none: a cut inside an escape or a UTF-8 sequence
  * would make the line invalid JSON. */
 static int log_put(struct log_line *l, const char *s, size_t n)
 {
-    if (l->truncated || n > sizeof(l->buf) - LOG_TAIL - l->len) {
+    if (l->truncated || n > log_room(l)) {
         l->truncated = 1;
         return -1;
     }
@@ -43,7 +52,7 @@ static int log_put(struct log_line *l, const char *s, size_t n)
 /* Appends as much of s[0..n) as fits, never cutting a UTF-8 sequence. */
 static void log_put_run(struct log_line *l, const char *s, size_t n)
 {
-    size_t room = sizeof(l->buf) - LOG_TAIL - l->len;
+    size_t room = log_room(l);
 
     if (l->truncated)
         return;

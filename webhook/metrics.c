@@ -51,9 +51,7 @@ static void metrics_render_admissions(struct metrics *m, struct dynbuf *out)
                        "# TYPE rdma_webhook_admissions_total counter\n");
     for (int i = 0; i < MUTATE_REASONS; i++) {
         enum mutate_reason r = (enum mutate_reason)i;
-        enum mutate_outcome o = r == MUTATE_R_MUTATED ? MUTATE_PATCHED
-                                : r == MUTATE_R_ERROR ? MUTATE_ERROR
-                                                      : MUTATE_SKIPPED;
+        enum mutate_outcome o = mutate_reason_outcome(r);
 
         /* For a skip the reason says why; the other results need none. */
         dynbuf_printf(out, "rdma_webhook_admissions_total{result=\"%s\",reason=\"%s\"} %llu\n",

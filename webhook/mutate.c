@@ -49,6 +49,13 @@ const char *mutate_outcome_name(enum mutate_outcome outcome)
     return outcome <= MUTATE_ERROR ? names[outcome] : "error";
 }
 
+enum mutate_outcome mutate_reason_outcome(enum mutate_reason reason)
+{
+    return reason == MUTATE_R_MUTATED ? MUTATE_PATCHED
+           : reason == MUTATE_R_ERROR ? MUTATE_ERROR
+                                      : MUTATE_SKIPPED;
+}
+
 const char *mutate_reason_name(enum mutate_reason reason)
 {
     static const char *const names[MUTATE_REASONS] = {
@@ -76,25 +83,20 @@ __attribute__((format(printf, 3, 4))) static void
 mutate_warn(struct mctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
 {
     struct mutate_warnings *w = &m->res->warnings;
-    char buf[512];
-    size_t n;
+    char buf[512], text[MUTATE_WARNING_MAX];
     va_list ap;
     int len = snprintf(buf, sizeof(buf), "rdma-webhook: ");
 
     va_start(ap, fmt);
     vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
     va_end(ap);
-    n = strlen(buf);
-    if (n >= MUTATE_WARNING_MAX) {
-        n = utf8_cut(buf, MUTATE_WARNING_MAX - 4);
-        memcpy(buf + n, "...", 4);
-    }
+    utf8_shorten(buf, sizeof(text) - 1, text, sizeof(text));
     for (size_t i = 0; i < w->n; i++)
-        if (strcmp(w->text[i], buf) == 0)
+        if (strcmp(w->text[i], text) == 0)
             return;
     if (w->n < MUTATE_MAX_WARNINGS) {
         w->kind[w->n] = kind;
-        memcpy(w->text[w->n++], buf, strlen(buf) + 1);
+        memcpy(w->text[w->n++], text, strlen(text) + 1);
     }
 }
 
@@ -105,22 +107,23 @@ static const char *mutate_short(const char *s, char *out, size_t outlen)
     return out;
 }
 
-/* out = prefix + a + b (b may be NULL); a path that does not fit fails the
- * pod rather than patching the wrong place. out may be prefix. */
-static void mutate_join(struct mctx *m, char *out, const char *prefix, const char *a, const char *b)
+/* out = prefix + a + b (b may be NULL); 0, or -1 when it does not fit: that
+ * fails the pod rather than patching the wrong place. out may be prefix. */
+static int mutate_join(struct mctx *m, char *out, const char *prefix, const char *a, const char *b)
 {
     size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
 
     if (pl + al + bl >= PATCH_PATH_MAX) {
         podjson_fail(&m->r, "a JSON Pointer is too long");
         out[0] = '\0';
-        return;
+        return -1;
     }
     memmove(out, prefix, pl);
     memcpy(out + pl, a, al);
     if (b)
         memcpy(out + pl + al, b, bl);
     out[pl + al + bl] = '\0';
+    return 0;
 }
 
 static const char *mutate_name(struct mctx *m, const cJSON *container)
@@ -130,12 +133,10 @@ static const char *mutate_name(struct mctx *m, const cJSON *container)
     return name ? name : "?";
 }
 
-/* base + suffix (+ tail, may be NULL); 0, or -1 when it does not fit and the
- * pod has failed. */
+/* base + suffix (+ tail, may be NULL), as mutate_join(). */
 static int mutate_path(struct mctx *m, char *out, const char *suffix, const char *tail)
 {
-    mutate_join(m, out, m->in->base, suffix, tail);
-    return out[0] ? 0 : -1;
+    return mutate_join(m, out, m->in->base, suffix, tail);
 }
 
 /* base + "/spec/" + list + "/" + idx: a container's path. */
@@ -144,10 +145,7 @@ static int mutate_item_path(struct mctx *m, char *out, const char *list, int idx
     char tail[DECIMAL_MAX + 2] = "/";
 
     tail[1 + decimal_ll(tail + 1, idx)] = '\0';
-    if (mutate_path(m, out, "/spec/", list))
-        return -1;
-    mutate_join(m, out, out, tail, NULL);
-    return out[0] ? 0 : -1;
+    return mutate_path(m, out, "/spec/", list) || mutate_join(m, out, out, tail, NULL) ? -1 : 0;
 }
 
 /* hostNetwork pods see the node's interfaces, where eth0 may be the wrong
@@ -486,11 +484,12 @@ static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *r
                                  const char *which, const struct profiles_kv **adds, size_t n)
 {
     struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX];
+    char list[PATCH_PATH_MAX], path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX];
 
+    if (mutate_join(m, list, rpath, "/", which))
+        return;
     if (!podjson_obj(&m->r, res, which)) {
-        mutate_join(m, path, rpath, "/", which);
-        patch_op_begin(p, "add", path);
+        patch_op_begin(p, "add", list);
         mutate_resource_map(p, adds, n);
         patch_op_end(p);
         return;
@@ -500,8 +499,8 @@ static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *r
             podjson_fail(&m->r, "a JSON Pointer is too long");
             return;
         }
-        mutate_join(m, path, rpath, "/", which);
-        mutate_join(m, path, path, "/", tok);
+        if (mutate_join(m, path, list, "/", tok))
+            return;
         patch_op_str(p, "add", path, adds[i]->value);
     }
 }

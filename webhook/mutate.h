@@ -68,6 +68,7 @@ enum mutate_reason {
  * "error"; "mutated", "not-target", "no-profile", ... */
 const char *mutate_outcome_name(enum mutate_outcome outcome);
 const char *mutate_reason_name(enum mutate_reason reason);
+enum mutate_outcome mutate_reason_outcome(enum mutate_reason reason);
 
 /* What a warning is about, for metrics (SPEC 1.5). */
 enum mutate_warning_kind {

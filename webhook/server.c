@@ -539,16 +539,21 @@ static int server_port_free(const struct sockaddr_storage *addr, socklen_t addrl
     return ok;
 }
 
-/* The port the first daemon bound, for the others when the flag said 0. */
-static void server_same_port(struct MHD_Daemon *first, struct sockaddr_storage *addr)
+/* Where the listen address asks for port 0 (any), the first daemon's port,
+ * for the others to share; 0, or -1 when it cannot be read. */
+static int server_same_port(struct MHD_Daemon *first, struct sockaddr_storage *addr)
 {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(first, MHD_DAEMON_INFO_BIND_PORT);
-    uint16_t port = info ? htons(info->port) : 0;
+    in_port_t *port = addr->ss_family == AF_INET6 ? &((struct sockaddr_in6 *)addr)->sin6_port
+                                                  : &((struct sockaddr_in *)addr)->sin_port;
+    const union MHD_DaemonInfo *info;
 
-    if (addr->ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)addr)->sin6_port = port;
-    else
-        ((struct sockaddr_in *)addr)->sin_port = port;
+    if (*port != 0)
+        return 0;
+    info = MHD_get_daemon_info(first, MHD_DAEMON_INFO_BIND_PORT);
+    if (!info || info->port == 0)
+        return -1;
+    *port = htons(info->port);
+    return 0;
 }
 
 /* One daemon per thread. A libmicrohttpd thread pool shares one listening
@@ -559,23 +564,28 @@ static void server_same_port(struct MHD_Daemon *first, struct sockaddr_storage *
 static int server_start_https(struct server *s, char *err, size_t errlen)
 {
     struct sockaddr_storage addr;
-    unsigned addrlen, n = s->cfg.threads ? s->cfg.threads : 1, limit = s->cfg.conn_limit;
+    unsigned addrlen, n = s->cfg.threads, limit = s->cfg.conn_limit;
     int reuse;
 
     if (server_parse_listen(s->cfg.listen, &addr, &addrlen, err, errlen))
         return -1;
-    n = n > SERVER_MAX_THREADS ? SERVER_MAX_THREADS : n > limit && limit ? limit : n;
+    /* Each daemon needs a share of the connection limit. */
+    if (n > limit)
+        n = limit;
+    if (n > SERVER_MAX_THREADS)
+        n = SERVER_MAX_THREADS;
     reuse = n > 1;
     if (reuse && !server_port_free(&addr, addrlen))
         goto in_use;
-    for (s->n_https = 0; s->n_https < n; s->n_https++) {
+    for (s->n_https = 0; s->n_https < n;) {
         unsigned share = limit / n + (s->n_https < limit % n);
+        struct MHD_Daemon *d = server_daemon(s, &addr, 1, reuse, share);
 
-        s->https[s->n_https] = server_daemon(s, &addr, 1, reuse, share);
-        if (!s->https[s->n_https])
+        if (!d)
             goto in_use;
-        if (s->n_https == 0)
-            server_same_port(s->https[0], &addr);
+        s->https[s->n_https++] = d;
+        if (reuse && s->n_https == 1 && server_same_port(d, &addr))
+            goto in_use;
     }
     return 0;
 in_use:

@@ -44,9 +44,9 @@ struct server_config {
     const char *cert_file;
     const char *key_file;
     size_t max_body;
-    unsigned threads;
+    unsigned threads; /* 1..SERVER_MAX_THREADS */
     unsigned conn_timeout_s;
-    unsigned conn_limit;
+    unsigned conn_limit; /* at least 1 */
     unsigned cert_reload_interval_ms;
     unsigned cert_expiry_warn_days;
 };

@@ -42,12 +42,6 @@ static char *path_in(const char *dir, const char *name, char *buf, size_t len)
     return buf;
 }
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (strstr((hay), (needle)) == NULL)                                                       \
-            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
-    } while (0)
-
 #define assert_close(a, b, tol)                                                                    \
     do {                                                                                           \
         long long a_ = (a), b_ = (b);                                                              \

@@ -142,6 +142,12 @@ TEST(test_every_byte_at_every_offset_of_a_long_string)
             }
             want[w++] = '"';
             want[w] = '\0';
+            {
+                char esc[JSONW_ESCAPE_MAX];
+
+                assert_int_equal(jsonw_plain_prefix(in, sizeof(in)),
+                                 jsonw_escape_byte((unsigned char)c, esc) ? pos : sizeof(in));
+            }
             str_text(in, sizeof(in), got, sizeof(got));
             if (strcmp(got, want) != 0)
                 fail_msg("byte 0x%02x at %zu: got %s, want %s", c, pos, got, want);

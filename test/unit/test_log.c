@@ -189,6 +189,36 @@ TEST(test_cut_never_splits_an_escape)
     check_truncated("\x02", 6);
 }
 
+/* A value that fills the room to the byte puts its closing quote into the
+ * reserved tail; what comes after must be dropped, not written past it. */
+TEST(test_value_filling_the_room_exactly_leaves_no_overflow)
+{
+    struct sink s;
+    struct log_line l;
+    char *v, *after = repeat("b", 300);
+    size_t n;
+    cJSON *j;
+
+    sink_open(&s, LOG_INFO);
+    log_begin(&l, &s.lg, LOG_INFO, "admission");
+    /* ,"value":" is 10 bytes; the room ends LOG_TAIL (32) bytes short. */
+    n = LOG_LINE_MAX - 32 - l.len - 10;
+    v = repeat("a", n);
+    log_str(&l, "value", v);
+    assert_int_equal(l.truncated, 0);
+    log_str(&l, "after", after);
+    log_int(&l, "us", 5);
+    log_end(&l);
+    j = only_line(&s);
+    assert_true(s.len <= LOG_LINE_MAX);
+    assert_string_equal(str_of(j, "value"), v);
+    assert_null(cJSON_GetObjectItem(j, "after"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "truncated")));
+    cJSON_Delete(j);
+    free(v);
+    free(after);
+}
+
 TEST(test_line_after_a_failed_write_starts_on_its_own_line)
 {
     struct sink s;
@@ -233,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_long_ascii_value_is_cut_and_flagged),
         cmocka_unit_test(test_cut_never_splits_a_utf8_sequence),
         cmocka_unit_test(test_cut_never_splits_an_escape),
+        cmocka_unit_test(test_value_filling_the_room_exactly_leaves_no_overflow),
         cmocka_unit_test(test_line_after_a_failed_write_starts_on_its_own_line),
         cmocka_unit_test(test_level_names_parse),
     };

@@ -47,12 +47,6 @@
 #define SIDECAR       "{'name':'log-shipper','image':'fluent-bit'}"
 #define PROFILE_8CARD ",'annotations':{'rdma-webhook.io/profile':'roce-8card'}"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (strstr((hay), (needle)) == NULL)                                                       \
-            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
-    } while (0)
-
 static struct profiles *shipped;
 static struct profiles *custom; /* a test's own profiles, freed in teardown */
 

@@ -12,12 +12,6 @@
 
 #include "nccl.h"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (strstr((hay), (needle)) == NULL)                                                       \
-            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
-    } while (0)
-
 static char msg[256];
 
 static enum nccl_verdict check(const char *name, const char *value)

@@ -15,12 +15,6 @@
 
 #define SHIPPED_PROFILES "manifests/profiles.json"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (strstr((hay), (needle)) == NULL)                                                       \
-            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
-    } while (0)
-
 static struct dynbuf errors;
 
 static int setup(void **state __attribute__((unused)))

@@ -22,12 +22,6 @@
 
 #define SHIPPED_PROFILES "manifests/profiles.json"
 
-#define assert_contains(hay, needle)                                                               \
-    do {                                                                                           \
-        if (strstr((hay), (needle)) == NULL)                                                       \
-            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
-    } while (0)
-
 #define V1               "admission.k8s.io/v1"
 #define V1BETA1          "admission.k8s.io/v1beta1"
 #define REVIEW(api, req) "{'apiVersion':'" api "','kind':'AdmissionReview','request':" req "}"

@@ -11,6 +11,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <string.h>
+
 #define TEST(name) static void name(void **state __attribute__((unused)))
+
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL)                                                       \
+            fail_msg("expected \"%s\" in \"%s\"", (needle), (hay));                                \
+    } while (0)
 
 #endif
