@@ -25,8 +25,9 @@ struct cJSON;
 struct arena {
     char *block[ARENA_MAX_BLOCKS];
     size_t size[ARENA_MAX_BLOCKS];
-    size_t n;       /* blocks in use */
-    size_t used;    /* bytes used in the last block */
+    size_t n;   /* blocks in use */
+    char *next; /* free space of the last block: next..end */
+    char *end;
     size_t spilled; /* allocations that went to malloc: the arena was full */
 };
 
