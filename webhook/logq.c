@@ -1,5 +1,7 @@
 #include "logq.h"
 
+#include "monotime.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,17 +30,19 @@ struct logq {
     void *ctx;
 };
 
-/* ms from now on clock: the condition variable runs on CLOCK_MONOTONIC,
- * pthread_timedjoin_np() on CLOCK_REALTIME. */
-static void logq_deadline(struct timespec *ts, clockid_t clock, unsigned ms)
+/* ms from now on CLOCK_REALTIME, which pthread_timedjoin_np() waits on. */
+static struct timespec logq_realtime_in(unsigned ms)
 {
-    clock_gettime(clock, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
     }
+    return ts;
 }
 
 /* Waits, with mu held, until there is something to send; 0 when stopped
@@ -52,7 +56,7 @@ static int logq_wait_batch(struct logq *q)
         pthread_cond_wait(&q->cv, &q->mu);
     if (q->stop)
         return q->fill.len > 0 || q->dropped_unsent > 0;
-    logq_deadline(&until, CLOCK_MONOTONIC, q->flush_ms);
+    until = monotime_at(monotime_now() + (long long)q->flush_ms * MONOTIME_NS_PER_MS);
     while (!q->wake && !q->stop)
         if (pthread_cond_timedwait(&q->cv, &q->mu, &until) == ETIMEDOUT)
             break;
@@ -84,21 +88,13 @@ static void *logq_main(void *arg)
 
 static int logq_init_sync(struct logq *q)
 {
-    pthread_condattr_t attr;
-    int rc = -1;
-
-    if (pthread_condattr_init(&attr))
+    if (monotime_cond_init(&q->cv))
         return -1;
-    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) || pthread_cond_init(&q->cv, &attr))
-        goto out;
     if (pthread_mutex_init(&q->mu, NULL)) {
         pthread_cond_destroy(&q->cv);
-        goto out;
+        return -1;
     }
-    rc = 0;
-out:
-    pthread_condattr_destroy(&attr);
-    return rc;
+    return 0;
 }
 
 int logq_start(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink, void *ctx)
@@ -174,7 +170,7 @@ int logq_stop(struct logq *q, unsigned timeout_ms)
     q->stop = 1;
     pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
-    logq_deadline(&until, CLOCK_REALTIME, timeout_ms);
+    until = logq_realtime_in(timeout_ms);
     /* A reader that never reads again must not keep the process from
      * exiting: the writer is left blocked, and so is its memory. */
     if (pthread_timedjoin_np(q->thread, NULL, &until) != 0)

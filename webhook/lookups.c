@@ -2,6 +2,7 @@
 
 #include "arena.h"
 #include "k8sname.h"
+#include "monotime.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -13,24 +14,16 @@ enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
 #define LOOKUPS_FAILED_TTL_NS 1000000000LL
 #define LOOKUPS_BODY_MAX      (4u << 20)
 
-static long long lookups_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s)
 {
-    pthread_condattr_t attr;
-
     memset(c->e, 0, sizeof(c->e));
-    c->ttl_ns = (long long)ttl_s * 1000000000LL;
-    if (pthread_condattr_init(&attr) || pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
-        pthread_cond_init(&c->done, &attr) || pthread_mutex_init(&c->mu, NULL))
+    c->ttl_ns = (long long)ttl_s * MONOTIME_NS_PER_S;
+    if (monotime_cond_init(&c->done))
         return -1;
-    pthread_condattr_destroy(&attr);
+    if (pthread_mutex_init(&c->mu, NULL)) {
+        pthread_cond_destroy(&c->done);
+        return -1;
+    }
     return 0;
 }
 
@@ -92,7 +85,7 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
                                           const struct lookups_request *req, const char *key,
                                           lookups_fetch_fn fetch)
 {
-    long long left = req->deadline_ns - lookups_now();
+    long long left = req->deadline_ns - monotime_now();
     cJSON *value = NULL;
     int rc = -1;
 
@@ -111,7 +104,7 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     pthread_mutex_lock(&c->mu);
     e->state = rc == 0 ? LOOKUPS_READY : LOOKUPS_FAILED;
     e->value = value;
-    e->expires_ns = lookups_now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
+    e->expires_ns = monotime_now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
     pthread_cond_broadcast(&c->done);
     return rc == 0 ? e : NULL;
 }
@@ -122,8 +115,7 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
                                              const struct lookups_request *req, const char *key,
                                              lookups_fetch_fn fetch)
 {
-    struct timespec until = {(time_t)(req->deadline_ns / 1000000000LL),
-                             (long)(req->deadline_ns % 1000000000LL)};
+    struct timespec until = monotime_at(req->deadline_ns);
     struct lookups_entry *e;
 
     pthread_mutex_lock(&c->mu);
@@ -134,7 +126,7 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
                 break;
             continue;
         }
-        if (e && lookups_now() < e->expires_ns)
+        if (e && monotime_now() < e->expires_ns)
             break;
         e = e ? e : lookups_slot(c);
         if (e)
@@ -266,7 +258,7 @@ static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, 
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks)
 {
     req->lk = lk;
-    req->deadline_ns = lookups_now() + lk->budget_ns;
+    req->deadline_ns = monotime_now() + lk->budget_ns;
     hooks->select.node_labels = lookups_node_labels;
     hooks->select.ctx = req;
     hooks->configmap_has_key = lookups_configmap_has_key;

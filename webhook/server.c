@@ -2,6 +2,7 @@
 
 #include "arena.h"
 #include "logq.h"
+#include "monotime.h"
 #include "review.h"
 
 #include <arpa/inet.h>
@@ -41,18 +42,10 @@ enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE
 struct server_request {
     enum server_route route;
     struct dynbuf body;
-    int early_status; /* set when the body went over the cap */
-    size_t discarded; /* bytes dropped since then */
-    struct timespec start;
+    int early_status;   /* set when the body went over the cap */
+    size_t discarded;   /* bytes dropped since then */
+    long long start_ns; /* monotime */
 };
-
-static long long server_elapsed_ns(const struct timespec *start)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long long)(now.tv_sec - start->tv_sec) * 1000000000LL + (now.tv_nsec - start->tv_nsec);
-}
 
 /* Queues a response. body is either taken over (must_free: libmicrohttpd
  * frees it) or static; allow, when given, fills the Allow header of a 405. */
@@ -216,7 +209,7 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     arena_end(&arena);
     snapshot_release(snap);
     if (status == MHD_HTTP_OK) {
-        long long ns = server_elapsed_ns(&req->start);
+        long long ns = monotime_now() - req->start_ns;
 
         server_count(s, &sum, ns);
         if (!sum.ignored)
@@ -266,7 +259,7 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
     dynbuf_init(&req->body, s->cfg.max_body);
     /* One allocation for the whole body instead of doubling up to it. */
     (void)dynbuf_reserve(&req->body, (size_t)declared);
-    clock_gettime(CLOCK_MONOTONIC, &req->start);
+    req->start_ns = monotime_now();
     *req_cls = req;
     atomic_fetch_add(&s->metrics.in_flight, 1);
     return MHD_YES;
