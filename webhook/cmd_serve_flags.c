@@ -1,0 +1,242 @@
+#include "cmd_serve_flags.h"
+
+#include "cmd.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void serve_flags_usage(FILE *f)
+{
+    fprintf(
+        f,
+        "Usage: rdma-webhook serve [flags]\n"
+        "\n"
+        "Serves the mutating admission webhook over HTTPS.\n"
+        "\n"
+        "Flags:\n"
+        "  --listen ADDR:PORT            HTTPS address for /mutate, /healthz, /readyz "
+        "(default :8443)\n"
+        "  --metrics-listen ADDR:PORT    plain-HTTP address for /metrics, /healthz, /readyz;\n"
+        "                                \"\" turns it off (default :9090)\n"
+        "  --tls-cert-file FILE          serving certificate, PEM (default %s)\n"
+        "  --tls-private-key-file FILE   its private key, PEM (default %s)\n"
+        "  --profiles FILE               profiles JSON, reloaded when it changes (default %s)\n"
+        "  --profiles-configmap NS/NAME  instead of --profiles: list and watch the profiles\n"
+        "                                in ConfigMap NS/NAME through the Kubernetes API\n"
+        "  --profiles-key KEY            the ConfigMap key holding them (default profiles.json)\n"
+        "  --kube-api URL                API server, e.g. https://127.0.0.1:6443 (default: in\n"
+        "                                cluster, from KUBERNETES_SERVICE_HOST/PORT)\n"
+        "  --kube-ca FILE                CA of the API server (default: the service account's)\n"
+        "  --kube-token-file FILE        bearer token, re-read before every request (default:\n"
+        "                                the service account's)\n"
+        "  --no-kube-api                 do not use the API even in a cluster (no Node or\n"
+        "                                envFrom lookups)\n"
+        "  --api-budget-ms N             most time the API lookups of one admission may take\n"
+        "                                (default 2000)\n"
+        "  --node-cache-seconds N        how long a Node's labels are reused (default 30)\n"
+        "  --configmap-cache-seconds N   how long an envFrom ConfigMap's keys are reused\n"
+        "                                (default 10)\n"
+        "  --watch-timeout-seconds N     timeoutSeconds of each profiles watch (default 300)\n"
+        "  --max-body-bytes N            largest AdmissionReview accepted (default 8388608)\n"
+        "  --threads N                   TLS worker threads, each with its own listening\n"
+        "                                socket on the port (default: CPUs, at most 8)\n"
+        "  --connection-timeout SECONDS  idle connections are closed after this (default 30)\n"
+        "  --max-connections N           concurrent connections (default 4096)\n"
+        "  --shutdown-grace SECONDS      on SIGTERM, wait this long for requests in flight "
+        "(default 10)\n"
+        "  --reload-interval-ms N        also re-check the profiles and certificate files\n"
+        "                                this often, for file systems without inotify\n"
+        "                                (default 1000)\n"
+        "  --log-level LEVEL             debug, info, warn or error (default info); debug\n"
+        "                                adds libmicrohttpd's per-connection messages\n"
+        "  -h, --help                    show this help\n"
+        "\n"
+        "The certificate and key files are watched too and swapped without a restart.\n"
+        "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads profiles and certificate.\n",
+        RDMA_WEBHOOK_DEFAULT_CERT, RDMA_WEBHOOK_DEFAULT_KEY, RDMA_WEBHOOK_DEFAULT_PROFILES);
+}
+
+static unsigned serve_flags_default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1u : n > 8 ? 8u : (unsigned)n;
+}
+
+enum serve_flag {
+    FLAG_LISTEN = 256,
+    FLAG_METRICS_LISTEN,
+    FLAG_CERT,
+    FLAG_KEY,
+    FLAG_PROFILES,
+    FLAG_PROFILES_CM,
+    FLAG_MAX_BODY,
+    FLAG_THREADS,
+    FLAG_CONN_TIMEOUT,
+    FLAG_MAX_CONN,
+    FLAG_GRACE,
+    FLAG_RELOAD,
+    FLAG_LOG_LEVEL,
+    FLAG_PROFILES_KEY,
+    FLAG_KUBE_API,
+    FLAG_KUBE_CA,
+    FLAG_KUBE_TOKEN,
+    FLAG_NO_KUBE_API,
+    FLAG_API_BUDGET,
+    FLAG_NODE_CACHE,
+    FLAG_CM_CACHE,
+    FLAG_WATCH_TIMEOUT,
+};
+
+static const struct option serve_options[] = {
+    {"listen", required_argument, NULL, FLAG_LISTEN},
+    {"metrics-listen", required_argument, NULL, FLAG_METRICS_LISTEN},
+    {"tls-cert-file", required_argument, NULL, FLAG_CERT},
+    {"tls-private-key-file", required_argument, NULL, FLAG_KEY},
+    {"profiles", required_argument, NULL, FLAG_PROFILES},
+    {"profiles-configmap", required_argument, NULL, FLAG_PROFILES_CM},
+    {"max-body-bytes", required_argument, NULL, FLAG_MAX_BODY},
+    {"threads", required_argument, NULL, FLAG_THREADS},
+    {"connection-timeout", required_argument, NULL, FLAG_CONN_TIMEOUT},
+    {"max-connections", required_argument, NULL, FLAG_MAX_CONN},
+    {"shutdown-grace", required_argument, NULL, FLAG_GRACE},
+    {"reload-interval-ms", required_argument, NULL, FLAG_RELOAD},
+    {"log-level", required_argument, NULL, FLAG_LOG_LEVEL},
+    {"profiles-key", required_argument, NULL, FLAG_PROFILES_KEY},
+    {"kube-api", required_argument, NULL, FLAG_KUBE_API},
+    {"kube-ca", required_argument, NULL, FLAG_KUBE_CA},
+    {"kube-token-file", required_argument, NULL, FLAG_KUBE_TOKEN},
+    {"no-kube-api", no_argument, NULL, FLAG_NO_KUBE_API},
+    {"api-budget-ms", required_argument, NULL, FLAG_API_BUDGET},
+    {"node-cache-seconds", required_argument, NULL, FLAG_NODE_CACHE},
+    {"configmap-cache-seconds", required_argument, NULL, FLAG_CM_CACHE},
+    {"watch-timeout-seconds", required_argument, NULL, FLAG_WATCH_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Numeric flags: the option, its range, and where the value goes. */
+static int serve_flags_numeric(struct serve_opts *o, int flag)
+{
+    const struct {
+        int flag;
+        unsigned long long min, max;
+        unsigned *dst;
+    } nums[] = {
+        {FLAG_MAX_BODY, 1024, 1u << 30, &o->max_body},
+        {FLAG_THREADS, 1, SERVER_MAX_THREADS, &o->cfg.threads},
+        {FLAG_CONN_TIMEOUT, 1, 3600, &o->cfg.conn_timeout_s},
+        {FLAG_MAX_CONN, 1, 1000000, &o->cfg.conn_limit},
+        {FLAG_GRACE, 0, 3600, &o->grace_s},
+        {FLAG_RELOAD, 50, 3600000, &o->reload_interval_ms},
+        {FLAG_API_BUDGET, 10, 60000, &o->api_budget_ms},
+        {FLAG_NODE_CACHE, 0, 86400, &o->node_cache_s},
+        {FLAG_CM_CACHE, 0, 86400, &o->configmap_cache_s},
+        {FLAG_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
+    };
+    const struct option *opt = serve_options;
+    unsigned long long v;
+
+    while (opt->name && opt->val != flag)
+        opt++;
+    for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+        if (nums[i].flag != flag)
+            continue;
+        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v))
+            return -1;
+        *nums[i].dst = (unsigned)v;
+        return 0;
+    }
+    return -1;
+}
+
+static int serve_flags_getopt(int argc, char **argv, struct serve_opts *o)
+{
+    int c;
+
+    while ((c = getopt_long(argc, argv, "h", serve_options, NULL)) != -1) {
+        switch (c) {
+        case FLAG_LISTEN: o->cfg.listen = optarg; break;
+        case FLAG_METRICS_LISTEN: o->cfg.metrics_listen = optarg; break;
+        case FLAG_CERT: o->cfg.cert_file = optarg; break;
+        case FLAG_KEY: o->cfg.key_file = optarg; break;
+        case FLAG_PROFILES:
+            o->profiles = optarg;
+            o->profiles_set = 1;
+            break;
+        case FLAG_PROFILES_KEY: o->profiles_key = optarg; break;
+        case FLAG_KUBE_API: o->kube_api = optarg; break;
+        case FLAG_KUBE_CA: o->kube_ca = optarg; break;
+        case FLAG_KUBE_TOKEN: o->kube_token_file = optarg; break;
+        case FLAG_NO_KUBE_API: o->no_kube_api = 1; break;
+        case FLAG_PROFILES_CM: o->profiles_configmap = optarg; break;
+        case FLAG_LOG_LEVEL: o->log_level = optarg; break;
+        case 'h': serve_flags_usage(stdout); return 1;
+        case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
+        default:
+            if (serve_flags_numeric(o, c))
+                return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rdma-webhook serve: unexpected argument \"%s\"\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+static void serve_flags_defaults(struct serve_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->cfg.listen = ":8443";
+    o->cfg.metrics_listen = ":9090";
+    o->cfg.cert_file = RDMA_WEBHOOK_DEFAULT_CERT;
+    o->cfg.key_file = RDMA_WEBHOOK_DEFAULT_KEY;
+    o->max_body = 8u << 20;
+    o->profiles_key = "profiles.json";
+    o->api_budget_ms = 2000;
+    o->node_cache_s = 30;
+    o->configmap_cache_s = 10;
+    o->watch_timeout_s = 300;
+    o->cfg.threads = serve_flags_default_threads();
+    o->cfg.conn_timeout_s = 30;
+    o->cfg.conn_limit = 4096;
+    o->cfg.cert_expiry_warn_days = 30;
+    o->profiles = RDMA_WEBHOOK_DEFAULT_PROFILES;
+    o->log_level = "info";
+    o->reload_interval_ms = 1000;
+    o->grace_s = 10;
+}
+
+/* Combinations of flags that cannot work, caught before anything starts. */
+static int serve_flags_check(const struct serve_opts *o)
+{
+    const char *why = NULL;
+
+    if (o->profiles_configmap && o->profiles_set)
+        why = "--profiles and --profiles-configmap exclude each other; pick one source";
+    else if (o->profiles_configmap && o->no_kube_api)
+        why = "--profiles-configmap needs the API; drop --no-kube-api";
+    else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
+        why = "--kube-api needs --kube-ca and --kube-token-file";
+    if (why)
+        fprintf(stderr, "rdma-webhook serve: %s\n", why);
+    return why ? -1 : 0;
+}
+
+int serve_flags_parse(int argc, char **argv, struct serve_opts *o, enum log_level *level)
+{
+    int rc;
+
+    serve_flags_defaults(o);
+    rc = serve_flags_getopt(argc, argv, o);
+    if (rc)
+        return rc;
+    if (log_level_parse(o->log_level, level)) {
+        fprintf(stderr, "rdma-webhook serve: --log-level takes debug, info, warn or error\n");
+        return 2;
+    }
+    return serve_flags_check(o) ? 2 : 0;
+}

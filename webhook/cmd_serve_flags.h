@@ -1,0 +1,34 @@
+/* cmd_serve_flags: the flags of `rdma-webhook serve`, their defaults and
+ * their checks, kept apart from running the server (cmd_serve.c).
+ *
+ * Every flag here is in the --help text and in the README's table; a value
+ * out of range or a combination that cannot work is a usage error, reported
+ * on stderr with what to do instead, before anything starts.
+ */
+#ifndef RDMA_WEBHOOK_CMD_SERVE_FLAGS_H
+#define RDMA_WEBHOOK_CMD_SERVE_FLAGS_H
+
+#include "log.h"
+#include "server.h"
+
+struct serve_opts {
+    struct server_config cfg;
+    const char *profiles;
+    int profiles_set;
+    const char *profiles_configmap;
+    const char *profiles_key;
+    const char *kube_api, *kube_ca, *kube_token_file;
+    int no_kube_api;
+    unsigned max_body;
+    unsigned api_budget_ms, node_cache_s, configmap_cache_s, watch_timeout_s;
+    const char *log_level;
+    unsigned reload_interval_ms;
+    unsigned grace_s;
+};
+
+/* Fills *o from the defaults and argv, and *level from --log-level. Returns 0
+ * to serve, 1 when --help was printed (exit 0), 2 on a usage error (already
+ * printed; exit 2). */
+int serve_flags_parse(int argc, char **argv, struct serve_opts *o, enum log_level *level);
+
+#endif
