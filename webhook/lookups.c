@@ -236,14 +236,13 @@ static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
 }
 
 static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, const char *name,
-                                                     const char *key, int optional)
+                                                     const char *key)
 {
     struct lookups_request *req = ctx;
     struct lookups_entry *e;
     enum mutate_envfrom answer;
     char ck[512];
 
-    (void)optional; /* a missing ConfigMap declares nothing either way */
     if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck))
         return MUTATE_ENVFROM_UNKNOWN;
     e = lookups_acquire(&req->lk->configmaps, req, ck, lookups_fetch_configmap);

@@ -258,8 +258,7 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *container, const
         if (!ref || !key)
             continue;
         if (cm && m->hooks && m->hooks->configmap_has_key && ref_name)
-            answer = m->hooks->configmap_has_key(m->hooks->ctx, m->in->namespace_, ref_name, key,
-                                                 podjson_bool(&m->r, cm, "optional"));
+            answer = m->hooks->configmap_has_key(m->hooks->ctx, m->in->namespace_, ref_name, key);
         if (answer == MUTATE_ENVFROM_HAS)
             return 1;
         if (answer == MUTATE_ENVFROM_UNKNOWN && !(*warned & bit)) {
