@@ -24,6 +24,7 @@
 #include "mutate.h"
 #include "patch.h"
 #include "profiles.h"
+#include "utf8.h"
 
 #define SHIPPED_PROFILES "manifests/profiles.json"
 #define WARN_PREFIX      "rdma-webhook: "
@@ -201,27 +202,6 @@ static void assert_profile_env_8card(const cJSON *c)
 
 /* ---- warnings ---- */
 
-static int utf8_ok(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-
-    while (*p) {
-        int n = *p < 0x80             ? 1
-                : (*p & 0xe0) == 0xc0 ? 2
-                : (*p & 0xf0) == 0xe0 ? 3
-                : (*p & 0xf8) == 0xf0 ? 4
-                                      : 0;
-
-        if (n == 0)
-            return 0;
-        for (int i = 1; i < n; i++)
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-        p += n;
-    }
-    return 1;
-}
-
 static void check_warnings(const struct mutate_result *res)
 {
     for (size_t i = 0; i < res->warnings.n; i++) {
@@ -231,7 +211,7 @@ static void check_warnings(const struct mutate_result *res)
             fail_msg("warning without prefix: %s", w);
         if (strlen(w) >= 120)
             fail_msg("warning of %zu bytes: %s", strlen(w), w);
-        if (!utf8_ok(w))
+        if (!utf8_valid(w, strlen(w)))
             fail_msg("warning is not valid UTF-8: %s", w);
     }
 }

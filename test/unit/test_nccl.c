@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "nccl.h"
+#include "utf8.h"
 
 static char msg[256];
 
@@ -18,28 +19,6 @@ static enum nccl_verdict check(const char *name, const char *value)
 {
     memset(msg, 0, sizeof(msg));
     return nccl_check(name, value, msg, sizeof(msg));
-}
-
-/* 1 when s is well-formed UTF-8 (independent of the webhook's validator). */
-static int utf8_ok(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-
-    while (*p) {
-        int n = *p < 0x80             ? 1
-                : (*p & 0xe0) == 0xc0 ? 2
-                : (*p & 0xf0) == 0xe0 ? 3
-                : (*p & 0xf8) == 0xf0 ? 4
-                                      : 0;
-
-        if (n == 0)
-            return 0;
-        for (int i = 1; i < n; i++)
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-        p += n;
-    }
-    return 1;
 }
 
 TEST(test_timeout_in_range_is_ok)
@@ -250,9 +229,9 @@ TEST(test_long_multibyte_value_is_cut_on_a_character_boundary)
     for (int i = 0; i < 40; i++)
         strcat(value, i % 2 ? "\xc3\xa9" : "\xe6\x97\xa5");
     assert_int_equal(check("NCCL_IB_TIMEOUT", value), NCCL_VALUE_NOT_INT);
-    assert_true(utf8_ok(msg));
+    assert_true(utf8_valid(msg, strlen(msg)));
     assert_int_equal(check("NCCL_DEBUG", value + 3), NCCL_VALUE_BAD_WORD);
-    assert_true(utf8_ok(msg));
+    assert_true(utf8_valid(msg, strlen(msg)));
     assert_int_equal(check("NCCL_IB_HCA", value + 1), NCCL_VALUE_OK); /* no trailing digit */
 }
 
