@@ -19,6 +19,8 @@ SRCS    := $(wildcard webhook/*.c)
 LIB_SRCS := $(filter-out webhook/main.c webhook/cmd_%.c,$(SRCS))
 HDRS    := $(wildcard webhook/*.h)
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
+# Shared by the unit tests: compiled into each one with its test_*.c.
+UNIT_SUPPORT := test/unit/support.c test/unit/support.h test/unit/unit.h
 
 PROFILES ?= manifests/profiles.json
 DEV_CERTS := certs/dev
@@ -59,11 +61,11 @@ build-asan/rdma-webhook: $(patsubst webhook/%.c,build-asan/%.o,$(SRCS))
 build/ build-asan/:
 	@mkdir -p $@
 
-build/unit/%: test/unit/%.c test/unit/unit.h $(patsubst webhook/%.c,build/%.o,$(LIB_SRCS)) | build/
+build/unit/%: test/unit/%.c $(UNIT_SUPPORT) $(patsubst webhook/%.c,build/%.o,$(LIB_SRCS)) | build/
 	@mkdir -p build/unit
 	$(CC) $(BASE) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
-build-asan/unit/%: test/unit/%.c test/unit/unit.h $(patsubst webhook/%.c,build-asan/%.o,$(LIB_SRCS)) | build-asan/
+build-asan/unit/%: test/unit/%.c $(UNIT_SUPPORT) $(patsubst webhook/%.c,build-asan/%.o,$(LIB_SRCS)) | build-asan/
 	@mkdir -p build-asan/unit
 	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
@@ -175,7 +177,7 @@ bench:
 	bench/run.sh
 
 format:
-	clang-format -i webhook/*.c webhook/*.h test/unit/*.c
+	clang-format -i webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
 
 check-format:
 	clang-format --dry-run --Werror webhook/*.c webhook/*.h

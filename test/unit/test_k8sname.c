@@ -4,6 +4,7 @@
  * qualified names, and their length limits.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <string.h>
 
@@ -70,10 +71,7 @@ TEST(test_qualified)
     assert_false(k8sname_qualified("a/b/c"));
 
     /* A 253-byte prefix and a 63-byte name are the limits. */
-    memset(s, 'd', 253);
-    s[253] = '/';
-    memset(s + 254, 'n', 64);
-    s[317] = '\0';
+    longest_resource_name(s, sizeof(s));
     assert_int_equal(strlen(s), K8SNAME_QUALIFIED_MAX);
     assert_true(k8sname_qualified(s));
     s[317] = 'n';

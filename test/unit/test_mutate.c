@@ -14,6 +14,7 @@
  * Run from the repository root (make unit does): it reads manifests/.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -26,9 +27,8 @@
 #include "profiles.h"
 #include "utf8.h"
 
-#define SHIPPED_PROFILES "manifests/profiles.json"
-#define WARN_PREFIX      "rdma-webhook: "
-#define NAME63           "a23456789012345678901234567890123456789012345678901234567890123"
+#define WARN_PREFIX "rdma-webhook: "
+#define NAME63      "a23456789012345678901234567890123456789012345678901234567890123"
 
 /* A pod the training-operator created (label), with the given spec. */
 #define POD(spec)                                                                                  \
@@ -363,17 +363,7 @@ static void assert_outcome(enum mutate_outcome want)
 
 static int setup_group(void **state __attribute__((unused)))
 {
-    FILE *f = fopen(SHIPPED_PROFILES, "rb");
-    static char buf[65536];
-    size_t n;
-
-    if (!f) {
-        fprintf(stderr, "cannot open %s (run from the repository root)\n", SHIPPED_PROFILES);
-        return -1;
-    }
-    n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    shipped = profiles_parse(buf, n, NULL);
+    shipped = load_shipped_profiles();
     return shipped ? 0 : -1;
 }
 
@@ -902,10 +892,7 @@ TEST(test_longest_resource_name_is_patched_whole)
 {
     char name[400], doc[600], ptr[600];
 
-    memset(name, 'd', 253);
-    name[253] = '/';
-    memset(name + 254, 'n', 63);
-    name[317] = '\0';
+    longest_resource_name(name, sizeof(name));
     snprintf(doc, sizeof(doc),
              "{'profiles':[{'name':'p','match':{'gpus':8},'resources':{'%s':'2'}}]}", name);
     run_with(POD("{'containers':[" C8("") "]}"), profiles_from(doc), NULL);

@@ -5,6 +5,7 @@
  * repository root (make unit does).
  */
 #include "unit.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,6 @@
 
 #include "dynbuf.h"
 #include "profiles.h"
-
-#define SHIPPED_PROFILES "manifests/profiles.json"
 
 static struct dynbuf errors;
 
@@ -83,21 +82,13 @@ static const char *line_with(const char *text, const char *needle, char *out, si
     return out;
 }
 
+/* The shipped profiles, or a failed test (load_shipped_profiles says why). */
 static struct profiles *load_shipped(void)
 {
-    FILE *f = fopen(SHIPPED_PROFILES, "rb");
-    char buf[65536];
-    size_t n;
-    struct profiles *ps;
+    struct profiles *ps = load_shipped_profiles();
 
-    if (!f)
-        fail_msg("cannot open %s (run from the repository root)", SHIPPED_PROFILES);
-    n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    dynbuf_reset(&errors);
-    ps = profiles_parse(buf, n, &errors);
     if (!ps)
-        fail_msg("shipped profiles rejected: %s", dynbuf_ptr(&errors));
+        fail_msg("%s did not load", SHIPPED_PROFILES);
     return ps;
 }
 
@@ -499,10 +490,7 @@ TEST(test_resource_name_too_long)
     snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", name);
     line_with(rejected(doc), "not an extended resource name", line, sizeof(line));
     /* At the limits, it loads. */
-    memset(name, 'a', 253);
-    name[253] = '/';
-    memset(name + 254, 'b', 63);
-    name[317] = '\0';
+    longest_resource_name(name, sizeof(name));
     snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", name);
     ps = accepted(doc);
     assert_string_equal(ps->p[0].resources.v[0].name, name);

@@ -7,6 +7,7 @@
  * Run from the repository root (make unit does): it reads manifests/.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <openssl/evp.h>
@@ -19,8 +20,6 @@
 #include "profiles.h"
 #include "review.h"
 #include "utf8.h"
-
-#define SHIPPED_PROFILES "manifests/profiles.json"
 
 #define V1               "admission.k8s.io/v1"
 #define V1BETA1          "admission.k8s.io/v1beta1"
@@ -47,17 +46,7 @@ static struct {
 
 static int setup_group(void **state __attribute__((unused)))
 {
-    FILE *f = fopen(SHIPPED_PROFILES, "rb");
-    static char buf[65536];
-    size_t n;
-
-    if (!f) {
-        fprintf(stderr, "cannot open %s (run from the repository root)\n", SHIPPED_PROFILES);
-        return -1;
-    }
-    n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    shipped = profiles_parse(buf, n, NULL);
+    shipped = load_shipped_profiles();
     return shipped ? 0 : -1;
 }
 

@@ -1,0 +1,28 @@
+/* support: helpers more than one unit test needs, in test/unit/support.c.
+ *
+ * The Makefile links support.c into every unit test; a test includes this
+ * header after unit.h.
+ */
+#ifndef RDMA_WEBHOOK_TEST_SUPPORT_H
+#define RDMA_WEBHOOK_TEST_SUPPORT_H
+
+#include <stddef.h>
+
+struct profiles;
+
+/* Relative to the repository root, where `make unit` runs the tests. */
+#define SHIPPED_PROFILES "manifests/profiles.json"
+
+/* Parses SHIPPED_PROFILES. On failure (file missing or rejected) says why on
+ * stderr and returns NULL, so a group setup can return -1 and a test can
+ * fail_msg(). Free the result with profiles_free(). */
+struct profiles *load_shipped_profiles(void);
+
+/* Writes the longest qualified name the apiserver accepts as a resource name,
+ * 317 bytes: a 253-byte domain of 'd', '/', then a 63-byte name of 'n', so
+ * out[253] is the '/' and out + 254 the name. Spelled out here rather than
+ * from k8sname.h's limits, which test_k8sname checks against it. outlen must
+ * exceed 317; returns out. */
+char *longest_resource_name(char *out, size_t outlen);
+
+#endif
