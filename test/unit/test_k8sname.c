@@ -69,6 +69,10 @@ TEST(test_qualified)
     assert_false(k8sname_qualified("rdma/h~a"));
     assert_false(k8sname_qualified("rdma/h a"));
     assert_false(k8sname_qualified("a/b/c"));
+    assert_false(k8sname_qualified("rdma/a/b"));
+    assert_false(k8sname_qualified("rdma/-hca"));
+    assert_false(k8sname_qualified("RDMA.io/hca"));
+    assert_false(k8sname_qualified("rdma..io/hca"));
 
     /* A 253-byte prefix and a 63-byte name are the limits. */
     longest_resource_name(s, sizeof(s));
