@@ -4,10 +4,11 @@
  * one daemon with one EPOLL internal thread per CPU (at most 8), each with its
  * own listening socket on the port (SO_REUSEPORT) when more than one,
  * no TURBO (the webhook cannot use it: see server.c), the same 8 KiB
- * connection memory (SERVER_CONN_MEMORY), the same GnuTLS priorities and the
- * same certificate. Every POST body
- * is read completely into memory, then a fixed response (a file, e.g. the
- * webhook's own answer to the same review) is sent as application/json.
+ * connection memory and the same GnuTLS priorities (SERVER_CONN_MEMORY and
+ * SERVER_TLS_PRIORITIES, taken from server.h so the two cannot drift apart),
+ * and the same certificate. Every POST body is read completely into memory,
+ * then a fixed response (a file, e.g. the webhook's own answer to the same
+ * review) is sent as application/json.
  *
  * With --parse, the body is also parsed with cJSON, in the webhook's own
  * per-request arena (webhook/arena.c), and a body that is not JSON gets 400:
@@ -18,6 +19,7 @@
  * Usage: mhd_responder PORT CERT KEY RESPONSE_FILE [--parse]
  */
 #include "arena.h"
+#include "server.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -28,8 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 struct body {
     char *mem;
@@ -171,11 +171,11 @@ int main(int argc, char **argv)
         d[i] = MHD_start_daemon(
             MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TLS, 0, NULL,
             NULL, handle, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
-            MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+            MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
             MHD_OPTION_CONNECTION_LIMIT, 4096u / threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-            (size_t)8192, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-            MHD_OPTION_LISTENING_ADDRESS_REUSE, threads > 1 ? 1u : 0u, MHD_OPTION_SOCK_ADDR,
-            &addr, MHD_OPTION_END);
+            (size_t)SERVER_CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+            MHD_OPTION_LISTENING_ADDRESS_REUSE, threads > 1 ? 1u : 0u, MHD_OPTION_SOCK_ADDR, &addr,
+            MHD_OPTION_END);
         if (!d[i]) {
             fprintf(stderr, "mhd_responder: cannot start on port %s\n", argv[1]);
             return 1;

@@ -20,15 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* TLS 1.2 and 1.3 only: the apiserver speaks both, and nothing older is safe. */
-#define SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-#define SERVER_PEM_MAX        (1u << 20)
-/* libmicrohttpd's memory per connection, for the request line, the headers
- * and the read buffer. 8 KiB instead of the default 32 KiB: at 256 open
- * connections it is 2 MiB instead of 8; the apiserver's headers take a few
- * hundred bytes, and bodies pass through the read buffer piecewise (the
- * 135 KB pod is as fast as with 16 KiB). Headers over about 7 KiB get 431. */
-#define SERVER_CONN_MEMORY 8192
+#define SERVER_PEM_MAX (1u << 20)
 #ifndef RDMA_WEBHOOK_VERSION
 #define RDMA_WEBHOOK_VERSION "0.1.0-dev"
 #endif
