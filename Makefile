@@ -155,17 +155,20 @@ fuzz: fuzz-build
 BENCH_BIN  := build/bench/mhd_responder build/bench/ready_probe build/bench/lib_floor \
               build/bench/gowebhook
 
-build/bench/mhd_responder: bench/mhd_responder.c build/arena.o | build/
+# The bench programs are built as the webhook is (BASE, HARDEN, CFLAGS), so a
+# yardstick differs from it in what it does, not in how it was compiled.
+# mhd_responder takes the daemon settings from server.h.
+build/bench/mhd_responder: bench/mhd_responder.c build/arena.o $(HDRS) | build/
 	@mkdir -p build/bench
-	$(CC) -std=c11 -D_GNU_SOURCE -pthread $(WARN) -O2 -g $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -o $@
+	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) $(LDFLAGS_ALL) -o $@
 
 build/bench/lib_floor: bench/lib_floor.c | build/
 	@mkdir -p build/bench
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
+	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $(PKG_CFLAGS) $< $(PKG_LIBS) $(LDFLAGS_ALL) -o $@
 
 build/bench/ready_probe: bench/ready_probe.c | build/
 	@mkdir -p build/bench
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $< $(LDFLAGS_ALL) -o $@
 
 build/bench/gowebhook: bench/gowebhook/main.go | build/
 	@mkdir -p build/bench
