@@ -107,13 +107,47 @@ tree_pids() {
     echo "$1"
     pgrep -P "$1" || true
 }
-wait_https() { # port
-    local i
-    for i in $(seq 1 500); do
-        curl -fsS -o /dev/null --cacert "$ca" "https://127.0.0.1:$1/readyz" 2>/dev/null && return 0
+# A server is started in the background and takes a moment to listen: retry
+# the check every 20 ms, for up to 10 s, before giving up on it.
+wait_until() { # message command...
+    local msg=$1 _
+    shift
+    for _ in $(seq 1 500); do
+        "$@" 2>/dev/null && return 0
         sleep 0.02
     done
-    die "nothing ready on port $1"
+    die "$msg"
+}
+ready_https() { # port
+    curl -fsS -o /dev/null --cacert "$ca" "https://127.0.0.1:$1/readyz"
+}
+# POSTs a file to /mutate as the apiserver would; the answer goes to out and
+# the HTTP code to stdout ("000" when nothing answered, so that the callers
+# can say what went wrong instead of stopping on curl's status).
+post_review() { # port file out
+    curl -sS -o "$3" -w '%{http_code}' --cacert "$ca" -H 'Content-Type: application/json' \
+        --data-binary @"$2" "https://127.0.0.1:$1/mutate" || true
+}
+answers_post() { # port
+    [ "$(post_review "$1" "$small" /dev/null)" = 200 ]
+}
+# A webhook that answered without a patch would be measured doing less than
+# the mutation.
+expect_patch() { # name port review out
+    local code
+    code=$(post_review "$2" "$3" "$4")
+    if [ "$code" != 200 ] || ! grep -q '"patch"' "$4"; then
+        die "$1 did not mutate $(basename "$3") (HTTP $code)"
+    fi
+}
+# The yardsticks must send the webhook's own answer, byte for byte, or they
+# would be measured sending something else.
+expect_fixed() { # name port
+    local code
+    code=$(post_review "$2" "$small" "$run/$1.first")
+    if [ "$code" != 200 ] || ! cmp -s "$run/$1.first" "$run/response.json"; then
+        die "$1 does not answer the fixed response (HTTP $code)"
+    fi
 }
 # One wrk point; prints the BENCH line. Fails on any error or non-200.
 wrk_point() { # name port conns seconds body
@@ -134,19 +168,27 @@ field() { # line key
     echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'
 }
 
-declare -A RPS P50 P99 P999 RSS ANON FILE # by name,conns,round
+declare -A RPS P50 P99 P999 RSS ANON FILE # by name,conns,round (and "large")
 declare -A PORT PID SPREAD RSSMAX
-bench_point() { # name conns round
-    local name=$1 c=$2 r=$3 port=${PORT[$1]} line k=$1,$2,$3 tp
-    tp=$(tree_pids "${PID[$1]}")
-    wrk_point "$name" "$port" "$c" "$warmup" "$small" >/dev/null
-    # shellcheck disable=SC2086
-    reset_hwm $tp
-    line=$(wrk_point "$name" "$port" "$c" "$duration" "$small")
+# A warm-up, then the measured wrk run, whose req/s and latencies go into
+# RPS, P50, P99 and P999 under key. The peak RSS of the given pids is reset
+# in between, so that it is the measured run's.
+measure() { # key name port conns review [pids...]
+    local k=$1 name=$2 port=$3 c=$4 review=$5 line
+    shift 5
+    wrk_point "$name" "$port" "$c" "$warmup" "$review" >/dev/null
+    reset_hwm "$@"
+    line=$(wrk_point "$name" "$port" "$c" "$duration" "$review")
     RPS[$k]=$(field "$line" rps)
     P50[$k]=$(field "$line" p50_us)
     P99[$k]=$(field "$line" p99_us)
     P999[$k]=$(field "$line" p999_us)
+}
+bench_point() { # name conns round
+    local name=$1 c=$2 r=$3 k=$1,$2,$3 tp
+    tp=$(tree_pids "${PID[$1]}")
+    # shellcheck disable=SC2086
+    measure "$k" "$name" "${PORT[$name]}" "$c" "$small" $tp
     # shellcheck disable=SC2086
     RSS[$k]=$(status_kb VmHWM $tp)
     # shellcheck disable=SC2086
@@ -182,38 +224,23 @@ line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2> >(tail -n 
 wpid=${line#pid=}
 wpid=${wpid%% *}
 pids+=("$wpid")
-code=$(curl -sS -o "$run/response.json" -w '%{http_code}' --cacert "$ca" \
-    -H 'Content-Type: application/json' --data-binary @"$small" \
-    "https://127.0.0.1:$port_webhook/mutate")
-[ "$code" = 200 ] && grep -q '"patch"' "$run/response.json" ||
-    die "rdma-webhook did not mutate the 8-GPU review (HTTP $code)"
-code=$(curl -sS -o "$run/response-large.json" -w '%{http_code}' --cacert "$ca" \
-    -H 'Content-Type: application/json' --data-binary @"$large" \
-    "https://127.0.0.1:$port_webhook/mutate")
-[ "$code" = 200 ] && grep -q '"patch"' "$run/response-large.json" ||
-    die "rdma-webhook did not mutate the large review (HTTP $code)"
+expect_patch rdma-webhook "$port_webhook" "$small" "$run/response.json"
+expect_patch rdma-webhook "$port_webhook" "$large" "$run/response-large.json"
 resp_bytes=$(wc -c <"$run/response.json")
 cp "$run/response.json" "$run/nginx-root/mutate"
 
 PORT[rdma-webhook]=$port_webhook PID[rdma-webhook]=$wpid
-wrk_point rdma-webhook-large "$port_webhook" 1 "$warmup" "$large" >/dev/null
-line=$(wrk_point rdma-webhook-large "$port_webhook" 1 "$duration" "$large")
-L_RPS=$(field "$line" rps)
-L_P50=$(field "$line" p50_us)
-L_P99=$(field "$line" p99_us)
-L_P999=$(field "$line" p999_us)
+measure large rdma-webhook-large "$port_webhook" 1 "$large"
 printf '%-12s c=1    %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us\n' \
-    "large pod" "$L_RPS" "$L_P50" "$L_P99" "$L_P999"
+    "large pod" "${RPS[large]}" "${P50[large]}" "${P99[large]}" "${P999[large]}"
 # --- nginx -------------------------------------------------------------------
 sed -e "s|@RUN@|$repo/$run|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" \
     -e "s|@PORT@|$port_nginx|g" bench/nginx.conf.in >"$run/nginx.conf"
 nginx -c "$repo/$run/nginx.conf" -p "$repo/$run" -e "$repo/$run/nginx-error.log" &
 npid=$!
 pids+=("$npid")
-wait_https "$port_nginx"
-cmp -s <(curl -sS --cacert "$ca" -H 'Content-Type: application/json' --data-binary @"$small" \
-    "https://127.0.0.1:$port_nginx/mutate") "$run/response.json" ||
-    die "nginx does not answer the fixed response"
+wait_until "nothing ready on port $port_nginx" ready_https "$port_nginx"
+expect_fixed nginx "$port_nginx"
 PORT[nginx]=$port_nginx PID[nginx]=$npid
 
 # --- bare libmicrohttpd, and the same parsing each review with cJSON ------------
@@ -223,18 +250,15 @@ start_mhd() { # name port [--parse]
     "$out/mhd_responder" "$port" "$cert" "$key" "$run/response.json" "$@" 2>"$run/$name.log" &
     pid=$!
     pids+=("$pid")
-    for _ in $(seq 1 500); do # it has no /readyz: the first answered POST is the check
-        curl -fsS -o "$run/$name.first" --cacert "$ca" -H 'Content-Type: application/json' \
-            --data-binary @"$small" "https://127.0.0.1:$port/mutate" 2>/dev/null && break
-        sleep 0.02
-    done
-    cmp -s "$run/$name.first" "$run/response.json" || die "$name does not answer the fixed response"
+    # It has no /readyz: the first answered POST says it is up.
+    wait_until "$name does not answer on port $port" answers_post "$port"
+    expect_fixed "$name" "$port"
     PORT[$name]=$port PID[$name]=$pid
 }
 start_mhd mhd "$port_mhd"
 start_mhd mhd+cjson "$port_parse" --parse
-code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$ca" --data-binary '{"not json' \
-    "https://127.0.0.1:$port_parse/mutate")
+printf '{"not json' >"$run/not-json"
+code=$(post_review "$port_parse" "$run/not-json" /dev/null)
 [ "$code" = 400 ] || die "mhd+cjson answered $code to a body that is not JSON: it is not parsing"
 
 # --- the required libraries alone ----------------------------------------------
@@ -246,10 +270,8 @@ FLOOR_FILE=$(field "$floor" rss_file_kb)
 "$out/gowebhook" -listen "127.0.0.1:$port_go" -cert "$cert" -key "$key" 2>"$run/gowebhook.log" &
 gpid=$!
 pids+=("$gpid")
-wait_https "$port_go"
-code=$(curl -sS -o "$run/response-go.json" -w '%{http_code}' --cacert "$ca" \
-    -H 'Content-Type: application/json' --data-binary @"$small" "https://127.0.0.1:$port_go/mutate")
-[ "$code" = 200 ] && grep -q '"patch"' "$run/response-go.json" || die "gowebhook did not mutate"
+wait_until "nothing ready on port $port_go" ready_https "$port_go"
+expect_patch gowebhook "$port_go" "$small" "$run/response-go.json"
 PORT[go]=$port_go PID[go]=$gpid
 
 # --- the rounds ------------------------------------------------------------------
@@ -343,7 +365,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## rdma-webhook alone"
     echo
     echo "- Large pod (10 containers x 200 env, $(wc -c <"$large") bytes, answer $(wc -c <"$run/response-large.json") bytes), one connection:"
-    echo "  ${L_RPS%.*} req/s, p50 $(ms "$L_P50") ms, p99 $(ms "$L_P99") ms, p99.9 $(ms "$L_P999") ms."
+    echo "  ${RPS[large]%.*} req/s, p50 $(ms "${P50[large]}") ms, p99 $(ms "${P99[large]}") ms, p99.9 $(ms "${P999[large]}") ms."
     echo "- Time to ready (exec to the first 200 on /readyz, polled every 0.1 ms), 11 starts:"
     echo "  median $(ms "$ready_med") ms, max $(ms "$ready_max") ms."
     case " $conns " in *" 256 "*)
@@ -368,7 +390,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     case " $conns " in *" 256 "*)
         echo "| peak RSS at 256 conns <= 16 MiB (highest round) | $(mib "${RSSMAX[rdma-webhook,256]}") MiB | $(awk -v k="${RSSMAX[rdma-webhook,256]}" 'BEGIN {print (k <= 16384 ? "yes" : "no")}') |" ;;
     esac
-    echo "| large pod < 1 ms per admission, one connection | p50 $(ms "$L_P50") ms, mean $(awk -v r="$L_RPS" 'BEGIN {printf "%.2f", 1000 / r}') ms | $(awk -v u="$L_P50" 'BEGIN {print (u < 1000 ? "yes" : "no")}') |"
+    echo "| large pod < 1 ms per admission, one connection | p50 $(ms "${P50[large]}") ms, mean $(awk -v r="${RPS[large]}" 'BEGIN {printf "%.2f", 1000 / r}') ms | $(awk -v u="${P50[large]}" 'BEGIN {print (u < 1000 ? "yes" : "no")}') |"
     echo "| ready within 50 ms of start | max $(ms "$ready_max") ms | $(awk -v u="$ready_max" 'BEGIN {print (u <= 50000 ? "yes" : "no")}') |"
     echo
     echo "## Machine"
