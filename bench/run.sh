@@ -12,7 +12,8 @@
 # connection count, the servers in a rotating order, and the table reports
 # each figure's median over the rounds (with the spread of req/s; memory from
 # round 1), so that drift in a shared machine's speed falls on all servers
-# alike instead of on whichever ran last.
+# alike instead of on whichever ran last. A round under half its median is
+# named on stdout and under the table, without failing the run.
 #
 # Environment: BENCH_DURATION (seconds per point, default 5), BENCH_WARMUP
 # (default 1), BENCH_CONNS (default "1 16 64 256"), BENCH_ROUNDS (default 3).
@@ -215,6 +216,23 @@ spread_of() { # array name conns
 max_of() { # array name conns
     round_values "$@" | tail -n 1
 }
+thousands() { # number: 1469.2 -> 1,469
+    printf '%.0f' "$1" | sed ':a; s/\B[0-9]\{3\}\>/,&/; ta'
+}
+# A round under half the median is a stall, of the machine or of the server,
+# not a speed. The median hides it and the range only hints at it, so it is
+# named on stdout and under the table; it does not fail the run, as it says
+# nothing about the other rounds.
+collapsed=()
+flag_collapsed() { # name conns (after the median is in RPS)
+    local r v
+    for r in $(seq 1 "$rounds"); do
+        v=${RPS[$1,$2,$r]}
+        awk -v v="$v" -v m="${RPS[$1,$2]}" 'BEGIN {exit !(v < m / 2)}' || continue
+        collapsed+=("$1 at $2 connections, round $r: $(thousands "$v") req/s")
+        echo "bench: collapsed round: ${collapsed[-1]}, under half the median of $(thousands "${RPS[$1,$2]}")"
+    done
+}
 
 # --- rdma-webhook ----------------------------------------------------------
 # The admission log goes through a pipe, as to a container runtime; only its
@@ -292,6 +310,7 @@ for name in "${servers[@]}"; do
         done
         RSSMAX[$name,$c]=$(max_of RSS "$name" "$c")
         SPREAD[$name,$c]=$(spread_of RPS "$name" "$c")
+        flag_collapsed "$name" "$c"
     done
 done
 # Every admission must have been logged: a queue that dropped lines would
@@ -329,6 +348,15 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
             echo "| $name | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c,1]}") | $(mib "${ANON[$name,$c,1]}") | $(mib "${FILE[$name,$c,1]}") |"
         done
     done
+    if [ ${#collapsed[@]} -gt 0 ]; then
+        # Of two rounds the median is the mean, which the collapse does move.
+        why="the median ignores it only by being a median"
+        [ "$rounds" -gt 2 ] || why="with two rounds the median is their mean, and it is in it"
+        echo
+        for note in "${collapsed[@]}"; do
+            echo "- collapsed round: $note; $why."
+        done
+    fi
     echo
     echo "## rdma-webhook relative to each yardstick (throughput ratio)"
     echo
