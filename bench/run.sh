@@ -46,7 +46,7 @@ pids=()
 cleanup() {
     local p
     for p in "${pids[@]:-}"; do
-        [ -n "$p" ] && kill "$p" 2>/dev/null || true
+        if [ -n "$p" ]; then kill "$p" 2>/dev/null || true; fi
     done
 }
 trap cleanup EXIT
@@ -305,6 +305,7 @@ for name in "${servers[@]}"; do
     for c in $conns; do
         for m in RPS P50 P99 P999; do
             declare -n med=$m
+            # shellcheck disable=SC2034,SC2004 # med names an associative array
             med[$name,$c]=$(median_of "$m" "$name" "$c")
             unset -n med
         done
@@ -424,6 +425,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## Machine"
     echo
     echo "- CPUs: $(nproc) ($cpu); the client (wrk -t2, -t1 at one connection) shares them with the server."
+    # shellcheck source=/dev/null
     echo "- Kernel: $(uname -sr); $(. /etc/os-release && echo "$PRETTY_NAME")"
     echo "- rdma-webhook $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet -- webhook 2>/dev/null || echo ' (webhook/ modified)'), $(cc --version | head -n 1)"
     echo "- libmicrohttpd $(pkg-config --modversion libmicrohttpd), GnuTLS $(pkg-config --modversion gnutls)"
