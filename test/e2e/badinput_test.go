@@ -942,7 +942,7 @@ func TestTimedOutConnectionsReleased(t *testing.T) {
 }
 
 // TestLargeRequestHeaders: libmicrohttpd keeps 8 KiB per connection for the
-// request line, headers and read buffer (server.c, SERVER_CONN_MEMORY).
+// request line, headers and read buffer (server.h, SERVER_CONN_MEMORY).
 // Headers of a few KiB, far more than the apiserver sends, are served; a
 // header block that does not fit gets 431, and the server goes on serving.
 // A client still writing 64 KiB of headers when the server answers 431 and
