@@ -13,6 +13,8 @@
 
 #define REVIEW_V1      "admission.k8s.io/v1"
 #define REVIEW_V1BETA1 "admission.k8s.io/v1beta1"
+/* The response's own fields and a few warnings, around the patch. */
+#define REVIEW_ENVELOPE_TYPICAL 1024
 
 /* Summary fields go into log lines, so a cut must not split a character. */
 static void review_copy(char *dst, size_t dstlen, const char *src)
@@ -51,6 +53,9 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
     struct jsonw w;
     int rc;
 
+    /* The answer is about the base64 of the patch: room for it at once. */
+    if (res && res->outcome == MUTATE_PATCHED)
+        (void)dynbuf_reserve(out, dynbuf_len(&res->patch.out) / 3 * 4 + REVIEW_ENVELOPE_TYPICAL);
     jsonw_init(&w, out);
     jsonw_raw(&w, "{\"apiVersion\":");
     jsonw_str(&w, api_version);
