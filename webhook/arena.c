@@ -93,6 +93,7 @@ void arena_install_cjson_hooks(void)
 void arena_begin(struct arena *a)
 {
     memset(a, 0, sizeof(*a));
+    a->next = a->end = NULL;
     if (ARENA_ENABLED)
         arena_current = a;
 }
@@ -104,6 +105,9 @@ void arena_end(struct arena *a)
     for (size_t i = 0; i < a->n; i++)
         free(a->block[i]);
     a->n = 0;
+    /* An arena resumed by mistake after its end must not hand out the
+     * freed blocks: with no free span, it starts a new one. */
+    a->next = a->end = NULL;
 }
 
 void arena_json_delete(cJSON *item)

@@ -2,12 +2,16 @@
  * Unit tests for webhook/arena.c: cJSON's nodes come from the arena while a
  * request is open and from malloc otherwise (and while suspended); freeing
  * arena memory is a no-op; a full arena spills to malloc and says so, and
- * then arena_json_delete() really frees the tree. Under AddressSanitizer the
- * arena is off, and every allocation must come from malloc.
+ * then arena_json_delete() really frees the tree. The allocator's own
+ * rules: 16-byte alignment, no overlap, a block of its own for an oversized
+ * request, and an arena used after its end never hands out the blocks it
+ * freed. Under AddressSanitizer the arena
+ * is off, and every allocation must come from malloc.
  */
 #include "unit.h"
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,12 +108,91 @@ TEST(test_full_arena_spills_and_then_deletes_for_real)
     arena_end(&a);
 }
 
+TEST(test_allocations_are_aligned_and_disjoint)
+{
+    struct arena a;
+    unsigned char *p[64];
+    size_t size[64];
+
+    arena_begin(&a);
+    for (size_t i = 0; i < 64; i++) {
+        size[i] = 1 + i * 7 % 50;
+        p[i] = cJSON_malloc(size[i]);
+        assert_non_null(p[i]);
+        assert_int_equal((uintptr_t)p[i] % 16, 0);
+        assert_int_equal(in_arena(&a, p[i]), ARENA_ON);
+        memset(p[i], (int)i, size[i]);
+    }
+    /* Had two allocations overlapped, the later fill would show in the
+     * earlier one. */
+    for (size_t i = 0; i < 64; i++)
+        for (size_t j = 0; j < size[i]; j++)
+            assert_int_equal(p[i][j], i);
+    assert_int_equal(a.spilled, 0);
+    for (size_t i = 0; i < 64; i++)
+        cJSON_free(p[i]);
+    arena_end(&a);
+}
+
+TEST(test_oversized_request_gets_a_block_of_its_own)
+{
+    struct arena a;
+    char *small, *big, *after;
+
+    arena_begin(&a);
+    small = cJSON_malloc(32);
+    big = cJSON_malloc(ARENA_BLOCK + 1);
+    after = cJSON_malloc(32);
+    assert_non_null(small);
+    assert_non_null(big);
+    assert_non_null(after);
+    memset(big, 'b', ARENA_BLOCK + 1);
+    if (ARENA_ON) {
+        /* The big block is exactly its rounded size, so it has no room left
+         * and the next small request starts a third block. */
+        assert_int_equal(a.n, 3);
+        assert_ptr_equal(a.block[1], big);
+        assert_int_equal(a.size[1], (ARENA_BLOCK + 1 + 15) / 16 * 16);
+        assert_ptr_equal(a.block[2], after);
+    }
+    assert_int_equal(a.spilled, 0);
+    cJSON_free(small);
+    cJSON_free(big);
+    cJSON_free(after);
+    arena_end(&a);
+}
+
+TEST(test_arena_used_after_its_end_gets_new_memory)
+{
+    struct arena a;
+    char *before, *after;
+
+    arena_begin(&a);
+    before = cJSON_malloc(32);
+    assert_non_null(before);
+    cJSON_free(before);
+    arena_end(&a);
+    /* A mistake the arena must survive: it is resumed after its end. */
+    arena_resume(&a);
+    after = cJSON_malloc(32);
+    assert_non_null(after);
+    assert_int_equal(in_arena(&a, after), ARENA_ON);
+    assert_int_equal(a.n, ARENA_ON ? 1 : 0);
+    memset(after, 'a', 32); /* in freed memory, ASan and valgrind would say so */
+    cJSON_free(after);
+    arena_end(&a);
+    assert_null(arena_suspend());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parsed_tree_lives_in_the_arena),
         cmocka_unit_test(test_outside_a_request_cjson_uses_malloc),
         cmocka_unit_test(test_full_arena_spills_and_then_deletes_for_real),
+        cmocka_unit_test(test_allocations_are_aligned_and_disjoint),
+        cmocka_unit_test(test_oversized_request_gets_a_block_of_its_own),
+        cmocka_unit_test(test_arena_used_after_its_end_gets_new_memory),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);
