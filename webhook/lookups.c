@@ -11,7 +11,7 @@
 
 enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
 
-#define LOOKUPS_FAILED_TTL_NS 1000000000LL
+#define LOOKUPS_FAILED_TTL_NS MONOTIME_NS_PER_S
 #define LOOKUPS_BODY_MAX      (4u << 20)
 
 static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s)
@@ -39,11 +39,14 @@ int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_
                  unsigned node_ttl_s, unsigned configmap_ttl_s)
 {
     lk->api = api;
-    lk->budget_ns = (long long)budget_ms * 1000000LL;
-    return lookups_cache_init(&lk->nodes, node_ttl_s) ||
-                   lookups_cache_init(&lk->configmaps, configmap_ttl_s)
-               ? -1
-               : 0;
+    lk->budget_ns = (long long)budget_ms * MONOTIME_NS_PER_MS;
+    if (lookups_cache_init(&lk->nodes, node_ttl_s))
+        return -1;
+    if (lookups_cache_init(&lk->configmaps, configmap_ttl_s)) {
+        lookups_cache_free(&lk->nodes);
+        return -1;
+    }
+    return 0;
 }
 
 void lookups_free(struct lookups *lk)
@@ -95,10 +98,10 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     e->state = LOOKUPS_LOADING;
     pthread_mutex_unlock(&c->mu);
     /* The answer outlives this request: it must not come from its arena. */
-    if (left > 1000000) {
+    if (left > MONOTIME_NS_PER_MS) {
         struct arena *a = arena_suspend();
 
-        rc = fetch(req->lk->api, key, (long)(left / 1000000), &value);
+        rc = fetch(req->lk->api, key, (long)(left / MONOTIME_NS_PER_MS), &value);
         arena_resume(a);
     }
     pthread_mutex_lock(&c->mu);
