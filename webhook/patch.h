@@ -28,8 +28,9 @@ struct cJSON;
 
 /* The longest path the webhook writes: base prefix plus a few tokens. */
 #define PATCH_PATH_MAX 512
-/* What a patch buffer starts with: room for most pods' patches. */
-#define PATCH_TYPICAL 2048
+/* What a patch buffer starts with: room for most pods' patches (with the
+ * terminator, one 2 KiB allocation). */
+#define PATCH_TYPICAL 1536
 
 struct patch {
     struct dynbuf out;

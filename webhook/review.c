@@ -13,8 +13,9 @@
 
 #define REVIEW_V1      "admission.k8s.io/v1"
 #define REVIEW_V1BETA1 "admission.k8s.io/v1beta1"
-/* The response's own fields and a few warnings, around the patch. */
-#define REVIEW_ENVELOPE_TYPICAL 1024
+/* The response's own fields around the patch (the base64 estimate below
+ * is up to 4 bytes short, which this covers too). */
+#define REVIEW_ENVELOPE_TYPICAL 256
 
 /* Summary fields go into log lines, so a cut must not split a character. */
 static void review_copy(char *dst, size_t dstlen, const char *src)
