@@ -183,7 +183,7 @@ format:
 	clang-format -i webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
 
 check-format:
-	clang-format --dry-run --Werror webhook/*.c webhook/*.h
+	clang-format --dry-run --Werror webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
 
 clean:
 	rm -rf build build-asan build-fuzz

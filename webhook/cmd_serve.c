@@ -91,7 +91,7 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
 }
 
 /* The API client, when there is an API: flags, or the pod's service account. */
-static int serve_start_api(struct serve_app *app, const struct serve_opts *o, char *err,
+static int serve_start_api(struct serve_app *app, const struct serve_flags *o, char *err,
                            size_t errlen)
 {
     int in_cluster = getenv("KUBERNETES_SERVICE_HOST") != NULL;
@@ -114,7 +114,7 @@ static int serve_start_api(struct serve_app *app, const struct serve_opts *o, ch
 
 /* Starts the profiles source: the ConfigMap watch, or the file (loaded now,
  * then watched). */
-static int serve_start_profiles(struct serve_app *app, const struct serve_opts *o, char *err,
+static int serve_start_profiles(struct serve_app *app, const struct serve_flags *o, char *err,
                                 size_t errlen)
 {
     if (o->profiles_configmap)
@@ -148,7 +148,7 @@ static void serve_stop_log_queue(struct logger *lg)
     logq_stop(q, SERVE_LOGQ_STOP_MS);
 }
 
-static int serve_run(struct serve_app *app, const struct serve_opts *o)
+static int serve_run(struct serve_app *app, const struct serve_flags *o)
 {
     sigset_t set;
     char err[768] = "";
@@ -183,7 +183,7 @@ out:
 
 int cmd_serve(int argc, char **argv)
 {
-    struct serve_opts o;
+    struct serve_flags o;
     struct serve_app *app;
     enum log_level level;
     int rc;

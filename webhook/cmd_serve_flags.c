@@ -118,7 +118,7 @@ static const struct option serve_options[] = {
 };
 
 /* Numeric flags: the option, its range, and where the value goes. */
-static int serve_flags_numeric(struct serve_opts *o, int flag)
+static int serve_flags_numeric(struct serve_flags *o, int flag)
 {
     const struct {
         int flag;
@@ -152,7 +152,7 @@ static int serve_flags_numeric(struct serve_opts *o, int flag)
     return -1;
 }
 
-static int serve_flags_getopt(int argc, char **argv, struct serve_opts *o)
+static int serve_flags_getopt(int argc, char **argv, struct serve_flags *o)
 {
     int c;
 
@@ -187,7 +187,7 @@ static int serve_flags_getopt(int argc, char **argv, struct serve_opts *o)
     return 0;
 }
 
-static void serve_flags_defaults(struct serve_opts *o)
+static void serve_flags_defaults(struct serve_flags *o)
 {
     memset(o, 0, sizeof(*o));
     o->cfg.listen = ":8443";
@@ -211,7 +211,7 @@ static void serve_flags_defaults(struct serve_opts *o)
 }
 
 /* Combinations of flags that cannot work, caught before anything starts. */
-static int serve_flags_check(const struct serve_opts *o)
+static int serve_flags_check(const struct serve_flags *o)
 {
     const char *why = NULL;
 
@@ -226,7 +226,7 @@ static int serve_flags_check(const struct serve_opts *o)
     return why ? -1 : 0;
 }
 
-int serve_flags_parse(int argc, char **argv, struct serve_opts *o, enum log_level *level)
+int serve_flags_parse(int argc, char **argv, struct serve_flags *o, enum log_level *level)
 {
     int rc;
 

@@ -34,8 +34,8 @@ enum mutate_envfrom {
 
 struct mutate_hooks {
     struct select_hooks select;
-    /* Whether ConfigMap ns/name has key. NULL: every answer is UNKNOWN
-     * (the API lookup is not wired in yet). A ConfigMap that does not exist
+    /* Whether ConfigMap ns/name has key. NULL (no API: --no-kube-api, or
+     * `rdma-webhook mutate`): every answer is UNKNOWN. A ConfigMap that does not exist
      * LACKS the key, optional or not: either way it declares nothing. */
     enum mutate_envfrom (*configmap_has_key)(void *ctx, const char *ns, const char *name,
                                              const char *key);
