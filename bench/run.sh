@@ -12,8 +12,8 @@
 # connection count, the servers in a rotating order, and the table reports
 # each figure's median over the rounds (with the spread of req/s; memory from
 # round 1), so that drift in a shared machine's speed falls on all servers
-# alike instead of on whichever ran last. A round under half its median is
-# named on stdout and under the table, without failing the run.
+# alike instead of on whichever ran last. A round under half the best round
+# is named on stdout and under the table, without failing the run.
 #
 # Environment: BENCH_DURATION (seconds per point, default 5), BENCH_WARMUP
 # (default 1), BENCH_CONNS (default "1 16 64 256"), BENCH_ROUNDS (default 3).
@@ -119,15 +119,18 @@ wait_until() { # message command...
     done
     die "$msg"
 }
+# Every curl call is bounded: a server that accepts and then stalls (say, in
+# the TLS handshake) must fail the run, not hang it.
 ready_https() { # port
-    curl -fsS -o /dev/null --cacert "$ca" "https://127.0.0.1:$1/readyz"
+    curl -fsS --max-time 5 -o /dev/null --cacert "$ca" "https://127.0.0.1:$1/readyz"
 }
 # POSTs a file to /mutate as the apiserver would; the answer goes to out and
 # the HTTP code to stdout ("000" when nothing answered, so that the callers
 # can say what went wrong instead of stopping on curl's status).
 post_review() { # port file out
-    curl -sS -o "$3" -w '%{http_code}' --cacert "$ca" -H 'Content-Type: application/json' \
-        --data-binary @"$2" "https://127.0.0.1:$1/mutate" || true
+    curl -sS --max-time 5 -o "$3" -w '%{http_code}' --cacert "$ca" \
+        -H 'Content-Type: application/json' --data-binary @"$2" "https://127.0.0.1:$1/mutate" ||
+        true
 }
 answers_post() { # port
     [ "$(post_review "$1" "$small" /dev/null)" = 200 ]
@@ -219,18 +222,20 @@ max_of() { # array name conns
 thousands() { # number: 1469.2 -> 1,469
     printf '%.0f' "$1" | sed ':a; s/\B[0-9]\{3\}\>/,&/; ta'
 }
-# A round under half the median is a stall, of the machine or of the server,
-# not a speed. The median hides it and the range only hints at it, so it is
-# named on stdout and under the table; it does not fail the run, as it says
-# nothing about the other rounds.
+# A round under half the best round is a stall, of the machine or of the
+# server, not a speed. The median hides it and the range only hints at it, so
+# it is named on stdout and under the table; it does not fail the run, as it
+# says nothing about the other rounds. The best round, not the median, is the
+# measure: two stalls in three rounds would pull the median down with them.
 collapsed=()
-flag_collapsed() { # name conns (after the median is in RPS)
-    local r v
+flag_collapsed() { # name conns
+    local r v best
+    best=$(max_of RPS "$1" "$2")
     for r in $(seq 1 "$rounds"); do
         v=${RPS[$1,$2,$r]}
-        awk -v v="$v" -v m="${RPS[$1,$2]}" 'BEGIN {exit !(v < m / 2)}' || continue
+        awk -v v="$v" -v m="$best" 'BEGIN {exit !(v < m / 2)}' || continue
         collapsed+=("$1 at $2 connections, round $r: $(thousands "$v") req/s")
-        echo "bench: collapsed round: ${collapsed[-1]}, under half the median of $(thousands "${RPS[$1,$2]}")"
+        echo "bench: collapsed round: ${collapsed[-1]}, under half the best round's $(thousands "$best")"
     done
 }
 
@@ -316,7 +321,7 @@ for name in "${servers[@]}"; do
 done
 # Every admission must have been logged: a queue that dropped lines would
 # have done less work than a real deployment.
-dropped=$(curl -fsS "http://127.0.0.1:$port_metrics/metrics" |
+dropped=$(curl -fsS --max-time 5 "http://127.0.0.1:$port_metrics/metrics" |
     awk '$1 == "rdma_webhook_log_lines_dropped_total" {print $2}')
 [ "$dropped" = 0 ] || die "rdma-webhook dropped ${dropped:-?} log lines during the run"
 stop "$wpid"
@@ -350,12 +355,9 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         done
     done
     if [ ${#collapsed[@]} -gt 0 ]; then
-        # Of two rounds the median is the mean, which the collapse does move.
-        why="the median ignores it only by being a median"
-        [ "$rounds" -gt 2 ] || why="with two rounds the median is their mean, and it is in it"
         echo
         for note in "${collapsed[@]}"; do
-            echo "- collapsed round: $note; $why."
+            echo "- collapsed round (under half the best round; the median and range above include it): $note."
         done
     fi
     echo
