@@ -92,7 +92,10 @@ void arena_install_cjson_hooks(void)
 
 void arena_begin(struct arena *a)
 {
-    memset(a, 0, sizeof(*a));
+    /* block[] and size[] are read only below n: no need to clear 1 KiB a
+     * request. */
+    a->n = 0;
+    a->spilled = 0;
     a->next = a->end = NULL;
     if (ARENA_ENABLED)
         arena_current = a;

@@ -198,7 +198,6 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     app->srv.cfg = o.cfg;
-    app->srv.cfg.max_body = o.max_body;
     metrics_init(&app->srv.metrics);
     app->srv.log = (struct logger){.fd = STDERR_FILENO, .min = level};
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -125,7 +125,7 @@ static int serve_flags_numeric(struct serve_flags *o, int flag)
         unsigned long long min, max;
         unsigned *dst;
     } nums[] = {
-        {FLAG_MAX_BODY, 1024, 1u << 30, &o->max_body},
+        {FLAG_MAX_BODY, 1024, 1u << 30, &o->cfg.max_body},
         {FLAG_THREADS, 1, SERVER_MAX_THREADS, &o->cfg.threads},
         {FLAG_CONN_TIMEOUT, 1, 3600, &o->cfg.conn_timeout_s},
         {FLAG_MAX_CONN, 1, 1000000, &o->cfg.conn_limit},
@@ -194,7 +194,7 @@ static void serve_flags_defaults(struct serve_flags *o)
     o->cfg.metrics_listen = ":9090";
     o->cfg.cert_file = RDMA_WEBHOOK_DEFAULT_CERT;
     o->cfg.key_file = RDMA_WEBHOOK_DEFAULT_KEY;
-    o->max_body = 8u << 20;
+    o->cfg.max_body = 8u << 20;
     o->profiles_key = "profiles.json";
     o->api_budget_ms = 2000;
     o->node_cache_s = 30;

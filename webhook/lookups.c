@@ -3,6 +3,7 @@
 #include "arena.h"
 #include "k8sname.h"
 #include "monotime.h"
+#include "podjson.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -251,8 +252,7 @@ static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, 
     e = lookups_acquire(&req->lk->configmaps, req, ck, lookups_fetch_configmap);
     if (!e)
         return MUTATE_ENVFROM_UNKNOWN;
-    answer = e->value && cJSON_GetObjectItemCaseSensitive(e->value, key) ? MUTATE_ENVFROM_HAS
-                                                                         : MUTATE_ENVFROM_LACKS;
+    answer = e->value && podjson_member(e->value, key) ? MUTATE_ENVFROM_HAS : MUTATE_ENVFROM_LACKS;
     pthread_mutex_unlock(&req->lk->configmaps.mu);
     return answer;
 }

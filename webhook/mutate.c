@@ -237,14 +237,14 @@ static const char *mutate_envfrom_key(struct mctx *m, const cJSON *src, const ch
  * unreadable source (every Secret, and ConfigMaps while the lookup is not
  * available) declares nothing but earns one warning, since the profile's
  * value, being in env, would silently win over it. */
-static int mutate_envfrom_declares(struct mctx *m, const cJSON *container, const char *name,
+static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const char *name,
                                    const char *cname, unsigned long long *warned)
 {
     const cJSON *src;
     size_t i = 0;
     char shown[48];
 
-    cJSON_ArrayForEach(src, podjson_arr(&m->r, container, "envFrom"))
+    cJSON_ArrayForEach(src, envfrom)
     {
         const cJSON *cm = podjson_obj(&m->r, src, "configMapRef");
         const cJSON *sec = podjson_obj(&m->r, src, "secretRef");
@@ -287,16 +287,22 @@ static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const 
 {
     const cJSON *env = podjson_arr(&m->r, c, "env");
     const struct profiles_kv *adds[MUTATE_ENV_MAX];
-    const cJSON *decl[MUTATE_ENV_MAX];
+    const cJSON *decl[MUTATE_ENV_MAX], *envfrom = NULL;
     unsigned long long warned = 0;
     size_t n = 0;
+    int envfrom_read = 0;
     char path[PATCH_PATH_MAX];
 
     mutate_scan_user_env(m, env, cname, decl);
     for (size_t i = 0; i < m->n_env; i++) {
-        if (decl[i])
+        if (decl[i]) {
             mutate_env_declared(m, decl[i], &m->env[i], cname);
-        else if (!mutate_envfrom_declares(m, c, m->env[i].name, cname, &warned))
+            continue;
+        }
+        /* Read once, and only when a variable is left to look for. */
+        if (!envfrom_read++)
+            envfrom = podjson_arr(&m->r, c, "envFrom");
+        if (!mutate_envfrom_declares(m, envfrom, m->env[i].name, cname, &warned))
             adds[n++] = &m->env[i];
     }
     if (n == 0)

@@ -8,7 +8,6 @@
 #include "utf8.h"
 
 #include <cjson/cJSON.h>
-#include <stdio.h>
 #include <string.h>
 
 #define REVIEW_V1      "admission.k8s.io/v1"
@@ -91,9 +90,10 @@ static int review_is_pod_create(const cJSON *req)
            (!sub || !*sub);
 }
 
-static void review_summarize_request(const cJSON *req, struct review_summary *sum)
+static void review_summarize_request(const cJSON *req, const cJSON *object,
+                                     struct review_summary *sum)
 {
-    const cJSON *meta = podjson_member(podjson_member(req, "object"), "metadata");
+    const cJSON *meta = podjson_member(object, "metadata");
     const char *name = cJSON_GetStringValue(podjson_member(req, "name"));
 
     if (!name || !*name)
@@ -108,7 +108,6 @@ static void review_summarize_request(const cJSON *req, struct review_summary *su
 static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
 {
     sum->ignored = 0;
-    sum->outcome = res->outcome;
     sum->reason = res->reason;
     review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
@@ -130,6 +129,7 @@ static int review_answer(const cJSON *req, const char *api_version, const char *
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     if (review_is_pod_create(req)) {
         in.object = podjson_member(req, "object");
+        review_summarize_request(req, in.object, sum);
         in.namespace_ = sum->namespace_;
         mutate_object(&in, ps, hooks, &res);
         review_summarize_result(&res, sum);
@@ -192,7 +192,6 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
         goto out;
     }
     review_copy(sum->uid, sizeof(sum->uid), uid);
-    review_summarize_request(req, sum);
     status = review_answer(req, api_version, uid, ps, hooks, out, sum) ? 500 : 200;
     if (status == 500)
         review_bad(out, "response too large");

@@ -21,10 +21,9 @@ struct review_summary {
     char uid[80];
     char namespace_[64];
     char name[256];
-    int ignored; /* not a Pod CREATE: outcome and reason do not apply */
-    enum mutate_outcome outcome;
-    enum mutate_reason reason;
-    char profile[64]; /* "" when none; a copy, so it outlives the snapshot */
+    int ignored;               /* not a Pod CREATE: only uid is filled */
+    enum mutate_reason reason; /* the outcome is mutate_reason_outcome(reason) */
+    char profile[64];          /* "" when none; a copy, so it outlives the snapshot */
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];

@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SERVER_PEM_MAX (1u << 20)
 #ifndef RDMA_WEBHOOK_VERSION
 #define RDMA_WEBHOOK_VERSION "0.1.0-dev"
 #endif
@@ -159,7 +158,7 @@ static void server_log_admission(struct server *s, const struct review_summary *
     log_str(&l, "uid", sum->uid);
     log_str(&l, "namespace", sum->namespace_);
     log_str(&l, "pod", sum->name);
-    log_str(&l, "result", mutate_outcome_name(sum->outcome));
+    log_str(&l, "result", mutate_outcome_name(mutate_reason_outcome(sum->reason)));
     log_str(&l, "reason", mutate_reason_name(sum->reason));
     if (sum->profile[0])
         log_str(&l, "profile", sum->profile);

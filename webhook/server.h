@@ -56,8 +56,8 @@ struct server_config {
     const char *metrics_listen; /* "" disables the plain-HTTP port */
     const char *cert_file;
     const char *key_file;
-    size_t max_body;
-    unsigned threads; /* 1..SERVER_MAX_THREADS */
+    unsigned max_body; /* bytes, at most 1 GiB (--max-body-bytes) */
+    unsigned threads;  /* 1..SERVER_MAX_THREADS */
     unsigned conn_timeout_s;
     unsigned conn_limit; /* at least 1 */
     unsigned cert_reload_interval_ms;

@@ -112,7 +112,8 @@ int target_container_wants_devices(struct podjson *r, const cJSON *container,
             podjson_member(requests, ps->gpu_resources[i]))
             return 1;
     }
-    return target_container_asks_prefix(r, container, ps->rdma_prefix, strlen(ps->rdma_prefix));
+    return target_map_has_prefix(limits, ps->rdma_prefix, strlen(ps->rdma_prefix)) ||
+           target_map_has_prefix(requests, ps->rdma_prefix, strlen(ps->rdma_prefix));
 }
 
 size_t target_each_container(struct podjson *r, const cJSON *containers, const struct profiles *ps,

@@ -390,7 +390,7 @@ TEST(test_summary_of_a_mutation)
     assert_string_equal(R.sum.namespace_, "ns");
     assert_string_equal(R.sum.name, "w-0");
     assert_false(R.sum.ignored);
-    assert_int_equal(R.sum.outcome, MUTATE_PATCHED);
+    assert_int_equal(mutate_reason_outcome(R.sum.reason), MUTATE_PATCHED);
     assert_int_equal(R.sum.reason, MUTATE_R_MUTATED);
     assert_non_null(R.sum.profile);
     assert_string_equal(R.sum.profile, "roce-4card");
@@ -447,7 +447,7 @@ TEST(test_unreadable_pod_is_allowed_with_warning)
     assert_no_patch();
     w = get(response(), "warnings");
     assert_int_equal(cJSON_GetArraySize(w), 1);
-    assert_int_equal(R.sum.outcome, MUTATE_ERROR);
+    assert_int_equal(mutate_reason_outcome(R.sum.reason), MUTATE_ERROR);
     assert_int_equal(R.sum.reason, MUTATE_R_ERROR);
 }
 
