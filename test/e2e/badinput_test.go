@@ -975,8 +975,7 @@ func TestLargeRequestHeaders(t *testing.T) {
 				checkSameRunServing(t, run)
 				return
 			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			body := readAll(resp)
 			if resp.StatusCode != c.status {
 				t.Fatalf("headers of %d bytes: expected %d, got %d: %q", c.size, c.status, resp.StatusCode, cut(body))
 			}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -535,37 +534,20 @@ func TestKubeAPIFlagErrors(t *testing.T) {
 	for _, c := range cases {
 		c := c
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.Command(binaryPath(), append(append([]string{}, base...), c.args...)...)
-			cmd.Env = env
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			res, exited := runBinaryWithin(t, env, 5*time.Second,
+				append(append([]string{}, base...), c.args...)...)
+			if !exited {
+				t.Errorf("serve kept running with %v; stderr:\n%s", c.args, res.stderr)
+				return
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				code := -1
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err == nil {
-					code = 0
+			if res.exitCode != 1 && res.exitCode != 2 {
+				t.Errorf("expected exit status 1 or 2, got %d; stderr:\n%s", res.exitCode, res.stderr)
+			}
+			t.Logf("exit %d: %s", res.exitCode, strings.TrimSpace(string(res.stderr)))
+			for _, w := range c.words {
+				if !strings.Contains(string(res.stderr), w) {
+					t.Errorf("expected the message to name %s, got:\n%s", w, res.stderr)
 				}
-				if code != 1 && code != 2 {
-					t.Errorf("expected exit status 1 or 2, got %d; stderr:\n%s", code, stderr.String())
-				}
-				t.Logf("exit %d: %s", code, strings.TrimSpace(stderr.String()))
-				for _, w := range c.words {
-					if !strings.Contains(stderr.String(), w) {
-						t.Errorf("expected the message to name %s, got:\n%s", w, stderr.String())
-					}
-				}
-				checkNoSanitizerReport(t, c.args, []byte(stderr.String()))
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Errorf("serve kept running with %v; stderr:\n%s", c.args, stderr.String())
 			}
 		})
 	}

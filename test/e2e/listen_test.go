@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,29 +20,17 @@ import (
 // serving.
 func TestSecondServerOnSamePortIsRefused(t *testing.T) {
 	in := startInstance(t, profilesPath, "--threads", "4")
-	cmd := exec.Command(binaryPath(), "serve", "--listen", in.addr, "--metrics-listen", "",
-		"--threads", "4", "--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
+	res, exited := runBinaryWithin(t, nil, 10*time.Second, "serve", "--listen", in.addr,
+		"--metrics-listen", "", "--threads", "4", "--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
 		"--tls-private-key-file", filepath.Join(in.dir, "tls.key"), "--profiles", in.profiles)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatalf("the second server exited 0; stderr:\n%s", stderr.String())
-		}
-		if !strings.Contains(stderr.String(), "in use") {
-			t.Errorf("expected an \"in use\" error naming the address, got:\n%s", stderr.String())
-		}
-		checkNoSanitizerReport(t, cmd.Args, []byte(stderr.String()))
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	if !exited {
 		t.Fatalf("the second server on %s was still running after 10 s: it shares the port", in.addr)
+	}
+	if res.exitCode == 0 {
+		t.Fatalf("the second server exited 0; stderr:\n%s", res.stderr)
+	}
+	if !strings.Contains(string(res.stderr), "in use") {
+		t.Errorf("expected an \"in use\" error naming the address, got:\n%s", res.stderr)
 	}
 	if rr := in.review(t, podCreate("kubeflow", trainingPod(8))); rr.patch == nil {
 		t.Errorf("the first server no longer mutates after the refused start")
@@ -57,7 +44,7 @@ func TestSecondServerOnSamePortIsRefused(t *testing.T) {
 // and none may do most of the work, as the one that wins a burst did.
 func TestConnectionsSpreadOverThreads(t *testing.T) {
 	in := startInstance(t, profilesPath, "--threads", "4")
-	body := mustMarshal(podCreate("kubeflow", trainingPod(8)).body())
+	body := goodReviewBody()
 	before := in.threadCPU(t)
 	conns := make([]keepAlive, 32)
 	errs := make(chan error, len(conns))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cmdResult is a finished run of the binary.
@@ -26,7 +27,36 @@ func runBinary(t testing.TB, stdin []byte, args ...string) cmdResult {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	return finishedRun(t, cmd.Run(), &stdout, &stderr, args)
+}
+
+// runBinaryWithin runs the binary with args and env (nil: this process's),
+// for a command expected to exit: one still running after limit is killed,
+// and exited is false.
+func runBinaryWithin(t testing.TB, env []string, limit time.Duration, args ...string) (res cmdResult, exited bool) {
+	t.Helper()
+	cmd := exec.Command(binaryPath(), args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return finishedRun(t, err, &stdout, &stderr, args), true
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		return finishedRun(t, <-done, &stdout, &stderr, args), false
+	}
+}
+
+// finishedRun turns a finished command into a cmdResult; a killed one has
+// exit code -1.
+func finishedRun(t testing.TB, err error, stdout, stderr *bytes.Buffer, args []string) cmdResult {
+	t.Helper()
 	res := cmdResult{stdout: stdout.Bytes(), stderr: stderr.Bytes()}
 	var exit *exec.ExitError
 	switch {

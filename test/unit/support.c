@@ -3,7 +3,9 @@
 
 #include <stdio.h>
 
+#include "cmd.h"
 #include "dynbuf.h"
+#include "fsutil.h"
 #include "profiles.h"
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
@@ -11,35 +13,22 @@
 
 struct profiles *load_shipped_profiles(void)
 {
-    FILE *f = fopen(SHIPPED_PROFILES, "rb");
     struct dynbuf text, errors;
     struct profiles *ps = NULL;
-    char chunk[4096];
-    size_t n;
+    char err[512];
 
-    if (!f) {
-        fprintf(stderr, "cannot open %s (run from the repository root)\n", SHIPPED_PROFILES);
-        return NULL;
-    }
-    /* Read whole (up to 16 MiB, then an error): a silently cut file would
-     * fail with a misleading parse error. */
-    dynbuf_init(&text, 1 << 24);
+    /* The binary's own limit and reader: a cut file would fail with a
+     * misleading parse error, and a test would read what serve does not. */
+    dynbuf_init(&text, RDMA_WEBHOOK_PROFILES_MAX);
     dynbuf_init(&errors, 1 << 16);
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (dynbuf_add(&text, chunk, n) != 0) {
-            fprintf(stderr, "%s: too large to read\n", SHIPPED_PROFILES);
-            goto out;
-        }
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "%s: read error\n", SHIPPED_PROFILES);
+    if (fsutil_read(SHIPPED_PROFILES, &text, err, sizeof(err))) {
+        fprintf(stderr, "%s (run the tests from the repository root)\n", err);
         goto out;
     }
     ps = profiles_parse(dynbuf_ptr(&text), dynbuf_len(&text), &errors);
     if (!ps) /* errors ends with a newline: one line per problem */
         fprintf(stderr, "%s rejected:\n%s", SHIPPED_PROFILES, dynbuf_ptr(&errors));
 out:
-    fclose(f);
     dynbuf_free(&text);
     dynbuf_free(&errors);
     return ps;

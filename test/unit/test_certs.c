@@ -1,10 +1,7 @@
 /*
  * Unit tests for webhook/certs.c.  Results are checked twice: with the
  * OpenSSL API and with the `openssl` command line, which is what an admin
- * (and the apiserver's view of the chain) would see.
- *
- * Build: gcc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iwebhook \
- *            webhook/certs.c test/unit/test_certs.c -lssl -lcrypto -lcmocka
+ * (and the apiserver's view of the chain) would see. `make unit` builds it.
  */
 #include "unit.h"
 
