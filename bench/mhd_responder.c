@@ -140,8 +140,7 @@ int main(int argc, char **argv)
 {
     size_t cert_len, key_len;
     char *cert, *key;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned threads = ncpu < 1 ? 1u : ncpu > 8 ? 8u : (unsigned)ncpu;
+    unsigned threads = server_default_threads();
     struct sockaddr_in addr = {.sin_family = AF_INET};
     struct MHD_Daemon *d[8];
     sigset_t set;
@@ -171,8 +170,8 @@ int main(int argc, char **argv)
         d[i] = MHD_start_daemon(
             MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TLS, 0, NULL,
             NULL, handle, NULL, MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
-            MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-            MHD_OPTION_CONNECTION_LIMIT, 4096u / threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT, SERVER_DEFAULT_CONN_TIMEOUT_S,
+            MHD_OPTION_CONNECTION_LIMIT, SERVER_DEFAULT_CONN_LIMIT / threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
             (size_t)SERVER_CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
             MHD_OPTION_LISTENING_ADDRESS_REUSE, threads > 1 ? 1u : 0u, MHD_OPTION_SOCK_ADDR, &addr,
             MHD_OPTION_END);

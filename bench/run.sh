@@ -37,6 +37,8 @@ port_mhd=18445
 port_go=18446
 port_parse=18447
 results=bench/RESULTS.md
+# The issue's target against the Go webhook: this many times its throughput.
+go_factor=3
 
 LOAD_BEFORE=$(cut -d" " -f1-3 /proc/loadavg)
 rm -rf "$run"
@@ -59,6 +61,11 @@ die() {
     echo "bench: $*" >&2
     exit 1
 }
+# The value of key in a line of key=value words (wrk's BENCH line,
+# ready_probe's "pid=N ready_us=M").
+field() { # line key
+    echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'
+}
 
 for tool in wrk nginx curl; do
     command -v "$tool" >/dev/null || die "$tool is missing (apt-get install wrk nginx curl)"
@@ -77,16 +84,14 @@ ready_list=()
 for i in 1 2 3 4 5 6 7 8 9 10 11; do
     line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2>>"$run/ready.log") ||
         die "rdma-webhook did not become ready (see $run/ready.log)"
-    pid=${line#pid=}
-    pid=${pid%% *}
-    ready_list+=("${line##*ready_us=}")
-    stop "$pid"
+    ready_list+=("$(field "$line" ready_us)")
+    stop "$(field "$line" pid)"
 done
 ready_sorted=$(printf '%s\n' "${ready_list[@]}" | sort -n)
 ready_med=$(echo "$ready_sorted" | sed -n 6p)
 ready_max=$(echo "$ready_sorted" | tail -n 1)
 awk -v m="$ready_med" -v x="$ready_max" \
-    'BEGIN {printf "time to ready: median %.1f ms, max %.1f ms (11 starts)\n", m / 1000, x / 1000}' 
+    'BEGIN {printf "time to ready: median %.1f ms, max %.1f ms (11 starts)\n", m / 1000, x / 1000}'
 
 # --- helpers -----------------------------------------------------------------
 # Sum of a /proc/PID/status field (kB) over the given pids.
@@ -168,10 +173,6 @@ wrk_point() { # name port conns seconds body
     [ "$bad" = 0 ] || die "$name at $c connections: errors or non-200 responses: $line"
     echo "$line"
 }
-field() { # line key
-    echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1 == k {print $2}'
-}
-
 declare -A RPS P50 P99 P999 RSS ANON FILE # by name,conns,round (and "large")
 declare -A PORT PID SPREAD RSSMAX
 # A warm-up, then the measured wrk run, whose req/s and latencies go into
@@ -244,8 +245,7 @@ flag_collapsed() { # name conns
 # tail is kept.
 line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2> >(tail -n 50 >"$run/webhook.log")) ||
     die "rdma-webhook did not become ready (see $run/webhook.log)"
-wpid=${line#pid=}
-wpid=${wpid%% *}
+wpid=$(field "$line" pid)
 pids+=("$wpid")
 expect_patch rdma-webhook "$port_webhook" "$small" "$run/response.json"
 expect_patch rdma-webhook "$port_webhook" "$large" "$run/response-large.json"
@@ -326,7 +326,6 @@ dropped=$(curl -fsS --max-time 5 "http://127.0.0.1:$port_metrics/metrics" |
 [ "$dropped" = 0 ] || die "rdma-webhook dropped ${dropped:-?} log lines during the run"
 stop "$wpid"
 
-
 # --- RESULTS.md ----------------------------------------------------------------
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 ms() { awk -v u="$1" 'BEGIN {printf "%.2f", u / 1000}'; }
@@ -377,7 +376,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "  in the webhook's own per-request arena, and nothing else. Its throughput relative to the bare"
     echo "  responder is the most any webhook that reads the review with libcjson can reach:"
     echo "  $(for c in $conns; do printf '%s x at %s, ' "$(ratio "${RPS[mhd+cjson,$c]}" "${RPS[mhd,$c]}")" "$c"; done | sed 's/, $//') connections."
-    echo "  For comparison, 3 x Go is $(for c in $conns; do printf '%.0f, ' "$(awk -v g="${RPS[go,$c]}" 'BEGIN {print 3 * g}')"; done | sed 's/, $//') req/s"
+    echo "  For comparison, $go_factor x Go is $(for c in $conns; do printf '%.0f, ' "$(awk -v g="${RPS[go,$c]}" -v f="$go_factor" 'BEGIN {print f * g}')"; done | sed 's/, $//') req/s"
     echo "  and mhd+cjson served $(for c in $conns; do printf '%s, ' "${RPS[mhd+cjson,$c]%.*}"; done | sed 's/, $//') req/s at those connection counts."
     case " $conns " in *" 64 "*)
         echo "- **Latency.** p99 of the yardsticks at 64 connections: nginx $(ms "${P99[nginx,64]}") ms,"
@@ -386,12 +385,13 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "- **Memory.** lib_floor initializes only the required libraries (libcurl, OpenSSL checking the"
     echo "  certificate and key, GnuTLS loading them) and serves nothing: peak RSS $(mib "$FLOOR_HWM") MiB,"
     echo "  $(mib "$FLOOR_FILE") MiB of it library pages."
-    case " $conns " in *" 256 "*)
+    # Growth needs both ends: an unset RSS[mhd,1,1] would count as 0.
+    if [[ " $conns " == *" 1 "* && " $conns " == *" 256 "* ]]; then
         growth=$((RSS[mhd,256,1] - RSS[mhd,1,1]))
         echo "  In round 1 the bare responder grew by $(mib "$growth") MiB from 1 to 256 connections"
         echo "  (libmicrohttpd and GnuTLS state per connection); with the libraries that makes"
-        echo "  $(mib $((FLOOR_HWM + growth))) MiB before the webhook keeps a byte of its own." ;;
-    esac
+        echo "  $(mib $((FLOOR_HWM + growth))) MiB before the webhook keeps a byte of its own."
+    fi
     echo
     echo "## rdma-webhook alone"
     echo
@@ -410,7 +410,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "|---|---|---|"
     for c in 16 64; do
         case " $conns " in *" $c "*) ;; *) continue ;; esac
-        for y in nginx:0.4 mhd:0.85 go:3; do
+        for y in nginx:0.4 mhd:0.85 "go:$go_factor"; do
             n=${y%%:*} want=${y##*:} rv=$(ratio "${RPS[rdma-webhook,$c]}" "${RPS[$n,$c]}")
             echo "| throughput at $c conns >= $want x $n | $rv x | $(awk -v r="$rv" -v w="$want" 'BEGIN {print (r >= w ? "yes" : "no")}') |"
         done

@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static void serve_flags_usage(FILE *f)
 {
@@ -56,13 +55,6 @@ static void serve_flags_usage(FILE *f)
         "The certificate and key files are watched too and swapped without a restart.\n"
         "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads profiles and certificate.\n",
         RDMA_WEBHOOK_DEFAULT_CERT, RDMA_WEBHOOK_DEFAULT_KEY, RDMA_WEBHOOK_DEFAULT_PROFILES);
-}
-
-static unsigned serve_flags_default_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return n < 1 ? 1u : n > 8 ? 8u : (unsigned)n;
 }
 
 enum serve_flag {
@@ -200,9 +192,9 @@ static void serve_flags_defaults(struct serve_flags *o)
     o->node_cache_s = 30;
     o->configmap_cache_s = 10;
     o->watch_timeout_s = 300;
-    o->cfg.threads = serve_flags_default_threads();
-    o->cfg.conn_timeout_s = 30;
-    o->cfg.conn_limit = 4096;
+    o->cfg.threads = server_default_threads();
+    o->cfg.conn_timeout_s = SERVER_DEFAULT_CONN_TIMEOUT_S;
+    o->cfg.conn_limit = SERVER_DEFAULT_CONN_LIMIT;
     o->cfg.cert_expiry_warn_days = 30;
     o->profiles = RDMA_WEBHOOK_DEFAULT_PROFILES;
     o->log_level = "info";

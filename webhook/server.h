@@ -32,11 +32,24 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <unistd.h>
 
 struct MHD_Daemon;
 
 /* Most HTTPS threads (--threads). */
 #define SERVER_MAX_THREADS 64
+/* serve's defaults for --connection-timeout and --max-connections; like the
+ * settings below, bench/mhd_responder.c uses them too. */
+#define SERVER_DEFAULT_CONN_TIMEOUT_S 30u
+#define SERVER_DEFAULT_CONN_LIMIT     4096u
+
+/* serve's default --threads: one per CPU, at most 8. */
+static inline unsigned server_default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1u : n > 8 ? 8u : (unsigned)n;
+}
 
 /* The HTTPS daemon settings that decide its cost per connection. They are
  * here, not in server.c, so that bench/mhd_responder.c, the bare yardstick
