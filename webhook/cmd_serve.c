@@ -34,6 +34,9 @@ struct serve_app {
     struct lookups lookups;
     int use_api;
     const char *profiles_path; /* NULL with a ConfigMap */
+    /* SIGHUP (main thread) and the watcher both reload: each read and its
+     * publish happen under this lock, so the newest read is published last. */
+    pthread_mutex_t reload_mu;
 };
 
 /* Reads the profiles file and publishes it; the old snapshot stays on error. */
@@ -44,11 +47,13 @@ static void serve_reload_profiles(void *arg)
     char err[512] = "";
 
     dynbuf_init(&text, RDMA_WEBHOOK_PROFILES_MAX);
+    pthread_mutex_lock(&app->reload_mu);
     if (fsutil_read(app->profiles_path, &text, err, sizeof(err)) == 0)
         store_publish(&app->srv.store, dynbuf_ptr(&text), dynbuf_len(&text), app->profiles_path);
     else
         log_msg(&app->srv.log, LOG_ERROR,
                 "cannot read profiles; the previous version keeps serving", "error", err);
+    pthread_mutex_unlock(&app->reload_mu);
     dynbuf_free(&text);
 }
 
@@ -192,11 +197,12 @@ int cmd_serve(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     app = calloc(1, sizeof(*app));
-    if (!app || store_init(&app->srv.store, &app->srv.log)) {
-        fprintf(stderr, "rdma-webhook serve: out of memory\n");
-        free(app);
-        return 1;
-    }
+    if (!app)
+        goto oom;
+    if (pthread_mutex_init(&app->reload_mu, NULL))
+        goto oom_app;
+    if (store_init(&app->srv.store, &app->srv.log))
+        goto oom_mutex;
     app->srv.cfg = o.cfg;
     metrics_init(&app->srv.metrics);
     app->srv.log = (struct logger){.fd = STDERR_FILENO, .min = level};
@@ -205,6 +211,14 @@ int cmd_serve(int argc, char **argv)
     rc = serve_run(app, &o);
     curl_global_cleanup();
     store_destroy(&app->srv.store);
+    pthread_mutex_destroy(&app->reload_mu);
     free(app);
     return rc;
+oom_mutex:
+    pthread_mutex_destroy(&app->reload_mu);
+oom_app:
+    free(app);
+oom:
+    fprintf(stderr, "rdma-webhook serve: out of memory\n");
+    return 1;
 }

@@ -107,21 +107,26 @@ void store_reject(struct store *s, const char *origin, const char *problem)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The log line's figures are read under the lock: once it is dropped, a
+ * concurrent publish may replace and free next. */
 static void store_swap(struct store *s, struct snapshot *next, const char *origin)
 {
     struct snapshot *old;
     struct log_line l;
+    unsigned long generation;
+    size_t n_profiles;
 
     pthread_mutex_lock(&s->mu);
     old = s->cur;
-    next->generation = ++s->generation;
+    generation = next->generation = ++s->generation;
+    n_profiles = next->ps->n;
     s->cur = next;
     pthread_mutex_unlock(&s->mu);
     snapshot_release(old);
     log_begin(&l, s->log, LOG_INFO, "profiles loaded");
     log_str(&l, "source", origin);
-    log_int(&l, "generation", (long long)next->generation);
-    log_int(&l, "profiles", (long long)next->ps->n);
+    log_int(&l, "generation", (long long)generation);
+    log_int(&l, "profiles", (long long)n_profiles);
     log_end(&l);
 }
 

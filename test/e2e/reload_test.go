@@ -629,3 +629,35 @@ func pathStrOr(v interface{}, keys ...string) string {
 	s, _ := pathStr(v, keys...)
 	return s
 }
+
+// TestReloadStormSIGHUP: a config-reload sidecar sending SIGHUP while the
+// file keeps being replaced (the kubelet's swap) makes the main thread and
+// the watcher reload at once, 1000 times. The server must survive it (the
+// ASan build reported a use-after-free in the "profiles loaded" line), and
+// the reloads are serialised: once the storm is over, the file's last
+// version is what serves, and keeps serving, with no further change.
+func TestReloadStormSIGHUP(t *testing.T) {
+	const rounds = 1000
+	file := filepath.Join(t.TempDir(), "profiles.json")
+	writeInPlace(t, file, shippedProfiles(t))
+	in := startInstance(t, file, "--reload-interval-ms", "50")
+	in.requireHCA(t, shippedHCA(t), "at start")
+
+	docs := make([][]byte, 3)
+	for i := range docs {
+		docs[i], _ = profilesWithHCA(t, fmt.Sprintf("mlx5_%d", 40+i))
+	}
+	for i := 0; i < rounds; i++ {
+		writeByRename(t, file, docs[i%len(docs)])
+		in.signal(syscall.SIGHUP)
+		time.Sleep(time.Millisecond)
+	}
+	last, want := profilesWithHCA(t, "mlx5_77")
+	writeByRename(t, file, last)
+	in.signal(syscall.SIGHUP)
+	in.waitHCA(t, want, time.Now(), "after the storm")
+	in.holdHCA(t, want, time.Second, "after the storm")
+	if !in.alive() {
+		t.Fatalf("serve died in the reload storm: %v%s", in.waitErr, in.state())
+	}
+}
