@@ -27,13 +27,26 @@ DEV_CERTS := certs/dev
 LISTEN  ?= 127.0.0.1:8443
 METRICS_LISTEN ?= 127.0.0.1:9090
 
-GO_ENV  := GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOCACHE=$(CURDIR)/build/gocache
+# The Go tests (test/e2e) and bench/gowebhook are modules of their own,
+# built in module mode against the user's module cache, with go.sum as it is
+# (readonly) and the Go on PATH (no toolchain switch).
+GO_ENV  := GO111MODULE=on GOFLAGS='-mod=readonly -buildvcs=false' GOTOOLCHAIN=local
+
+# go_check DIR: stop with what to install when the Go on PATH is older than
+# the go line of DIR/go.mod (an older go cannot even read that go.mod).
+go_check = @need=$$(sed -n 's/^go[[:space:]]\{1,\}\([0-9][0-9.]*\).*/\1/p' $(1)/go.mod); \
+	have=$$(cd / && GOTOOLCHAIN=local go env GOVERSION 2>/dev/null); \
+	hv=$$(echo "$$have" | sed -n 's/^\(devel \)\{0,1\}go\([0-9][0-9.]*\).*/\2/p'); \
+	if [ -z "$$hv" ] || [ "$$(printf '%s\n%s\n' "$$need" "$$hv" | sort -V | head -n 1)" != "$$need" ]; then \
+	  echo "$(1) needs Go >= $$need (found $${have:-no go on PATH}): install it from https://go.dev/dl or put it first on PATH" >&2; \
+	  exit 1; \
+	fi
 
 # Objects are kept between runs (no intermediate-file deletion).
 .SECONDARY:
 
 .PHONY: all build build-asan deps deps-test certs run test unit unit-asan e2e e2e-asan \
-        validator valgrind fuzz fuzz-build format check-format clean bench
+        validator valgrind fuzz fuzz-build format check-format clean bench go-check
 
 all: build
 
@@ -91,10 +104,13 @@ validator: test/validate/node_modules/.package-lock.json
 test/validate/node_modules/.package-lock.json: test/validate/package.json test/validate/package-lock.json
 	cd test/validate && npm ci --no-audit --no-fund --loglevel=error
 
-e2e: build/rdma-webhook validator
+go-check:
+	$(call go_check,test/e2e)
+
+e2e: build/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 .
 
-e2e-asan: build-asan/rdma-webhook validator
+e2e-asan: build-asan/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \
 	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 .
 
@@ -103,7 +119,7 @@ e2e-asan: build-asan/rdma-webhook validator
 # suite reports). Timing-sensitive tests stay with the native builds.
 VALGRIND_TESTS := TestFixtures|TestHTTPErrors|TestHealthEndpoints|TestOtherOperationsAndKinds|TestUnprocessablePods|TestPodObjectNull|TestConcurrentReviews|TestKeepAlive|TestMetricsCount|TestReloadConfigMapSwap|TestSIGTERMDrainsInFlight|TestCertificateRotationUnderLoad|TestMutateOffline|TestCheckProfiles
 
-valgrind: build/rdma-webhook build/unit/test_arena validator
+valgrind: build/rdma-webhook build/unit/test_arena validator go-check
 	@# The arena is off under ASan: only memcheck sees what it leaks.
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
 	  build/unit/test_arena
@@ -170,9 +186,10 @@ build/bench/ready_probe: bench/ready_probe.c | build/
 	@mkdir -p build/bench
 	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $< $(LDFLAGS_ALL) -o $@
 
-build/bench/gowebhook: bench/gowebhook/main.go | build/
+build/bench/gowebhook: bench/gowebhook/main.go bench/gowebhook/go.mod | build/
+	$(call go_check,bench/gowebhook)
 	@mkdir -p build/bench
-	$(GO_ENV) go build -o $@ ./bench/gowebhook
+	cd bench/gowebhook && $(GO_ENV) go build -o $(CURDIR)/$@ .
 
 bench:
 	@.ci/deps bench

@@ -7,7 +7,7 @@
 // (envFrom, hostNetwork, init containers) are left out: it is a yardstick for
 // the serving cost, not a second implementation.
 //
-// Built in GOPATH mode (GO111MODULE=off), standard library only.
+// Standard library only: a module of its own (bench/gowebhook/go.mod).
 // Usage: gowebhook -listen 127.0.0.1:PORT -cert FILE -key FILE
 package main
 

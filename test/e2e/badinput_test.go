@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	jsonpatch "github.com/evanphx/json-patch"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // Bad input over the wire (SPEC 1.6, 5: every bad input gets a clear error
@@ -550,7 +550,8 @@ func TestWrongJSONTypes(t *testing.T) {
 }
 
 // checkPatchApplies applies the patch with evanphx/json-patch and checks
-// the result is a JSON object; it reports instead of stopping the test.
+// the result is a JSON object that decodes strictly as a Pod as far as the
+// original did (checkPatchedPod); it reports instead of stopping the test.
 func checkPatchApplies(t *testing.T, what string, original obj, patch []byte) {
 	t.Helper()
 	doc := mustMarshal(original)
@@ -566,6 +567,10 @@ func checkPatchApplies(t *testing.T, what string, original obj, patch []byte) {
 	}
 	if _, err := decodeObject(out); err != nil {
 		t.Errorf("%s: patched pod is not a JSON object: %v", what, err)
+		return
+	}
+	if err := checkPatchedPod(doc, out); err != nil {
+		t.Errorf("%s: %v\npatch: %s", what, err, patch)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "github.com/evanphx/json-patch"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // runInstallDevCerts runs the script with the binary under test and the

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // TestReloadConfigMapSwap: a kubelet-style ConfigMap volume; the atomic
@@ -607,12 +607,16 @@ func reviewEnv(in *instance, client *http.Client) (hca, qps string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	patched, err := p.Apply(mustMarshal(r.object))
+	doc := mustMarshal(r.object)
+	patched, err := p.Apply(doc)
 	if err != nil {
 		return "", "", err
 	}
 	pod, err := decodeObject(patched)
 	if err != nil {
+		return "", "", err
+	}
+	if err := checkPatchedPod(doc, patched); err != nil {
 		return "", "", err
 	}
 	c := containerByName(pod, "pytorch")

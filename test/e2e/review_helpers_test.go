@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "github.com/evanphx/json-patch"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 const (
@@ -203,8 +203,10 @@ func checkWarningForm(t testing.TB, i int, w string) {
 	}
 }
 
-// applyPatch applies an RFC 6902 patch with evanphx/json-patch, the
-// library the kube-apiserver uses for webhook patches.
+// applyPatch applies an RFC 6902 patch to a pod with evanphx/json-patch
+// (gopkg.in/evanphx/json-patch.v4, the library and version the
+// kube-apiserver uses for webhook patches), and checks the result decodes
+// strictly as a k8s.io/api/core/v1 Pod (checkPatchedPod).
 func applyPatch(t testing.TB, original obj, patch []byte) obj {
 	t.Helper()
 	if patch == nil {
@@ -214,13 +216,17 @@ func applyPatch(t testing.TB, original obj, patch []byte) obj {
 	if err != nil {
 		t.Fatalf("jsonpatch.DecodePatch: %v\npatch: %s", err, patch)
 	}
-	out, err := p.Apply(mustMarshal(original))
+	doc := mustMarshal(original)
+	out, err := p.Apply(doc)
 	if err != nil {
 		t.Fatalf("jsonpatch Apply to the original object: %v\npatch: %s", err, patch)
 	}
 	o, err := decodeObject(out)
 	if err != nil {
 		t.Fatalf("patched document: %v", err)
+	}
+	if err := checkPatchedPod(doc, out); err != nil {
+		t.Errorf("%v\npatch: %s", err, patch)
 	}
 	return o
 }

@@ -1,0 +1,3 @@
+module rdma-webhook/bench/gowebhook
+
+go 1.26.0
