@@ -46,7 +46,8 @@ go_check = @need=$$(sed -n 's/^go[[:space:]]\{1,\}\([0-9][0-9.]*\).*/\1/p' $(1)/
 .SECONDARY:
 
 .PHONY: all build build-asan deps deps-test certs run test unit unit-asan e2e e2e-asan \
-        validator valgrind fuzz fuzz-build format check-format clean bench go-check
+        validator valgrind fuzz fuzz-build format check-format clean bench go-check \
+        cluster-bins cluster-up cluster-down realcluster realcluster-asan
 
 all: build
 
@@ -128,7 +129,37 @@ valgrind: build/rdma-webhook build/unit/test_arena validator go-check
 
 test: deps-test
 	@$(MAKE) --no-print-directory unit e2e unit-asan e2e-asan valgrind
+	@$(MAKE) --no-print-directory realcluster realcluster-asan
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
+# The local control plane (test/cluster/): an embedded etcd, kube-apiserver
+# and kube-controller-manager built from k8s.io/kubernetes, and the Kubeflow
+# training-operator, at the versions pinned in test/cluster/go.mod and
+# test/cluster/operator/go.mod. Binaries are cached in build/cluster-bin;
+# the module and build caches are Go's own.
+CLUSTER_BIN := build/cluster-bin
+CLUSTER_DIR := build/cluster
+CLUSTER_TEST_DIR := build/cluster-test
+
+cluster-bins:
+	$(call go_check,test/cluster)
+	test/cluster/build.sh $(CLUSTER_BIN)
+
+# `make cluster-up`: the control plane, manifests/ applied with kubectl, the
+# webhook on the host; returns once a PyTorchJob can be submitted.
+cluster-up: deps
+	@$(MAKE) --no-print-directory build cluster-bins
+	test/cluster/cluster-up.sh $(CLUSTER_DIR) $(CLUSTER_BIN)
+
+cluster-down:
+	test/cluster/down.sh $(CLUSTER_DIR)
+
+# The real-cluster suite starts its own control plane in build/cluster-test
+# and stops it; down.sh runs again after it for a test binary that was killed.
+realcluster realcluster-asan: realcluster%: build%/rdma-webhook cluster-bins
+	cd test/cluster && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build$*/rdma-webhook \
+	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 -timeout 20m ./realcluster; \
+	  rc=$$?; ./down.sh $(CURDIR)/$(CLUSTER_TEST_DIR) >/dev/null 2>&1; exit $$rc
 
 # libFuzzer targets (clang-14, ASan+UBSan): `make fuzz` runs each for
 # FUZZ_SECONDS; `make test` runs them for 30 s each.

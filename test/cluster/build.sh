@@ -1,0 +1,154 @@
+#!/bin/sh
+# build.sh OUTDIR -- build the local control plane's binaries into OUTDIR:
+#   kube-apiserver kube-controller-manager kubectl etcd   (module ./)
+#   training-operator                                     (module ./operator)
+#
+# Only missing binaries are built (delete one, or set CLUSTER_REBUILD=1, to
+# rebuild).  The caller's Go caches are used as they are: GOCACHE and
+# GOMODCACHE are not touched, so CI can point them at a restored cache.
+#
+# Downloads and compiles are timed separately, because on a cold cache both
+# matter for CI's time budget.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd -P)
+
+[ $# -eq 1 ] || {
+	echo "usage: $0 OUTDIR" >&2
+	exit 2
+}
+mkdir -p "$1"
+out=$(cd "$1" && pwd -P)
+
+# The repository's Makefile runs Go in GOPATH mode (GO111MODULE=off) for the
+# e2e tests; these two modules need module mode whatever the caller's
+# environment says, and must not pick up a go.work from above.
+GO111MODULE=on
+GOWORK=off
+# Static binaries without cgo, as upstream releases them: nothing to link
+# against at run time, and no C compiler in the loop.  A caller may override.
+CGO_ENABLED=${CGO_ENABLED:-0}
+export GO111MODULE GOWORK CGO_ENABLED
+
+# -s -w: no symbol table / DWARF.  Cuts link time and the size of the four
+# ~100 MB binaries noticeably; these are test fixtures, never debugged.
+ldflags=${CLUSTER_LDFLAGS:--s -w}
+
+# timed LABEL CMD...: run CMD, then report how long it took (and keep its
+# exit status).
+timed() {
+	label=$1
+	shift
+	t0=$(date +%s)
+	rc=0
+	"$@" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "build.sh: $label: $(($(date +%s) - t0))s"
+	else
+		echo "build.sh: $label: FAILED (exit $rc) after $(($(date +%s) - t0))s" >&2
+	fi
+	return "$rc"
+}
+
+missing() {
+	[ "${CLUSTER_REBUILD:-0}" = 1 ] || [ ! -x "$out/$1" ]
+}
+
+# The four Kubernetes-side binaries come from one module and are built by a
+# single `go build`, so the thousands of packages they share are compiled
+# once and the compiler keeps both cores busy the whole time.
+pkgs=""
+names=""
+for spec in \
+	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+	kubectl=k8s.io/kubernetes/cmd/kubectl \
+	etcd=rdma-webhook/test/cluster/cmd/etcd; do
+	name=${spec%%=*}
+	if missing "$name"; then
+		pkgs="$pkgs ${spec#*=}"
+		names="$names $name"
+	fi
+done
+
+# Stamp the version as Kubernetes' own build does (hack/lib/version.sh): a
+# plain `go build` reports v0.0.0-master+$Format:%H$ from /version and
+# `kubectl version`, which clients that parse it choke on.  The values come
+# from go.mod's k8s.io/kubernetes version and its module time.
+version_ldflags() {
+	kv=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+	kt=$(go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
+	kmajor=${kv#v}
+	kmajor=${kmajor%%.*}
+	kminor=${kv#v*.}
+	kminor=${kminor%%.*}
+	for vpkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		printf ' -X %s' "$vpkg.gitVersion=$kv" "$vpkg.gitMajor=$kmajor" "$vpkg.gitMinor=$kminor" \
+			"$vpkg.gitCommit=" "$vpkg.gitTreeState=clean" "$vpkg.buildDate=${kt:-1970-01-01T00:00:00Z}"
+	done
+}
+
+build_kubernetes() {
+	cd "$here"
+	vflags=$(version_ldflags)
+	# shellcheck disable=SC2086 # $pkgs is a list of package paths
+	timed "go build$names" go build -ldflags="$ldflags$vflags" -o "$out/" $pkgs
+}
+
+build_operator() {
+	cd "$here/operator"
+	# The main package's directory is training-operator.v1; name the binary
+	# without the suffix.
+	timed "go build training-operator" go build -ldflags="$ldflags" \
+		-o "$out/training-operator" github.com/kubeflow/training-operator/cmd/training-operator.v1
+}
+
+total0=$(date +%s)
+
+# Downloads first, one after the other: they are network-bound and short,
+# and timing them on their own shows what a module-cache restore would save.
+# `go build` would fetch the same modules lazily.
+want_operator=0
+if missing training-operator; then
+	want_operator=1
+fi
+if [ -n "$pkgs" ]; then
+	(cd "$here" && timed "download (kubernetes module graph)" go mod download)
+fi
+if [ "$want_operator" = 1 ]; then
+	(cd "$here/operator" && timed "download (training-operator module graph)" go mod download)
+fi
+
+# The two modules share no compiled packages (the operator is on older k8s
+# libraries), so build them concurrently: the Kubernetes build has long
+# stretches where one huge package (generated code, openapi) keeps a single
+# core busy, and the operator's compiles fill the other one.
+jobs=""
+# Asynchronous lists ignore SIGINT in a non-interactive shell: pass an
+# interrupt on to the builds instead of leaving them running.
+trap 'kill $jobs 2>/dev/null; exit 130' INT
+trap 'kill $jobs 2>/dev/null; exit 143' TERM
+if [ "$want_operator" = 1 ]; then
+	build_operator &
+	op_job=$!
+	jobs="$jobs $op_job"
+fi
+if [ -n "$pkgs" ]; then
+	build_kubernetes &
+	k8s_job=$!
+	jobs="$jobs $k8s_job"
+fi
+status=0
+for j in $jobs; do
+	wait "$j" || status=1
+done
+trap - INT TERM
+[ "$status" -eq 0 ] || exit 1
+
+for b in kube-apiserver kube-controller-manager kubectl etcd training-operator; do
+	[ -x "$out/$b" ] || {
+		echo "build.sh: $out/$b was not built" >&2
+		exit 1
+	}
+done
+echo "build.sh: all binaries in $out (total $(($(date +%s) - total0))s)"

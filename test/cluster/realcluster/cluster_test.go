@@ -1,0 +1,174 @@
+package realcluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestPodSecurityBaseline: in a namespace that enforces Pod Security
+// baseline, the pod the webhook mutated is refused for its IPC_LOCK, as the
+// README's Troubleshooting says; the README's remedy (enforce=privileged)
+// lets the same pod in.
+func TestPodSecurityBaseline(t *testing.T) {
+	ns := newNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
+	pod := toJSON(t, gpuPod("psa", 8))
+	_, stderr, err := kubectl(pod, "create", "-n", ns, "-f", "-")
+	if err == nil {
+		t.Fatalf("a pod with IPC_LOCK was admitted into a baseline namespace")
+	}
+	if !strings.Contains(stderr, `violates PodSecurity "baseline:latest"`) || !strings.Contains(stderr, "IPC_LOCK") {
+		t.Errorf("the refusal is not the one the README names:\n%s", stderr)
+	}
+	mustKubectl(t, "", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged", "--overwrite")
+	mustKubectl(t, pod, "create", "-n", ns, "-f", "-")
+	requireMutated(t, getPod(t, ns, "psa"), "pytorch", want{profile: "roce-8card", hca: hca8})
+}
+
+// TestNodeLookup: a pod created bound to a Node (spec.nodeName; no kubelet
+// needed) gets the profile the Node's labels select, looked up by the
+// webhook through the API with its own service account.
+func TestNodeLookup(t *testing.T) {
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "rc-gpu4-node",
+		Labels: map[string]string{"nvidia.com/gpu.count": "4", "kubernetes.io/hostname": "rc-gpu4-node"}}}
+	if _, err := clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = clientset.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}) })
+	ns := newNamespace(t, nil)
+	// One GPU matches no profile by count: only the Node can choose.
+	p := gpuPod("on-node", 1)
+	p.Spec.NodeName = node.Name
+	if _, err := clientset.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	requireMutated(t, getPod(t, ns, "on-node"), "pytorch", want{profile: "roce-4card", hca: hca4})
+}
+
+// readmeTroubleshootingCommand is the README's command that lists the
+// PyTorchJob pods admitted without the webhook.
+func readmeTroubleshootingCommand(t testing.TB) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?s)\\*\\*Pods created without the RDMA settings\\.\\*\\*.*?```sh\n(.*?)```")
+	m := re.FindStringSubmatch(string(data))
+	if m == nil {
+		t.Fatal("README.md has no command under **Pods created without the RDMA settings.**")
+	}
+	return m[1]
+}
+
+// TestFailurePolicyIgnore: with the webhook stopped, a PyTorchJob's pods are
+// admitted unchanged (failurePolicy Ignore) and the README's troubleshooting
+// command lists exactly them.
+func TestFailurePolicyIgnore(t *testing.T) {
+	if err := script("webhook.sh", webhookEnv, "stop", clusterDir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := script("webhook.sh", webhookEnv, "start", clusterDir); err != nil {
+			t.Fatalf("restart the webhook: %v", err)
+		}
+	})
+	ns := newNamespace(t, nil)
+	mustKubectl(t, jobYAML("while-down", 8, ""), "apply", "-n", ns, "-f", "-")
+	var j pytorchJob
+	j.Metadata.Name = "while-down"
+	j.Spec.Replicas = map[string]replicaSpec{"Master": {Replicas: 1}, "Worker": {Replicas: 1}}
+	var want []string
+	for _, pods := range jobPods(t, ns, j) {
+		for i := range pods {
+			requireUntouched(t, &pods[i])
+			want = append(want, ns+" "+pods[i].Name)
+		}
+	}
+	sort.Strings(want)
+
+	cmd := readmeTroubleshootingCommand(t)
+	out, _ := mustShell(t, cmd)
+	var got []string
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if i == 0 || len(f) < 2 {
+			continue // the header
+		}
+		got = append(got, f[0]+" "+f[1])
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the README's command listed %q, want exactly the pods admitted while the webhook was down %q\n%s",
+			got, want, out)
+	}
+}
+
+// TestSelectorsKeepPodsAway: the webhook configuration's selectors, as the
+// real apiserver evaluates them: pods in kube-system, in rdma-webhook, in a
+// namespace labelled rdma-webhook.io/inject=false, and a pod without the
+// labels (the annotation alone is not enough) never reach the webhook.
+func TestSelectorsKeepPodsAway(t *testing.T) {
+	ctx := context.Background()
+	optedOut := newNamespace(t, map[string]string{"rdma-webhook.io/inject": "false"})
+	plain := newNamespace(t, nil)
+	restricted := func(p *corev1.Pod) *corev1.Pod {
+		// rdma-webhook enforces Pod Security restricted.
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(1000)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+		return p
+	}
+	unlabelled := gpuPod("annotation-only", 8)
+	unlabelled.Labels = nil
+	unlabelled.Annotations = map[string]string{"rdma-webhook.io/inject": "true"}
+	away := []struct {
+		ns  string
+		pod *corev1.Pod
+	}{
+		{"kube-system", gpuPod("rc-kube-system", 8)},
+		{"rdma-webhook", restricted(gpuPod("rc-own-namespace", 8))},
+		{optedOut, gpuPod("opted-out", 8)},
+		{plain, unlabelled},
+	}
+	for _, a := range away {
+		if _, err := clientset.CoreV1().Pods(a.ns).Create(ctx, a.pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s/%s: %v", a.ns, a.pod.Name, err)
+		}
+		ns, name := a.ns, a.pod.Name
+		t.Cleanup(func() {
+			_ = clientset.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		})
+	}
+	// A pod that does reach it, created last: once its line is in the log,
+	// the lines of the others would be too.
+	if _, err := clientset.CoreV1().Pods(plain).Create(ctx, gpuPod("control", 8), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAdmissionLine(t, plain, "control")
+	for _, a := range away {
+		if lines := admissionLines(t, a.ns, a.pod.Name); len(lines) > 0 {
+			t.Errorf("%s/%s reached the webhook: %v", a.ns, a.pod.Name, lines)
+		}
+		requireUntouched(t, getPod(t, a.ns, a.pod.Name))
+	}
+}
+
+// mustShell runs a shell command line with the cluster's kubectl first on
+// PATH, as a user of the README would.
+func mustShell(t testing.TB, line string) (string, string) {
+	t.Helper()
+	return mustRun(t, time.Minute, []string{"PATH=" + filepath.Dir(kubectlBin) + ":" + os.Getenv("PATH"),
+		"KUBECONFIG=" + kubeconfig}, "sh", "-c", line)
+}

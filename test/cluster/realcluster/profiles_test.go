@@ -1,0 +1,120 @@
+package realcluster
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// profilesConfigMap is the ConfigMap the webhook watches: the one the
+// Deployment mounts (kustomize's generated rdma-webhook-profiles-<hash>).
+func profilesConfigMap(t testing.TB) *corev1.ConfigMap {
+	t.Helper()
+	ctx := context.Background()
+	d, err := clientset.AppsV1().Deployments("rdma-webhook").Get(ctx, "rdma-webhook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "profiles" && v.ConfigMap != nil {
+			cm, err := clientset.CoreV1().ConfigMaps("rdma-webhook").Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cm
+		}
+	}
+	t.Fatal("the Deployment mounts no profiles ConfigMap")
+	return nil
+}
+
+// applyProfiles applies the ConfigMap with new profiles text, with kubectl
+// apply as an admin does.
+func applyProfiles(t testing.TB, cm *corev1.ConfigMap, text string) {
+	t.Helper()
+	doc := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": cm.Name, "namespace": cm.Namespace},
+		"data":     map[string]string{"profiles.json": text},
+	}
+	mustKubectl(t, toJSON(t, doc), "apply", "-f", "-")
+}
+
+// withHCA returns the profiles text with roce-8card's hca list replaced.
+func withHCA(t testing.TB, text string, hca []string) string {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range doc["profiles"].([]any) {
+		if p.(map[string]any)["name"] == "roce-8card" {
+			p.(map[string]any)["hca"] = hca
+		}
+	}
+	return toJSON(t, doc)
+}
+
+// dryRunHCA is the NCCL_IB_HCA an 8-GPU pod would get now: a server-side
+// dry run goes through the same admission and stores nothing.
+func dryRunHCA(t testing.TB, ns string) string {
+	t.Helper()
+	out, _ := mustKubectl(t, toJSON(t, gpuPod("probe", 8)), "create", "-n", ns, "--dry-run=server", "-o", "json", "-f", "-")
+	var p corev1.Pod
+	fromJSON(t, out, &p)
+	for _, e := range p.Spec.Containers[0].Env {
+		if e.Name == "NCCL_IB_HCA" {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// TestProfilesEditedWithKubectl: a `kubectl apply` of the profiles
+// ConfigMap reaches the next pod within 2 s (the webhook watches it through
+// the API); an invalid edit is refused by the webhook, which keeps serving
+// the last good version.
+func TestProfilesEditedWithKubectl(t *testing.T) {
+	ns := newNamespace(t, nil)
+	cm := profilesConfigMap(t)
+	original := cm.Data["profiles.json"]
+	t.Cleanup(func() {
+		applyProfiles(t, cm, original)
+		waitFor(t, 10*time.Second, "the shipped profiles to serve again", func() (bool, string) {
+			got := dryRunHCA(t, ns)
+			return got == hca8, got
+		})
+	})
+
+	applyProfiles(t, cm, withHCA(t, original, []string{"mlx5_21", "mlx5_22"}))
+	applied := time.Now()
+	waitFor(t, 2*time.Second, "the edited profiles in the next pod", func() (bool, string) {
+		got := dryRunHCA(t, ns)
+		return got == "=mlx5_21,mlx5_22", got
+	})
+	t.Logf("the edit reached a pod %v after kubectl apply returned", time.Since(applied).Round(time.Millisecond))
+	if _, err := clientset.CoreV1().Pods(ns).Create(context.Background(), gpuPod("after-edit", 8), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	requireMutated(t, getPod(t, ns, "after-edit"), "pytorch", want{profile: "roce-8card", hca: "=mlx5_21,mlx5_22"})
+
+	// NCCL_IB_TIMEOUT 40 is out of NCCL's range: the whole version is refused.
+	mark := len(logLines(t))
+	applyProfiles(t, cm, strings.Replace(original, `"NCCL_IB_TIMEOUT": "22"`, `"NCCL_IB_TIMEOUT": "40"`, 1))
+	waitFor(t, 5*time.Second, `the webhook's "profiles rejected" line`, func() (bool, string) {
+		for _, l := range logLines(t)[mark:] {
+			if strings.HasPrefix(l["msg"].(string), "profiles rejected") {
+				return true, ""
+			}
+		}
+		return false, "no such line"
+	})
+	if got := dryRunHCA(t, ns); got != "=mlx5_21,mlx5_22" {
+		t.Errorf("after an invalid edit, NCCL_IB_HCA %q; want the last good version's =mlx5_21,mlx5_22", got)
+	}
+}
