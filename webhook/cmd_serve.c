@@ -117,8 +117,9 @@ static int serve_start_api(struct serve_app *app, const struct serve_flags *o, c
     return 0;
 }
 
-/* Starts the profiles source: the ConfigMap watch, or the file (loaded now,
- * then watched). */
+/* Starts the profiles source: the ConfigMap watch, or the file (its identity
+ * recorded, then loaded, then watched: a version written during the load is
+ * loaded again, not missed). */
 static int serve_start_profiles(struct serve_app *app, const struct serve_flags *o, char *err,
                                 size_t errlen)
 {
@@ -127,9 +128,8 @@ static int serve_start_profiles(struct serve_app *app, const struct serve_flags 
                              o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
                              errlen);
     app->profiles_path = o->profiles;
-    serve_reload_profiles(app);
-    return filewatch_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
-                           serve_reload_profiles, app, err, errlen);
+    return filewatch_load_and_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
+                                    serve_reload_profiles, app, err, errlen);
 }
 
 static void serve_block_signals(sigset_t *set)

@@ -77,8 +77,10 @@ static void filewatch_add_inotify(struct filewatch *w)
     }
 }
 
-int filewatch_start(struct filewatch *w, const char *const *paths, size_t n_paths, int interval_ms,
-                    void (*changed)(void *ctx), void *ctx, char *err, size_t errlen)
+/* Sets w up and records the identities; the thread is not started. */
+static int filewatch_prepare(struct filewatch *w, const char *const *paths, size_t n_paths,
+                             int interval_ms, void (*changed)(void *ctx), void *ctx, char *err,
+                             size_t errlen)
 {
     memset(w, 0, sizeof(*w));
     w->interval_ms = interval_ms;
@@ -86,6 +88,7 @@ int filewatch_start(struct filewatch *w, const char *const *paths, size_t n_path
     w->ctx = ctx;
     w->inotify_fd = -1;
     w->stop_pipe[0] = w->stop_pipe[1] = -1;
+    w->armed = 1;
     if (n_paths == 0 || n_paths > FILEWATCH_MAX_PATHS) {
         snprintf(err, errlen, "cannot watch %zu files at once", n_paths);
         return -1;
@@ -100,13 +103,36 @@ int filewatch_start(struct filewatch *w, const char *const *paths, size_t n_path
         return -1;
     }
     filewatch_add_inotify(w);
+    return 0;
+}
+
+static int filewatch_run(struct filewatch *w, char *err, size_t errlen)
+{
     if (pthread_create(&w->thread, NULL, filewatch_main, w) != 0) {
-        snprintf(err, errlen, "cannot start the watcher for %s", paths[0]);
+        snprintf(err, errlen, "cannot start the watcher for %s", w->paths[0]);
         filewatch_stop(w);
         return -1;
     }
     w->started = 1;
     return 0;
+}
+
+int filewatch_start(struct filewatch *w, const char *const *paths, size_t n_paths, int interval_ms,
+                    void (*changed)(void *ctx), void *ctx, char *err, size_t errlen)
+{
+    if (filewatch_prepare(w, paths, n_paths, interval_ms, changed, ctx, err, errlen))
+        return -1;
+    return filewatch_run(w, err, errlen);
+}
+
+int filewatch_load_and_start(struct filewatch *w, const char *const *paths, size_t n_paths,
+                             int interval_ms, void (*changed)(void *ctx), void *ctx, char *err,
+                             size_t errlen)
+{
+    if (filewatch_prepare(w, paths, n_paths, interval_ms, changed, ctx, err, errlen))
+        return -1;
+    changed(ctx);
+    return filewatch_run(w, err, errlen);
 }
 
 void filewatch_stop(struct filewatch *w)
@@ -118,6 +144,9 @@ void filewatch_stop(struct filewatch *w)
         pthread_join(w->thread, NULL);
         w->started = 0;
     }
+    /* A zeroed watch holds 0s, not descriptors: descriptor 0 is not ours. */
+    if (!w->armed)
+        return;
     for (int i = 0; i < 2; i++)
         if (w->stop_pipe[i] >= 0)
             close(w->stop_pipe[i]);

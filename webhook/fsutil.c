@@ -12,7 +12,7 @@ int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
     int is_stdin = strcmp(path, "-") == 0;
     int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     char chunk[16384];
-    int rc = -1;
+    int rc = -1, add;
 
     if (fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
@@ -29,7 +29,11 @@ int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
         }
         if (n == 0)
             break;
-        if (dynbuf_add(out, chunk, (size_t)n)) {
+        if ((add = dynbuf_add(out, chunk, (size_t)n)) == DYNBUF_NOMEM) {
+            snprintf(err, errlen, "out of memory reading %s", is_stdin ? "input" : path);
+            goto out;
+        }
+        if (add) {
             snprintf(err, errlen, "%s is larger than %zu bytes", is_stdin ? "input" : path,
                      out->cap);
             goto out;

@@ -22,7 +22,8 @@ struct fsutil_identity {
     int exists;
 };
 
-/* Reads path ("-" for standard input) into out, whose cap limits the size. */
+/* Reads path ("-" for standard input) into out, whose cap limits the size;
+ * the message tells a file over the cap from a read out of memory. */
 int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen);
 
 /* Follows symlinks; a missing file gives exists = 0 and returns 0. */

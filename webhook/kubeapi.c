@@ -1,15 +1,12 @@
 #include "kubeapi.h"
 
 #include "fsutil.h"
+#include "version.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef RDMA_WEBHOOK_VERSION
-#define RDMA_WEBHOOK_VERSION "0.1.0-dev"
-#endif
 
 #define KUBEAPI_TOKEN_MAX 16384
 

@@ -14,11 +14,19 @@ enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
 
 #define LOOKUPS_FAILED_TTL_NS MONOTIME_NS_PER_S
 #define LOOKUPS_BODY_MAX      (4u << 20)
+/* An admission with this much budget left or less makes no call. */
+#define LOOKUPS_MIN_CALL_NS MONOTIME_NS_PER_MS
 
-static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s)
+static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
+                              cJSON **value);
+static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
+                                   cJSON **value);
+
+static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s, lookups_fetch_fn fetch)
 {
     memset(c->e, 0, sizeof(c->e));
     c->ttl_ns = (long long)ttl_s * MONOTIME_NS_PER_S;
+    c->fetch = fetch;
     if (monotime_cond_init(&c->done))
         return -1;
     if (pthread_mutex_init(&c->mu, NULL)) {
@@ -41,9 +49,9 @@ int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_
 {
     lk->api = api;
     lk->budget_ns = (long long)budget_ms * MONOTIME_NS_PER_MS;
-    if (lookups_cache_init(&lk->nodes, node_ttl_s))
+    if (lookups_cache_init(&lk->nodes, node_ttl_s, lookups_fetch_node))
         return -1;
-    if (lookups_cache_init(&lk->configmaps, configmap_ttl_s)) {
+    if (lookups_cache_init(&lk->configmaps, configmap_ttl_s, lookups_fetch_configmap)) {
         lookups_cache_free(&lk->nodes);
         return -1;
     }
@@ -81,17 +89,19 @@ static struct lookups_entry *lookups_slot(struct lookups_cache *c)
     return best;
 }
 
-typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
-                                cJSON **value);
-
-/* Loads key into its slot (the lock is released around the API call). */
+/* Loads key into its slot, which is not LOADING, with timeout_ms to do it
+ * (the lock is released around the API call). A call that failed at the end
+ * of the request's budget was cut short by it: that says nothing about the
+ * API, so the slot is emptied rather than marked failed. "At the end" is
+ * within two LOOKUPS_MIN_CALL_NS: the timeout is the budget rounded down to
+ * a millisecond, and libcurl's timer may fire a little early. */
 static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookups_entry *e,
                                           const struct lookups_request *req, const char *key,
-                                          lookups_fetch_fn fetch)
+                                          long timeout_ms)
 {
-    long long left = req->deadline_ns - monotime_now();
+    struct arena *a;
     cJSON *value = NULL;
-    int rc = -1;
+    int rc, cut_short;
 
     cJSON_Delete(e->value);
     e->value = NULL;
@@ -99,14 +109,12 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     e->state = LOOKUPS_LOADING;
     pthread_mutex_unlock(&c->mu);
     /* The answer outlives this request: it must not come from its arena. */
-    if (left > MONOTIME_NS_PER_MS) {
-        struct arena *a = arena_suspend();
-
-        rc = fetch(req->lk->api, key, (long)(left / MONOTIME_NS_PER_MS), &value);
-        arena_resume(a);
-    }
+    a = arena_suspend();
+    rc = c->fetch(req->lk->api, key, timeout_ms, &value);
+    arena_resume(a);
+    cut_short = rc != 0 && req->deadline_ns - monotime_now() < 2 * LOOKUPS_MIN_CALL_NS;
     pthread_mutex_lock(&c->mu);
-    e->state = rc == 0 ? LOOKUPS_READY : LOOKUPS_FAILED;
+    e->state = rc == 0 ? LOOKUPS_READY : cut_short ? LOOKUPS_EMPTY : LOOKUPS_FAILED;
     e->value = value;
     e->expires_ns = monotime_now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
     pthread_cond_broadcast(&c->done);
@@ -116,11 +124,11 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
 /* Returns the ready entry for key with the cache locked, or NULL (unlocked)
  * when the answer cannot be had within the request's budget. */
 static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
-                                             const struct lookups_request *req, const char *key,
-                                             lookups_fetch_fn fetch)
+                                             const struct lookups_request *req, const char *key)
 {
     struct timespec until = monotime_at(req->deadline_ns);
     struct lookups_entry *e;
+    long long left;
 
     pthread_mutex_lock(&c->mu);
     for (;;) {
@@ -132,9 +140,16 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
         }
         if (e && monotime_now() < e->expires_ns)
             break;
+        /* No time for a call: leave what is cached (even if stale) as it
+         * is, for a request that has the time. */
+        left = req->deadline_ns - monotime_now();
+        if (left <= LOOKUPS_MIN_CALL_NS) {
+            e = NULL;
+            break;
+        }
         e = e ? e : lookups_slot(c);
         if (e)
-            e = lookups_load(c, e, req, key, fetch);
+            e = lookups_load(c, e, req, key, (long)(left / MONOTIME_NS_PER_MS));
         break;
     }
     if (e && e->state == LOOKUPS_READY)
@@ -230,7 +245,7 @@ static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, l
 static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct lookups_request *req = ctx;
-    struct lookups_entry *e = lookups_acquire(&req->lk->nodes, req, name, lookups_fetch_node);
+    struct lookups_entry *e = lookups_acquire(&req->lk->nodes, req, name);
 
     if (!e)
         return -1;
@@ -249,7 +264,7 @@ static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, 
 
     if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck))
         return MUTATE_ENVFROM_UNKNOWN;
-    e = lookups_acquire(&req->lk->configmaps, req, ck, lookups_fetch_configmap);
+    e = lookups_acquire(&req->lk->configmaps, req, ck);
     if (!e)
         return MUTATE_ENVFROM_UNKNOWN;
     answer = e->value && podjson_member(e->value, key) ? MUTATE_ENVFROM_HAS : MUTATE_ENVFROM_LACKS;

@@ -3,10 +3,13 @@
  *
  * Answers are cached for a short TTL, so a burst of pods of one job costs one
  * API call: concurrent misses for the same key wait for the one request in
- * flight instead of sending their own. Failures are cached for a second, so
- * a dead API is not hammered. Each admission gets a deadline (the budget):
- * no lookup, and no wait for another's lookup, runs past it; what is not
- * known by then is "unknown" and the mutation falls back with a warning.
+ * flight instead of sending their own. Failures of the API are cached for a
+ * second, so a dead API is not hammered. Each admission gets a deadline (the
+ * budget): no lookup, and no wait for another's lookup, runs past it; what is
+ * not known by then is "unknown" and the mutation falls back with a warning.
+ * Running out of budget says nothing about the API: an admission with no
+ * time left (a millisecond or less) does not touch the cache, and a call cut
+ * short by its deadline is not cached as a failure.
  */
 #ifndef RDMA_WEBHOOK_LOOKUPS_H
 #define RDMA_WEBHOOK_LOOKUPS_H
@@ -27,10 +30,19 @@ struct lookups_entry {
     struct cJSON *value; /* labels, or the ConfigMap's keys; NULL: does not exist */
 };
 
+/* Asks the API for key (a Node's name, or "namespace/name" of a ConfigMap)
+ * in at most timeout_ms. Returns 0 with *value (NULL: the object does not
+ * exist) or -1; the value must not come from a request's arena. */
+typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
+                                struct cJSON **value);
+
 struct lookups_cache {
     pthread_mutex_t mu;
     pthread_cond_t done;
     long long ttl_ns;
+    /* The API call behind the cache: set by lookups_init(), replaceable
+     * before the first lookup (a test's fake API). */
+    lookups_fetch_fn fetch;
     struct lookups_entry e[LOOKUPS_CACHE_MAX];
 };
 

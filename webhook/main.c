@@ -3,14 +3,12 @@
  * the subcommands. */
 #include "cmd.h"
 
+#include "version.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef RDMA_WEBHOOK_VERSION
-#define RDMA_WEBHOOK_VERSION "0.1.0-dev"
-#endif
 
 static void main_usage(FILE *f)
 {

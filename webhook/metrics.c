@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
@@ -45,103 +46,127 @@ void metrics_http_error(struct metrics *m, unsigned status)
     atomic_fetch_add(&m->http_errors[i], 1);
 }
 
-static void metrics_render_admissions(struct metrics *m, struct dynbuf *out)
+/* The exposition being written: the first dynbuf error is kept and every
+ * later write skipped, so the result is that error, not a guess. */
+struct metrics_out {
+    struct dynbuf *b;
+    int err;
+};
+
+__attribute__((format(printf, 2, 3))) static void metrics_put(struct metrics_out *o,
+                                                              const char *fmt, ...)
 {
-    dynbuf_addstr(out, "# HELP rdma_webhook_admissions_total Pod admissions by result.\n"
-                       "# TYPE rdma_webhook_admissions_total counter\n");
+    va_list ap;
+
+    if (o->err)
+        return;
+    va_start(ap, fmt);
+    o->err = dynbuf_vprintf(o->b, fmt, ap);
+    va_end(ap);
+}
+
+static void metrics_puts(struct metrics_out *o, const char *s)
+{
+    if (!o->err)
+        o->err = dynbuf_addstr(o->b, s);
+}
+
+static void metrics_render_admissions(struct metrics *m, struct metrics_out *out)
+{
+    metrics_puts(out, "# HELP rdma_webhook_admissions_total Pod admissions by result.\n"
+                      "# TYPE rdma_webhook_admissions_total counter\n");
     for (int i = 0; i < MUTATE_REASONS; i++) {
         enum mutate_reason r = (enum mutate_reason)i;
         enum mutate_outcome o = mutate_reason_outcome(r);
 
         /* For a skip the reason says why; the other results need none. */
-        dynbuf_printf(out, "rdma_webhook_admissions_total{result=\"%s\",reason=\"%s\"} %llu\n",
-                      mutate_outcome_name(o), o == MUTATE_SKIPPED ? mutate_reason_name(r) : "",
-                      atomic_load(&m->admissions[i]));
+        metrics_put(out, "rdma_webhook_admissions_total{result=\"%s\",reason=\"%s\"} %llu\n",
+                    mutate_outcome_name(o), o == MUTATE_SKIPPED ? mutate_reason_name(r) : "",
+                    atomic_load(&m->admissions[i]));
     }
-    dynbuf_printf(out, "rdma_webhook_admissions_total{result=\"ignored\",reason=\"\"} %llu\n",
-                  atomic_load(&m->admissions[MUTATE_REASONS]));
-    dynbuf_addstr(out, "# HELP rdma_webhook_http_errors_total Requests answered with an error "
-                       "status.\n# TYPE rdma_webhook_http_errors_total counter\n");
+    metrics_put(out, "rdma_webhook_admissions_total{result=\"ignored\",reason=\"\"} %llu\n",
+                atomic_load(&m->admissions[MUTATE_REASONS]));
+    metrics_puts(out, "# HELP rdma_webhook_http_errors_total Requests answered with an error "
+                      "status.\n# TYPE rdma_webhook_http_errors_total counter\n");
     for (int i = 0; i < METRICS_HTTP_CODES; i++)
-        dynbuf_printf(out, "rdma_webhook_http_errors_total{code=\"%u\"} %llu\n",
-                      metrics_http_codes[i], atomic_load(&m->http_errors[i]));
-    dynbuf_addstr(out, "# HELP rdma_webhook_warnings_total Warnings returned to users, by kind.\n"
-                       "# TYPE rdma_webhook_warnings_total counter\n");
+        metrics_put(out, "rdma_webhook_http_errors_total{code=\"%u\"} %llu\n",
+                    metrics_http_codes[i], atomic_load(&m->http_errors[i]));
+    metrics_puts(out, "# HELP rdma_webhook_warnings_total Warnings returned to users, by kind.\n"
+                      "# TYPE rdma_webhook_warnings_total counter\n");
     for (int k = 0; k < MUTATE_W_KINDS; k++)
-        dynbuf_printf(out, "rdma_webhook_warnings_total{kind=\"%s\"} %llu\n",
-                      mutate_warning_kind_name((enum mutate_warning_kind)k),
-                      atomic_load(&m->warnings[k]));
-    dynbuf_printf(out,
-                  "# HELP rdma_webhook_patch_operations_total JSON Patch operations returned.\n"
-                  "# TYPE rdma_webhook_patch_operations_total counter\n"
-                  "rdma_webhook_patch_operations_total %llu\n",
-                  atomic_load(&m->patch_ops));
+        metrics_put(out, "rdma_webhook_warnings_total{kind=\"%s\"} %llu\n",
+                    mutate_warning_kind_name((enum mutate_warning_kind)k),
+                    atomic_load(&m->warnings[k]));
+    metrics_put(out,
+                "# HELP rdma_webhook_patch_operations_total JSON Patch operations returned.\n"
+                "# TYPE rdma_webhook_patch_operations_total counter\n"
+                "rdma_webhook_patch_operations_total %llu\n",
+                atomic_load(&m->patch_ops));
 }
 
-static void metrics_render_latency(struct metrics *m, struct dynbuf *out)
+static void metrics_render_latency(struct metrics *m, struct metrics_out *out)
 {
     unsigned long long cumulative = 0;
 
-    dynbuf_addstr(out, "# HELP rdma_webhook_admission_duration_seconds Time from the request's "
-                       "first byte to the response.\n"
-                       "# TYPE rdma_webhook_admission_duration_seconds histogram\n");
+    metrics_puts(out, "# HELP rdma_webhook_admission_duration_seconds Time from the request's "
+                      "first byte to the response.\n"
+                      "# TYPE rdma_webhook_admission_duration_seconds histogram\n");
     for (int b = 0; b < METRICS_LATENCY_BUCKETS; b++) {
         cumulative += atomic_load(&m->latency_bucket[b]);
-        dynbuf_printf(out, "rdma_webhook_admission_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                      (double)metrics_bounds_ns[b] / 1e9, cumulative);
+        metrics_put(out, "rdma_webhook_admission_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                    (double)metrics_bounds_ns[b] / 1e9, cumulative);
     }
-    dynbuf_printf(out,
-                  "rdma_webhook_admission_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
-                  "rdma_webhook_admission_duration_seconds_sum %.9f\n"
-                  "rdma_webhook_admission_duration_seconds_count %llu\n",
-                  atomic_load(&m->latency_count), (double)atomic_load(&m->latency_sum_ns) / 1e9,
-                  atomic_load(&m->latency_count));
+    metrics_put(out,
+                "rdma_webhook_admission_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                "rdma_webhook_admission_duration_seconds_sum %.9f\n"
+                "rdma_webhook_admission_duration_seconds_count %llu\n",
+                atomic_load(&m->latency_count), (double)atomic_load(&m->latency_sum_ns) / 1e9,
+                atomic_load(&m->latency_count));
 }
 
 static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges *g,
-                                  struct dynbuf *out)
+                                  struct metrics_out *out)
 {
-    dynbuf_printf(out,
-                  "# HELP rdma_webhook_in_flight_requests Admission requests being served.\n"
-                  "# TYPE rdma_webhook_in_flight_requests gauge\n"
-                  "rdma_webhook_in_flight_requests %d\n"
-                  "# HELP rdma_webhook_profiles_generation Profiles version serving (0: none).\n"
-                  "# TYPE rdma_webhook_profiles_generation gauge\n"
-                  "rdma_webhook_profiles_generation %lu\n"
-                  "# HELP rdma_webhook_profile_reloads_total Profile versions by outcome.\n"
-                  "# TYPE rdma_webhook_profile_reloads_total counter\n"
-                  "rdma_webhook_profile_reloads_total{result=\"loaded\"} %lu\n"
-                  "rdma_webhook_profile_reloads_total{result=\"rejected\"} %lu\n"
-                  "# HELP rdma_webhook_certificate_expiry_timestamp_seconds notAfter of the "
-                  "serving certificate.\n"
-                  "# TYPE rdma_webhook_certificate_expiry_timestamp_seconds gauge\n"
-                  "rdma_webhook_certificate_expiry_timestamp_seconds %lld\n"
-                  "# HELP rdma_webhook_certificate_loads_total Serving certificates loaded.\n"
-                  "# TYPE rdma_webhook_certificate_loads_total counter\n"
-                  "rdma_webhook_certificate_loads_total %lu\n"
-                  "# HELP rdma_webhook_log_lines_dropped_total Log lines dropped because "
-                  "stderr was not read fast enough.\n"
-                  "# TYPE rdma_webhook_log_lines_dropped_total counter\n"
-                  "rdma_webhook_log_lines_dropped_total %llu\n"
-                  "# HELP rdma_webhook_build_info The running build.\n"
-                  "# TYPE rdma_webhook_build_info gauge\n"
-                  "rdma_webhook_build_info{version=\"%s\"} 1\n",
-                  atomic_load(&m->in_flight), g->profiles_loaded, g->profiles_loaded,
-                  g->profiles_rejected, g->cert_not_after, g->cert_generation, g->log_dropped,
-                  g->version);
+    metrics_put(out,
+                "# HELP rdma_webhook_in_flight_requests Admission requests being served.\n"
+                "# TYPE rdma_webhook_in_flight_requests gauge\n"
+                "rdma_webhook_in_flight_requests %d\n"
+                "# HELP rdma_webhook_profiles_generation Profiles version serving (0: none).\n"
+                "# TYPE rdma_webhook_profiles_generation gauge\n"
+                "rdma_webhook_profiles_generation %lu\n"
+                "# HELP rdma_webhook_profile_reloads_total Profile versions by outcome.\n"
+                "# TYPE rdma_webhook_profile_reloads_total counter\n"
+                "rdma_webhook_profile_reloads_total{result=\"loaded\"} %lu\n"
+                "rdma_webhook_profile_reloads_total{result=\"rejected\"} %lu\n"
+                "# HELP rdma_webhook_certificate_expiry_timestamp_seconds notAfter of the "
+                "serving certificate.\n"
+                "# TYPE rdma_webhook_certificate_expiry_timestamp_seconds gauge\n"
+                "rdma_webhook_certificate_expiry_timestamp_seconds %lld\n"
+                "# HELP rdma_webhook_certificate_loads_total Serving certificates loaded.\n"
+                "# TYPE rdma_webhook_certificate_loads_total counter\n"
+                "rdma_webhook_certificate_loads_total %lu\n"
+                "# HELP rdma_webhook_log_lines_dropped_total Log lines dropped because "
+                "stderr was not read fast enough.\n"
+                "# TYPE rdma_webhook_log_lines_dropped_total counter\n"
+                "rdma_webhook_log_lines_dropped_total %llu\n"
+                "# HELP rdma_webhook_build_info The running build.\n"
+                "# TYPE rdma_webhook_build_info gauge\n"
+                "rdma_webhook_build_info{version=\"%s\"} 1\n",
+                atomic_load(&m->in_flight), g->profiles_loaded, g->profiles_loaded,
+                g->profiles_rejected, g->cert_not_after, g->cert_generation, g->log_dropped,
+                g->version);
 }
 
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)
 {
-    size_t before = out->len;
+    struct metrics_out o = {out, 0};
+    size_t before = dynbuf_len(out);
 
-    metrics_render_admissions(m, out);
-    metrics_render_latency(m, out);
-    metrics_render_gauges(m, g, out);
-    /* dynbuf calls leave the buffer as it was on error: a short exposition
-     * means one of them failed. */
-    return out->len > before && out->mem[out->len - 1] == '\n' &&
-                   strstr(out->mem + before, "rdma_webhook_build_info")
-               ? 0
-               : DYNBUF_TOO_BIG;
+    metrics_render_admissions(m, &o);
+    metrics_render_latency(m, &o);
+    metrics_render_gauges(m, g, &o);
+    /* Half an exposition would read as counters gone back to zero. */
+    if (o.err)
+        dynbuf_truncate(out, before);
+    return o.err;
 }

@@ -14,8 +14,11 @@
 
 #define MUTATE_SHM_VOLUME "rdma-webhook-shm"
 #define MUTATE_ENV_MAX    (2 * PROFILES_MAX_ENV)
-/* envFrom sources past this many are still honoured, just not warned about. */
-#define MUTATE_ENVFROM_WARN_MAX 64
+/* envFrom sources checked per container: each can cost an API call (within
+ * the admission's budget) and a warning. Sources past them are not checked
+ * (their keys lose to the profile's, as an unreadable source's do), and one
+ * warning per container says so. */
+#define MUTATE_ENVFROM_MAX 64
 
 struct mctx {
     const struct mutate_input *in;
@@ -233,16 +236,36 @@ static const char *mutate_envfrom_key(struct mctx *m, const cJSON *src, const ch
     return name + n;
 }
 
+/* Which envFrom warnings a container has had: one per source, and one for
+ * the sources past MUTATE_ENVFROM_MAX. */
+struct mutate_envfrom_warned {
+    unsigned long long source; /* bit i: source i */
+    int past_max;
+};
+_Static_assert(MUTATE_ENVFROM_MAX <= 64, "one bit of mutate_envfrom_warned.source per source");
+
+static void mutate_envfrom_warn(struct mctx *m, const char *cname, const cJSON *cm,
+                                const char *ref_name)
+{
+    char shown[48];
+
+    mutate_warn(m, MUTATE_W_ENVFROM,
+                "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys lose to the "
+                "profile's",
+                cname, cm ? "ConfigMap" : "Secret",
+                mutate_short(ref_name ? ref_name : "?", shown, sizeof(shown)));
+}
+
 /* 1 when an envFrom ConfigMap of the container is known to declare name. An
  * unreadable source (every Secret, and ConfigMaps while the lookup is not
  * available) declares nothing but earns one warning, since the profile's
- * value, being in env, would silently win over it. */
+ * value, being in env, would silently win over it; so do the sources past
+ * MUTATE_ENVFROM_MAX, which are not checked at all. */
 static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const char *name,
-                                   const char *cname, unsigned long long *warned)
+                                   const char *cname, struct mutate_envfrom_warned *warned)
 {
     const cJSON *src;
     size_t i = 0;
-    char shown[48];
 
     cJSON_ArrayForEach(src, envfrom)
     {
@@ -252,22 +275,26 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const c
         const char *key = mutate_envfrom_key(m, src, name);
         const char *ref_name = podjson_str(&m->r, ref, "name");
         enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
-        unsigned long long bit = i < MUTATE_ENVFROM_WARN_MAX ? 1ull << i : 0;
+        size_t at = i++;
 
-        i++;
         if (!ref || !key)
             continue;
+        if (at >= MUTATE_ENVFROM_MAX) {
+            if (!warned->past_max)
+                mutate_warn(m, MUTATE_W_ENVFROM,
+                            "envFrom sources past the %dth of container \"%s\" not checked; "
+                            "their NCCL_* keys lose to the profile's",
+                            MUTATE_ENVFROM_MAX, cname);
+            warned->past_max = 1;
+            return 0;
+        }
         if (cm && m->hooks && m->hooks->configmap_has_key && ref_name)
             answer = m->hooks->configmap_has_key(m->hooks->ctx, m->in->namespace_, ref_name, key);
         if (answer == MUTATE_ENVFROM_HAS)
             return 1;
-        if (answer == MUTATE_ENVFROM_UNKNOWN && !(*warned & bit)) {
-            *warned |= bit;
-            mutate_warn(m, MUTATE_W_ENVFROM,
-                        "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys "
-                        "lose to the profile's",
-                        cname, cm ? "ConfigMap" : "Secret",
-                        mutate_short(ref_name ? ref_name : "?", shown, sizeof(shown)));
+        if (answer == MUTATE_ENVFROM_UNKNOWN && !(warned->source & 1ull << at)) {
+            warned->source |= 1ull << at;
+            mutate_envfrom_warn(m, cname, cm, ref_name);
         }
     }
     return 0;
@@ -288,7 +315,7 @@ static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const 
     const cJSON *env = podjson_arr(&m->r, c, "env");
     const struct profiles_kv *adds[MUTATE_ENV_MAX];
     const cJSON *decl[MUTATE_ENV_MAX], *envfrom = NULL;
-    unsigned long long warned = 0;
+    struct mutate_envfrom_warned warned = {0};
     size_t n = 0;
     int envfrom_read = 0;
     char path[PATCH_PATH_MAX];

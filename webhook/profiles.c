@@ -1,5 +1,6 @@
 #include "profiles.h"
 
+#include "jsoncheck.h"
 #include "k8sname.h"
 #include "nccl.h"
 #include "quantity.h"
@@ -493,6 +494,27 @@ static void pread_root(struct pctx *c, const cJSON *root)
     pread_profiles(c, root);
 }
 
+/* The text must be strict JSON (RFC 8259) and valid UTF-8, which cJSON does
+ * not check; and hold no \u0000, at which cJSON would end the string: a
+ * value would load shorter than the admin wrote it. Returns 0 or -1. */
+static int pcheck_text(struct pctx *c, const char *text, size_t len)
+{
+    struct jsoncheck_result chk;
+    char why[96];
+
+    if (jsoncheck_text(text, len, &chk)) {
+        jsoncheck_describe(&chk, why, sizeof(why));
+        perr(c, "not valid JSON: %s", why);
+        return -1;
+    }
+    if (chk.first_nul != JSONCHECK_NONE) {
+        perr(c, "a string holds \\u0000 (byte %zu): profile values cannot contain NUL",
+             chk.first_nul);
+        return -1;
+    }
+    return 0;
+}
+
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors)
 {
     struct pctx c = {.errors = errors};
@@ -501,9 +523,13 @@ struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *err
     c.ps = calloc(1, sizeof(*c.ps));
     if (!c.ps)
         goto nomem;
+    if (pcheck_text(&c, text, len))
+        goto fail;
     c.ps->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!c.ps->root) {
-        perr(&c, "not valid JSON near byte %zu; check with 'jq . FILE'",
+        /* Strict JSON cJSON cannot read: out of memory, or a number longer
+         * than the 63 characters cJSON 1.7.15 reads. */
+        perr(&c, "JSON the parser cannot read near byte %zu (a number too long?)",
              end ? (size_t)(end - text) : (size_t)0);
         goto fail;
     }

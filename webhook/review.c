@@ -2,12 +2,15 @@
 
 #include "arena.h"
 #include "base64.h"
+#include "jsoncheck.h"
+#include "jsonraw.h"
 #include "jsonw.h"
 #include "podjson.h"
 #include "profiles.h"
 #include "utf8.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <string.h>
 
 #define REVIEW_V1      "admission.k8s.io/v1"
@@ -47,8 +50,10 @@ static void review_write_warnings(struct jsonw *w, const struct mutate_warnings 
     jsonw_raw(w, "]");
 }
 
-int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,
-                          const struct mutate_result *res)
+/* The uid is echoed as it came, NULs and all: the apiserver compares it
+ * with its own byte for byte. */
+static int review_write(struct dynbuf *out, const char *api_version, const char *uid,
+                        size_t uid_len, const struct mutate_result *res)
 {
     struct jsonw w;
     int rc;
@@ -60,7 +65,7 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
     jsonw_raw(&w, "{\"apiVersion\":");
     jsonw_str(&w, api_version);
     jsonw_raw(&w, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
-    jsonw_str(&w, uid);
+    jsonw_strn(&w, uid, uid_len);
     jsonw_raw(&w, ",\"allowed\":true");
     if (res && res->outcome == MUTATE_PATCHED && res->profile) {
         jsonw_raw(&w, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
@@ -75,6 +80,12 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
         review_write_warnings(&w, &res->warnings);
     jsonw_raw(&w, "}}");
     return jsonw_error(&w);
+}
+
+int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,
+                          const struct mutate_result *res)
+{
+    return review_write(out, api_version, uid, strlen(uid), res);
 }
 
 /* Only a Pod CREATE is mutated; everything else is allowed untouched. */
@@ -117,11 +128,22 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     review_copy(sum->error, sizeof(sum->error), res->error);
 }
 
+/* What the envelope holds, each string with its exact length. */
+struct review_envelope {
+    const char *kind, *api_version, *uid; /* NULL: absent, or not a string */
+    size_t kind_len, api_version_len, uid_len;
+    const cJSON *req;
+    /* For the exact read: where kind and apiVersion are unescaped to (a
+     * longer one is no match, whatever it says). */
+    char kind_buf[32], api_version_buf[32];
+};
+
 /* Mutates the request's pod (if it is a Pod CREATE) and writes the response. */
-static int review_answer(const cJSON *req, const char *api_version, const char *uid,
-                         const struct profiles *ps, const struct mutate_hooks *hooks,
-                         struct dynbuf *out, struct review_summary *sum)
+static int review_answer(const struct review_envelope *env, const struct profiles *ps,
+                         const struct mutate_hooks *hooks, struct dynbuf *out,
+                         struct review_summary *sum)
 {
+    const cJSON *req = env->req;
     struct mutate_result res;
     struct mutate_input in = {.base = ""};
     int rc;
@@ -134,68 +156,152 @@ static int review_answer(const cJSON *req, const char *api_version, const char *
         mutate_object(&in, ps, hooks, &res);
         review_summarize_result(&res, sum);
     }
-    rc = review_write_response(out, api_version, uid, &res);
+    rc = review_write(out, env->api_version, env->uid, env->uid_len, &res);
     mutate_result_free(&res);
     return rc;
 }
 
-/* Checks the envelope; returns NULL or the reason the body is refused. */
-static const char *review_envelope(const cJSON *root, const char **api_version, const cJSON **req,
-                                   const char **uid)
+static int review_is(const char *s, size_t n, const char *want)
 {
-    const char *kind = cJSON_GetStringValue(podjson_member(root, "kind"));
+    return s && n == strlen(want) && memcmp(s, want, n) == 0;
+}
 
-    *api_version = cJSON_GetStringValue(podjson_member(root, "apiVersion"));
-    if (!kind || strcmp(kind, "AdmissionReview") != 0 || !*api_version ||
-        (strcmp(*api_version, REVIEW_V1) != 0 && strcmp(*api_version, REVIEW_V1BETA1) != 0))
+/* The envelope as cJSON reads it: exact when no string holds a NUL. */
+static void review_read_envelope(const cJSON *root, struct review_envelope *env)
+{
+    env->kind = cJSON_GetStringValue(podjson_member(root, "kind"));
+    env->api_version = cJSON_GetStringValue(podjson_member(root, "apiVersion"));
+    env->req = podjson_member(root, "request");
+    env->uid = cJSON_GetStringValue(podjson_member(env->req, "uid"));
+    env->kind_len = env->kind ? strlen(env->kind) : 0;
+    env->api_version_len = env->api_version ? strlen(env->api_version) : 0;
+    env->uid_len = env->uid ? strlen(env->uid) : 0;
+}
+
+/* A short string member of the document, unescaped into buf. */
+static const char *review_read_exact_str(struct jsonraw top, const char *key, char *buf,
+                                         size_t buflen, size_t *len)
+{
+    struct jsonraw v;
+
+    if (jsonraw_member(top, key, strlen(key), &v) < 0 ||
+        (*len = jsonraw_string(v, buf, buflen)) == JSONRAW_NOT_STRING)
+        return NULL;
+    return buf;
+}
+
+/* The envelope read from the text itself, for a body with a \u0000 in some
+ * string: cJSON would end the uid there, and take a member named
+ * "uid\u0000" for "uid". The request object is cJSON's child at the index
+ * of the exact member. The uid is unescaped into uid_buf. Returns 0, or a
+ * dynbuf error. */
+static int review_read_envelope_exact(const char *body, size_t len, const cJSON *root,
+                                      struct dynbuf *uid_buf, struct review_envelope *env)
+{
+    struct jsonraw top = jsonraw_root(body, len), req, uid;
+    long index;
+    size_t n;
+    int rc;
+
+    env->kind =
+        review_read_exact_str(top, "kind", env->kind_buf, sizeof(env->kind_buf), &env->kind_len);
+    env->api_version = review_read_exact_str(top, "apiVersion", env->api_version_buf,
+                                             sizeof(env->api_version_buf), &env->api_version_len);
+    index = jsonraw_member(top, "request", strlen("request"), &req);
+    env->req = index < 0 || index > INT_MAX ? NULL : cJSON_GetArrayItem(root, (int)index);
+    env->uid = NULL;
+    env->uid_len = 0;
+    if (!cJSON_IsObject(env->req) || jsonraw_member(req, "uid", strlen("uid"), &uid) < 0 ||
+        (n = jsonraw_string(uid, NULL, 0)) == JSONRAW_NOT_STRING)
+        return 0;
+    if ((rc = dynbuf_grow(uid_buf, n)) != 0)
+        return rc;
+    jsonraw_string(uid, uid_buf->mem, n);
+    env->uid = uid_buf->mem;
+    env->uid_len = n;
+    return 0;
+}
+
+/* Checks the envelope; returns NULL or the reason the body is refused. A
+ * checked envelope's api_version is one of the two constants. */
+static const char *review_check_envelope(struct review_envelope *env)
+{
+    if (!review_is(env->kind, env->kind_len, "AdmissionReview"))
+        env->api_version = NULL;
+    else if (review_is(env->api_version, env->api_version_len, REVIEW_V1))
+        env->api_version = REVIEW_V1;
+    else if (review_is(env->api_version, env->api_version_len, REVIEW_V1BETA1))
+        env->api_version = REVIEW_V1BETA1;
+    else
+        env->api_version = NULL;
+    if (!env->api_version)
         return "body is not an AdmissionReview (want apiVersion admission.k8s.io/v1 or v1beta1, "
                "kind AdmissionReview)";
-    *req = podjson_member(root, "request");
-    if (!cJSON_IsObject(*req))
+    if (!cJSON_IsObject(env->req))
         return "AdmissionReview has no request object";
-    *uid = cJSON_GetStringValue(podjson_member(*req, "uid"));
-    if (!*uid || !**uid)
+    /* Any string is a uid (the apiserver's are UUIDs): no length limit but
+     * the body's. */
+    if (!env->uid || env->uid_len == 0)
         return "AdmissionReview request has no uid";
-    if (strlen(*uid) >= sizeof(((struct review_summary *)0)->uid))
-        return "AdmissionReview request uid is too long";
     return NULL;
+}
+
+/* Refuses a body that is not strict JSON (RFC 8259), naming the byte. */
+static int review_check_json(const char *body, size_t len, struct jsoncheck_result *chk,
+                             struct dynbuf *out)
+{
+    char why[96];
+
+    if (jsoncheck_text(body, len, chk) == 0)
+        return 0;
+    jsoncheck_describe(chk, why, sizeof(why));
+    dynbuf_reset(out);
+    dynbuf_printf(out, "body is not JSON: %s", why);
+    return -1;
 }
 
 int review_handle(const char *body, size_t len, const struct profiles *ps,
                   const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum)
 {
-    const char *api_version, *uid, *why, *end = NULL;
-    const cJSON *req;
+    struct review_envelope env;
+    struct jsoncheck_result chk;
+    struct dynbuf uid_buf;
+    const char *why, *end = NULL;
     cJSON *root = NULL;
     int status = 400;
 
     memset(sum, 0, sizeof(*sum));
     sum->ignored = 1;
-    if (!utf8_valid(body, len))
-        return review_bad(out, "body is not valid UTF-8");
+    if (review_check_json(body, len, &chk, out))
+        return 400;
+    dynbuf_init(&uid_buf, len);
     root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-    while (root && end < body + len && memchr(" \t\r\n", *end, 4))
-        end++;
-    if (root && end != body + len) {
-        arena_json_delete(root);
-        root = NULL;
-    }
     if (!root) {
+        /* Strict JSON cJSON cannot read: out of memory, or a number longer
+         * than the 63 characters cJSON 1.7.15 reads. */
         dynbuf_reset(out);
-        dynbuf_printf(out, "body is not JSON (error near byte %zu)",
+        dynbuf_printf(out, "body is JSON the parser cannot read (near byte %zu)",
                       end ? (size_t)(end - body) : (size_t)0);
         goto out;
     }
-    why = review_envelope(root, &api_version, &req, &uid);
+    if (chk.first_nul == JSONCHECK_NONE)
+        review_read_envelope(root, &env);
+    else if (review_read_envelope_exact(body, len, root, &uid_buf, &env)) {
+        status = 500;
+        review_bad(out, "out of memory");
+        goto out;
+    }
+    why = review_check_envelope(&env);
     if (why) {
         review_bad(out, why);
         goto out;
     }
-    review_copy(sum->uid, sizeof(sum->uid), uid);
-    status = review_answer(req, api_version, uid, ps, hooks, out, sum) ? 500 : 200;
+    utf8_shorten(env.uid, sizeof(sum->uid) - 1, sum->uid, sizeof(sum->uid));
+    status = review_answer(&env, ps, hooks, out, sum) ? 500 : 200;
     if (status == 500)
         review_bad(out, "response too large");
 out:
     arena_json_delete(root);
+    dynbuf_free(&uid_buf);
     return status;
 }

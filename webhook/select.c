@@ -1,12 +1,11 @@
 #include "select.h"
 
+#include "decimal.h"
 #include "podjson.h"
 #include "profiles.h"
 #include "target.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int select_in_values(struct podjson *r, const cJSON *expr, const char *value)
@@ -21,22 +20,17 @@ static int select_in_values(struct podjson *r, const cJSON *expr, const char *va
     return 0;
 }
 
-/* Gt and Lt compare the label as an integer against the single value. */
+/* Gt and Lt compare the label as an integer against the value, as
+ * Kubernetes does: exactly one value, and both sides read with
+ * strconv.ParseInt(v, 10, 64); anything else matches nothing. */
 static int select_compare(struct podjson *r, const cJSON *expr, const char *value, int gt)
 {
     const cJSON *values = podjson_arr(r, expr, "values");
-    const cJSON *first = cJSON_GetArrayItem(values, 0);
-    char *end;
+    const cJSON *only = cJSON_GetArrayItem(values, 0);
     long long have, want;
 
-    if (!cJSON_IsString(first))
-        return 0;
-    errno = 0;
-    have = strtoll(value, &end, 10);
-    if (*end || errno)
-        return 0;
-    want = strtoll(first->valuestring, &end, 10);
-    if (*end || errno)
+    if (cJSON_GetArraySize(values) != 1 || !cJSON_IsString(only) ||
+        decimal_parse_ll(value, &have) || decimal_parse_ll(only->valuestring, &want))
         return 0;
     return gt ? have > want : have < want;
 }

@@ -2,8 +2,8 @@
 
 #include "dynbuf.h"
 #include "profiles.h"
+#include "utf8.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +73,9 @@ unsigned long store_rejected(struct store *s)
     return n;
 }
 
-/* One log line per problem, so each is readable in a log viewer. */
+/* One log line per problem, so each is readable in a log viewer. A long
+ * problem (it quotes the admin's text) is cut between two characters: the
+ * log line must stay UTF-8. */
 static void store_log_rejected(struct store *s, const char *origin, const struct dynbuf *errors)
 {
     const char *line = dynbuf_ptr(errors);
@@ -83,9 +85,11 @@ static void store_log_rejected(struct store *s, const char *origin, const struct
             origin);
     while (*line) {
         size_t n = strcspn(line, "\n");
+        size_t keep = n < sizeof(one) ? n : utf8_cut(line, sizeof(one) - 1);
         struct log_line l;
 
-        snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), line);
+        memcpy(one, line, keep);
+        one[keep] = '\0';
         log_begin(&l, s->log, LOG_ERROR, "profiles problem");
         log_str(&l, "source", origin);
         log_str(&l, "problem", one);

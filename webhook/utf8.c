@@ -10,16 +10,21 @@ static int utf8_is_continuation(unsigned char c)
     return (c & 0xc0) == 0x80;
 }
 
-/* Length of the sequence at s, or 0 when it is malformed, overlong, a
- * surrogate or past U+10FFFF. */
-static size_t utf8_seq(const unsigned char *s, size_t left)
+/* 0 when the sequence is malformed, overlong, a surrogate or past
+ * U+10FFFF. */
+size_t utf8_char_len(const char *str, size_t left)
 {
-    unsigned c = s[0];
-    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-    unsigned cp = c & (0x7fu >> n);
+    const unsigned char *s = (const unsigned char *)str;
+    unsigned c, cp;
+    size_t n;
 
+    if (left == 0)
+        return 0;
+    c = s[0];
     if (c < 0x80)
         return 1;
+    n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+    cp = c & (0x7fu >> n);
     if (c < 0xc2 || c > 0xf4 || n > left)
         return 0;
     for (size_t i = 1; i < n; i++) {
@@ -55,7 +60,7 @@ int utf8_valid(const char *s, size_t len)
             i++;
             continue;
         }
-        n = utf8_seq(p + i, len - i);
+        n = utf8_char_len(s + i, len - i);
         if (n == 0)
             return 0;
         i += n;

@@ -14,6 +14,10 @@
  * past U+10FFFF); NUL counts as a character. */
 int utf8_valid(const char *s, size_t len);
 
+/* The length (1 to 4) of the well-formed character that starts s, of the
+ * left bytes available, or 0 when none does (a bad or cut sequence). */
+size_t utf8_char_len(const char *s, size_t left);
+
 /* The largest m <= n at which s can be cut without splitting a sequence:
  * s[m] is not a continuation byte. s must have at least n+1 readable bytes
  * (the byte at n is the first one left out). */

@@ -2,10 +2,12 @@
  * review_handle() the server calls, with the shipped profiles.
  *
  * Besides memory safety (ASan+UBSan), it checks the properties the webhook
- * promises for every input: a 200 response is JSON, and whenever it carries a
+ * promises for every input: a 200 response is JSON whose uid is the request's
+ * uid byte for byte (what the apiserver compares), and whenever it carries a
  * patch, that patch applies to the request's object and mutating the result
  * again yields no patch (SPEC 1.4: reinvocation is a no-op). */
 #include "dynbuf.h"
+#include "jsonraw.h"
 #include "mutate.h"
 #include "patch.h"
 #include "profiles.h"
@@ -90,6 +92,38 @@ out:
     cJSON_Delete(r);
 }
 
+/* The string at root.outer.uid unescaped into a new buffer (*len bytes), or
+ * NULL. The request's is read as review_handle() must read it: exactly. */
+static char *fuzz_uid(const char *text, size_t len, const char *outer, size_t *len_out)
+{
+    struct jsonraw v;
+    char *buf;
+
+    if (jsonraw_member(jsonraw_root(text, len), outer, strlen(outer), &v) < 0 ||
+        jsonraw_member(v, "uid", 3, &v) < 0 ||
+        (*len_out = jsonraw_string(v, NULL, 0)) == JSONRAW_NOT_STRING)
+        return NULL;
+    buf = malloc(*len_out + 1);
+    if (!buf)
+        abort();
+    jsonraw_string(v, buf, *len_out);
+    return buf;
+}
+
+static void fuzz_check_uid(const uint8_t *data, size_t size, const struct dynbuf *out)
+{
+    size_t in_len = 0, out_len = 0;
+    char *in = fuzz_uid((const char *)data, size, "request", &in_len);
+    char *echoed = fuzz_uid(dynbuf_ptr(out), dynbuf_len(out), "response", &out_len);
+
+    if (!in || !echoed || in_len != out_len || memcmp(in, echoed, in_len) != 0) {
+        fprintf(stderr, "the response's uid is not the request's\n");
+        abort();
+    }
+    free(in);
+    free(echoed);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct review_summary sum;
@@ -100,8 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     status = review_handle((const char *)data, size, fuzz_profiles(), NULL, &out, &sum);
     if (status != 200 && status != 400)
         abort();
-    if (status == 200)
+    if (status == 200) {
+        fuzz_check_uid(data, size, &out);
         fuzz_check_idempotent(data, size, dynbuf_ptr(&out));
+    }
     dynbuf_free(&out);
     return 0;
 }

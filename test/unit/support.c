@@ -2,6 +2,10 @@
 #include "support.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "dynbuf.h"
@@ -10,6 +14,17 @@
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
 #define NAME_LEN   63  /* the part after the '/' */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SUPPORT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SUPPORT_ASAN 1
+#endif
+#endif
+
+/* Room left for the child's stack and libc between the limit and the use. */
+#define SUPPORT_OOM_SLACK (256u << 10)
 
 struct profiles *load_shipped_profiles(void)
 {
@@ -42,4 +57,64 @@ char *longest_resource_name(char *out, size_t outlen)
     memset(out + DOMAIN_LEN + 1, 'n', NAME_LEN);
     out[DOMAIN_LEN + 1 + NAME_LEN] = '\0';
     return out;
+}
+
+/* Bytes of address space the process maps now (the first field of statm). */
+static size_t support_mapped(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Takes every block malloc will still give, largest sizes first. The blocks
+ * are chained through their first word, so the compiler cannot drop the
+ * calls, and never freed (the child exits). Bounded: the limit leaves little
+ * room. */
+static void support_fill_heap(void)
+{
+    static const size_t sizes[] = {1u << 16, 1u << 12, 1u << 8, 16};
+    void *volatile chain = NULL;
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        for (int n = 0; n < (1 << 20); n++) {
+            void **p = malloc(sizes[i]);
+
+            if (!p)
+                break;
+            *p = chain;
+            chain = p;
+        }
+    }
+}
+
+int run_out_of_memory(int (*fn)(void *arg), void *arg)
+{
+    pid_t pid;
+    int status;
+
+#ifdef SUPPORT_ASAN
+    (void)fn;
+    (void)arg;
+    skip();
+#endif
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim;
+
+        lim.rlim_cur = lim.rlim_max = support_mapped() + SUPPORT_OOM_SLACK;
+        if (setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(254);
+        support_fill_heap();
+        _exit(fn(arg) & 0xff);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -25,4 +25,12 @@ struct profiles *load_shipped_profiles(void);
  * exceed 317; returns out. */
 char *longest_resource_name(char *out, size_t outlen);
 
+/* Runs fn(arg) in a child process with its address space limited to what it
+ * already uses and the malloc heap filled, so that every allocation fn makes
+ * fails: the way to reach the out-of-memory paths. Returns fn's result (0 to
+ * 255, the child's exit status), or -1 when the child did not exit normally.
+ * Skips the calling test where the trick cannot work: under AddressSanitizer,
+ * whose allocator aborts rather than fail. */
+int run_out_of_memory(int (*fn)(void *arg), void *arg);
+
 #endif

@@ -56,12 +56,60 @@ TEST(test_pad_writes_exactly_width_digits)
     assert_memory_equal(buf, "59x", 3);
 }
 
+/* decimal_parse_ll() is Go's strconv.ParseInt(s, 10, 64), which Kubernetes
+ * uses for Gt and Lt: a sign, digits, int64 range, nothing else. */
+TEST(test_parse_ll_as_go_parse_int)
+{
+    static const struct {
+        const char *s;
+        int ok;
+        long long v;
+    } cases[] = {
+        {"0", 1, 0},
+        {"-0", 1, 0},
+        {"+0", 1, 0},
+        {"7", 1, 7},
+        {"+7", 1, 7},
+        {"-7", 1, -7},
+        {"007", 1, 7},
+        {"9223372036854775807", 1, LLONG_MAX},
+        {"-9223372036854775808", 1, LLONG_MIN},
+        {"00000000000000000000000009223372036854775807", 1, LLONG_MAX},
+        {"9223372036854775808", 0, 0},
+        {"-9223372036854775809", 0, 0},
+        {"99999999999999999999999", 0, 0},
+        {"", 0, 0},
+        {"+", 0, 0},
+        {"-", 0, 0},
+        {"+-1", 0, 0},
+        {"--1", 0, 0},
+        {" 1", 0, 0},
+        {"1 ", 0, 0},
+        {"\t1", 0, 0},
+        {"1\n", 0, 0},
+        {"0x10", 0, 0},
+        {"1_000", 0, 0},
+        {"1e3", 0, 0},
+        {"1.0", 0, 0},
+        {"\xd9\xa3", 0, 0}, /* ARABIC-INDIC DIGIT THREE */
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        long long v = 12345;
+        int rc = decimal_parse_ll(cases[i].s, &v);
+
+        if (cases[i].ok ? rc != 0 || v != cases[i].v : rc != -1 || v != 12345)
+            fail_msg("\"%s\": rc %d, value %lld", cases[i].s, rc, v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ll_matches_printf_at_the_edges),
         cmocka_unit_test(test_ll_matches_printf_over_a_sweep),
         cmocka_unit_test(test_pad_writes_exactly_width_digits),
+        cmocka_unit_test(test_parse_ll_as_go_parse_int),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

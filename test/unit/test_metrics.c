@@ -4,6 +4,7 @@
  * histogram and counters add up.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -100,11 +101,59 @@ TEST(test_ops_warnings_and_latency_buckets)
     dynbuf_free(&out);
 }
 
+/* A cap too small for the exposition: too big, and out as it was. */
+TEST(test_render_too_big_leaves_out_as_it_was)
+{
+    struct metrics m;
+    struct dynbuf out;
+    size_t full;
+
+    metrics_init(&m);
+    render(&m, &out);
+    full = dynbuf_len(&out);
+    dynbuf_free(&out);
+    for (size_t cap = 0; cap < full; cap += full / 7 + 1) {
+        dynbuf_init(&out, cap);
+        assert_int_equal(dynbuf_addstr(&out, "x"), cap ? 0 : DYNBUF_TOO_BIG);
+        assert_int_equal(metrics_render(&m, &gauges, &out), DYNBUF_TOO_BIG);
+        assert_int_equal(dynbuf_len(&out), cap ? 1 : 0);
+        dynbuf_free(&out);
+    }
+}
+
+static int render_starved(void *arg)
+{
+    struct metrics *m = arg;
+    struct dynbuf out;
+    int rc;
+
+    dynbuf_init(&out, 1 << 16);
+    rc = metrics_render(m, &gauges, &out);
+    return rc == DYNBUF_NOMEM ? 0 : rc == DYNBUF_TOO_BIG ? 1 : rc == 0 ? 2 : 3;
+}
+
+/* Out of memory is out of memory, not "too big" (the result used to be
+ * guessed from the output's shape). */
+TEST(test_render_out_of_memory_says_so)
+{
+    struct metrics m;
+    int rc;
+
+    metrics_init(&m);
+    rc = run_out_of_memory(render_starved, &m);
+    if (rc != 0)
+        fail_msg("rendering without memory: %s", rc == 1   ? "DYNBUF_TOO_BIG"
+                                                 : rc == 2 ? "success"
+                                                           : "unexpected result");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_reason_has_its_own_labels),
         cmocka_unit_test(test_ops_warnings_and_latency_buckets),
+        cmocka_unit_test(test_render_too_big_leaves_out_as_it_was),
+        cmocka_unit_test(test_render_out_of_memory_says_so),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -577,6 +577,96 @@ TEST(test_configmap_hook_not_asked_about_secrets)
     assert_warned("envFrom Secret");
 }
 
+/* A target pod whose training container has n envFrom sources, each head,
+ * its index (0..n-1) and rest, then the text tail (T.text holds it, so a
+ * failed assertion frees it). */
+static const char *pod_with_envfrom(int n, const char *head, const char *rest, const char *tail)
+{
+    const char *pod = POD("{'containers':[" C8(",'envFrom':[@]") "]}");
+    const char *mark = strchr(pod, '@');
+    struct dynbuf b;
+
+    dynbuf_init(&b, 1 << 20);
+    dynbuf_add(&b, pod, (size_t)(mark - pod));
+    for (int i = 0; i < n; i++) {
+        if (i)
+            dynbuf_addc(&b, ',');
+        dynbuf_printf(&b, "%s%d%s", head, i, rest);
+    }
+    dynbuf_addstr(&b, tail);
+    assert_int_equal(dynbuf_addstr(&b, mark + 1), 0);
+    T.text = dynbuf_steal(&b);
+    return T.text;
+}
+
+struct fake_many {
+    int calls, max_index;
+    int has_index; /* the source that has every key; -1: none */
+};
+
+static enum mutate_envfrom fake_many_has_key(void *ctx, const char *ns __attribute__((unused)),
+                                             const char *name, const char *key)
+{
+    struct fake_many *f = ctx;
+    int i = atoi(name + strlen("cm-"));
+
+    (void)key;
+    f->calls++;
+    if (i > f->max_index)
+        f->max_index = i;
+    return i == f->has_index ? MUTATE_ENVFROM_HAS : MUTATE_ENVFROM_LACKS;
+}
+
+/* Sources past the 64th are not asked about (each could be an API call);
+ * one warning says so, and the profile's values are added. */
+TEST(test_envfrom_past_64_not_checked_one_warning)
+{
+    struct fake_many f = {.has_index = 66};
+    struct mutate_hooks h = {.configmap_has_key = fake_many_has_key, .ctx = &f};
+
+    run_with(pod_with_envfrom(70, "{'configMapRef':{'name':'cm-", "'}}", ""), shipped, &h);
+    assert_profile_env_8card(C(0)); /* cm-66 would have had every key */
+    assert_true(f.calls > 0);
+    assert_int_equal(f.max_index, 63);
+    assert_int_equal(warned("envFrom"), 1);
+    assert_warned("past the 64th");
+    assert_int_equal(T.res.warnings.n, 1);
+}
+
+/* 64 sources are all checked, without a warning. */
+TEST(test_envfrom_64_all_checked)
+{
+    struct fake_many f = {.has_index = 63};
+    struct mutate_hooks h = {.configmap_has_key = fake_many_has_key, .ctx = &f};
+
+    run_with(pod_with_envfrom(64, "{'configMapRef':{'name':'cm-", "'}}", ""), shipped, &h);
+    assert_null(env_of(C(0), "NCCL_IB_TIMEOUT")); /* cm-63 has it */
+    assert_int_equal(f.max_index, 63);
+    assert_not_warned("envFrom");
+}
+
+/* Sources past the 64th used to earn a warning for every variable (up to the
+ * cap): 64 sources that cannot declare NCCL_* (their prefix rules it out),
+ * then six Secrets. */
+TEST(test_envfrom_past_64_warned_once)
+{
+    run(pod_with_envfrom(64, "{'prefix':'APP_','configMapRef':{'name':'cm-", "'}}",
+                         ",{'secretRef':{'name':'s1'}},{'secretRef':{'name':'s2'}},"
+                         "{'secretRef':{'name':'s3'}},{'secretRef':{'name':'s4'}},"
+                         "{'secretRef':{'name':'s5'}},{'secretRef':{'name':'s6'}}"));
+    assert_profile_env_8card(C(0));
+    assert_int_equal(warned("envFrom"), 1);
+    assert_warned("past the 64th");
+}
+
+/* Past the 64th, a source whose prefix rules out NCCL_* needs no warning. */
+TEST(test_envfrom_past_64_with_other_prefix_no_warning)
+{
+    run(pod_with_envfrom(70, "{'prefix':'APP_','secretRef':{'name':'s", "'}}", ""));
+    assert_profile_env_8card(C(0));
+    assert_not_warned("envFrom");
+}
+
 /* ================= IPC_LOCK ================= */
 
 TEST(test_ipc_lock_creates_security_context)
@@ -1324,6 +1414,10 @@ int main(void)
         T_(test_configmap_hook_gets_key_without_prefix),
         T_(test_configmap_hook_lacks_key_adds_all_without_warning),
         T_(test_configmap_hook_not_asked_about_secrets),
+        T_(test_envfrom_past_64_not_checked_one_warning),
+        T_(test_envfrom_64_all_checked),
+        T_(test_envfrom_past_64_warned_once),
+        T_(test_envfrom_past_64_with_other_prefix_no_warning),
         T_(test_ipc_lock_creates_security_context),
         T_(test_ipc_lock_creates_capabilities),
         T_(test_ipc_lock_creates_add),

@@ -666,10 +666,89 @@ TEST(test_parse_respects_length)
     profiles_free(ps);
 }
 
+/* ---- strict JSON and UTF-8 ---- */
+
+/* text with every '@' replaced by byte c; len bytes of it parsed. */
+static struct profiles *parse_with_byte(const char *text, char c)
+{
+    char buf[4096];
+    size_t n = strlen(text);
+
+    assert_true(n < sizeof(buf));
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i] == '@' ? c : text[i];
+    dynbuf_reset(&errors);
+    return profiles_parse(buf, n, &errors);
+}
+
+/* Raw control characters, in a string or between tokens, are not JSON
+ * (RFC 8259); cJSON took them, so an admin's stray byte went unnoticed. */
+TEST(test_raw_control_characters_rejected)
+{
+    static const char *const where[] = {
+        "{'profiles':[{'name':'p','env':{'NCCL_DEBUG':'IN@FO'}}]}",
+        "{'profiles':[{'name':'p','env':{'NCCL_DEBUG':'INFO'}}]@}",
+    };
+
+    for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+        for (int c = 0; c < 0x20; c++) {
+            struct profiles *ps;
+
+            if (w == 1 && (c == '\t' || c == '\r' || c == '\n'))
+                continue;
+            ps = parse_with_byte(where[w], (char)c);
+            if (ps) {
+                profiles_free(ps);
+                fail_msg("byte 0x%02x at place %zu accepted", c, w);
+            }
+            assert_contains(dynbuf_ptr(&errors), "control character");
+            assert_contains(dynbuf_ptr(&errors), "byte");
+        }
+    }
+}
+
+TEST(test_invalid_utf8_rejected_with_offset)
+{
+    struct profiles *ps =
+        parse_with_byte("{'profiles':[{'name':'p','env':{'NCCL_DEBUG':'@'}}]}", '\xff');
+
+    assert_null(ps);
+    assert_contains(dynbuf_ptr(&errors), "UTF-8");
+    assert_contains(dynbuf_ptr(&errors), "byte 46");
+    /* A key, and an overlong '/'. */
+    assert_contains(rejected("{'profiles':[{'name':'p'}],'\xc0\xaf':1}"), "UTF-8");
+}
+
+/* cJSON ends a string at \u0000: "IN\u0000FO" would have loaded as "IN". */
+TEST(test_nul_escape_rejected)
+{
+    const char *e =
+        rejected("{'profiles':[{'name':'p','env':{'NCCL_SOCKET_IFNAME':'eth0\\u0000x'}}]}");
+
+    assert_contains(e, "\\u0000");
+    assert_contains(e, "byte");
+}
+
+TEST(test_trailing_text_rejected)
+{
+    assert_contains(rejected("{'profiles':[{'name':'p'}]} x"), "JSON");
+    assert_contains(rejected("{'profiles':[{'name':'p'}]}{}"), "JSON");
+}
+
+TEST(test_whitespace_around_the_document_is_fine)
+{
+    profiles_free(accepted(" \t\r\n{'profiles':[{'name':'p'}]}\r\n \t"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_has_two_profiles),
+        cmocka_unit_test(test_raw_control_characters_rejected),
+        cmocka_unit_test(test_invalid_utf8_rejected_with_offset),
+        cmocka_unit_test(test_nul_escape_rejected),
+        cmocka_unit_test(test_trailing_text_rejected),
+        cmocka_unit_test(test_whitespace_around_the_document_is_fine),
         cmocka_unit_test(test_shipped_8card_env_merged_from_defaults),
         cmocka_unit_test(test_shipped_4card_hca),
         cmocka_unit_test(test_shipped_match_and_resources),

@@ -459,6 +459,198 @@ TEST(test_uid_with_special_characters_is_echoed_exactly)
     assert_string_equal(cJSON_GetStringValue(get(response(), "uid")), "a\"b\\c\xc3\xa9");
 }
 
+/* ---- strict JSON and the uid ---- */
+
+/* The raw bytes of the response's "uid" string token, quotes included
+ * (cJSON would end a decoded uid at its first NUL). */
+static void assert_raw_uid(const char *want_token)
+{
+    const char *at = strstr(dynbuf_ptr(&R.out), "\"response\":{\"uid\":");
+
+    assert_non_null(at);
+    at += strlen("\"response\":{\"uid\":");
+    if (strncmp(at, want_token, strlen(want_token)) != 0 || at[strlen(want_token)] != ',')
+        fail_msg("uid token: expected %s, got %.80s", want_token, at);
+}
+
+/* A review whose request.uid is the JSON string token uid_token. */
+static int handle_uid_token(const char *uid_token)
+{
+    struct dynbuf b;
+    int status;
+
+    dynbuf_init(&b, 1 << 20);
+    assert_int_equal(dynbuf_printf(&b,
+                                   "{\"apiVersion\":\"" V1 "\",\"kind\":\"AdmissionReview\","
+                                   "\"request\":{\"uid\":%s,\"operation\":\"UPDATE\","
+                                   "\"kind\":{\"kind\":\"Pod\"}}}",
+                                   uid_token),
+                     0);
+    status = handle_raw(dynbuf_ptr(&b), dynbuf_len(&b));
+    dynbuf_free(&b);
+    return status;
+}
+
+/* Any string is a uid: 80 bytes and more were refused with 400. */
+TEST(test_long_uid_is_echoed_exactly)
+{
+    static const size_t lens[] = {79, 80, 81, 255, 4096, 100000};
+
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        char *tok = malloc(lens[i] + 3);
+
+        assert_non_null(tok);
+        tok[0] = '"';
+        for (size_t k = 0; k < lens[i]; k++)
+            tok[1 + k] = (char)('a' + k % 26);
+        tok[lens[i] + 1] = '"';
+        tok[lens[i] + 2] = '\0';
+        if (handle_uid_token(tok) != 200)
+            fail_msg("uid of %zu bytes: %d %s", lens[i], R.status, dynbuf_ptr(&R.out));
+        assert_raw_uid(tok);
+        /* The log's copy is cut, on a character, with "...". */
+        assert_true(strlen(R.sum.uid) < sizeof(R.sum.uid));
+        if (lens[i] >= sizeof(R.sum.uid))
+            assert_contains(R.sum.uid, "...");
+        free(tok);
+        teardown(NULL);
+    }
+}
+
+/* The apiserver compares the answer's uid with its own byte for byte: a
+ * \u0000 inside it must come back, not end it. */
+TEST(test_uid_with_nul_is_echoed_exactly)
+{
+    assert_int_equal(handle_uid_token("\"ab\\u0000cd\""), 200);
+    assert_raw_uid("\"ab\\u0000cd\"");
+    teardown(NULL);
+    assert_int_equal(handle_uid_token("\"\\u0000\""), 200);
+    assert_raw_uid("\"\\u0000\"");
+}
+
+/* Escapes in the uid come back as the same characters (the written form
+ * may differ: \/ is /, \u00e9 is the raw UTF-8). */
+TEST(test_uid_escapes_round_trip)
+{
+    assert_int_equal(handle_uid_token("\"a\\/b\\u00e9\\ud83d\\ude00\\t\\u0001\""), 200);
+    assert_raw_uid("\"a/b\xc3\xa9\xf0\x9f\x98\x80\\t\\u0001\"");
+}
+
+/* A NUL in a key: "uid\u0000" is another key than "uid" to the apiserver. */
+TEST(test_key_with_nul_is_not_the_uid)
+{
+    handle("{'apiVersion':'" V1 "','kind':'AdmissionReview','request':{'uid\\u0000':'evil',"
+           "'uid':'real','operation':'UPDATE','kind':{'kind':'Pod'}}}");
+    assert_int_equal(R.status, 200);
+    assert_raw_uid("\"real\"");
+    teardown(NULL);
+    handle("{'apiVersion':'" V1 "','kind':'AdmissionReview','request\\u0000':{'uid':'evil'},"
+           "'request':{'uid':'real','operation':'UPDATE','kind':{'kind':'Pod'}}}");
+    assert_int_equal(R.status, 200);
+    assert_raw_uid("\"real\"");
+    teardown(NULL);
+    handle("{'apiVersion':'" V1 "','kind':'AdmissionReview','request':{'uid\\u0000':'evil',"
+           "'operation':'UPDATE'}}");
+    assert_bad_request("uid");
+}
+
+/* "admission.k8s.io/v1\u0000" is not admission.k8s.io/v1. */
+TEST(test_envelope_value_with_nul_is_400)
+{
+    handle("{'apiVersion':'" V1 "\\u0000','kind':'AdmissionReview','request':{'uid':'u'}}");
+    assert_bad_request("AdmissionReview");
+    teardown(NULL);
+    handle("{'apiVersion':'" V1 "','kind':'AdmissionReview\\u0000x','request':{'uid':'u'}}");
+    assert_bad_request("AdmissionReview");
+}
+
+/* A NUL in the pod is the pod's business: answered as before. */
+TEST(test_nul_in_the_pod_is_answered)
+{
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod",
+                                           "{'metadata':{'name':'w\\u0000x','labels':{'training."
+                                           "kubeflow.org/operator-name':'pytorchjob-controller'}},"
+                                           "'spec':{'containers':[{'name':'pytorch','resources':{"
+                                           "'limits':{'nvidia.com/gpu':'8'}}}]}}"))),
+                     200);
+    assert_raw_uid("\"" UID "\"");
+    assert_non_null(get(response(), "patch"));
+}
+
+/* The good review with byte c put raw at the marker @ (in a string or
+ * between tokens). */
+static int handle_with_byte(const char *text, char c)
+{
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    int status;
+
+    assert_non_null(buf);
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i] == '@' ? c : text[i];
+    status = handle_raw(buf, n);
+    free(buf);
+    return status;
+}
+
+/* RFC 8259: U+0000 to U+001F must be escaped in strings, and only space,
+ * tab, CR and LF may stand between tokens. cJSON took all of them. */
+TEST(test_raw_control_characters_are_400)
+{
+    static const char *const where[] = {
+        REVIEW(V1, REQ("CREATE", "Pod", "{'metadata':{'name':'a@b'}}")),           /* in a value */
+        REVIEW(V1, REQ("CREATE", "Pod", "{'metadata':{'na@me':'ab'}}")),           /* in a key */
+        "{'apiVersion':'" V1 "','kind':'AdmissionReview','request':{'uid':'u@'}}", /* the uid */
+        REVIEW(V1, REQ("CREATE", "Pod", "{'metadata':@{'name':'ab'}}")), /* between tokens */
+        "@" REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8"))),              /* before */
+        REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8"))) "@",              /* after */
+    };
+
+    for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
+        for (int c = 0; c < 0x20; c++) {
+            int ws = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+            int status = handle_with_byte(where[w], (char)c);
+
+            if (ws && w >= 3) {
+                assert_int_equal(status, 200); /* whitespace between tokens */
+            } else {
+                if (status != 400)
+                    fail_msg("byte 0x%02x at place %zu: expected 400, got %d", c, w, status);
+                assert_bad_request("control character");
+            }
+            teardown(NULL);
+        }
+    }
+}
+
+/* What else cJSON read that RFC 8259 does not allow. */
+TEST(test_non_rfc_json_is_400)
+{
+    static const char *const bodies[] = {
+        "{'apiVersion':'" V1 "','kind':'AdmissionReview','n':01,'request':{'uid':'u'}}",
+        "{'apiVersion':'" V1 "','kind':'AdmissionReview','n':1.,'request':{'uid':'u'}}",
+        "{'apiVersion':'" V1 "','kind':'AdmissionReview','n':-01,'request':{'uid':'u'}}",
+        "\xef\xbb\xbf{'apiVersion':'" V1 "','kind':'AdmissionReview','request':{'uid':'u'}}",
+        "{'apiVersion':'" V1 "','kind':'AdmissionReview','request':{'uid':'u\\ud800'}}",
+    };
+
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        if (handle(bodies[i]) != 400)
+            fail_msg("expected 400 for %s, got %d", bodies[i], R.status);
+        assert_bad_request("not JSON");
+        teardown(NULL);
+    }
+}
+
+/* The reason names the byte, so a sender can find the problem. */
+TEST(test_bad_json_reason_names_the_byte)
+{
+    handle_with_byte("{'apiVersion':'@'}", '\x01');
+    assert_bad_request("not JSON");
+    assert_contains(dynbuf_ptr(&R.out), "U+0001");
+    assert_contains(dynbuf_ptr(&R.out), "byte 15");
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_teardown(name, teardown)
@@ -496,6 +688,15 @@ int main(void)
         T_(test_warnings_reach_the_response),
         T_(test_unreadable_pod_is_allowed_with_warning),
         T_(test_uid_with_special_characters_is_echoed_exactly),
+        T_(test_long_uid_is_echoed_exactly),
+        T_(test_uid_with_nul_is_echoed_exactly),
+        T_(test_uid_escapes_round_trip),
+        T_(test_key_with_nul_is_not_the_uid),
+        T_(test_envelope_value_with_nul_is_400),
+        T_(test_nul_in_the_pod_is_answered),
+        T_(test_raw_control_characters_are_400),
+        T_(test_non_rfc_json_is_400),
+        T_(test_bad_json_reason_names_the_byte),
     };
 #undef T_
 

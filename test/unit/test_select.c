@@ -338,6 +338,70 @@ TEST(test_affinity_gt_is_numeric_not_textual)
     assert_selects_none(&r);
 }
 
+/* Gt and Lt read both sides as Kubernetes does, strconv.ParseInt(v, 10, 64):
+ * an optional sign, then digits only, within int64; and exactly one value.
+ * strtoll took "" (as 0) and leading spaces. */
+TEST(test_affinity_gt_lt_parse_as_kubernetes)
+{
+    static const struct {
+        const char *op, *values, *want; /* want NULL: nothing selected */
+    } cases[] = {
+        {"Gt", "['6']", "big"},
+        {"Gt", "['+6']", "big"},
+        {"Gt", "['006']", "big"},
+        {"Lt", "['-0']", NULL},
+        {"Gt", "['-9223372036854775808']", "big"},
+        {"Lt", "['9223372036854775807']", "big"},
+        {"Gt", "['']", NULL},
+        {"Lt", "[' 6']", NULL},
+        {"Lt", "['\\t6']", NULL},
+        {"Lt", "['6 ']", NULL},
+        {"Gt", "['+']", NULL},
+        {"Gt", "['-']", NULL},
+        {"Gt", "['+-6']", NULL},
+        {"Gt", "['0x6']", NULL},
+        {"Gt", "['6.0']", NULL},
+        {"Gt", "['1e0']", NULL},
+        {"Gt", "['1_0']", NULL},
+        {"Lt", "['9223372036854775808']", NULL},
+        {"Gt", "['-9223372036854775809']", NULL},
+        {"Gt", "['6','100']", NULL},
+        {"Gt", "[]", NULL},
+        {"Gt", "[6]", NULL},
+    };
+    char spec[512];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct select_result r;
+
+        snprintf(spec, sizeof(spec),
+                 "{'containers':[],'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                 "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{'key':'count',"
+                 "'operator':'%s','values':%s}]}]}}}}",
+                 cases[i].op, cases[i].values);
+        run(NO_DEFAULT, "{}", spec, NULL, &r);
+        if (cases[i].want ? !r.profile || strcmp(r.profile->name, cases[i].want) != 0
+                          : r.profile != NULL)
+            fail_msg("count %s %s: expected %s, got %s", cases[i].op, cases[i].values,
+                     cases[i].want ? cases[i].want : "none", r.profile ? r.profile->name : "none");
+        release();
+    }
+}
+
+/* The profile's side is read the same way: a label " 8" is no number. */
+TEST(test_affinity_gt_profile_label_must_be_an_integer)
+{
+    static const char *const labels =
+        "{'profiles':[{'name':'spaced','match':{'nodeLabels':{'count':' 8'}}},"
+        "{'name':'plus','match':{'nodeLabels':{'count':'+8'}}}]}";
+    struct select_result r;
+
+    run(labels, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['6']}]}]"), NULL,
+        &r);
+    assert_selects(&r, "plus", SELECT_BY_NODE_SELECTOR);
+}
+
 TEST(test_affinity_terms_are_ored)
 {
     struct select_result r;
@@ -599,6 +663,8 @@ int main(void)
         cmocka_unit_test_teardown(test_non_gpu_resources_not_counted, teardown),
         cmocka_unit_test_teardown(test_gpus_as_json_number, teardown),
         cmocka_unit_test_teardown(test_rule_names, teardown),
+        cmocka_unit_test_teardown(test_affinity_gt_lt_parse_as_kubernetes, teardown),
+        cmocka_unit_test_teardown(test_affinity_gt_profile_label_must_be_an_integer, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,105 @@
+/*
+ * Unit tests for webhook/fsutil.c: a whole-file read, a file over the cap
+ * ("larger than"), and a read that runs out of memory, which must say so
+ * rather than blame the file's size.
+ */
+#include "unit.h"
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dynbuf.h"
+#include "fsutil.h"
+
+static char path[] = "/tmp/test_fsutil.XXXXXX";
+
+static int setup(void **state __attribute__((unused)))
+{
+    int fd = mkstemp(path);
+    static const char text[] = "0123456789abcdef";
+
+    if (fd < 0)
+        return -1;
+    if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1)) {
+        close(fd);
+        return -1;
+    }
+    return close(fd);
+}
+
+static int teardown(void **state __attribute__((unused)))
+{
+    return unlink(path);
+}
+
+TEST(test_read_whole_file)
+{
+    struct dynbuf b;
+    char err[256] = "";
+
+    dynbuf_init(&b, 16);
+    assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), 0);
+    assert_string_equal(dynbuf_ptr(&b), "0123456789abcdef");
+    dynbuf_free(&b);
+}
+
+TEST(test_read_over_the_cap_names_the_size)
+{
+    struct dynbuf b;
+    char err[256] = "";
+
+    dynbuf_init(&b, 15);
+    assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), -1);
+    assert_contains(err, "larger than 15 bytes");
+    assert_contains(err, path);
+    dynbuf_free(&b);
+}
+
+TEST(test_read_missing_file)
+{
+    struct dynbuf b;
+    char err[256] = "";
+
+    dynbuf_init(&b, 16);
+    assert_int_equal(fsutil_read("/nonexistent/test_fsutil", &b, err, sizeof(err)), -1);
+    assert_contains(err, "cannot open /nonexistent/test_fsutil");
+    dynbuf_free(&b);
+}
+
+static char starved_err[256];
+
+/* 0: failed saying "out of memory"; 1: blamed the size; 2: other. */
+static int read_starved(void *arg)
+{
+    struct dynbuf b;
+
+    (void)arg;
+    dynbuf_init(&b, 1 << 20);
+    if (fsutil_read(path, &b, starved_err, sizeof(starved_err)) == 0)
+        return 2;
+    return strstr(starved_err, "out of memory") ? 0 : strstr(starved_err, "larger") ? 1 : 2;
+}
+
+TEST(test_read_out_of_memory_says_so)
+{
+    int rc = run_out_of_memory(read_starved, NULL);
+
+    if (rc != 0)
+        fail_msg("reading without memory: %s",
+                 rc == 1 ? "reported as too large" : "not reported as out of memory");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_whole_file),
+        cmocka_unit_test(test_read_over_the_cap_names_the_size),
+        cmocka_unit_test(test_read_missing_file),
+        cmocka_unit_test(test_read_out_of_memory_says_so),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
