@@ -408,8 +408,13 @@ static void pread_targets(struct pctx *c, const cJSON *root)
     pcheck_keys(c, t, "targets", keys);
     if (pget_bool(c, t, "mpijob", 0))
         c->ps->targets |= PROFILES_TARGET_MPIJOB;
+    /* The rule it turned on read trainer.kubeflow.org/trainjob-ancestor-step
+     * from the pod, but Trainer v2's runtimes put that label on the Job
+     * template, not on the pod template. "false" stays accepted so that
+     * existing files keep loading. */
     if (pget_bool(c, t, "trainjob", 0))
-        c->ps->targets |= PROFILES_TARGET_TRAINJOB;
+        perr(c, "targets.trainjob: no longer supported (Trainer v2 pods lack the label it read); "
+                "label the runtime's pod template rdma-webhook.io/inject: \"true\" instead");
     if (pget_bool(c, t, "volcanojob", 0))
         c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
 }

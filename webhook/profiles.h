@@ -24,7 +24,6 @@ struct cJSON;
 /* Job kinds beyond PyTorchJob whose pods are targets when enabled. */
 enum profiles_target {
     PROFILES_TARGET_MPIJOB = 1u << 0,
-    PROFILES_TARGET_TRAINJOB = 1u << 1,
     PROFILES_TARGET_VOLCANOJOB = 1u << 2,
 };
 

@@ -49,9 +49,6 @@ static int target_other_kinds(struct podjson *r, const cJSON *metadata, const cJ
          target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpijob-controller") ||
          target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpi-operator")))
         return 1;
-    if ((bits & PROFILES_TARGET_TRAINJOB) &&
-        target_label_is(r, labels, "trainer.kubeflow.org/trainjob-ancestor-step", "trainer"))
-        return 1;
     if ((bits & PROFILES_TARGET_VOLCANOJOB) &&
         (target_owned_by(r, metadata, "batch.volcano.sh/", "Job") ||
          target_label_is(r, labels, "volcano.sh/job-name", NULL)))

@@ -208,6 +208,20 @@ TEST(test_targets_bits)
     profiles_free(ps);
 }
 
+/* Trainer v2 pods never carry the label the old rule read: true is refused
+ * with what to do instead, false still loads. */
+TEST(test_targets_trainjob_removed)
+{
+    const char *err = rejected("{'targets':{'trainjob':true},'profiles':[{'name':'p'}]}");
+    struct profiles *ps;
+
+    assert_non_null(strstr(err, "targets.trainjob: no longer supported"));
+    assert_non_null(strstr(err, "rdma-webhook.io/inject"));
+    ps = accepted("{'targets':{'trainjob':false},'profiles':[{'name':'p'}]}");
+    assert_int_equal(ps->targets, 0);
+    profiles_free(ps);
+}
+
 /* ---- overrides and merging ---- */
 
 TEST(test_profile_env_overrides_default_in_place)
@@ -756,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_shipped_gpu_resources_prefix_targets),
         cmocka_unit_test(test_minimal_document_uses_builtin_defaults),
         cmocka_unit_test(test_targets_bits),
+        cmocka_unit_test(test_targets_trainjob_removed),
         cmocka_unit_test(test_profile_env_overrides_default_in_place),
         cmocka_unit_test(test_profile_overrides_scheduler_ipclock_shm_init),
         cmocka_unit_test(test_shm_enabled_false_and_size_limit),
