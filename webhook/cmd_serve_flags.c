@@ -39,10 +39,22 @@ static void serve_flags_usage(FILE *f)
         "                                (default 10)\n"
         "  --watch-timeout-seconds N     timeoutSeconds of each profiles watch (default 300)\n"
         "  --max-body-bytes N            largest AdmissionReview accepted (default 8388608)\n"
+        "  --body-budget-bytes N         memory for request bodies being received, all\n"
+        "                                connections together; a body that does not fit\n"
+        "                                gets 503. At least twice --max-body-bytes\n"
+        "                                (default: that or 33554432, whichever is more)\n"
         "  --threads N                   TLS worker threads, each with its own listening\n"
         "                                socket on the port (default: CPUs, at most 8)\n"
-        "  --connection-timeout SECONDS  idle connections are closed after this (default 30)\n"
-        "  --max-connections N           concurrent connections (default 4096)\n"
+        "  --connection-timeout SECONDS  idle connections are closed after this, and a kept-\n"
+        "                                alive one that has not sent its next request's\n"
+        "                                headers by then (default 30)\n"
+        "  --header-timeout SECONDS      a new connection must finish its TLS handshake and\n"
+        "                                its request's headers within this (default 10)\n"
+        "  --body-timeout SECONDS        and the request's body within this after the\n"
+        "                                headers (default 10)\n"
+        "  --max-connections N           concurrent connections (default 4096); at the limit\n"
+        "                                a new one displaces the one waiting longest for its\n"
+        "                                request\n"
         "  --shutdown-grace SECONDS      on SIGTERM, wait this long for requests in flight "
         "(default 10)\n"
         "  --reload-interval-ms N        also re-check the profiles and certificate files\n"
@@ -80,6 +92,9 @@ enum serve_flag {
     FLAG_NODE_CACHE,
     FLAG_CM_CACHE,
     FLAG_WATCH_TIMEOUT,
+    FLAG_HEADER_TIMEOUT,
+    FLAG_BODY_TIMEOUT,
+    FLAG_BODY_BUDGET,
 };
 
 static const struct option serve_options[] = {
@@ -105,6 +120,9 @@ static const struct option serve_options[] = {
     {"node-cache-seconds", required_argument, NULL, FLAG_NODE_CACHE},
     {"configmap-cache-seconds", required_argument, NULL, FLAG_CM_CACHE},
     {"watch-timeout-seconds", required_argument, NULL, FLAG_WATCH_TIMEOUT},
+    {"header-timeout", required_argument, NULL, FLAG_HEADER_TIMEOUT},
+    {"body-timeout", required_argument, NULL, FLAG_BODY_TIMEOUT},
+    {"body-budget-bytes", required_argument, NULL, FLAG_BODY_BUDGET},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -127,6 +145,9 @@ static int serve_flags_numeric(struct serve_flags *o, int flag)
         {FLAG_NODE_CACHE, 0, 86400, &o->node_cache_s},
         {FLAG_CM_CACHE, 0, 86400, &o->configmap_cache_s},
         {FLAG_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
+        {FLAG_HEADER_TIMEOUT, 1, 3600, &o->cfg.header_timeout_s},
+        {FLAG_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
+        {FLAG_BODY_BUDGET, 65536, 0xffffffffu, &o->cfg.body_budget},
     };
     const struct option *opt = serve_options;
     unsigned long long v;
@@ -194,6 +215,9 @@ static void serve_flags_defaults(struct serve_flags *o)
     o->watch_timeout_s = 300;
     o->cfg.threads = server_default_threads();
     o->cfg.conn_timeout_s = SERVER_DEFAULT_CONN_TIMEOUT_S;
+    o->cfg.header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
+    o->cfg.body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
+    o->cfg.body_budget = 0; /* from --max-body-bytes, once it is known */
     o->cfg.conn_limit = SERVER_DEFAULT_CONN_LIMIT;
     o->cfg.cert_expiry_warn_days = 30;
     o->profiles = RDMA_WEBHOOK_DEFAULT_PROFILES;
@@ -213,6 +237,9 @@ static int serve_flags_check(const struct serve_flags *o)
         why = "--profiles-configmap needs the API; drop --no-kube-api";
     else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
         why = "--kube-api needs --kube-ca and --kube-token-file";
+    else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)
+        why = "--body-budget-bytes must be at least twice --max-body-bytes (a body may take "
+              "half the budget at most)";
     if (why)
         fprintf(stderr, "rdma-webhook serve: %s\n", why);
     return why ? -1 : 0;
@@ -230,5 +257,9 @@ int serve_flags_parse(int argc, char **argv, struct serve_flags *o, enum log_lev
         fprintf(stderr, "rdma-webhook serve: --log-level takes debug, info, warn or error\n");
         return 2;
     }
-    return serve_flags_check(o) ? 2 : 0;
+    if (serve_flags_check(o))
+        return 2;
+    if (!o->cfg.body_budget)
+        o->cfg.body_budget = server_default_body_budget(o->cfg.max_body);
+    return 0;
 }

@@ -1,9 +1,11 @@
 #include "server.h"
 
 #include "arena.h"
+#include "framing.h"
 #include "logq.h"
 #include "monotime.h"
 #include "review.h"
+#include "version.h"
 
 #include <arpa/inet.h>
 #include <gnutls/gnutls.h>
@@ -20,29 +22,49 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef RDMA_WEBHOOK_VERSION
-#define RDMA_WEBHOOK_VERSION "0.1.0-dev"
-#endif
 #define SERVER_DISCARD_MAX ((size_t)256 << 20)
 /* The response carries the patch base64-encoded plus warnings and envelope. */
 #define SERVER_RESPONSE_MAX (REVIEW_PATCH_MAX / 3 * 4 + 65536)
+/* libmicrohttpd's limit for a daemon is this far above connguard's, which
+ * is the one that counts: a connection cut to make room, or past its
+ * deadline, still counts in libmicrohttpd's until its thread has closed it
+ * (an event loop or two later; it accepts 10 connections in a row), and a
+ * new connection must not be refused meanwhile. */
+#define SERVER_LIMIT_SLACK 64u
+/* How often connection deadlines are checked: they hold to within this. */
+#define SERVER_DEADLINE_TICK_MS 100u
+/* When a request refused for the body budget may try again. */
+#define SERVER_RETRY_AFTER_S "1"
 
 enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE_METRICS };
+
+/* Per-connection state, from the accept to the close: its deadlines, and
+ * the certificate pair its TLS handshake was given (held until the close). */
+struct server_conn {
+    struct connguard_conn guard;
+    const struct tlscreds_pair *pair;
+};
 
 /* Per-request state, from the first call of the access handler to completion. */
 struct server_request {
     enum server_route route;
-    struct dynbuf body;
-    int early_status;   /* set when the body went over the cap */
-    size_t discarded;   /* bytes dropped since then */
-    long long start_ns; /* monotime */
+    struct bodybuf body;
+    struct connguard_conn *guard; /* NULL: the connection is not tracked */
+    unsigned early_status;        /* set when the body cannot be kept */
+    size_t discarded;             /* bytes dropped since then */
+    long long start_ns;           /* monotime */
+};
+
+/* One more header of a response: Allow of a 405, Retry-After of a 503. */
+struct server_header {
+    const char *name, *value;
 };
 
 /* Queues a response. body is either taken over (must_free: libmicrohttpd
- * frees it) or static; allow, when given, fills the Allow header of a 405. */
+ * frees it) or static. */
 static enum MHD_Result server_reply(struct server *s, struct MHD_Connection *conn, unsigned status,
                                     const char *type, char *body, size_t len, int must_free,
-                                    const char *allow)
+                                    const struct server_header *extra)
 {
     struct MHD_Response *resp;
     enum MHD_Result rc;
@@ -57,8 +79,8 @@ static enum MHD_Result server_reply(struct server *s, struct MHD_Connection *con
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (extra)
+        MHD_add_response_header(resp, extra->name, extra->value);
     rc = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
     return rc;
@@ -80,8 +102,33 @@ static enum MHD_Result server_reply_text(struct server *s, struct MHD_Connection
 static enum MHD_Result server_reply_405(struct server *s, struct MHD_Connection *conn,
                                         const char *text, const char *allow)
 {
+    struct server_header h = {MHD_HTTP_HEADER_ALLOW, allow};
+
     return server_reply(s, conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                        (char *)text, strlen(text), 0, allow);
+                        (char *)text, strlen(text), 0, &h);
+}
+
+/* The body budget is used up for now: 503, and when to try again. */
+static enum MHD_Result server_reply_busy(struct server *s, struct MHD_Connection *conn)
+{
+    static const char text[] = "request bodies being received use up --body-budget-bytes; "
+                               "retry shortly\n";
+    struct server_header h = {MHD_HTTP_HEADER_RETRY_AFTER, SERVER_RETRY_AFTER_S};
+
+    return server_reply(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+                        (char *)text, sizeof(text) - 1, 0, &h);
+}
+
+/* A body that could not be kept is answered once it has been read. */
+static enum MHD_Result server_reply_early(struct server *s, struct MHD_Connection *conn,
+                                          unsigned status)
+{
+    if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        return server_reply_busy(s, conn);
+    if (status == MHD_HTTP_CONTENT_TOO_LARGE)
+        return server_reply_text(s, conn, status, "body exceeds --max-body-bytes\n");
+    return server_reply_text(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                             "out of memory while reading the body\n");
 }
 
 static enum server_route server_route_of(const char *url, int tls)
@@ -106,23 +153,57 @@ static int server_is_json(const char *type)
            (type[n] == '\0' || type[n] == ';' || type[n] == ' ');
 }
 
+/* The counters of the connection deadlines and the body budget, after
+ * metrics_render's. */
+static int server_render_limits(struct server *s, struct dynbuf *b)
+{
+    struct connguard *g = &s->guard;
+
+    return dynbuf_printf(
+        b,
+        "# HELP rdma_webhook_connections_open Connections open (HTTPS and plain port).\n"
+        "# TYPE rdma_webhook_connections_open gauge\n"
+        "rdma_webhook_connections_open %u\n"
+        "# HELP rdma_webhook_connections_closed_total Connections the server cut: past a "
+        "deadline, or displaced at --max-connections.\n"
+        "# TYPE rdma_webhook_connections_closed_total counter\n"
+        "rdma_webhook_connections_closed_total{reason=\"header-timeout\"} %llu\n"
+        "rdma_webhook_connections_closed_total{reason=\"body-timeout\"} %llu\n"
+        "rdma_webhook_connections_closed_total{reason=\"displaced\"} %llu\n"
+        "# HELP rdma_webhook_connections_refused_total Connections refused at "
+        "--max-connections, every open one being served.\n"
+        "# TYPE rdma_webhook_connections_refused_total counter\n"
+        "rdma_webhook_connections_refused_total %llu\n"
+        "# HELP rdma_webhook_request_body_bytes Memory held for request bodies.\n"
+        "# TYPE rdma_webhook_request_body_bytes gauge\n"
+        "rdma_webhook_request_body_bytes %zu\n"
+        "# HELP rdma_webhook_request_body_refused_total Requests answered 503 because "
+        "--body-budget-bytes was used up.\n"
+        "# TYPE rdma_webhook_request_body_refused_total counter\n"
+        "rdma_webhook_request_body_refused_total %llu\n",
+        connguard_open_count(g), atomic_load(&g->cuts[CONNGUARD_HEADER_TIMEOUT]),
+        atomic_load(&g->cuts[CONNGUARD_BODY_TIMEOUT]), atomic_load(&g->cuts[CONNGUARD_DISPLACED]),
+        atomic_load(&g->refused), bodybuf_pool_used(&s->bodies), atomic_load(&s->bodies.refused));
+}
+
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
-    const struct tlscreds_pair *cert = tlscreds_current(&s->creds);
+    const struct tlscreds_pair *cert = tlscreds_acquire(&s->creds);
     /* Every loaded version serves until the next: the generation is the count. */
     struct metrics_gauges g = {
         .profiles_loaded = store_loaded(&s->store),
         .profiles_rejected = store_rejected(&s->store),
         .cert_not_after = cert ? cert->not_after : 0,
-        .cert_generation = s->creds.generation,
+        .cert_generation = tlscreds_generation(&s->creds),
         .log_dropped = s->log.queue ? logq_dropped(s->log.queue) : 0,
         .version = RDMA_WEBHOOK_VERSION,
     };
     struct dynbuf b;
     size_t len;
 
+    tlscreds_release(cert);
     dynbuf_init(&b, 65536);
-    if (metrics_render(&s->metrics, &g, &b)) {
+    if (metrics_render(&s->metrics, &g, &b) || server_render_limits(s, &b)) {
         dynbuf_free(&b);
         return server_reply_text(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     }
@@ -191,14 +272,18 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     if (!snap)
         return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                                  "no valid profiles loaded yet; check the profiles source\n");
-    dynbuf_init(&out, SERVER_RESPONSE_MAX);
+    /* The echoed uid is as long as the request's at most: any uid the body
+     * limit admits fits. */
+    dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
     if (s->lookups)
         lookups_begin(s->lookups, &lookups, &hooks);
     arena_begin(&arena);
-    status =
-        review_handle(dynbuf_ptr(&req->body), dynbuf_len(&req->body), snap->ps, &hooks, &out, &sum);
+    status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks, &out,
+                           &sum);
     arena_end(&arena);
     snapshot_release(snap);
+    /* Parsed: its share of the budget is free for the next body. */
+    bodybuf_free(&req->body, &s->bodies);
     if (status == MHD_HTTP_OK) {
         long long ns = monotime_now() - req->start_ns;
 
@@ -216,16 +301,67 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
                             dynbuf_steal(&out), len);
 }
 
+/* The request's Transfer-Encoding fields, as framing_check() takes them. */
+struct server_te {
+    const char *values[FRAMING_MAX_FIELDS];
+    size_t n;
+};
+
+static enum MHD_Result server_te_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+    struct server_te *te = cls;
+
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        if (te->n < FRAMING_MAX_FIELDS)
+            te->values[te->n] = value ? value : "";
+        te->n++;
+    }
+    return MHD_YES;
+}
+
+/* A body the server cannot find the end of is refused before it is read
+ * (see framing.h): 400 or 501 with the reason in why, or 0 to go on. */
+static unsigned server_framing(struct MHD_Connection *conn, const char **why)
+{
+    struct server_te te = {.n = 0};
+    int has_length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) != NULL;
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, server_te_field, &te);
+    return framing_check(te.values, te.n, has_length, why);
+}
+
+/* The state of a /mutate request whose body is to be read: capped at the
+ * declared length, or at --max-body-bytes when it comes in chunks. */
+static struct server_request *server_new_request(struct server *s, const char *clen,
+                                                 unsigned long long declared)
+{
+    struct server_request *req = calloc(1, sizeof(*req));
+
+    if (!req)
+        return NULL;
+    req->route = ROUTE_MUTATE;
+    bodybuf_init(&req->body, clen ? (size_t)declared : s->cfg.max_body);
+    req->start_ns = monotime_now();
+    return req;
+}
+
 /* First call for a request: route it and refuse what can be refused before
- * reading the body (wrong path, method, content type, declared size). */
+ * reading the body (framing, path, method, content type, declared size,
+ * no room in the body budget). */
 static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *conn, const char *url,
                                     const char *method, int tls, void **req_cls)
 {
     enum server_route route = server_route_of(url, tls);
-    const char *type, *clen;
+    const char *type, *clen, *why = NULL;
     unsigned long long declared;
     struct server_request *req;
+    unsigned refused = server_framing(conn, &why);
 
+    if (refused)
+        return server_reply_text(s, conn, refused, why);
     if (route == ROUTE_NONE)
         return server_reply_text(s, conn, MHD_HTTP_NOT_FOUND,
                                  tls ? "not found; the webhook path is /mutate\n"
@@ -243,17 +379,80 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
     if (declared > s->cfg.max_body)
         return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
                                  "body exceeds --max-body-bytes\n");
-    req = calloc(1, sizeof(*req));
+    if (bodybuf_admit(&s->bodies, (size_t)declared))
+        return server_reply_busy(s, conn);
+    req = server_new_request(s, clen, declared);
     if (!req)
         return MHD_NO;
-    req->route = route;
-    dynbuf_init(&req->body, s->cfg.max_body);
-    /* One allocation for the whole body instead of doubling up to it. */
-    (void)dynbuf_reserve(&req->body, (size_t)declared);
-    req->start_ns = monotime_now();
     *req_cls = req;
     atomic_fetch_add(&s->metrics.in_flight, 1);
     return MHD_YES;
+}
+
+/* The status a body gets when bodybuf cannot keep it. */
+static unsigned server_body_status(int rc)
+{
+    if (rc == BODYBUF_TOO_BIG)
+        return MHD_HTTP_CONTENT_TOO_LARGE;
+    if (rc == BODYBUF_BUSY)
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    return MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+/* A piece of the body. libmicrohttpd cannot answer in the middle of a body:
+ * once it cannot be kept, the rest is read and dropped, and the status goes
+ * out at its end (the body deadline bounds how long that takes). A client
+ * that keeps sending far beyond that is cut off. */
+static enum MHD_Result server_body(struct server *s, struct server_request *req, const char *data,
+                                   size_t *size)
+{
+    int rc;
+
+    if (req->early_status) {
+        req->discarded += *size;
+        *size = 0;
+        return req->discarded > SERVER_DISCARD_MAX ? MHD_NO : MHD_YES;
+    }
+    rc = bodybuf_add(&req->body, &s->bodies, data, *size);
+    if (rc) {
+        req->early_status = server_body_status(rc);
+        bodybuf_free(&req->body, &s->bodies);
+    }
+    *size = 0;
+    return MHD_YES;
+}
+
+/* The connection's deadlines, from what the notify callback attached. */
+static struct server_conn *server_conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return i ? i->socket_context : NULL;
+}
+
+static struct connguard_conn *server_guard_of(struct MHD_Connection *conn)
+{
+    struct server_conn *sc = server_conn_of(conn);
+
+    return sc ? &sc->guard : NULL;
+}
+
+/* The headers are in: the body deadline starts, unless the request is
+ * answered from its headers alone. */
+static enum MHD_Result server_first(struct server *s, struct MHD_Connection *conn, const char *url,
+                                    const char *method, int tls, void **req_cls)
+{
+    struct connguard_conn *guard = server_guard_of(conn);
+    enum MHD_Result rc;
+
+    connguard_headers_in(guard);
+    rc = server_begin(s, conn, url, method, tls, req_cls);
+    if (*req_cls)
+        ((struct server_request *)*req_cls)->guard = guard;
+    else
+        connguard_request_in(guard);
+    return rc;
 }
 
 static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -263,29 +462,13 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
     struct server *s = cls;
     struct server_request *req = *req_cls;
 
-    if (!req) {
-        return server_begin(s, conn, url, method, tls, req_cls);
-    }
-    if (*upload_size) {
-        /* libmicrohttpd cannot answer in the middle of a body: past the cap
-         * the rest is read and dropped, and the 413 goes out at its end. A
-         * client that keeps sending far beyond that is cut off. */
-        if (req->early_status) {
-            req->discarded += *upload_size;
-            *upload_size = 0;
-            return req->discarded > SERVER_DISCARD_MAX ? MHD_NO : MHD_YES;
-        }
-        if (dynbuf_add(&req->body, upload_data, *upload_size)) {
-            req->early_status = MHD_HTTP_CONTENT_TOO_LARGE;
-            dynbuf_free(&req->body);
-        }
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    if (req->early_status) {
-        return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                                 "body exceeds --max-body-bytes\n");
-    }
+    if (!req)
+        return server_first(s, conn, url, method, tls, req_cls);
+    if (*upload_size)
+        return server_body(s, req, upload_data, upload_size);
+    connguard_request_in(req->guard);
+    if (req->early_status)
+        return server_reply_early(s, conn, req->early_status);
     return server_admit(s, conn, req);
 }
 
@@ -307,20 +490,51 @@ static enum MHD_Result server_handle_plain(void *cls, struct MHD_Connection *con
     return server_handle(cls, conn, url, method, 0, upload_data, upload_size, req_cls);
 }
 
+/* The response is out (or the request broke off): the connection waits for
+ * its next request. */
 static void server_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                              enum MHD_RequestTerminationCode code)
 {
     struct server *s = cls;
     struct server_request *req = *req_cls;
 
-    (void)conn;
     (void)code;
+    connguard_response_out(server_guard_of(conn));
     if (!req)
         return;
     atomic_fetch_sub(&s->metrics.in_flight, 1);
-    dynbuf_free(&req->body);
+    bodybuf_free(&req->body, &s->bodies);
     free(req);
     *req_cls = NULL;
+}
+
+/* Accept to close: a connection joins its listener's list, or, when there
+ * is no memory to track it, is ended at once (its handshake is refused). */
+static void server_notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                               enum MHD_ConnectionNotificationCode code)
+{
+    struct server_listener *ls = cls;
+    struct server_conn *sc = *socket_context;
+    const union MHD_ConnectionInfo *fd;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        sc = fd ? calloc(1, sizeof(*sc)) : NULL;
+        if (!sc) {
+            if (fd)
+                shutdown(fd->connect_fd, SHUT_RDWR);
+            return;
+        }
+        connguard_open(ls->conns, &sc->guard, fd->connect_fd);
+        *socket_context = sc;
+        return;
+    }
+    if (!sc)
+        return;
+    connguard_close(&sc->guard);
+    tlscreds_release(sc->pair);
+    free(sc);
+    *socket_context = NULL;
 }
 
 int server_parse_listen(const char *spec, void *storage, unsigned *len, char *err, size_t errlen)
@@ -362,26 +576,35 @@ int server_parse_listen(const char *spec, void *storage, unsigned *len, char *er
 /* The one server context: GnuTLS's certificate callback takes no argument. */
 static struct server *server_running;
 
+/* The session keeps pointers into the pair it is given, so the connection
+ * holds a reference until it closes (libmicrohttpd sets each session's
+ * pointer to its connection). */
 static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn,
                                 int nreqs, const gnutls_pk_algorithm_t *pk_algos,
                                 int pk_algos_length, gnutls_pcert_st **pcert,
                                 unsigned int *pcert_length, gnutls_privkey_t *privkey)
 {
     struct server *s = server_running;
-    const struct tlscreds_pair *p = s ? tlscreds_current(&s->creds) : NULL;
+    struct server_conn *sc = server_conn_of(gnutls_session_get_ptr(session));
+    const struct tlscreds_pair *p = s && sc ? tlscreds_acquire(&s->creds) : NULL;
 
-    (void)session, (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
+    (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
     if (!p)
         return -1;
+    /* A second handshake on one connection replaces the first's pair. */
+    tlscreds_release(sc->pair);
+    sc->pair = p;
     *pcert = (gnutls_pcert_st *)p->chain;
     *pcert_length = p->chain_len;
     *privkey = p->key;
     return 0;
 }
 
-static void server_log_cert(struct server *s)
+/* unchanged: the files held the pair already serving, nothing was loaded
+ * (the line still confirms what serves, e.g. after a refused version). */
+static void server_log_cert(struct server *s, int unchanged)
 {
-    const struct tlscreds_pair *p = tlscreds_current(&s->creds);
+    const struct tlscreds_pair *p = tlscreds_acquire(&s->creds);
     long long days_left = (p->not_after - (long long)time(NULL)) / 86400;
     struct log_line l;
 
@@ -389,7 +612,9 @@ static void server_log_cert(struct server *s)
     log_str(&l, "serial", p->serial);
     log_int(&l, "not_after", p->not_after);
     log_int(&l, "days_left", days_left);
-    log_int(&l, "generation", (long long)s->creds.generation);
+    log_int(&l, "generation", (long long)tlscreds_generation(&s->creds));
+    if (unchanged)
+        log_str(&l, "unchanged", "true");
     log_end(&l);
     if (days_left < (long long)s->cfg.cert_expiry_warn_days) {
         log_begin(&l, &s->log, LOG_WARN, "serving certificate expires soon; rotate it");
@@ -397,6 +622,7 @@ static void server_log_cert(struct server *s)
         log_int(&l, "days_left", days_left);
         log_end(&l);
     }
+    tlscreds_release(p);
 }
 
 /* A rotation that writes the two files one after the other can be caught
@@ -405,12 +631,14 @@ void server_reload_certs(struct server *s)
 {
     struct timespec pause = {0, 100 * 1000000L};
     char err[512];
+    int rc;
 
     for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt)
             nanosleep(&pause, NULL);
-        if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err)) == 0) {
-            server_log_cert(s);
+        rc = tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err));
+        if (rc >= 0) {
+            server_log_cert(s, rc == TLSCREDS_UNCHANGED);
             return;
         }
     }
@@ -440,35 +668,42 @@ __attribute__((format(printf, 2, 0))) static void server_mhd_log(void *cls, cons
     log_msg(&s->log, LOG_DEBUG, "libmicrohttpd", "detail", msg);
 }
 
-#define SERVER_MAX_OPTIONS 12
+#define SERVER_MAX_OPTIONS 14
 
 /* While draining, a new HTTPS connection is closed as soon as it is accepted:
  * the client learns at once that this replica is going away, instead of
  * waiting in the listen backlog. (libmicrohttpd 0.9.75's own
  * MHD_quiesce_daemon() races with its epoll worker threads and can abort the
- * process: both remove the listening socket from the same epoll set.) */
+ * process: both remove the listening socket from the same epoll set.)
+ * Otherwise connguard decides, making room at the limit. */
 static enum MHD_Result server_accept_policy(void *cls, const struct sockaddr *addr,
                                             socklen_t addrlen)
 {
-    struct server *s = cls;
+    struct server_listener *ls = cls;
 
     (void)addr, (void)addrlen;
-    return atomic_load(&s->draining) ? MHD_NO : MHD_YES;
+    if (ls->tls && atomic_load(&ls->s->draining))
+        return MHD_NO;
+    return connguard_admit(ls->conns) ? MHD_YES : MHD_NO;
 }
 
 /* The daemon's options; addr must outlive the MHD_start_daemon call. A
- * daemon that shares its port with others (reuse) takes conn_limit as its
- * share of the server's connection limit. */
-static void server_options(struct server *s, int tls, int reuse, unsigned conn_limit,
+ * daemon that shares its port with others (reuse) holds conn_limit, its
+ * share of the server's connection limit, which connguard enforces. */
+static void server_options(struct server_listener *ls, int reuse, unsigned conn_limit,
                            struct sockaddr_storage *addr, struct MHD_OptionItem *opts)
 {
+    struct server *s = ls->s;
     size_t n = 0;
 
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, addr};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)server_mhd_log, s};
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
                                         (intptr_t)s->cfg.conn_timeout_s, NULL};
-    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)conn_limit, NULL};
+    opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+                                        (intptr_t)(conn_limit + SERVER_LIMIT_SLACK), NULL};
+    opts[n++] =
+        (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)server_notify_conn, ls};
     /* Headers of a review are small and the body is streamed out of this
      * pool, which libmicrohttpd keeps, and zeroes on every request, for each
      * open connection: see SERVER_CONN_MEMORY. */
@@ -477,7 +712,7 @@ static void server_options(struct server *s, int tls, int reuse, unsigned conn_l
     opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s};
     if (reuse)
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
-    if (tls) {
+    if (ls->tls) {
         opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
                                             (void *)server_cert_callback};
         opts[n++] =
@@ -486,9 +721,9 @@ static void server_options(struct server *s, int tls, int reuse, unsigned conn_l
     opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 }
 
-/* One daemon with one epoll thread on addr. */
-static struct MHD_Daemon *server_daemon(struct server *s, struct sockaddr_storage *addr, int tls,
-                                        int reuse, unsigned conn_limit)
+/* One daemon with one epoll thread on addr, for ls. */
+static int server_daemon(struct server *s, struct server_listener *ls,
+                         struct sockaddr_storage *addr, int tls, int reuse, unsigned conn_limit)
 {
     struct MHD_OptionItem opts[SERVER_MAX_OPTIONS];
     /* No MHD_USE_TURBO: with it, libmicrohttpd 0.9.75 never times out a
@@ -496,14 +731,20 @@ static struct MHD_Daemon *server_daemon(struct server *s, struct sockaddr_storag
      * stay silent hold their slots for ever (found by the slowloris test). */
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 
+    ls->s = s;
+    ls->tls = tls;
+    ls->conns = connguard_add_list(&s->guard, conn_limit);
+    if (!ls->conns)
+        return -1;
     if (addr->ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (tls)
         flags |= MHD_USE_TLS;
-    server_options(s, tls, reuse, conn_limit, addr, opts);
-    return MHD_start_daemon(flags, 0, tls ? server_accept_policy : NULL, s,
-                            tls ? server_handle_tls : server_handle_plain, s, MHD_OPTION_ARRAY,
-                            opts, MHD_OPTION_END);
+    server_options(ls, reuse, conn_limit, addr, opts);
+    ls->daemon = MHD_start_daemon(flags, 0, server_accept_policy, ls,
+                                  tls ? server_handle_tls : server_handle_plain, s,
+                                  MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    return ls->daemon ? 0 : -1;
 }
 
 /* Sockets that all set SO_REUSEPORT share a port silently, so a second
@@ -563,12 +804,12 @@ static int server_start_https(struct server *s, char *err, size_t errlen)
         goto in_use;
     for (s->n_https = 0; s->n_https < n;) {
         unsigned share = limit / n + (s->n_https < limit % n);
-        struct MHD_Daemon *d = server_daemon(s, &addr, 1, reuse, share);
+        struct server_listener *ls = &s->https[s->n_https];
 
-        if (!d)
+        if (server_daemon(s, ls, &addr, 1, reuse, share))
             goto in_use;
-        s->https[s->n_https++] = d;
-        if (reuse && s->n_https == 1 && server_same_port(d, &addr))
+        s->n_https++;
+        if (reuse && s->n_https == 1 && server_same_port(ls->daemon, &addr))
             goto in_use;
     }
     return 0;
@@ -585,8 +826,7 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
 
     if (server_parse_listen(s->cfg.metrics_listen, &addr, &addrlen, err, errlen))
         return -1;
-    s->plain = server_daemon(s, &addr, 0, 0, s->cfg.conn_limit);
-    if (!s->plain) {
+    if (server_daemon(s, &s->plain, &addr, 0, 0, s->cfg.conn_limit)) {
         snprintf(err, errlen, "cannot listen on %s (in use, or no permission?)",
                  s->cfg.metrics_listen);
         return -1;
@@ -602,6 +842,21 @@ static int server_watch_certs(struct server *s, char *err, size_t errlen)
                            server_cert_changed, s, err, errlen);
 }
 
+/* The deadlines and the body budget, before the first connection. */
+static int server_init_limits(struct server *s)
+{
+    struct connguard_limits lim = {
+        .header_ms = s->cfg.header_timeout_s * 1000u,
+        .body_ms = s->cfg.body_timeout_s * 1000u,
+        .idle_ms = s->cfg.conn_timeout_s * 1000u,
+        .tick_ms = SERVER_DEADLINE_TICK_MS,
+    };
+
+    bodybuf_pool_init(&s->bodies, s->cfg.body_budget ? s->cfg.body_budget
+                                                     : server_default_body_budget(s->cfg.max_body));
+    return connguard_init(&s->guard, &lim);
+}
+
 int server_start(struct server *s, char *err, size_t errlen)
 {
     err[0] = '\0';
@@ -613,14 +868,23 @@ int server_start(struct server *s, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (server_init_limits(s)) {
+        tlscreds_free(&s->creds);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     server_running = s;
-    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) ||
+    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) < 0 ||
         server_watch_certs(s, err, errlen))
         goto fail;
     if (server_start_https(s, err, errlen) ||
         (s->cfg.metrics_listen && *s->cfg.metrics_listen && server_start_plain(s, err, errlen)))
         goto fail;
-    server_log_cert(s);
+    if (connguard_start(&s->guard)) {
+        snprintf(err, errlen, "cannot start the connection deadline thread");
+        goto fail;
+    }
+    server_log_cert(s, 0);
     return 0;
 fail:
     server_stop(s);
@@ -637,13 +901,16 @@ void server_stop(struct server *s)
 {
     if (server_running != s)
         return;
+    /* The daemons close their connections, which let go of their deadlines
+     * and certificate pairs: only then can those go. */
     for (unsigned i = 0; i < s->n_https; i++)
-        MHD_stop_daemon(s->https[i]);
+        MHD_stop_daemon(s->https[i].daemon);
     s->n_https = 0;
-    if (s->plain)
-        MHD_stop_daemon(s->plain);
-    s->plain = NULL;
+    if (s->plain.daemon)
+        MHD_stop_daemon(s->plain.daemon);
+    s->plain.daemon = NULL;
     filewatch_stop(&s->cert_watch);
+    connguard_destroy(&s->guard);
     tlscreds_free(&s->creds);
     server_running = NULL;
 }

@@ -7,9 +7,15 @@
  * each a libmicrohttpd daemon with its own listening socket on the same port
  * (SO_REUSEPORT), so the kernel spreads new connections over the threads;
  * the plain port has one thread. Both use keep-alive and a connection
- * timeout. Request bodies are read into a dynbuf capped at
- * max_body; the profiles snapshot is acquired once per admission. Nothing a
- * client sends is fatal: every bad request gets a status and a one-line reason.
+ * timeout. Request bodies grow with the bytes received, capped at max_body
+ * and charged to one budget for the server (bodybuf); the profiles snapshot
+ * is acquired once per admission. Nothing a client sends is fatal: every bad
+ * request gets a status and a one-line reason.
+ *
+ * Slow clients: every connection has a deadline for its TLS handshake and
+ * headers, for its body, and for its next request after a response
+ * (connguard), whatever trickle of bytes it sends; at the connection limit a
+ * new connection displaces the one that has waited longest.
  *
  * The serving certificate is watched like the profiles (including the
  * kubelet's ..data swap of a Secret volume) and swapped without a restart:
@@ -22,6 +28,8 @@
 #ifndef RDMA_WEBHOOK_SERVER_H
 #define RDMA_WEBHOOK_SERVER_H
 
+#include "bodybuf.h"
+#include "connguard.h"
 #include "filewatch.h"
 #include "log.h"
 #include "lookups.h"
@@ -35,6 +43,15 @@
 #include <unistd.h>
 
 struct MHD_Daemon;
+struct server;
+
+/* One libmicrohttpd daemon and the connections it holds. Private. */
+struct server_listener {
+    struct MHD_Daemon *daemon;
+    struct server *s;
+    struct connguard_list *conns;
+    int tls;
+};
 
 /* Most HTTPS threads (--threads). */
 #define SERVER_MAX_THREADS 64
@@ -42,6 +59,25 @@ struct MHD_Daemon;
  * settings below, bench/mhd_responder.c uses them too. */
 #define SERVER_DEFAULT_CONN_TIMEOUT_S 30u
 #define SERVER_DEFAULT_CONN_LIMIT     4096u
+/* serve's defaults for --header-timeout and --body-timeout. An apiserver
+ * sends a review in one go, in milliseconds, and gives up on the webhook
+ * after its timeoutSeconds (at most 30); a client that takes longer than
+ * this is not an apiserver. */
+#define SERVER_DEFAULT_HEADER_TIMEOUT_S 10u
+#define SERVER_DEFAULT_BODY_TIMEOUT_S   10u
+/* serve's smallest default --body-budget-bytes (the default is twice
+ * --max-body-bytes when that is more): three bodies of the default 8 MiB
+ * limit at once, or thousands of real reviews (a few KiB to a few hundred).
+ * The idle 9 MiB, 4096 connections of ~50 KiB (manifests/deployment.yaml)
+ * and this stay under the Deployment's 256 Mi. */
+#define SERVER_DEFAULT_BODY_BUDGET (32u << 20)
+
+/* serve's default --body-budget-bytes for a --max-body-bytes: a body may
+ * take at most half the budget (bodybuf.h). */
+static inline unsigned server_default_body_budget(unsigned max_body)
+{
+    return max_body > SERVER_DEFAULT_BODY_BUDGET / 2 ? 2 * max_body : SERVER_DEFAULT_BODY_BUDGET;
+}
 
 /* serve's default --threads: one per CPU, at most 8. */
 static inline unsigned server_default_threads(void)
@@ -72,7 +108,10 @@ struct server_config {
     unsigned max_body; /* bytes, at most 1 GiB (--max-body-bytes) */
     unsigned threads;  /* 1..SERVER_MAX_THREADS */
     unsigned conn_timeout_s;
-    unsigned conn_limit; /* at least 1 */
+    unsigned header_timeout_s; /* accept to the first request's headers */
+    unsigned body_timeout_s;   /* headers to the end of the body */
+    unsigned body_budget;      /* bytes of request bodies held at once, >= 2 * max_body */
+    unsigned conn_limit;       /* at least 1 */
     unsigned cert_reload_interval_ms;
     unsigned cert_expiry_warn_days;
 };
@@ -86,10 +125,12 @@ struct server {
     atomic_int draining; /* readiness goes false first when shutting down */
     struct tlscreds creds;
     /* Private. */
-    struct MHD_Daemon *https[SERVER_MAX_THREADS];
+    struct server_listener https[SERVER_MAX_THREADS];
     unsigned n_https;
-    struct MHD_Daemon *plain;
+    struct server_listener plain;
     struct filewatch cert_watch;
+    struct connguard guard;
+    struct bodybuf_pool bodies;
 };
 
 /* Loads the certificate, starts both listeners and the certificate watch.

@@ -4,6 +4,8 @@
 #include "dynbuf.h"
 #include "fsutil.h"
 
+#include <gnutls/crypto.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +14,19 @@
 
 int tlscreds_init(struct tlscreds *c)
 {
-    atomic_init(&c->current, NULL);
-    c->generation = 0;
-    return pthread_mutex_init(&c->load_mu, NULL) ? -1 : 0;
+    c->current = NULL;
+    atomic_init(&c->generation, 0);
+    if (pthread_mutex_init(&c->mu, NULL))
+        return -1;
+    if (pthread_mutex_init(&c->load_mu, NULL)) {
+        pthread_mutex_destroy(&c->mu);
+        return -1;
+    }
+    return 0;
 }
 
 static void tlscreds_pair_free(struct tlscreds_pair *p)
 {
-    if (!p)
-        return;
     for (unsigned i = 0; i < p->chain_len; i++)
         gnutls_pcert_deinit(&p->chain[i]);
     if (p->key)
@@ -28,22 +34,39 @@ static void tlscreds_pair_free(struct tlscreds_pair *p)
     free(p);
 }
 
-void tlscreds_free(struct tlscreds *c)
+void tlscreds_release(const struct tlscreds_pair *cp)
 {
-    struct tlscreds_pair *p = atomic_exchange(&c->current, NULL);
+    struct tlscreds_pair *p = (struct tlscreds_pair *)cp;
 
-    while (p) {
-        struct tlscreds_pair *older = p->older;
-
+    if (p && atomic_fetch_sub(&p->refs, 1) == 1)
         tlscreds_pair_free(p);
-        p = older;
-    }
-    pthread_mutex_destroy(&c->load_mu);
 }
 
-const struct tlscreds_pair *tlscreds_current(struct tlscreds *c)
+/* Under the lock, so that a load cannot drop the current pair's last
+ * reference between reading the pointer and taking one. */
+const struct tlscreds_pair *tlscreds_acquire(struct tlscreds *c)
 {
-    return atomic_load(&c->current);
+    struct tlscreds_pair *p;
+
+    pthread_mutex_lock(&c->mu);
+    p = c->current;
+    if (p)
+        atomic_fetch_add(&p->refs, 1);
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
+void tlscreds_free(struct tlscreds *c)
+{
+    tlscreds_release(c->current);
+    c->current = NULL;
+    pthread_mutex_destroy(&c->load_mu);
+    pthread_mutex_destroy(&c->mu);
+}
+
+unsigned long tlscreds_generation(struct tlscreds *c)
+{
+    return atomic_load(&c->generation);
 }
 
 static int tlscreds_read(const char *path, struct dynbuf *b, char *err, size_t errlen)
@@ -55,6 +78,26 @@ static int tlscreds_read(const char *path, struct dynbuf *b, char *err, size_t e
         snprintf(err, errlen, "%s is empty", path);
         return -1;
     }
+    return 0;
+}
+
+/* SHA-256 over the certificate's length, the certificate and the key: the
+ * length keeps bytes moved from one file to the other a different pair.
+ * Only this digest of the key is kept, never a copy of it. */
+static int tlscreds_digest(const struct certs_pem *pem, unsigned char out[32], char *err,
+                           size_t errlen)
+{
+    uint64_t cert_len = pem->cert_len;
+    gnutls_hash_hd_t h;
+
+    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) < 0) {
+        snprintf(err, errlen, "cannot hash %s: out of memory", pem->cert_name);
+        return -1;
+    }
+    gnutls_hash(h, &cert_len, sizeof(cert_len));
+    gnutls_hash(h, pem->cert, pem->cert_len);
+    gnutls_hash(h, pem->key, pem->key_len);
+    gnutls_hash_deinit(h, out);
     return 0;
 }
 
@@ -89,51 +132,77 @@ fail:
     return NULL;
 }
 
-/* Each file is read once and OpenSSL checks those very bytes (the key
- * matches the leaf, which is valid now) before GnuTLS imports them: a
- * rotation landing between two reads cannot slip a mismatched pair in. */
-static struct tlscreds_pair *tlscreds_read_pair(const char *cert_file, const char *key_file,
-                                                char *err, size_t errlen)
+/* OpenSSL checks the bytes (the key matches the leaf, which is valid now)
+ * before GnuTLS imports those same bytes: a rotation landing between two
+ * reads cannot slip a mismatched pair in. */
+static struct tlscreds_pair *tlscreds_make_pair(const struct certs_pem *pem,
+                                                const unsigned char digest[32], char *err,
+                                                size_t errlen)
 {
-    struct tlscreds_pair *p = NULL;
+    struct tlscreds_pair *p;
     struct certs_info info;
+
+    if (certs_check_pem(pem, &info, err, errlen) || !(p = tlscreds_import(pem, err, errlen)))
+        return NULL;
+    snprintf(p->serial, sizeof(p->serial), "%s", info.serial_hex);
+    p->not_after = info.not_after;
+    memcpy(p->digest, digest, sizeof(p->digest));
+    atomic_init(&p->refs, 1); /* being current */
+    return p;
+}
+
+/* Makes p current; the old pair lives on while users still hold it. */
+static void tlscreds_swap(struct tlscreds *c, struct tlscreds_pair *p)
+{
+    struct tlscreds_pair *old;
+
+    pthread_mutex_lock(&c->mu);
+    old = c->current;
+    c->current = p;
+    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_add(&c->generation, 1);
+    tlscreds_release(old);
+}
+
+/* Under load_mu, the only place current changes: reading it needs no more. */
+static int tlscreds_use(struct tlscreds *c, const struct certs_pem *pem, char *err, size_t errlen)
+{
+    unsigned char digest[32];
+    struct tlscreds_pair *p;
+
+    if (tlscreds_digest(pem, digest, err, errlen))
+        return -1;
+    if (c->current && memcmp(c->current->digest, digest, sizeof(digest)) == 0)
+        return TLSCREDS_UNCHANGED;
+    p = tlscreds_make_pair(pem, digest, err, errlen);
+    if (!p)
+        return -1;
+    tlscreds_swap(c, p);
+    return 0;
+}
+
+int tlscreds_load(struct tlscreds *c, const char *cert_file, const char *key_file, char *err,
+                  size_t errlen)
+{
     struct certs_pem pem = {.cert_name = cert_file, .key_name = key_file};
     struct dynbuf cert, key;
+    int rc = -1;
 
     dynbuf_init(&cert, 0);
     dynbuf_init(&key, 0);
+    pthread_mutex_lock(&c->load_mu);
     if (tlscreds_read(cert_file, &cert, err, errlen) || tlscreds_read(key_file, &key, err, errlen))
         goto out;
     pem.cert = cert.mem;
     pem.cert_len = cert.len;
     pem.key = key.mem;
     pem.key_len = key.len;
-    if (certs_check_pem(&pem, &info, err, errlen) || !(p = tlscreds_import(&pem, err, errlen)))
-        goto out;
-    snprintf(p->serial, sizeof(p->serial), "%s", info.serial_hex);
-    p->not_after = info.not_after;
+    rc = tlscreds_use(c, &pem, err, errlen);
 out:
+    pthread_mutex_unlock(&c->load_mu);
     if (key.mem)
         explicit_bzero(key.mem, key.alloc);
     dynbuf_free(&cert);
     dynbuf_free(&key);
-    return p;
-}
-
-int tlscreds_load(struct tlscreds *c, const char *cert_file, const char *key_file, char *err,
-                  size_t errlen)
-{
-    struct tlscreds_pair *p;
-    int rc = -1;
-
-    pthread_mutex_lock(&c->load_mu);
-    p = tlscreds_read_pair(cert_file, key_file, err, errlen);
-    if (p) {
-        p->older = atomic_load(&c->current);
-        atomic_store(&c->current, p);
-        c->generation++;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&c->load_mu);
     return rc;
 }

@@ -1,0 +1,208 @@
+/*
+ * Unit tests for webhook/tlscreds.c, on pairs made by certs_generate(): a
+ * load of the bytes already serving loads nothing, a new pair does, a bad
+ * one leaves the current pair, and a pair taken by a user outlives its
+ * replacement until released (ASan and valgrind see a use after free or a
+ * pair that is never freed).
+ */
+#include "unit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "certs.h"
+#include "tlscreds.h"
+
+struct fixture {
+    char root[64];
+    char a_crt[112], a_key[112], b_crt[112], b_key[112], live_crt[112], live_key[112];
+    struct tlscreds c;
+};
+
+static void gen_into(const char *dir)
+{
+    struct certs_gen_opts o = {.out_dir = dir};
+    char err[256];
+
+    if (certs_generate(&o, err, sizeof err) != 0)
+        fail_msg("certs_generate: %s", err);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    char buf[8192];
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    size_t n;
+
+    assert_non_null(in);
+    assert_non_null(out);
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+}
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof *fx);
+    char dir[96];
+
+    assert_non_null(fx);
+    strcpy(fx->root, "/tmp/test_tlscreds.XXXXXX");
+    assert_non_null(mkdtemp(fx->root));
+    snprintf(dir, sizeof dir, "%s/a", fx->root);
+    gen_into(dir);
+    snprintf(fx->a_crt, sizeof fx->a_crt, "%s/tls.crt", dir);
+    snprintf(fx->a_key, sizeof fx->a_key, "%s/tls.key", dir);
+    snprintf(dir, sizeof dir, "%s/b", fx->root);
+    gen_into(dir);
+    snprintf(fx->b_crt, sizeof fx->b_crt, "%s/tls.crt", dir);
+    snprintf(fx->b_key, sizeof fx->b_key, "%s/tls.key", dir);
+    snprintf(fx->live_crt, sizeof fx->live_crt, "%s/live.crt", fx->root);
+    snprintf(fx->live_key, sizeof fx->live_key, "%s/live.key", fx->root);
+    copy_file(fx->a_crt, fx->live_crt);
+    copy_file(fx->a_key, fx->live_key);
+    assert_int_equal(tlscreds_init(&fx->c), 0);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    char cmd[160];
+
+    tlscreds_free(&fx->c);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
+    assert_int_equal(system(cmd), 0);
+    free(fx);
+    return 0;
+}
+
+static int load_live(struct fixture *fx, char *err, size_t errlen)
+{
+    return tlscreds_load(&fx->c, fx->live_crt, fx->live_key, err, errlen);
+}
+
+static void test_nothing_before_the_first_load(void **state)
+{
+    struct fixture *fx = *state;
+
+    assert_null(tlscreds_acquire(&fx->c));
+    assert_int_equal(tlscreds_generation(&fx->c), 0);
+    tlscreds_release(NULL);
+}
+
+static void test_same_bytes_load_nothing(void **state)
+{
+    struct fixture *fx = *state;
+    const struct tlscreds_pair *first, *again;
+    char err[512] = "";
+
+    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    assert_int_equal(tlscreds_generation(&fx->c), 1);
+    first = tlscreds_acquire(&fx->c);
+    assert_non_null(first);
+    assert_true(first->serial[0] != '\0');
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(load_live(fx, err, sizeof err), TLSCREDS_UNCHANGED);
+    /* Rewritten with the same bytes: still the same pair. */
+    copy_file(fx->a_crt, fx->live_crt);
+    assert_int_equal(load_live(fx, err, sizeof err), TLSCREDS_UNCHANGED);
+    assert_int_equal(tlscreds_generation(&fx->c), 1);
+    again = tlscreds_acquire(&fx->c);
+    assert_ptr_equal(again, first);
+    tlscreds_release(again);
+    tlscreds_release(first);
+}
+
+/* The pair a user holds stays whole after it is replaced; a new user gets
+ * the new pair. */
+static void test_replaced_pair_lives_while_held(void **state)
+{
+    struct fixture *fx = *state;
+    const struct tlscreds_pair *old, *now;
+    char err[512] = "", serial[80];
+
+    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    old = tlscreds_acquire(&fx->c);
+    snprintf(serial, sizeof serial, "%s", old->serial);
+    copy_file(fx->b_crt, fx->live_crt);
+    copy_file(fx->b_key, fx->live_key);
+    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    assert_int_equal(tlscreds_generation(&fx->c), 2);
+    now = tlscreds_acquire(&fx->c);
+    assert_ptr_not_equal(now, old);
+    assert_string_not_equal(now->serial, serial);
+    assert_string_equal(old->serial, serial); /* a use after free under ASan if freed */
+    assert_true(old->chain_len >= 1 && old->key != NULL);
+    tlscreds_release(old); /* the last reference: freed here */
+    /* Back to the first files: new bytes for the current pair, so a load. */
+    copy_file(fx->a_crt, fx->live_crt);
+    copy_file(fx->a_key, fx->live_key);
+    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    assert_int_equal(tlscreds_generation(&fx->c), 3);
+    tlscreds_release(now);
+}
+
+static void test_rejected_pair_keeps_the_current(void **state)
+{
+    struct fixture *fx = *state;
+    const struct tlscreds_pair *before, *after;
+    char err[512] = "";
+
+    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    before = tlscreds_acquire(&fx->c);
+    copy_file(fx->b_crt, fx->live_crt); /* with a's key: a mismatch */
+    assert_int_equal(load_live(fx, err, sizeof err), -1);
+    assert_true(err[0] != '\0');
+    assert_int_equal(tlscreds_generation(&fx->c), 1);
+    after = tlscreds_acquire(&fx->c);
+    assert_ptr_equal(after, before);
+    /* The files back as they were: unchanged, nothing loaded. */
+    copy_file(fx->a_crt, fx->live_crt);
+    assert_int_equal(load_live(fx, err, sizeof err), TLSCREDS_UNCHANGED);
+    tlscreds_release(after);
+    tlscreds_release(before);
+}
+
+/* Bytes moved from one file to the other are another pair. */
+static void test_digest_keeps_the_files_apart(void **state)
+{
+    struct fixture *fx = *state;
+    char err[512] = "";
+
+    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    copy_file(fx->a_key, fx->live_crt);
+    copy_file(fx->a_crt, fx->live_key);
+    assert_int_equal(load_live(fx, err, sizeof err), -1);
+    assert_int_equal(tlscreds_generation(&fx->c), 1);
+}
+
+static void test_missing_file_is_an_error(void **state)
+{
+    struct fixture *fx = *state;
+    char err[512] = "", missing[160];
+
+    snprintf(missing, sizeof missing, "%s/none.crt", fx->root);
+    assert_int_equal(tlscreds_load(&fx->c, missing, fx->live_key, err, sizeof err), -1);
+    assert_contains(err, "none.crt");
+    assert_null(tlscreds_acquire(&fx->c));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_nothing_before_the_first_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_bytes_load_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replaced_pair_lives_while_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rejected_pair_keeps_the_current, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_digest_keeps_the_files_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_file_is_an_error, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
