@@ -20,9 +20,8 @@ here=$(cd "$(dirname "$0")" && pwd -P)
 mkdir -p "$1"
 out=$(cd "$1" && pwd -P)
 
-# The repository's Makefile runs Go in GOPATH mode (GO111MODULE=off) for the
-# e2e tests; these two modules need module mode whatever the caller's
-# environment says, and must not pick up a go.work from above.
+# These two modules need module mode whatever the caller's environment says,
+# and must not pick up a go.work from above.
 GO111MODULE=on
 GOWORK=off
 # Static binaries without cgo, as upstream releases them: nothing to link

@@ -1,3 +1,12 @@
+// The Kubeflow training-operator v1 (maintained v1.9 line), built by
+// ../build.sh as OUTDIR/training-operator and run by ../up.sh.
+//
+// A module of its own because it is built against older Kubernetes
+// libraries (k8s.io/* v0.31, controller-runtime v0.19) than ../go.mod's
+// k8s.io/kubernetes v1.37.2 staging modules; in one module graph, minimum
+// version selection would push it onto v0.37 APIs it was never built for.
+// Its PyTorchJob CRD is applied by up.sh straight from this module's copy in
+// the module cache (manifests/base/crds/kubeflow.org_pytorchjobs.yaml).
 module rdma-webhook/test/cluster/operator
 
 go 1.24.0
