@@ -128,6 +128,7 @@ valgrind: build/rdma-webhook build/unit/test_arena validator go-check
 	  go test -count=1 -run '$(VALGRIND_TESTS)' .
 
 test: deps-test
+	sh test/check-layers.sh
 	@$(MAKE) --no-print-directory unit e2e unit-asan e2e-asan valgrind
 	@$(MAKE) --no-print-directory realcluster realcluster-asan
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
