@@ -121,7 +121,7 @@ e2e-asan: build-asan/rdma-webhook validator go-check
 VALGRIND_TESTS := TestFixtures|TestHTTPErrors|TestHealthEndpoints|TestOtherOperationsAndKinds|TestUnprocessablePods|TestPodObjectNull|TestConcurrentReviews|TestKeepAlive|TestMetricsCount|TestReloadConfigMapSwap|TestSIGTERMDrainsInFlight|TestCertificateRotationUnderLoad|TestMutateOffline|TestCheckProfiles
 
 valgrind: build/rdma-webhook build/unit/test_arena validator go-check
-	@# The arena is off under ASan: only memcheck sees what it leaks.
+	@# The normal build's arena (no ASan poisoning) under memcheck: it must not leak.
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
 	  build/unit/test_arena
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/test/valgrind-wrap.sh \

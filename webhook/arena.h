@@ -9,8 +9,10 @@
  * other allocation, and every free of memory the arena did not hand out,
  * goes to malloc and free as usual. Anything that must outlive the request
  * (e.g. a cached API answer) is built between arena_suspend() and
- * arena_resume(). Under AddressSanitizer the arena is off, so the sanitizer
- * sees every cJSON object on its own.
+ * arena_resume(). Under AddressSanitizer the arena is on too, with manual
+ * poisoning (see arena.c): every allocation is unpoisoned to exactly its
+ * size with a poisoned redzone after it, and the blocks go back to malloc
+ * at arena_end(), so overflows and uses after the end are still reported.
  */
 #ifndef RDMA_WEBHOOK_ARENA_H
 #define RDMA_WEBHOOK_ARENA_H
