@@ -37,13 +37,9 @@ if ! "$here/install-webhook.sh" "$dir"; then
     die "installing the webhook failed; the control plane is stopped again (logs: $dir/logs)"
 fi
 
-# shellcheck disable=SC1091
-. "$dir/env"
-export KUBECONFIG
-cm=$("$KUBECTL" -n rdma-webhook get deployment rdma-webhook \
-    -o jsonpath='{.spec.template.spec.volumes[?(@.name=="profiles")].configMap.name}')
+cm=$("$here/webhook.sh" configmap "$dir")
 {
-    echo "PROFILES_CONFIGMAP=rdma-webhook/$cm"
+    echo "PROFILES_CONFIGMAP=$cm"
     echo "WEBHOOK_LOG=$dir/logs/webhook.log"
 } >>"$dir/env"
 

@@ -85,11 +85,8 @@ func TestFailurePolicyIgnore(t *testing.T) {
 	})
 	ns := newNamespace(t, nil)
 	mustKubectl(t, jobYAML("while-down", 8, ""), "apply", "-n", ns, "-f", "-")
-	var j pytorchJob
-	j.Metadata.Name = "while-down"
-	j.Spec.Replicas = map[string]replicaSpec{"Master": {Replicas: 1}, "Worker": {Replicas: 1}}
 	var want []string
-	for _, pods := range jobPods(t, ns, j) {
+	for _, pods := range jobPods(t, ns, jobYAMLShape("while-down")) {
 		for i := range pods {
 			requireUntouched(t, &pods[i])
 			want = append(want, ns+" "+pods[i].Name)

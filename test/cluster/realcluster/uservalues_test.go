@@ -11,6 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// jobYAMLShape is what jobPods needs to know of a job made by jobYAML: its
+// name and one Master and one Worker.
+func jobYAMLShape(name string) pytorchJob {
+	var j pytorchJob
+	j.Metadata.Name = name
+	j.Spec.Replicas = map[string]replicaSpec{"Master": {Replicas: 1}, "Worker": {Replicas: 1}}
+	return j
+}
+
 // jobYAML is a two-replica PyTorchJob whose pytorch container asks for gpus
 // GPUs and carries the given extra container fields (YAML, indented for
 // the container).
@@ -61,10 +70,7 @@ func TestUserValuesWin(t *testing.T) {
 `
 	doc := jobYAML("user-values", 8, extra)
 	mustKubectl(t, doc, "apply", "-n", ns, "-f", "-")
-	var j pytorchJob
-	j.Metadata.Name = "user-values"
-	j.Spec.Replicas = map[string]replicaSpec{"Master": {Replicas: 1}, "Worker": {Replicas: 1}}
-	for _, pods := range jobPods(t, ns, j) {
+	for _, pods := range jobPods(t, ns, jobYAMLShape("user-values")) {
 		for i := range pods {
 			requireMutated(t, &pods[i], "pytorch", want{profile: "roce-8card", hca: "=mlx5_3",
 				fromEnvFrom: []string{"NCCL_IB_TIMEOUT", "NCCL_IB_QPS_PER_CONNECTION"}})
