@@ -24,6 +24,7 @@ layers='
 arena 0
 base64 0
 decimal 0
+err 0
 dynbuf 0
 jsoncheck 0
 jsonraw 0

@@ -38,7 +38,7 @@ int base64_append(struct dynbuf *out, const void *data, size_t len)
 
     /* Room for the whole encoding at once, then written in place. */
     if (len > (SIZE_MAX - 2) / 4 * 3)
-        return DYNBUF_TOO_BIG;
+        return ERR_TOO_BIG;
     rc = dynbuf_grow(out, n);
     if (rc)
         return rc;

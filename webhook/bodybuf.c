@@ -21,7 +21,7 @@ static int bodybuf_take(struct bodybuf_pool *p, size_t grow, size_t size)
     do {
         if (used + grow > p->limit || size > (p->limit - used - grow)) {
             atomic_fetch_add(&p->refused, 1);
-            return BODYBUF_BUSY;
+            return ERR_BUSY;
         }
     } while (!atomic_compare_exchange_weak(&p->used, &used, used + grow));
     return 0;
@@ -34,7 +34,7 @@ int bodybuf_admit(struct bodybuf_pool *p, size_t size)
     if (size <= p->limit / 2 && used <= p->limit - 2 * size)
         return 0;
     atomic_fetch_add(&p->refused, 1);
-    return BODYBUF_BUSY;
+    return ERR_BUSY;
 }
 
 void bodybuf_init(struct bodybuf *b, size_t cap)
@@ -83,11 +83,11 @@ int bodybuf_add(struct bodybuf *b, struct bodybuf_pool *p, const void *data, siz
     int rc;
 
     if (len > d->cap - d->len)
-        return BODYBUF_TOO_BIG;
+        return ERR_TOO_BIG;
     if (d->len + len > bodybuf_capacity(d)) {
         next = bodybuf_next(d, d->len + len);
         if (bodybuf_take(p, next - b->charged, next))
-            return BODYBUF_BUSY;
+            return ERR_BUSY;
         b->charged = next;
     }
     rc = dynbuf_add(d, data, len);

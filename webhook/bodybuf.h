@@ -13,8 +13,8 @@
  * The pool counts buffer capacity, not bytes received, so what it reports is
  * what the buffers take (the one terminator byte of each buffer aside).
  *
- * Return values: 0, BODYBUF_TOO_BIG (over the body's cap), BODYBUF_NOMEM
- * (malloc failed), BODYBUF_BUSY (the pool has no room now: try later). After
+ * Return values: 0, ERR_TOO_BIG (over the body's cap), ERR_NOMEM
+ * (malloc failed), ERR_BUSY (the pool has no room now: try later). After
  * an error the body is as it was.
  */
 #ifndef RDMA_WEBHOOK_BODYBUF_H
@@ -25,9 +25,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#define BODYBUF_TOO_BIG DYNBUF_TOO_BIG
-#define BODYBUF_NOMEM   DYNBUF_NOMEM
-#define BODYBUF_BUSY    (-3)
 
 struct bodybuf_pool {
     size_t limit;
@@ -43,7 +40,7 @@ struct bodybuf {
 void bodybuf_pool_init(struct bodybuf_pool *p, size_t limit);
 
 /* Before a body is read: whether one of size bytes would fit now (0 or
- * BODYBUF_BUSY, counted as refused). Nothing is reserved. */
+ * ERR_BUSY, counted as refused). Nothing is reserved. */
 int bodybuf_admit(struct bodybuf_pool *p, size_t size);
 
 /* An empty body that may grow to cap bytes; nothing is allocated yet. */

@@ -64,7 +64,7 @@ struct text {
 };
 
 PRINTF_LIKE(3, 4)
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+static void certs_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
 
@@ -80,7 +80,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Also empties the queue, so the failure cannot resurface in later TLS code. */
-static const char *ssl_reason(char *buf, size_t len)
+static const char *certs_ssl_reason(char *buf, size_t len)
 {
     unsigned long e = ERR_peek_last_error();
     const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
@@ -95,19 +95,19 @@ static const char *ssl_reason(char *buf, size_t len)
     return buf;
 }
 
-static void ssl_err(char *err, size_t errlen, const char *what)
+static void certs_ssl_err(char *err, size_t errlen, const char *what)
 {
     char reason[256];
 
-    set_err(err, errlen, "cannot %s (%s): check the OpenSSL installation and retry", what,
-            ssl_reason(reason, sizeof reason));
+    certs_set_err(err, errlen, "cannot %s (%s): check the OpenSSL installation and retry", what,
+            certs_ssl_reason(reason, sizeof reason));
 }
 
-static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, char *err,
+static int certs_resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, char *err,
                         size_t errlen)
 {
     if (o == NULL || o->out_dir == NULL || o->out_dir[0] == '\0') {
-        set_err(err, errlen, "no output directory: pass --out-dir DIR");
+        certs_set_err(err, errlen, "no output directory: pass --out-dir DIR");
         return -1;
     }
     p->dir = o->out_dir;
@@ -115,14 +115,14 @@ static int resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, ch
     p->ns = o->namespace_ != NULL ? o->namespace_ : DEFAULT_NAME;
     p->days = o->days != 0 ? o->days : DEFAULT_DAYS;
     if (!k8sname_label(p->service) || !k8sname_label(p->ns)) {
-        set_err(err, errlen,
+        certs_set_err(err, errlen,
                 "invalid service '%s' or namespace '%s': use lowercase "
                 "letters, digits and '-', at most 63 characters",
                 p->service, p->ns);
         return -1;
     }
     if (p->days < 1 || p->days > MAX_DAYS) {
-        set_err(err, errlen, "invalid --days %d: use a value from 1 to %d", p->days, MAX_DAYS);
+        certs_set_err(err, errlen, "invalid --days %d: use a value from 1 to %d", p->days, MAX_DAYS);
         return -1;
     }
     return 0;
@@ -133,11 +133,11 @@ static EVP_PKEY *make_key(char *err, size_t errlen)
     EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 
     if (key == NULL)
-        ssl_err(err, errlen, "generate an ECDSA P-256 key");
+        certs_ssl_err(err, errlen, "generate an ECDSA P-256 key");
     return key;
 }
 
-static int set_random_serial(X509 *x)
+static int certs_set_random_serial(X509 *x)
 {
     BIGNUM *bn = BN_new();
     /* Top bit forced: exactly 159 bits, so never zero and never negative. */
@@ -148,7 +148,7 @@ static int set_random_serial(X509 *x)
     return ok;
 }
 
-static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
+static int certs_add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 {
     X509_EXTENSION *ext = X509V3_EXT_nconf_nid(NULL, ctx, nid, value);
     int ok = ext != NULL && X509_add_ext(x, ext, -1);
@@ -165,7 +165,7 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
 
     if (x == NULL)
         goto out;
-    if (!X509_set_version(x, X509_VERSION_3) || !set_random_serial(x))
+    if (!X509_set_version(x, X509_VERSION_3) || !certs_set_random_serial(x))
         goto out;
     /* Backdated so that a node whose clock runs behind accepts it at once. */
     if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -SKEW_SECONDS, &now) == NULL ||
@@ -184,7 +184,7 @@ out:
     return x;
 }
 
-static X509 *make_ca(EVP_PKEY *key, int days, time_t now)
+static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
 {
     X509V3_CTX ctx;
     X509 *x = new_cert(key, CA_CN, days, now);
@@ -194,9 +194,9 @@ static X509 *make_ca(EVP_PKEY *key, int days, time_t now)
         goto out;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    if (!add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
-        !add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
-        !add_ext(x, &ctx, NID_subject_key_identifier, "hash"))
+    if (!certs_add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
+        !certs_add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
+        !certs_add_ext(x, &ctx, NID_subject_key_identifier, "hash"))
         goto out;
     if (X509_sign(x, key, EVP_sha256()) <= 0)
         goto out;
@@ -211,7 +211,7 @@ out:
 
 /* Clients match the SANs; the CN is informational, but it is capped at 64
  * characters and a too-long one would make generation fail. */
-static void leaf_cn(const struct gen_params *p, char *cn, size_t len)
+static void certs_leaf_cn(const struct gen_params *p, char *cn, size_t len)
 {
     int n = snprintf(cn, len, "%s.%s.svc", p->service, p->ns);
 
@@ -219,7 +219,7 @@ static void leaf_cn(const struct gen_params *p, char *cn, size_t len)
         snprintf(cn, len, "%s", p->service);
 }
 
-static int leaf_sans(const struct gen_params *p, char *san, size_t len)
+static int certs_leaf_sans(const struct gen_params *p, char *san, size_t len)
 {
     const char *s = p->service, *ns = p->ns;
     int n = snprintf(san, len,
@@ -239,20 +239,20 @@ static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct g
     X509 *x = NULL;
     int ok = 0;
 
-    leaf_cn(p, cn, sizeof cn);
-    if (!leaf_sans(p, san, sizeof san))
+    certs_leaf_cn(p, cn, sizeof cn);
+    if (!certs_leaf_sans(p, san, sizeof san))
         goto out;
     x = new_cert(key, cn, p->days, now);
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(ca)))
         goto out;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, ca, x, NULL, NULL, 0);
-    if (!add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") ||
-        !add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature") ||
-        !add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") ||
-        !add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
-        !add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") ||
-        !add_ext(x, &ctx, NID_subject_alt_name, san))
+    if (!certs_add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") ||
+        !certs_add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature") ||
+        !certs_add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") ||
+        !certs_add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
+        !certs_add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") ||
+        !certs_add_ext(x, &ctx, NID_subject_alt_name, san))
         goto out;
     if (X509_sign(x, ca_key, EVP_sha256()) <= 0)
         goto out;
@@ -265,14 +265,14 @@ out:
     return x;
 }
 
-static int mkdir_p(const char *dir, char *err, size_t errlen)
+static int certs_mkdir_p(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
     char *path = strdup(dir);
     int ret = -1;
 
     if (path == NULL) {
-        set_err(err, errlen, "out of memory creating %s: free memory and retry", dir);
+        certs_set_err(err, errlen, "out of memory creating %s: free memory and retry", dir);
         goto out;
     }
     for (char *p = path + 1;; p++) {
@@ -281,7 +281,7 @@ static int mkdir_p(const char *dir, char *err, size_t errlen)
             continue;
         *p = '\0';
         if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            set_err(err, errlen, "cannot create directory %s: %s: choose a writable --out-dir",
+            certs_set_err(err, errlen, "cannot create directory %s: %s: choose a writable --out-dir",
                     path, strerror(errno));
             goto out;
         }
@@ -291,7 +291,7 @@ static int mkdir_p(const char *dir, char *err, size_t errlen)
     }
     /* EEXIST also covers a regular file of that name. */
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "%s is not a directory: choose another --out-dir", dir);
+        certs_set_err(err, errlen, "%s is not a directory: choose another --out-dir", dir);
         goto out;
     }
     ret = 0;
@@ -300,7 +300,7 @@ out:
     return ret;
 }
 
-static char *join_path(const char *dir, const char *name)
+static char *certs_join_path(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *s = malloc(n);
@@ -310,7 +310,7 @@ static char *join_path(const char *dir, const char *name)
     return s;
 }
 
-static int write_all(int fd, const char *data, size_t len)
+static int certs_write_all(int fd, const char *data, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
@@ -344,9 +344,9 @@ static BIO *pem_of(X509 *cert, EVP_PKEY *key)
 }
 
 /* Always closes fd; on failure errno says why. */
-static int fill_and_close(int fd, mode_t mode, const char *data, size_t len)
+static int certs_fill_and_close(int fd, mode_t mode, const char *data, size_t len)
 {
-    int rc = fchmod(fd, mode) == 0 && write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+    int rc = fchmod(fd, mode) == 0 && certs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
     int saved = errno;
 
     if (close(fd) != 0 && rc == 0)
@@ -356,7 +356,7 @@ static int fill_and_close(int fd, mode_t mode, const char *data, size_t len)
 }
 
 /* A temporary file in the target directory, so that rename() is atomic. */
-static int stage_file(const char *dir, const char *name, mode_t mode, BIO *pem, struct staged *s,
+static int certs_stage_file(const char *dir, const char *name, mode_t mode, BIO *pem, struct staged *s,
                       char *err, size_t errlen)
 {
     char tmpl[64];
@@ -365,20 +365,20 @@ static int stage_file(const char *dir, const char *name, mode_t mode, BIO *pem, 
     int fd, ret = -1;
 
     snprintf(tmpl, sizeof tmpl, ".%s.XXXXXX", name);
-    s->path = join_path(dir, name);
-    s->tmp = join_path(dir, tmpl);
+    s->path = certs_join_path(dir, name);
+    s->tmp = certs_join_path(dir, tmpl);
     if (s->path == NULL || s->tmp == NULL || len < 0) {
-        set_err(err, errlen, "out of memory writing %s: free memory and retry", name);
+        certs_set_err(err, errlen, "out of memory writing %s: free memory and retry", name);
         goto out;
     }
     if ((fd = mkstemp(s->tmp)) < 0) {
-        set_err(err, errlen, "cannot create a file in %s: %s: choose a writable --out-dir", dir,
+        certs_set_err(err, errlen, "cannot create a file in %s: %s: choose a writable --out-dir", dir,
                 strerror(errno));
         goto out;
     }
     s->created = 1;
-    if (fill_and_close(fd, mode, data, (size_t)len) != 0) {
-        set_err(err, errlen, "cannot write %s: %s: check free space and permissions of %s", s->tmp,
+    if (certs_fill_and_close(fd, mode, data, (size_t)len) != 0) {
+        certs_set_err(err, errlen, "cannot write %s: %s: check free space and permissions of %s", s->tmp,
                 strerror(errno), dir);
         goto out;
     }
@@ -387,7 +387,7 @@ out:
     return ret;
 }
 
-static int stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls, EVP_PKEY *tls_key,
+static int certs_stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls, EVP_PKEY *tls_key,
                      struct staged *files, char *err, size_t errlen)
 {
     const struct {
@@ -407,10 +407,10 @@ static int stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls, EVP
         int rc;
 
         if (pem == NULL) {
-            ssl_err(err, errlen, "encode the certificates as PEM");
+            certs_ssl_err(err, errlen, "encode the certificates as PEM");
             return -1;
         }
-        rc = stage_file(dir, spec[i].name, spec[i].mode, pem, &files[i], err, errlen);
+        rc = certs_stage_file(dir, spec[i].name, spec[i].mode, pem, &files[i], err, errlen);
         BIO_free(pem);
         if (rc != 0)
             return -1;
@@ -419,7 +419,7 @@ static int stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls, EVP
 }
 
 /* The renames are durable only once the directory entry is on disk too. */
-static int fsync_dir(const char *dir, char *err, size_t errlen)
+static int certs_fsync_dir(const char *dir, char *err, size_t errlen)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     int ret = -1;
@@ -432,7 +432,7 @@ static int fsync_dir(const char *dir, char *err, size_t errlen)
     ret = 0;
 out:
     if (ret != 0)
-        set_err(err, errlen,
+        certs_set_err(err, errlen,
                 "cannot sync directory %s: %s: check the file system, then "
                 "rerun 'rdma-webhook gen-certs'",
                 dir, strerror(errno));
@@ -441,11 +441,11 @@ out:
     return ret;
 }
 
-static int commit_all(const char *dir, struct staged *files, char *err, size_t errlen)
+static int certs_commit_all(const char *dir, struct staged *files, char *err, size_t errlen)
 {
     for (int i = 0; i < F_COUNT; i++) {
         if (rename(files[i].tmp, files[i].path) != 0) {
-            set_err(err, errlen,
+            certs_set_err(err, errlen,
                     "cannot replace %s: %s: check permissions of %s, then "
                     "rerun 'rdma-webhook gen-certs'",
                     files[i].path, strerror(errno), dir);
@@ -453,10 +453,10 @@ static int commit_all(const char *dir, struct staged *files, char *err, size_t e
         }
         files[i].created = 0;
     }
-    return fsync_dir(dir, err, errlen);
+    return certs_fsync_dir(dir, err, errlen);
 }
 
-static void unstage_all(struct staged *files)
+static void certs_unstage_all(struct staged *files)
 {
     for (int i = 0; i < F_COUNT; i++) {
         if (files[i].created)
@@ -476,22 +476,22 @@ int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
     int ret = -1;
 
     memset(files, 0, sizeof files);
-    if (resolve_opts(o, &p, err, errlen) != 0)
+    if (certs_resolve_opts(o, &p, err, errlen) != 0)
         goto out;
     if ((ca_key = make_key(err, errlen)) == NULL || (tls_key = make_key(err, errlen)) == NULL)
         goto out;
-    if ((ca = make_ca(ca_key, p.days, now)) == NULL ||
+    if ((ca = certs_make_ca(ca_key, p.days, now)) == NULL ||
         (tls = make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
-        ssl_err(err, errlen, "build the certificates");
+        certs_ssl_err(err, errlen, "build the certificates");
         goto out;
     }
-    if (mkdir_p(p.dir, err, errlen) != 0 ||
-        stage_all(p.dir, ca, ca_key, tls, tls_key, files, err, errlen) != 0 ||
-        commit_all(p.dir, files, err, errlen) != 0)
+    if (certs_mkdir_p(p.dir, err, errlen) != 0 ||
+        certs_stage_all(p.dir, ca, ca_key, tls, tls_key, files, err, errlen) != 0 ||
+        certs_commit_all(p.dir, files, err, errlen) != 0)
         goto out;
     ret = 0;
 out:
-    unstage_all(files);
+    certs_unstage_all(files);
     X509_free(tls);
     X509_free(ca);
     EVP_PKEY_free(tls_key);
@@ -501,7 +501,7 @@ out:
 }
 
 /* A server must never stop to prompt for a passphrase on a terminal. */
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
+static int certs_no_passphrase(char *buf, int size, int rwflag, void *u)
 {
     (void)buf;
     (void)size;
@@ -517,7 +517,7 @@ static BIO *file_bio(const char *path, char *err, size_t errlen)
     BIO *b = BIO_new_file(path, "r");
 
     if (b == NULL)
-        set_err(err, errlen,
+        certs_set_err(err, errlen,
                 "cannot read %s: %s: fix the path or create it with "
                 "'rdma-webhook gen-certs'",
                 path, strerror(errno));
@@ -529,7 +529,7 @@ static BIO *mem_bio(const char *pem, size_t len, const char *name, char *err, si
     BIO *b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
 
     if (b == NULL)
-        set_err(err, errlen, "%s: cannot read it into memory", name);
+        certs_set_err(err, errlen, "%s: cannot read it into memory", name);
     return b;
 }
 
@@ -540,10 +540,10 @@ static X509 *cert_from_bio(BIO *b, const char *name, char *err, size_t errlen)
     X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
 
     if (b != NULL && x == NULL)
-        set_err(err, errlen,
+        certs_set_err(err, errlen,
                 "%s holds no PEM certificate (%s): point to a PEM file such as "
                 "tls.crt, not a key or DER file",
-                name, ssl_reason(reason, sizeof reason));
+                name, certs_ssl_reason(reason, sizeof reason));
     BIO_free(b);
     return x;
 }
@@ -551,13 +551,13 @@ static X509 *cert_from_bio(BIO *b, const char *name, char *err, size_t errlen)
 static EVP_PKEY *key_from_bio(BIO *b, const char *name, char *err, size_t errlen)
 {
     char reason[256];
-    EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
+    EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, certs_no_passphrase, NULL) : NULL;
 
     if (b != NULL && key == NULL)
-        set_err(err, errlen,
+        certs_set_err(err, errlen,
                 "%s holds no usable private key (%s): it must be an unencrypted "
                 "PEM key such as tls.key",
-                name, ssl_reason(reason, sizeof reason));
+                name, certs_ssl_reason(reason, sizeof reason));
     BIO_free(b);
     return key;
 }
@@ -572,7 +572,7 @@ static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
     return key_from_bio(file_bio(path, err, errlen), path, err, errlen);
 }
 
-static void time_str(const ASN1_TIME *t, char *buf, size_t len)
+static void certs_time_str(const ASN1_TIME *t, char *buf, size_t len)
 {
     BIO *b = BIO_new(BIO_s_mem());
     char *data = NULL;
@@ -586,21 +586,21 @@ static void time_str(const ASN1_TIME *t, char *buf, size_t len)
     BIO_free(b);
 }
 
-static int check_validity(const X509 *x, const char *path, char *err, size_t errlen)
+static int certs_check_validity(const X509 *x, const char *path, char *err, size_t errlen)
 {
     const ASN1_TIME *nb = X509_get0_notBefore(x), *na = X509_get0_notAfter(x);
     char when[64];
 
     /* X509_cmp_current_time: -1 earlier than now, 1 later, 0 unparsable. */
     if (X509_cmp_current_time(nb) != -1) {
-        time_str(nb, when, sizeof when);
-        set_err(err, errlen, "%s is not valid before %s: check this node's clock or reissue it",
+        certs_time_str(nb, when, sizeof when);
+        certs_set_err(err, errlen, "%s is not valid before %s: check this node's clock or reissue it",
                 path, when);
         return -1;
     }
     if (X509_cmp_current_time(na) != 1) {
-        time_str(na, when, sizeof when);
-        set_err(err, errlen,
+        certs_time_str(na, when, sizeof when);
+        certs_set_err(err, errlen,
                 "%s expired at %s: renew it with 'rdma-webhook gen-certs' or "
                 "cert-manager",
                 path, when);
@@ -611,14 +611,14 @@ static int check_validity(const X509 *x, const char *path, char *err, size_t err
 
 /* The check both entry points share: the key belongs to the certificate,
  * which is valid now. */
-static int check_objects(X509 *x, EVP_PKEY *key, const char *cert_name, const char *key_name,
+static int certs_check_objects(X509 *x, EVP_PKEY *key, const char *cert_name, const char *key_name,
                          char *err, size_t errlen)
 {
     if (X509_check_private_key(x, key) != 1) {
-        set_err(err, errlen, "%s does not match %s: " REGEN_HINT, key_name, cert_name);
+        certs_set_err(err, errlen, "%s does not match %s: " REGEN_HINT, key_name, cert_name);
         return -1;
     }
-    return check_validity(x, cert_name, err, errlen);
+    return certs_check_validity(x, cert_name, err, errlen);
 }
 
 int certs_check_pair(const char *cert_path, const char *key_path, char *err, size_t errlen)
@@ -628,7 +628,7 @@ int certs_check_pair(const char *cert_path, const char *key_path, char *err, siz
     int ret = -1;
 
     if (cert_path == NULL || key_path == NULL) {
-        set_err(err, errlen,
+        certs_set_err(err, errlen,
                 "no certificate or key file: pass --tls-cert-file and "
                 "--tls-private-key-file");
         goto out;
@@ -636,7 +636,7 @@ int certs_check_pair(const char *cert_path, const char *key_path, char *err, siz
     if ((x = read_cert(cert_path, err, errlen)) == NULL ||
         (key = read_key(key_path, err, errlen)) == NULL)
         goto out;
-    ret = check_objects(x, key, cert_path, key_path, err, errlen);
+    ret = certs_check_objects(x, key, cert_path, key_path, err, errlen);
 out:
     EVP_PKEY_free(key);
     X509_free(x);
@@ -644,7 +644,7 @@ out:
     return ret;
 }
 
-static void text_init(struct text *t, char *p, size_t cap)
+static void certs_text_init(struct text *t, char *p, size_t cap)
 {
     t->p = p;
     t->cap = cap;
@@ -654,7 +654,7 @@ static void text_init(struct text *t, char *p, size_t cap)
 }
 
 /* Non-printables become '?' because these fields end up in log lines. */
-static void text_add(struct text *t, const char *s, size_t n)
+static void certs_text_add(struct text *t, const char *s, size_t n)
 {
     for (size_t i = 0; i < n && !t->cut; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -669,34 +669,34 @@ static void text_add(struct text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-static void text_str(struct text *t, const char *s)
+static void certs_text_str(struct text *t, const char *s)
 {
-    text_add(t, s, strlen(s));
+    certs_text_add(t, s, strlen(s));
 }
 
-static void text_asn1(struct text *t, const ASN1_STRING *s)
+static void certs_text_asn1(struct text *t, const ASN1_STRING *s)
 {
-    text_add(t, (const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s));
+    certs_text_add(t, (const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s));
 }
 
 /* Byte-wise like i2a_ASN1_INTEGER, so it equals `openssl x509 -serial`. */
-static void format_serial(const ASN1_INTEGER *serial, struct text *t)
+static void certs_format_serial(const ASN1_INTEGER *serial, struct text *t)
 {
     const unsigned char *d = ASN1_STRING_get0_data(serial);
     int n = ASN1_STRING_length(serial);
     char hex[3];
 
     if (ASN1_STRING_type(serial) == V_ASN1_NEG_INTEGER)
-        text_str(t, "-");
+        certs_text_str(t, "-");
     if (n == 0)
-        text_str(t, "00");
+        certs_text_str(t, "00");
     for (int i = 0; i < n; i++) {
         snprintf(hex, sizeof hex, "%02X", d[i]);
-        text_str(t, hex);
+        certs_text_str(t, hex);
     }
 }
 
-static int format_subject(const X509_NAME *name, struct text *t)
+static int certs_format_subject(const X509_NAME *name, struct text *t)
 {
     BIO *b = BIO_new(BIO_s_mem());
     char *data = NULL;
@@ -705,52 +705,52 @@ static int format_subject(const X509_NAME *name, struct text *t)
              (len = BIO_get_mem_data(b, &data)) >= 0;
 
     if (ok)
-        text_add(t, data, (size_t)len);
+        certs_text_add(t, data, (size_t)len);
     BIO_free(b);
     return ok;
 }
 
-static void format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
+static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
 {
     char buf[64];
     int len = ASN1_STRING_length(ip);
     int af = len == 4 ? AF_INET : len == 16 ? AF_INET6 : -1;
 
     if (af != -1 && inet_ntop(af, ASN1_STRING_get0_data(ip), buf, sizeof buf) != NULL)
-        text_str(t, buf);
+        certs_text_str(t, buf);
     else
-        text_str(t, "?");
+        certs_text_str(t, "?");
 }
 
-static void format_sans(const X509 *x, struct text *t)
+static void certs_format_sans(const X509 *x, struct text *t)
 {
     GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
 
     for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
         const GENERAL_NAME *gn = sk_GENERAL_NAME_value(names, i);
         if (i > 0)
-            text_str(t, ", ");
+            certs_text_str(t, ", ");
         if (gn->type == GEN_DNS) {
-            text_str(t, "DNS:");
-            text_asn1(t, gn->d.dNSName);
+            certs_text_str(t, "DNS:");
+            certs_text_asn1(t, gn->d.dNSName);
         } else if (gn->type == GEN_IPADD) {
-            text_str(t, "IP:");
-            format_ip(gn->d.iPAddress, t);
+            certs_text_str(t, "IP:");
+            certs_format_ip(gn->d.iPAddress, t);
         } else if (gn->type == GEN_URI) {
-            text_str(t, "URI:");
-            text_asn1(t, gn->d.uniformResourceIdentifier);
+            certs_text_str(t, "URI:");
+            certs_text_asn1(t, gn->d.uniformResourceIdentifier);
         } else if (gn->type == GEN_EMAIL) {
-            text_str(t, "email:");
-            text_asn1(t, gn->d.rfc822Name);
+            certs_text_str(t, "email:");
+            certs_text_asn1(t, gn->d.rfc822Name);
         } else {
-            text_str(t, "other:?");
+            certs_text_str(t, "other:?");
         }
     }
     GENERAL_NAMES_free(names);
 }
 
 /* ASN1_TIME_diff against the epoch: timegm() is not POSIX. */
-static int unix_time(const ASN1_TIME *t, long long *secs_out)
+static int certs_unix_time(const ASN1_TIME *t, long long *secs_out)
 {
     ASN1_TIME *epoch = ASN1_TIME_set(NULL, 0);
     int days = 0, secs = 0;
@@ -762,23 +762,23 @@ static int unix_time(const ASN1_TIME *t, long long *secs_out)
     return ok;
 }
 
-static int describe(X509 *x, const char *name, struct certs_info *info, char *err, size_t errlen)
+static int certs_describe(X509 *x, const char *name, struct certs_info *info, char *err, size_t errlen)
 {
     struct text t;
 
-    if (!unix_time(X509_get0_notAfter(x), &info->not_after)) {
-        set_err(err, errlen, "%s has an unreadable expiry date: " REGEN_HINT, name);
+    if (!certs_unix_time(X509_get0_notAfter(x), &info->not_after)) {
+        certs_set_err(err, errlen, "%s has an unreadable expiry date: " REGEN_HINT, name);
         return -1;
     }
-    text_init(&t, info->subject, sizeof info->subject);
-    if (!format_subject(X509_get_subject_name(x), &t)) {
-        ssl_err(err, errlen, "print the certificate subject");
+    certs_text_init(&t, info->subject, sizeof info->subject);
+    if (!certs_format_subject(X509_get_subject_name(x), &t)) {
+        certs_ssl_err(err, errlen, "print the certificate subject");
         return -1;
     }
-    text_init(&t, info->serial_hex, sizeof info->serial_hex);
-    format_serial(X509_get0_serialNumber(x), &t);
-    text_init(&t, info->sans, sizeof info->sans);
-    format_sans(x, &t);
+    certs_text_init(&t, info->serial_hex, sizeof info->serial_hex);
+    certs_format_serial(X509_get0_serialNumber(x), &t);
+    certs_text_init(&t, info->sans, sizeof info->sans);
+    certs_format_sans(x, &t);
     return 0;
 }
 
@@ -790,12 +790,12 @@ int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err
     if (info != NULL)
         memset(info, 0, sizeof *info);
     if (cert_path == NULL || info == NULL) {
-        set_err(err, errlen, "no certificate file to inspect: pass --tls-cert-file");
+        certs_set_err(err, errlen, "no certificate file to inspect: pass --tls-cert-file");
         goto out;
     }
     if ((x = read_cert(cert_path, err, errlen)) == NULL)
         goto out;
-    ret = describe(x, cert_path, info, err, errlen);
+    ret = certs_describe(x, cert_path, info, err, errlen);
 out:
     if (ret != 0 && info != NULL)
         memset(info, 0, sizeof *info);
@@ -818,8 +818,8 @@ int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *
             : NULL;
     if (x == NULL || key == NULL)
         goto out;
-    if (check_objects(x, key, pem->cert_name, pem->key_name, err, errlen) != 0 ||
-        describe(x, pem->cert_name, info, err, errlen) != 0)
+    if (certs_check_objects(x, key, pem->cert_name, pem->key_name, err, errlen) != 0 ||
+        certs_describe(x, pem->cert_name, info, err, errlen) != 0)
         goto out;
     ret = 0;
 out:

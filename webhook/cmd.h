@@ -4,11 +4,11 @@
 #ifndef RDMA_WEBHOOK_CMD_H
 #define RDMA_WEBHOOK_CMD_H
 
-#define RDMA_WEBHOOK_DEFAULT_PROFILES "/etc/rdma-webhook/profiles/profiles.json"
-#define RDMA_WEBHOOK_DEFAULT_CERT     "/etc/rdma-webhook/tls/tls.crt"
-#define RDMA_WEBHOOK_DEFAULT_KEY      "/etc/rdma-webhook/tls/tls.key"
+#define CMD_DEFAULT_PROFILES "/etc/rdma-webhook/profiles/profiles.json"
+#define CMD_DEFAULT_CERT     "/etc/rdma-webhook/tls/tls.crt"
+#define CMD_DEFAULT_KEY      "/etc/rdma-webhook/tls/tls.key"
 /* Profiles files are small; this bounds a mistaken path to a huge file. */
-#define RDMA_WEBHOOK_PROFILES_MAX (1u << 20)
+#define CMD_PROFILES_MAX (1u << 20)
 
 int cmd_serve(int argc, char **argv);
 int cmd_mutate(int argc, char **argv);

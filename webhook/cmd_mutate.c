@@ -13,7 +13,7 @@
 
 #define MUTATE_INPUT_MAX (64u << 20)
 
-static void mutate_usage(FILE *f)
+static void cmd_mutate_usage(FILE *f)
 {
     fprintf(f,
             "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [FILE|-]\n"
@@ -29,16 +29,16 @@ static void mutate_usage(FILE *f)
             "  -h, --help        show this help\n"
             "\n"
             "Warnings go to stderr as kubectl would print them.\n",
-            RDMA_WEBHOOK_DEFAULT_PROFILES);
+            CMD_DEFAULT_PROFILES);
 }
 
-static struct profiles *mutate_load_profiles(const char *path)
+static struct profiles *cmd_mutate_load_profiles(const char *path)
 {
     struct dynbuf text, errors;
     struct profiles *ps = NULL;
     char err[512] = "";
 
-    dynbuf_init(&text, RDMA_WEBHOOK_PROFILES_MAX);
+    dynbuf_init(&text, CMD_PROFILES_MAX);
     dynbuf_init(&errors, 65536);
     if (fsutil_read(path, &text, err, sizeof(err))) {
         fprintf(stderr, "rdma-webhook: %s; pass --profiles FILE\n", err);
@@ -53,14 +53,14 @@ out:
     return ps;
 }
 
-static void mutate_print_warnings(const struct mutate_warnings *w)
+static void cmd_mutate_print_warnings(const struct mutate_warnings *w)
 {
     for (size_t i = 0; i < w->n; i++)
         fprintf(stderr, "Warning: %s\n", w->text[i]);
 }
 
 /* Mutates one pod or template inside doc and applies the patch to doc. */
-static int mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
+static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
                              int implicit, const struct profiles *ps)
 {
     struct mutate_input in = {
@@ -72,7 +72,7 @@ static int mutate_apply_into(cJSON **doc, const cJSON *object, const char *base,
 
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     mutate_object(&in, ps, NULL, &res);
-    mutate_print_warnings(&res.warnings);
+    cmd_mutate_print_warnings(&res.warnings);
     if (res.outcome == MUTATE_PATCHED) {
         ops = cJSON_Parse(dynbuf_ptr(&res.patch.out));
         rc = !ops || patch_apply(doc, ops, err, sizeof(err));
@@ -86,7 +86,7 @@ static int mutate_apply_into(cJSON **doc, const cJSON *object, const char *base,
 }
 
 /* Each replica type's template is mutated as a pod the job would create. */
-static int mutate_pytorchjob(cJSON **doc, const struct profiles *ps)
+static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps)
 {
     const cJSON *specs = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "spec"), "pytorchReplicaSpecs");
@@ -106,13 +106,13 @@ static int mutate_pytorchjob(cJSON **doc, const struct profiles *ps)
         if (!cJSON_IsObject(tmpl) || patch_escape_token(rs->string, tok, sizeof(tok)))
             continue;
         snprintf(base, sizeof(base), "/spec/pytorchReplicaSpecs/%s/template", tok);
-        if (mutate_apply_into(doc, tmpl, base, ns ? ns : "default", 1, ps))
+        if (cmd_mutate_apply_into(doc, tmpl, base, ns ? ns : "default", 1, ps))
             return 1;
     }
     return 0;
 }
 
-static int mutate_print_doc(const cJSON *doc)
+static int cmd_mutate_print_doc(const cJSON *doc)
 {
     char *text = cJSON_Print(doc);
 
@@ -125,7 +125,7 @@ static int mutate_print_doc(const cJSON *doc)
 
 /* A review: the response the server would send, or with --patched the
  * review's object with the patch applied. */
-static int mutate_review(cJSON **doc, const struct dynbuf *input, const struct profiles *ps,
+static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const struct profiles *ps,
                          int patched)
 {
     cJSON *req = cJSON_GetObjectItemCaseSensitive(*doc, "request");
@@ -135,9 +135,9 @@ static int mutate_review(cJSON **doc, const struct dynbuf *input, const struct p
     int status;
 
     if (patched)
-        return mutate_apply_into(doc, cJSON_GetObjectItemCaseSensitive(req, "object"),
+        return cmd_mutate_apply_into(doc, cJSON_GetObjectItemCaseSensitive(req, "object"),
                                  "/request/object", ns ? ns : "default", 0, ps) ||
-               mutate_print_doc(cJSON_GetObjectItemCaseSensitive(req, "object"));
+               cmd_mutate_print_doc(cJSON_GetObjectItemCaseSensitive(req, "object"));
     dynbuf_init(&out, MUTATE_INPUT_MAX);
     status = review_handle(dynbuf_ptr(input), dynbuf_len(input), ps, NULL, &out, &sum);
     if (status == 200)
@@ -149,7 +149,7 @@ static int mutate_review(cJSON **doc, const struct dynbuf *input, const struct p
 }
 
 /* A bare Pod: the response a review of it would get, or the patched Pod. */
-static int mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
+static int cmd_mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
 {
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace"));
@@ -159,11 +159,11 @@ static int mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
     int rc = 1;
 
     if (patched)
-        return mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps) || mutate_print_doc(*doc);
+        return cmd_mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps) || cmd_mutate_print_doc(*doc);
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     dynbuf_init(&out, MUTATE_INPUT_MAX);
     mutate_object(&in, ps, NULL, &res);
-    mutate_print_warnings(&res.warnings);
+    cmd_mutate_print_warnings(&res.warnings);
     if (review_write_response(&out, "admission.k8s.io/v1", "offline", &res) == 0) {
         puts(dynbuf_ptr(&out));
         rc = 0;
@@ -173,7 +173,7 @@ static int mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
     return rc;
 }
 
-static int mutate_dispatch(const struct dynbuf *input, const struct profiles *ps, int patched)
+static int cmd_mutate_dispatch(const struct dynbuf *input, const struct profiles *ps, int patched)
 {
     cJSON *doc = cJSON_ParseWithLength(dynbuf_ptr(input), dynbuf_len(input));
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "kind"));
@@ -183,11 +183,11 @@ static int mutate_dispatch(const struct dynbuf *input, const struct profiles *ps
         fprintf(stderr, "rdma-webhook: the input is not JSON (YAML: convert with "
                         "kubectl ... -o json)\n");
     else if (kind && strcmp(kind, "AdmissionReview") == 0)
-        rc = mutate_review(&doc, input, ps, patched);
+        rc = cmd_mutate_review(&doc, input, ps, patched);
     else if (kind && strcmp(kind, "Pod") == 0)
-        rc = mutate_pod(&doc, ps, patched);
+        rc = cmd_mutate_pod(&doc, ps, patched);
     else if (kind && strcmp(kind, "PyTorchJob") == 0)
-        rc = mutate_pytorchjob(&doc, ps) || mutate_print_doc(doc);
+        rc = cmd_mutate_pytorchjob(&doc, ps) || cmd_mutate_print_doc(doc);
     else
         fprintf(stderr,
                 "rdma-webhook: input kind \"%s\" is not AdmissionReview, Pod or "
@@ -203,7 +203,7 @@ int cmd_mutate(int argc, char **argv)
                                          {"patched", no_argument, NULL, 'P'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *profiles = RDMA_WEBHOOK_DEFAULT_PROFILES, *path = "-";
+    const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
     struct profiles *ps = NULL;
     struct dynbuf input;
     char err[512] = "";
@@ -215,23 +215,23 @@ int cmd_mutate(int argc, char **argv)
         else if (c == 'P')
             patched = 1;
         else if (c == 'h')
-            return mutate_usage(stdout), 0;
+            return cmd_mutate_usage(stdout), 0;
         else
-            return mutate_usage(stderr), 2;
+            return cmd_mutate_usage(stderr), 2;
     }
     if (argc - optind > 1)
-        return mutate_usage(stderr), 2;
+        return cmd_mutate_usage(stderr), 2;
     if (optind < argc)
         path = argv[optind];
     dynbuf_init(&input, MUTATE_INPUT_MAX);
-    ps = mutate_load_profiles(profiles);
+    ps = cmd_mutate_load_profiles(profiles);
     if (!ps)
         goto out;
     if (fsutil_read(path, &input, err, sizeof(err))) {
         fprintf(stderr, "rdma-webhook: %s\n", err);
         goto out;
     }
-    rc = mutate_dispatch(&input, ps, patched);
+    rc = cmd_mutate_dispatch(&input, ps, patched);
 out:
     profiles_free(ps);
     dynbuf_free(&input);
@@ -249,7 +249,7 @@ int cmd_check_profiles(int argc, char **argv)
                 "problem.\n");
         return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
-    ps = mutate_load_profiles(argv[1]);
+    ps = cmd_mutate_load_profiles(argv[1]);
     if (!ps)
         return 1;
     printf("%s: %zu profiles OK:", argv[1], ps->n);

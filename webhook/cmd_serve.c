@@ -46,7 +46,7 @@ static void serve_reload_profiles(void *arg)
     struct dynbuf text;
     char err[512] = "";
 
-    dynbuf_init(&text, RDMA_WEBHOOK_PROFILES_MAX);
+    dynbuf_init(&text, CMD_PROFILES_MAX);
     pthread_mutex_lock(&app->reload_mu);
     if (fsutil_read(app->profiles_path, &text, err, sizeof(err)) == 0)
         store_publish(&app->srv.store, dynbuf_ptr(&text), dynbuf_len(&text), app->profiles_path);
@@ -96,7 +96,7 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
 }
 
 /* The API client, when there is an API: flags, or the pod's service account. */
-static int serve_start_api(struct serve_app *app, const struct serve_flags *o, char *err,
+static int serve_start_api(struct serve_app *app, const struct cmd_serve_flags *o, char *err,
                            size_t errlen)
 {
     int in_cluster = getenv("KUBERNETES_SERVICE_HOST") != NULL;
@@ -120,7 +120,7 @@ static int serve_start_api(struct serve_app *app, const struct serve_flags *o, c
 /* Starts the profiles source: the ConfigMap watch, or the file (its identity
  * recorded, then loaded, then watched: a version written during the load is
  * loaded again, not missed). */
-static int serve_start_profiles(struct serve_app *app, const struct serve_flags *o, char *err,
+static int serve_start_profiles(struct serve_app *app, const struct cmd_serve_flags *o, char *err,
                                 size_t errlen)
 {
     if (o->profiles_configmap)
@@ -145,7 +145,7 @@ static void serve_block_signals(sigset_t *set)
 
 /* Every other thread has stopped: what is queued goes out, and any later
  * line is written directly. */
-static void serve_stop_log_queue(struct logger *lg)
+static void serve_stop_log_queue(struct log *lg)
 {
     struct logq *q = lg->queue;
 
@@ -153,7 +153,7 @@ static void serve_stop_log_queue(struct logger *lg)
     logq_stop(q, SERVE_LOGQ_STOP_MS);
 }
 
-static int serve_run(struct serve_app *app, const struct serve_flags *o)
+static int serve_run(struct serve_app *app, const struct cmd_serve_flags *o)
 {
     sigset_t set;
     char err[768] = "";
@@ -181,19 +181,19 @@ out:
     filewatch_stop(&app->watch);
     cmwatch_stop(&app->cmwatch);
     if (app->use_api)
-        lookups_free(&app->lookups);
+        lookups_stop(&app->lookups);
     serve_stop_log_queue(&app->srv.log);
     return rc;
 }
 
 int cmd_serve(int argc, char **argv)
 {
-    struct serve_flags o;
+    struct cmd_serve_flags o;
     struct serve_app *app;
     enum log_level level;
     int rc;
 
-    rc = serve_flags_parse(argc, argv, &o, &level);
+    rc = cmd_serve_flags_parse(argc, argv, &o, &level);
     if (rc)
         return rc == 1 ? 0 : rc;
     app = calloc(1, sizeof(*app));
@@ -205,12 +205,12 @@ int cmd_serve(int argc, char **argv)
         goto oom_mutex;
     app->srv.cfg = o.cfg;
     metrics_init(&app->srv.metrics);
-    app->srv.log = (struct logger){.fd = STDERR_FILENO, .min = level};
+    app->srv.log = (struct log){.fd = STDERR_FILENO, .min = level};
     curl_global_init(CURL_GLOBAL_DEFAULT);
     arena_install_cjson_hooks();
     rc = serve_run(app, &o);
     curl_global_cleanup();
-    store_destroy(&app->srv.store);
+    store_stop(&app->srv.store);
     pthread_mutex_destroy(&app->reload_mu);
     free(app);
     return rc;

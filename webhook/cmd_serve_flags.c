@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void serve_flags_usage(FILE *f)
+static void cmd_serve_flags_usage(FILE *f)
 {
     fprintf(
         f,
@@ -66,7 +66,7 @@ static void serve_flags_usage(FILE *f)
         "\n"
         "The certificate and key files are watched too and swapped without a restart.\n"
         "Signals: SIGTERM/SIGINT drain and exit 0; SIGHUP reloads profiles and certificate.\n",
-        RDMA_WEBHOOK_DEFAULT_CERT, RDMA_WEBHOOK_DEFAULT_KEY, RDMA_WEBHOOK_DEFAULT_PROFILES);
+        CMD_DEFAULT_CERT, CMD_DEFAULT_KEY, CMD_DEFAULT_PROFILES);
 }
 
 enum serve_flag {
@@ -128,7 +128,7 @@ static const struct option serve_options[] = {
 };
 
 /* Numeric flags: the option, its range, and where the value goes. */
-static int serve_flags_numeric(struct serve_flags *o, int flag)
+static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
 {
     const struct {
         int flag;
@@ -165,7 +165,7 @@ static int serve_flags_numeric(struct serve_flags *o, int flag)
     return -1;
 }
 
-static int serve_flags_getopt(int argc, char **argv, struct serve_flags *o)
+static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags *o)
 {
     int c;
 
@@ -186,10 +186,10 @@ static int serve_flags_getopt(int argc, char **argv, struct serve_flags *o)
         case FLAG_NO_KUBE_API: o->no_kube_api = 1; break;
         case FLAG_PROFILES_CM: o->profiles_configmap = optarg; break;
         case FLAG_LOG_LEVEL: o->log_level = optarg; break;
-        case 'h': serve_flags_usage(stdout); return 1;
+        case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
         default:
-            if (serve_flags_numeric(o, c))
+            if (cmd_serve_flags_numeric(o, c))
                 return 2;
         }
     }
@@ -200,13 +200,13 @@ static int serve_flags_getopt(int argc, char **argv, struct serve_flags *o)
     return 0;
 }
 
-static void serve_flags_defaults(struct serve_flags *o)
+static void cmd_serve_flags_defaults(struct cmd_serve_flags *o)
 {
     memset(o, 0, sizeof(*o));
     o->cfg.listen = ":8443";
     o->cfg.metrics_listen = ":9090";
-    o->cfg.cert_file = RDMA_WEBHOOK_DEFAULT_CERT;
-    o->cfg.key_file = RDMA_WEBHOOK_DEFAULT_KEY;
+    o->cfg.cert_file = CMD_DEFAULT_CERT;
+    o->cfg.key_file = CMD_DEFAULT_KEY;
     o->cfg.max_body = 8u << 20;
     o->profiles_key = "profiles.json";
     o->api_budget_ms = 2000;
@@ -220,14 +220,14 @@ static void serve_flags_defaults(struct serve_flags *o)
     o->cfg.body_budget = 0; /* from --max-body-bytes, once it is known */
     o->cfg.conn_limit = SERVER_DEFAULT_CONN_LIMIT;
     o->cfg.cert_expiry_warn_days = 30;
-    o->profiles = RDMA_WEBHOOK_DEFAULT_PROFILES;
+    o->profiles = CMD_DEFAULT_PROFILES;
     o->log_level = "info";
     o->reload_interval_ms = 1000;
     o->grace_s = 10;
 }
 
 /* Combinations of flags that cannot work, caught before anything starts. */
-static int serve_flags_check(const struct serve_flags *o)
+static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
 {
     const char *why = NULL;
 
@@ -245,19 +245,19 @@ static int serve_flags_check(const struct serve_flags *o)
     return why ? -1 : 0;
 }
 
-int serve_flags_parse(int argc, char **argv, struct serve_flags *o, enum log_level *level)
+int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_flags *o, enum log_level *level)
 {
     int rc;
 
-    serve_flags_defaults(o);
-    rc = serve_flags_getopt(argc, argv, o);
+    cmd_serve_flags_defaults(o);
+    rc = cmd_serve_flags_getopt(argc, argv, o);
     if (rc)
         return rc;
     if (log_level_parse(o->log_level, level)) {
         fprintf(stderr, "rdma-webhook serve: --log-level takes debug, info, warn or error\n");
         return 2;
     }
-    if (serve_flags_check(o))
+    if (cmd_serve_flags_check(o))
         return 2;
     if (!o->cfg.body_budget)
         o->cfg.body_budget = server_default_body_budget(o->cfg.max_body);

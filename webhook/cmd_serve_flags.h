@@ -11,7 +11,7 @@
 #include "log.h"
 #include "server.h"
 
-struct serve_flags {
+struct cmd_serve_flags {
     struct server_config cfg;
     const char *profiles;
     int profiles_set;
@@ -28,6 +28,6 @@ struct serve_flags {
 /* Fills *o from the defaults and argv, and *level from --log-level. Returns 0
  * to serve, 1 when --help was printed (exit 0), 2 on a usage error (already
  * printed; exit 2). */
-int serve_flags_parse(int argc, char **argv, struct serve_flags *o, enum log_level *level);
+int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_flags *o, enum log_level *level);
 
 #endif

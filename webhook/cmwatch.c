@@ -224,7 +224,7 @@ static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key
 }
 
 int cmwatch_start(struct cmwatch *w, const struct kubeapi *api, struct store *store,
-                  struct logger *log, const char *ns_name, const char *key,
+                  struct log *log, const char *ns_name, const char *key,
                   unsigned watch_timeout_s, char *err, size_t errlen)
 {
     memset(w, 0, sizeof(*w));

@@ -21,7 +21,7 @@
 struct cmwatch {
     const struct kubeapi *api;
     struct store *store;
-    struct logger *log;
+    struct log *log;
     char ns[254];
     char name[254];
     char key[254];
@@ -38,7 +38,7 @@ struct cmwatch {
 
 /* ns_name is "NS/NAME". Returns 0, or -1 with a message in err. */
 int cmwatch_start(struct cmwatch *w, const struct kubeapi *api, struct store *store,
-                  struct logger *log, const char *ns_name, const char *key,
+                  struct log *log, const char *ns_name, const char *key,
                   unsigned watch_timeout_s, char *err, size_t errlen);
 void cmwatch_stop(struct cmwatch *w);
 

@@ -94,7 +94,7 @@ int connguard_start(struct connguard *g)
     return 0;
 }
 
-void connguard_destroy(struct connguard *g)
+void connguard_stop(struct connguard *g)
 {
     if (g->started) {
         pthread_mutex_lock(&g->mu);

@@ -100,7 +100,7 @@ struct connguard_list *connguard_add_list(struct connguard *g, unsigned limit);
 int connguard_start(struct connguard *g);
 /* Stops the thread and frees the lists; every connection must be closed
  * (the listeners stopped). Safe after a failed or missing start. */
-void connguard_destroy(struct connguard *g);
+void connguard_stop(struct connguard *g);
 
 /* A connection is being accepted on l: 1 to take it (having cut the
  * longest-waiting connection when l is full), 0 to refuse it. */

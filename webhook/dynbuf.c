@@ -38,7 +38,7 @@ int dynbuf_reserve(struct dynbuf *b, size_t extra)
     char *p;
 
     if (extra > b->cap - b->len || b->len + extra == SIZE_MAX)
-        return DYNBUF_TOO_BIG;
+        return ERR_TOO_BIG;
     need = b->len + extra + 1;
     if (need <= b->alloc)
         return 0;
@@ -49,7 +49,7 @@ int dynbuf_reserve(struct dynbuf *b, size_t extra)
         a = b->cap + 1;
     p = realloc(b->mem, a);
     if (!p)
-        return DYNBUF_NOMEM;
+        return ERR_NOMEM;
     b->mem = p;
     b->alloc = a;
     return 0;
@@ -99,7 +99,7 @@ int dynbuf_vprintf(struct dynbuf *b, const char *fmt, va_list ap)
     n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
     if (n < 0)
-        return DYNBUF_NOMEM;
+        return ERR_NOMEM;
     rc = dynbuf_reserve(b, (size_t)n);
     if (rc)
         return rc;

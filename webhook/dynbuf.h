@@ -5,18 +5,17 @@
  * always NUL-terminated (the terminator is not counted in len), so a dynbuf
  * can be handed to string functions and parsers directly.
  *
- * Error convention: functions returning int give 0 on success, DYNBUF_TOO_BIG
- * when the cap would be exceeded, DYNBUF_NOMEM when malloc fails. After an
+ * Error convention: functions returning int give 0 on success, ERR_TOO_BIG
+ * when the cap would be exceeded, ERR_NOMEM when malloc fails. After an
  * error the buffer is left as it was before the call.
  */
 #ifndef RDMA_WEBHOOK_DYNBUF_H
 #define RDMA_WEBHOOK_DYNBUF_H
 
+#include "err.h"
+
 #include <stdarg.h>
 #include <stddef.h>
-
-#define DYNBUF_TOO_BIG (-1)
-#define DYNBUF_NOMEM   (-2)
 
 struct dynbuf {
     char *mem;

@@ -29,7 +29,7 @@ int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
         }
         if (n == 0)
             break;
-        if ((add = dynbuf_add(out, chunk, (size_t)n)) == DYNBUF_NOMEM) {
+        if ((add = dynbuf_add(out, chunk, (size_t)n)) == ERR_NOMEM) {
             snprintf(err, errlen, "out of memory reading %s", is_stdin ? "input" : path);
             goto out;
         }

@@ -107,7 +107,7 @@ static void log_put_head(struct log_line *l, enum log_level lvl)
     log_put(l, "\",\"msg\":", 8);
 }
 
-void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const char *msg)
+void log_begin(struct log_line *l, struct log *lg, enum log_level lvl, const char *msg)
 {
     l->len = 0;
     l->truncated = 0;
@@ -184,7 +184,7 @@ static void log_finish(struct log_line *l)
 /* Writes whole lines to the fd. A full disk or a closed stderr must not stop
  * the server: what does not go out is dropped, and the next write first ends
  * the cut line, so every later line is valid JSON. */
-static void log_emit(struct logger *lg, const char *buf, size_t len)
+static void log_emit(struct log *lg, const char *buf, size_t len)
 {
     if (atomic_exchange(&lg->broken, 0) && log_write_all(lg->fd, "\n", 1))
         atomic_store(&lg->broken, 1);
@@ -205,7 +205,7 @@ void log_end(struct log_line *l)
 
 void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long long dropped)
 {
-    struct logger *lg = logger;
+    struct log *lg = logger;
     struct log_line l;
 
     if (len)
@@ -220,7 +220,7 @@ void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long lon
     }
 }
 
-void log_msg(struct logger *lg, enum log_level lvl, const char *msg, const char *key,
+void log_msg(struct log *lg, enum log_level lvl, const char *msg, const char *key,
              const char *val)
 {
     struct log_line l;

@@ -26,7 +26,7 @@ struct logq;
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
-struct logger {
+struct log {
     int fd;
     enum log_level min;
     /* Set when a line could not be written whole (a full disk): the next
@@ -43,13 +43,13 @@ struct log_line {
     int truncated;
     int active; /* 0 when the level is filtered out: every call is a no-op */
     enum log_level level;
-    struct logger *lg;
+    struct log *lg;
 };
 
 /* Parses "debug", "info", "warn" or "error"; -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
 
-void log_begin(struct log_line *l, struct logger *lg, enum log_level lvl, const char *msg);
+void log_begin(struct log_line *l, struct log *lg, enum log_level lvl, const char *msg);
 void log_str(struct log_line *l, const char *key, const char *val);
 void log_int(struct log_line *l, const char *key, long long val);
 void log_end(struct log_line *l);
@@ -59,7 +59,7 @@ void log_end(struct log_line *l);
 void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long long dropped);
 
 /* A line with just a message and one string field, for the common case. */
-void log_msg(struct logger *lg, enum log_level lvl, const char *msg, const char *key,
+void log_msg(struct log *lg, enum log_level lvl, const char *msg, const char *key,
              const char *val);
 
 #endif

@@ -58,7 +58,7 @@ int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_
     return 0;
 }
 
-void lookups_free(struct lookups *lk)
+void lookups_stop(struct lookups *lk)
 {
     lookups_cache_free(&lk->nodes);
     lookups_cache_free(&lk->configmaps);

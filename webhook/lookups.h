@@ -61,7 +61,7 @@ struct lookups_request {
 
 int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_ms,
                  unsigned node_ttl_s, unsigned configmap_ttl_s);
-void lookups_free(struct lookups *lk);
+void lookups_stop(struct lookups *lk);
 
 /* Starts an admission's budget and points hooks at this request. */
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks);

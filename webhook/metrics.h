@@ -53,8 +53,8 @@ void metrics_admission(struct metrics *m, int ignored, enum mutate_reason reason
                        size_t ops, const unsigned *warning_kinds);
 void metrics_http_error(struct metrics *m, unsigned status);
 
-/* Appends the whole exposition and returns 0, or returns DYNBUF_TOO_BIG (out's
- * cap is too small) or DYNBUF_NOMEM with out left as it was. */
+/* Appends the whole exposition and returns 0, or returns ERR_TOO_BIG (out's
+ * cap is too small) or ERR_NOMEM with out left as it was. */
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out);
 
 #endif

@@ -39,7 +39,7 @@ __attribute__((format(printf, 2, 3))) static void perr(struct pctx *c, const cha
     dynbuf_addc(c->errors, '\n');
 }
 
-static char *powned(struct pctx *c, char *s)
+static char *profiles_owned(struct pctx *c, char *s)
 {
     char **grown;
 
@@ -58,14 +58,14 @@ static char *powned(struct pctx *c, char *s)
     return s;
 }
 
-static void *pcalloc(struct pctx *c, size_t n, size_t size)
+static void *profiles_calloc(struct pctx *c, size_t n, size_t size)
 {
-    return powned(c, calloc(n ? n : 1, size));
+    return profiles_owned(c, calloc(n ? n : 1, size));
 }
 
 /* Rejects keys outside known (a NULL-terminated list): a typo in a profile
  * must not silently turn a setting off. */
-static void pcheck_keys(struct pctx *c, const cJSON *obj, const char *field,
+static void profiles_check_keys(struct pctx *c, const cJSON *obj, const char *field,
                         const char *const *known)
 {
     const cJSON *it;
@@ -81,7 +81,7 @@ static void pcheck_keys(struct pctx *c, const cJSON *obj, const char *field,
     }
 }
 
-static const cJSON *pget(struct pctx *c, const cJSON *obj, const char *key, int type,
+static const cJSON *profiles_get(struct pctx *c, const cJSON *obj, const char *key, int type,
                          const char *type_name)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -95,27 +95,27 @@ static const cJSON *pget(struct pctx *c, const cJSON *obj, const char *key, int 
     return it;
 }
 
-static int pget_bool(struct pctx *c, const cJSON *obj, const char *key, int dflt)
+static int profiles_get_bool(struct pctx *c, const cJSON *obj, const char *key, int dflt)
 {
-    const cJSON *it = pget(c, obj, key, cJSON_True | cJSON_False, "true or false");
+    const cJSON *it = profiles_get(c, obj, key, cJSON_True | cJSON_False, "true or false");
 
     return it ? cJSON_IsTrue(it) : dflt;
 }
 
-static const char *pget_str(struct pctx *c, const cJSON *obj, const char *key, const char *dflt)
+static const char *profiles_get_str(struct pctx *c, const cJSON *obj, const char *key, const char *dflt)
 {
-    const cJSON *it = pget(c, obj, key, cJSON_String, "a string");
+    const cJSON *it = profiles_get(c, obj, key, cJSON_String, "a string");
 
     return it ? it->valuestring : dflt;
 }
 
 /* Reads an object of string values into kvs, in document order. */
-static void pread_kvs(struct pctx *c, const cJSON *obj, const char *field, struct profiles_kvs *kvs)
+static void profiles_read_kvs(struct pctx *c, const cJSON *obj, const char *field, struct profiles_kvs *kvs)
 {
     const cJSON *it;
     size_t n = (size_t)cJSON_GetArraySize(obj);
 
-    kvs->v = pcalloc(c, n, sizeof(*kvs->v));
+    kvs->v = profiles_calloc(c, n, sizeof(*kvs->v));
     kvs->n = 0;
     if (!kvs->v)
         return;
@@ -131,7 +131,7 @@ static void pread_kvs(struct pctx *c, const cJSON *obj, const char *field, struc
     }
 }
 
-static void pcheck_env(struct pctx *c, const struct profiles_kvs *env, const char *field)
+static void profiles_check_env(struct pctx *c, const struct profiles_kvs *env, const char *field)
 {
     char msg[200];
 
@@ -150,7 +150,7 @@ static void pcheck_env(struct pctx *c, const struct profiles_kvs *env, const cha
 
 /* Overlays src on dst: same names take src's value in place, new names are
  * appended. dst must have room for dst->n + src->n entries. */
-static void pmerge_kvs(struct profiles_kvs *dst, const struct profiles_kvs *src)
+static void profiles_merge_kvs(struct profiles_kvs *dst, const struct profiles_kvs *src)
 {
     for (size_t i = 0; i < src->n; i++) {
         size_t j;
@@ -174,7 +174,7 @@ struct pcommon {
     int init_containers;
 };
 
-static void pread_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
+static void profiles_read_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
 {
     static const char *const keys[] = {"enabled", "sizeLimit", NULL};
     const char *size;
@@ -187,9 +187,9 @@ static void pread_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
         perr(c, "shm: must be an object ({\"sizeLimit\": \"64Gi\"}) or false");
         return;
     }
-    pcheck_keys(c, shm, "shm", keys);
-    out->shm = pget_bool(c, shm, "enabled", 1);
-    size = pget_str(c, shm, "sizeLimit", out->shm_size_limit);
+    profiles_check_keys(c, shm, "shm", keys);
+    out->shm = profiles_get_bool(c, shm, "enabled", 1);
+    size = profiles_get_str(c, shm, "sizeLimit", out->shm_size_limit);
     if (size && *size == '\0')
         size = NULL;
     if (size && !quantity_valid(size))
@@ -198,42 +198,42 @@ static void pread_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
 }
 
 /* Reads the overridable settings of obj on top of base (the defaults). */
-static void pread_common(struct pctx *c, const cJSON *obj, const struct pcommon *base,
+static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct pcommon *base,
                          struct pcommon *out)
 {
-    const cJSON *env = pget(c, obj, "env", cJSON_Object, "an object of strings");
-    const cJSON *hn = pget(c, obj, "hostNetworkEnv", cJSON_Object, "an object of strings");
+    const cJSON *env = profiles_get(c, obj, "env", cJSON_Object, "an object of strings");
+    const cJSON *hn = profiles_get(c, obj, "hostNetworkEnv", cJSON_Object, "an object of strings");
     const cJSON *shm = cJSON_GetObjectItemCaseSensitive(obj, "shm");
     struct profiles_kvs own = {0}, own_hn = {0};
 
     *out = *base;
-    out->scheduler_name = pget_str(c, obj, "schedulerName", base->scheduler_name);
-    out->ipc_lock = pget_bool(c, obj, "ipcLock", base->ipc_lock);
-    out->init_containers = pget_bool(c, obj, "initContainers", base->init_containers);
+    out->scheduler_name = profiles_get_str(c, obj, "schedulerName", base->scheduler_name);
+    out->ipc_lock = profiles_get_bool(c, obj, "ipcLock", base->ipc_lock);
+    out->init_containers = profiles_get_bool(c, obj, "initContainers", base->init_containers);
     if (shm)
-        pread_shm(c, shm, out);
+        profiles_read_shm(c, shm, out);
     if (env)
-        pread_kvs(c, env, "env", &own);
+        profiles_read_kvs(c, env, "env", &own);
     if (hn)
-        pread_kvs(c, hn, "hostNetworkEnv", &own_hn);
+        profiles_read_kvs(c, hn, "hostNetworkEnv", &own_hn);
     if (own.n + base->env.n >= PROFILES_MAX_ENV ||
         own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV)
         perr(c, "env: at most %d variables per profile", PROFILES_MAX_ENV - 1);
-    pcheck_env(c, &own, "env");
-    pcheck_env(c, &own_hn, "hostNetworkEnv");
-    out->env.v = pcalloc(c, base->env.n + own.n + 1, sizeof(*out->env.v));
+    profiles_check_env(c, &own, "env");
+    profiles_check_env(c, &own_hn, "hostNetworkEnv");
+    out->env.v = profiles_calloc(c, base->env.n + own.n + 1, sizeof(*out->env.v));
     out->host_network_env.v =
-        pcalloc(c, base->host_network_env.n + own_hn.n, sizeof(*out->host_network_env.v));
+        profiles_calloc(c, base->host_network_env.n + own_hn.n, sizeof(*out->host_network_env.v));
     if (!out->env.v || !out->host_network_env.v)
         return;
     out->env.n = out->host_network_env.n = 0;
-    pmerge_kvs(&out->env, &base->env);
-    pmerge_kvs(&out->env, &own);
-    pmerge_kvs(&out->host_network_env, &base->host_network_env);
-    pmerge_kvs(&out->host_network_env, &own_hn);
+    profiles_merge_kvs(&out->env, &base->env);
+    profiles_merge_kvs(&out->env, &own);
+    profiles_merge_kvs(&out->host_network_env, &base->host_network_env);
+    profiles_merge_kvs(&out->host_network_env, &own_hn);
 }
 
-static int phca_name_valid(const char *s)
+static int profiles_hca_name_valid(const char *s)
 {
     if (!*s)
         return 0;
@@ -245,7 +245,7 @@ static int phca_name_valid(const char *s)
 }
 
 /* Builds NCCL_IB_HCA in NCCL's exact-match form "=mlx5_1,mlx5_2" from "hca". */
-static void pread_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env)
+static void profiles_read_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env)
 {
     struct dynbuf b;
     const cJSON *it;
@@ -262,7 +262,7 @@ static void pread_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env
     dynbuf_addc(&b, '=');
     cJSON_ArrayForEach(it, hca)
     {
-        if (!cJSON_IsString(it) || !phca_name_valid(it->valuestring)) {
+        if (!cJSON_IsString(it) || !profiles_hca_name_valid(it->valuestring)) {
             perr(c, "hca: each entry must be a device name like \"mlx5_1\" (optionally :port)");
             continue;
         }
@@ -275,11 +275,11 @@ static void pread_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env
         return;
     }
     env->v[env->n].name = "NCCL_IB_HCA";
-    env->v[env->n].value = powned(c, dynbuf_steal(&b));
+    env->v[env->n].value = profiles_owned(c, dynbuf_steal(&b));
     env->n++;
 }
 
-static void pread_match(struct pctx *c, const cJSON *match, struct profile *p)
+static void profiles_read_match(struct pctx *c, const cJSON *match, struct profile *p)
 {
     static const char *const keys[] = {"gpus", "nodeLabels", NULL};
     const cJSON *gpus, *labels;
@@ -288,9 +288,9 @@ static void pread_match(struct pctx *c, const cJSON *match, struct profile *p)
         perr(c, "match: must be an object ({\"gpus\": 8, \"nodeLabels\": {...}})");
         return;
     }
-    pcheck_keys(c, match, "match", keys);
-    gpus = pget(c, match, "gpus", cJSON_Number, "a whole number");
-    labels = pget(c, match, "nodeLabels", cJSON_Object, "an object of strings");
+    profiles_check_keys(c, match, "match", keys);
+    gpus = profiles_get(c, match, "gpus", cJSON_Number, "a whole number");
+    labels = profiles_get(c, match, "nodeLabels", cJSON_Object, "an object of strings");
     if (gpus) {
         if (gpus->valuedouble < 1 || gpus->valuedouble > 1024 ||
             gpus->valuedouble != (double)(long long)gpus->valuedouble)
@@ -299,14 +299,14 @@ static void pread_match(struct pctx *c, const cJSON *match, struct profile *p)
             p->match_gpus = (long long)gpus->valuedouble;
     }
     if (labels)
-        pread_kvs(c, labels, "match.nodeLabels", &p->node_labels);
+        profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
 }
 
-static void pread_resources(struct pctx *c, const cJSON *res, struct profile *p)
+static void profiles_read_resources(struct pctx *c, const cJSON *res, struct profile *p)
 {
     long long whole;
 
-    pread_kvs(c, res, "resources", &p->resources);
+    profiles_read_kvs(c, res, "resources", &p->resources);
     for (size_t i = 0; i < p->resources.n; i++) {
         const struct profiles_kv *r = &p->resources.v[i];
 
@@ -323,7 +323,7 @@ static void pread_resources(struct pctx *c, const cJSON *res, struct profile *p)
     }
 }
 
-static int pname_valid(const char *s)
+static int profiles_name_valid(const char *s)
 {
     size_t n = strlen(s);
 
@@ -335,7 +335,7 @@ static int pname_valid(const char *s)
     return 1;
 }
 
-static void pread_profile(struct pctx *c, const cJSON *obj, size_t idx,
+static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
                           const struct pcommon *defaults, struct profile *p)
 {
     static const char *const keys[] = {
@@ -346,17 +346,17 @@ static void pread_profile(struct pctx *c, const cJSON *obj, size_t idx,
     struct pcommon common;
 
     snprintf(c->where_buf, sizeof(c->where_buf), "profiles[%zu]", idx);
-    if (cJSON_IsString(name) && pname_valid(name->valuestring))
+    if (cJSON_IsString(name) && profiles_name_valid(name->valuestring))
         snprintf(c->where_buf, sizeof(c->where_buf), "profile \"%s\"", name->valuestring);
     c->where = c->where_buf;
-    if (!cJSON_IsString(name) || !pname_valid(name->valuestring)) {
+    if (!cJSON_IsString(name) || !profiles_name_valid(name->valuestring)) {
         perr(c, "name: must be 1-63 lower-case letters, digits, '-' or '.'");
         return;
     }
     p->name = name->valuestring;
-    pcheck_keys(c, obj, "", keys);
-    p->is_default = pget_bool(c, obj, "default", 0);
-    pread_common(c, obj, defaults, &common);
+    profiles_check_keys(c, obj, "", keys);
+    p->is_default = profiles_get_bool(c, obj, "default", 0);
+    profiles_read_common(c, obj, defaults, &common);
     p->env = common.env;
     p->host_network_env = common.host_network_env;
     p->scheduler_name = common.scheduler_name;
@@ -364,22 +364,22 @@ static void pread_profile(struct pctx *c, const cJSON *obj, size_t idx,
     p->shm = common.shm;
     p->shm_size_limit = common.shm_size_limit;
     p->init_containers = common.init_containers;
-    if ((it = pget(c, obj, "hca", cJSON_Array, "an array of device names")) && p->env.v)
-        pread_hca(c, it, &p->env);
+    if ((it = profiles_get(c, obj, "hca", cJSON_Array, "an array of device names")) && p->env.v)
+        profiles_read_hca(c, it, &p->env);
     if ((it = cJSON_GetObjectItemCaseSensitive(obj, "match")))
-        pread_match(c, it, p);
-    if ((it = pget(c, obj, "resources", cJSON_Object, "an object of quantities")))
-        pread_resources(c, it, p);
+        profiles_read_match(c, it, p);
+    if ((it = profiles_get(c, obj, "resources", cJSON_Object, "an object of quantities")))
+        profiles_read_resources(c, it, p);
 }
 
-static void pread_gpu_resources(struct pctx *c, const cJSON *root)
+static void profiles_read_gpu_resources(struct pctx *c, const cJSON *root)
 {
     static const char *const fallback = "nvidia.com/gpu";
-    const cJSON *arr = pget(c, root, "gpuResources", cJSON_Array, "an array of resource names");
+    const cJSON *arr = profiles_get(c, root, "gpuResources", cJSON_Array, "an array of resource names");
     const cJSON *it;
     size_t n = arr ? (size_t)cJSON_GetArraySize(arr) : 0;
 
-    c->ps->gpu_resources = pcalloc(c, n ? n : 1, sizeof(char *));
+    c->ps->gpu_resources = profiles_calloc(c, n ? n : 1, sizeof(char *));
     if (!c->ps->gpu_resources)
         return;
     if (!arr) {
@@ -398,44 +398,44 @@ static void pread_gpu_resources(struct pctx *c, const cJSON *root)
         perr(c, "gpuResources: must name at least one resource");
 }
 
-static void pread_targets(struct pctx *c, const cJSON *root)
+static void profiles_read_targets(struct pctx *c, const cJSON *root)
 {
     static const char *const keys[] = {"mpijob", "trainjob", "volcanojob", NULL};
-    const cJSON *t = pget(c, root, "targets", cJSON_Object, "an object of booleans");
+    const cJSON *t = profiles_get(c, root, "targets", cJSON_Object, "an object of booleans");
 
     if (!t)
         return;
-    pcheck_keys(c, t, "targets", keys);
-    if (pget_bool(c, t, "mpijob", 0))
+    profiles_check_keys(c, t, "targets", keys);
+    if (profiles_get_bool(c, t, "mpijob", 0))
         c->ps->targets |= PROFILES_TARGET_MPIJOB;
     /* The rule it turned on read trainer.kubeflow.org/trainjob-ancestor-step
      * from the pod, but Trainer v2's runtimes put that label on the Job
      * template, not on the pod template. "false" stays accepted so that
      * existing files keep loading. */
-    if (pget_bool(c, t, "trainjob", 0))
+    if (profiles_get_bool(c, t, "trainjob", 0))
         perr(c, "targets.trainjob: no longer supported (Trainer v2 pods lack the label it read); "
                 "label the runtime's pod template rdma-webhook.io/inject: \"true\" instead");
-    if (pget_bool(c, t, "volcanojob", 0))
+    if (profiles_get_bool(c, t, "volcanojob", 0))
         c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
 }
 
-static void pread_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
+static void profiles_read_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
 {
     static const char *const keys[] = {
         "env", "hostNetworkEnv", "schedulerName", "ipcLock", "shm", "initContainers", NULL};
     const struct pcommon builtin = {.scheduler_name = "volcano", .ipc_lock = 1, .shm = 1};
-    const cJSON *obj = pget(c, root, "defaults", cJSON_Object, "an object");
+    const cJSON *obj = profiles_get(c, root, "defaults", cJSON_Object, "an object");
 
     *d = builtin;
     if (!obj)
         return;
     c->where = "defaults";
-    pcheck_keys(c, obj, "", keys);
-    pread_common(c, obj, &builtin, d);
+    profiles_check_keys(c, obj, "", keys);
+    profiles_read_common(c, obj, &builtin, d);
     c->where = NULL;
 }
 
-static void pcheck_names(struct pctx *c)
+static void profiles_check_names(struct pctx *c)
 {
     const char *first_default = NULL;
 
@@ -456,53 +456,53 @@ static void pcheck_names(struct pctx *c)
     }
 }
 
-static void pread_profiles(struct pctx *c, const cJSON *root)
+static void profiles_read_profiles(struct pctx *c, const cJSON *root)
 {
-    const cJSON *arr = pget(c, root, "profiles", cJSON_Array, "an array of profiles");
+    const cJSON *arr = profiles_get(c, root, "profiles", cJSON_Array, "an array of profiles");
     const cJSON *it;
     struct pcommon defaults;
     size_t i = 0;
 
-    pread_defaults(c, root, &defaults);
+    profiles_read_defaults(c, root, &defaults);
     if (!arr || cJSON_GetArraySize(arr) == 0) {
         perr(c, "profiles: must list at least one profile");
         return;
     }
-    c->ps->p = pcalloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));
+    c->ps->p = profiles_calloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));
     if (!c->ps->p)
         return;
     cJSON_ArrayForEach(it, arr)
     {
         if (cJSON_IsObject(it))
-            pread_profile(c, it, i, &defaults, &c->ps->p[c->ps->n++]);
+            profiles_read_profile(c, it, i, &defaults, &c->ps->p[c->ps->n++]);
         else
             perr(c, "profiles[%zu]: must be an object", i);
         c->where = NULL;
         i++;
     }
-    pcheck_names(c);
+    profiles_check_names(c);
 }
 
-static void pread_root(struct pctx *c, const cJSON *root)
+static void profiles_read_root(struct pctx *c, const cJSON *root)
 {
     static const char *const keys[] = {"gpuResources", "rdmaResourcePrefix", "targets",
                                        "defaults",     "profiles",           NULL};
     const char *prefix;
 
-    pcheck_keys(c, root, "", keys);
-    pread_gpu_resources(c, root);
-    prefix = pget_str(c, root, "rdmaResourcePrefix", "rdma/");
+    profiles_check_keys(c, root, "", keys);
+    profiles_read_gpu_resources(c, root);
+    prefix = profiles_get_str(c, root, "rdmaResourcePrefix", "rdma/");
     if (!*prefix || prefix[strlen(prefix) - 1] != '/')
         perr(c, "rdmaResourcePrefix: must end with '/' (e.g. \"rdma/\")");
     c->ps->rdma_prefix = prefix;
-    pread_targets(c, root);
-    pread_profiles(c, root);
+    profiles_read_targets(c, root);
+    profiles_read_profiles(c, root);
 }
 
 /* The text must be strict JSON (RFC 8259) and valid UTF-8, which cJSON does
  * not check; and hold no \u0000, at which cJSON would end the string: a
  * value would load shorter than the admin wrote it. Returns 0 or -1. */
-static int pcheck_text(struct pctx *c, const char *text, size_t len)
+static int profiles_check_text(struct pctx *c, const char *text, size_t len)
 {
     struct jsoncheck_result chk;
     char why[96];
@@ -528,7 +528,7 @@ struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *err
     c.ps = calloc(1, sizeof(*c.ps));
     if (!c.ps)
         goto nomem;
-    if (pcheck_text(&c, text, len))
+    if (profiles_check_text(&c, text, len))
         goto fail;
     c.ps->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!c.ps->root) {
@@ -542,7 +542,7 @@ struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *err
         perr(&c, "the document must be a JSON object");
         goto fail;
     }
-    pread_root(&c, c.ps->root);
+    profiles_read_root(&c, c.ps->root);
     if (c.nomem)
         goto nomem;
     if (c.n_errors)

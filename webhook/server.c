@@ -260,7 +260,7 @@ static void server_count(struct server *s, const struct review_summary *sum, lon
 static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *conn,
                                     struct server_request *req)
 {
-    struct snapshot *snap = store_acquire(&s->store);
+    struct store_snapshot *snap = store_acquire(&s->store);
     struct mutate_hooks hooks = {0};
     struct lookups_request lookups;
     struct arena arena;
@@ -281,7 +281,7 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks, &out,
                            &sum);
     arena_end(&arena);
-    snapshot_release(snap);
+    store_release(snap);
     /* Parsed: its share of the budget is free for the next body. */
     bodybuf_free(&req->body, &s->bodies);
     if (status == MHD_HTTP_OK) {
@@ -392,9 +392,9 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
 /* The status a body gets when bodybuf cannot keep it. */
 static unsigned server_body_status(int rc)
 {
-    if (rc == BODYBUF_TOO_BIG)
+    if (rc == ERR_TOO_BIG)
         return MHD_HTTP_CONTENT_TOO_LARGE;
-    if (rc == BODYBUF_BUSY)
+    if (rc == ERR_BUSY)
         return MHD_HTTP_SERVICE_UNAVAILABLE;
     return MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
@@ -869,7 +869,7 @@ int server_start(struct server *s, char *err, size_t errlen)
         return -1;
     }
     if (server_init_limits(s)) {
-        tlscreds_free(&s->creds);
+        tlscreds_stop(&s->creds);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -910,7 +910,7 @@ void server_stop(struct server *s)
         MHD_stop_daemon(s->plain.daemon);
     s->plain.daemon = NULL;
     filewatch_stop(&s->cert_watch);
-    connguard_destroy(&s->guard);
-    tlscreds_free(&s->creds);
+    connguard_stop(&s->guard);
+    tlscreds_stop(&s->creds);
     server_running = NULL;
 }

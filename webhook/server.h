@@ -118,7 +118,7 @@ struct server_config {
 
 struct server {
     struct server_config cfg;
-    struct logger log;
+    struct log log;
     struct store store;
     struct lookups *lookups; /* NULL: no Kubernetes API, lookups answer "unknown" */
     struct metrics metrics;

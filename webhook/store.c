@@ -9,21 +9,21 @@
 
 #define STORE_ERRORS_MAX 8192
 
-int store_init(struct store *s, struct logger *log)
+int store_init(struct store *s, struct log *log)
 {
     memset(s, 0, sizeof(*s));
     s->log = log;
     return pthread_mutex_init(&s->mu, NULL) ? -1 : 0;
 }
 
-void store_destroy(struct store *s)
+void store_stop(struct store *s)
 {
-    snapshot_release(s->cur);
+    store_release(s->cur);
     s->cur = NULL;
     pthread_mutex_destroy(&s->mu);
 }
 
-void snapshot_release(struct snapshot *snap)
+void store_release(struct store_snapshot *snap)
 {
     if (!snap || atomic_fetch_sub(&snap->refs, 1) != 1)
         return;
@@ -31,9 +31,9 @@ void snapshot_release(struct snapshot *snap)
     free(snap);
 }
 
-struct snapshot *store_acquire(struct store *s)
+struct store_snapshot *store_acquire(struct store *s)
 {
-    struct snapshot *snap;
+    struct store_snapshot *snap;
 
     pthread_mutex_lock(&s->mu);
     snap = s->cur;
@@ -113,9 +113,9 @@ void store_reject(struct store *s, const char *origin, const char *problem)
 
 /* The log line's figures are read under the lock: once it is dropped, a
  * concurrent publish may replace and free next. */
-static void store_swap(struct store *s, struct snapshot *next, const char *origin)
+static void store_swap(struct store *s, struct store_snapshot *next, const char *origin)
 {
-    struct snapshot *old;
+    struct store_snapshot *old;
     struct log_line l;
     unsigned long generation;
     size_t n_profiles;
@@ -126,7 +126,7 @@ static void store_swap(struct store *s, struct snapshot *next, const char *origi
     n_profiles = next->ps->n;
     s->cur = next;
     pthread_mutex_unlock(&s->mu);
-    snapshot_release(old);
+    store_release(old);
     log_begin(&l, s->log, LOG_INFO, "profiles loaded");
     log_str(&l, "source", origin);
     log_int(&l, "generation", (long long)generation);
@@ -137,7 +137,7 @@ static void store_swap(struct store *s, struct snapshot *next, const char *origi
 int store_publish(struct store *s, const char *text, size_t len, const char *origin)
 {
     struct dynbuf errors;
-    struct snapshot *next = NULL;
+    struct store_snapshot *next = NULL;
     struct profiles *ps;
     int rc = -1;
 

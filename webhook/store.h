@@ -1,7 +1,7 @@
 /* store: the profiles snapshot that requests share, and its atomic swap.
  *
  * Readers take a reference (store_acquire), use the snapshot for one request
- * and drop it (snapshot_release); a new version is validated before it is
+ * and drop it (store_release); a new version is validated before it is
  * published, and the old snapshot is freed by whichever reader drops the last
  * reference. A version that fails validation is logged and dropped, and the
  * previous one keeps serving. Every source (file watcher, and later the
@@ -19,7 +19,7 @@
 
 struct profiles;
 
-struct snapshot {
+struct store_snapshot {
     struct profiles *ps;
     unsigned long generation;
     atomic_int refs;
@@ -27,14 +27,14 @@ struct snapshot {
 
 struct store {
     pthread_mutex_t mu;
-    struct snapshot *cur; /* NULL until a valid version was published */
+    struct store_snapshot *cur; /* NULL until a valid version was published */
     unsigned long generation;
     unsigned long rejected; /* versions refused since start */
-    struct logger *log;
+    struct log *log;
 };
 
-int store_init(struct store *s, struct logger *log);
-void store_destroy(struct store *s);
+int store_init(struct store *s, struct log *log);
+void store_stop(struct store *s);
 
 /* Validates text and, when valid, makes it the current snapshot. Returns 0,
  * or -1 (invalid, logged with every problem; or out of memory). */
@@ -46,8 +46,8 @@ void store_reject(struct store *s, const char *origin, const char *problem);
 
 /* The current snapshot with a reference taken, or NULL before the first
  * valid version. */
-struct snapshot *store_acquire(struct store *s);
-void snapshot_release(struct snapshot *snap);
+struct store_snapshot *store_acquire(struct store *s);
+void store_release(struct store_snapshot *snap);
 
 int store_ready(struct store *s);
 /* Versions published and refused since start, for metrics. */

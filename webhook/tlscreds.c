@@ -56,7 +56,7 @@ const struct tlscreds_pair *tlscreds_acquire(struct tlscreds *c)
     return p;
 }
 
-void tlscreds_free(struct tlscreds *c)
+void tlscreds_stop(struct tlscreds *c)
 {
     tlscreds_release(c->current);
     c->current = NULL;

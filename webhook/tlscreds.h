@@ -47,7 +47,7 @@ struct tlscreds {
 
 int tlscreds_init(struct tlscreds *c);
 /* Frees the current pair; no other reference may be left. */
-void tlscreds_free(struct tlscreds *c);
+void tlscreds_stop(struct tlscreds *c);
 
 /* Reads cert_file and key_file and, when they differ from the current pair,
  * makes them current. Returns 0 (loaded), TLSCREDS_UNCHANGED, or -1 with a

@@ -34,7 +34,7 @@ struct profiles *load_shipped_profiles(void)
 
     /* The binary's own limit and reader: a cut file would fail with a
      * misleading parse error, and a test would read what serve does not. */
-    dynbuf_init(&text, RDMA_WEBHOOK_PROFILES_MAX);
+    dynbuf_init(&text, CMD_PROFILES_MAX);
     dynbuf_init(&errors, 1 << 16);
     if (fsutil_read(SHIPPED_PROFILES, &text, err, sizeof(err))) {
         fprintf(stderr, "%s (run the tests from the repository root)\n", err);

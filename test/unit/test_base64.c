@@ -103,7 +103,7 @@ TEST(test_output_over_cap_is_refused)
     struct dynbuf b;
 
     dynbuf_init(&b, 3);
-    assert_int_equal(base64_append(&b, "f", 1), DYNBUF_TOO_BIG);
+    assert_int_equal(base64_append(&b, "f", 1), ERR_TOO_BIG);
     assert_int_equal(dynbuf_len(&b), 0);
     dynbuf_free(&b);
 }

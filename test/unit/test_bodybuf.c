@@ -56,7 +56,7 @@ TEST(test_declared_length_caps_the_last_growth)
     for (int i = 0; i < 5; i++)
         assert_int_equal(bodybuf_add(&b, &p, bytes, 1000), 0);
     assert_int_equal(bodybuf_pool_used(&p), 5000);
-    assert_int_equal(bodybuf_add(&b, &p, "x", 1), BODYBUF_TOO_BIG);
+    assert_int_equal(bodybuf_add(&b, &p, "x", 1), ERR_TOO_BIG);
     assert_int_equal(bodybuf_len(&b), 5000);
     bodybuf_free(&b, &p);
 }
@@ -69,9 +69,9 @@ TEST(test_too_big_wins_over_no_room)
 
     bodybuf_pool_init(&p, 100);
     bodybuf_init(&b, 1000);
-    assert_int_equal(bodybuf_add(&b, &p, bytes, 1001), BODYBUF_TOO_BIG);
+    assert_int_equal(bodybuf_add(&b, &p, bytes, 1001), ERR_TOO_BIG);
     assert_int_equal(atomic_load(&p.refused), 0);
-    assert_int_equal(bodybuf_add(&b, &p, bytes, 1000), BODYBUF_BUSY);
+    assert_int_equal(bodybuf_add(&b, &p, bytes, 1000), ERR_BUSY);
     assert_int_equal(atomic_load(&p.refused), 1);
     assert_int_equal(bodybuf_len(&b), 0);
     assert_int_equal(bodybuf_pool_used(&p), 0);
@@ -116,7 +116,7 @@ TEST(test_no_room_leaves_body_and_pool_as_they_were)
     assert_int_equal(bodybuf_add(&held, &p, bytes, 4000), 0);
     assert_int_equal(bodybuf_add(&late, &p, "abc", 3), 0);
     /* to 4000: 4000 + 2 * 4000 > 10000 */
-    assert_int_equal(bodybuf_add(&late, &p, bytes, 3997), BODYBUF_BUSY);
+    assert_int_equal(bodybuf_add(&late, &p, bytes, 3997), ERR_BUSY);
     assert_int_equal(bodybuf_len(&late), 3);
     assert_string_equal(bodybuf_ptr(&late), "abc");
     assert_int_equal(bodybuf_pool_used(&p), 4000 + late.buf.alloc - 1);
@@ -135,12 +135,12 @@ TEST(test_admit_checks_room_for_the_declared_size)
 
     bodybuf_pool_init(&p, 10000);
     assert_int_equal(bodybuf_admit(&p, 5000), 0);
-    assert_int_equal(bodybuf_admit(&p, 5001), BODYBUF_BUSY);
+    assert_int_equal(bodybuf_admit(&p, 5001), ERR_BUSY);
     assert_int_equal(bodybuf_admit(&p, 0), 0);
     bodybuf_init(&held, 4000);
     assert_int_equal(bodybuf_add(&held, &p, bytes, 4000), 0);
     assert_int_equal(bodybuf_admit(&p, 3000), 0);
-    assert_int_equal(bodybuf_admit(&p, 3001), BODYBUF_BUSY);
+    assert_int_equal(bodybuf_admit(&p, 3001), ERR_BUSY);
     assert_int_equal(atomic_load(&p.refused), 2);
     assert_int_equal(bodybuf_pool_used(&p), 4000); /* admit reserves nothing */
     bodybuf_free(&held, &p);
@@ -173,7 +173,7 @@ static int add_starved(void *arg)
     rc = bodybuf_add(&b, &p, bytes, sizeof(bytes));
     if (rc == 0)
         return 2;
-    if (rc != BODYBUF_NOMEM)
+    if (rc != ERR_NOMEM)
         return 1;
     return bodybuf_pool_used(&p) == 0 && bodybuf_len(&b) == 0 ? 0 : 3;
 }

@@ -72,7 +72,7 @@ TEST(test_admit_below_the_limit_cuts_nothing)
     assert_int_equal(connguard_open_count(&g), 1);
     pair_close(&a);
     assert_int_equal(connguard_open_count(&g), 0);
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 TEST(test_at_the_limit_the_longest_waiting_gives_way)
@@ -98,7 +98,7 @@ TEST(test_at_the_limit_the_longest_waiting_gives_way)
     assert_int_equal(connguard_open_count(&g), 2);
     pair_close(&b);
     pair_close(&c);
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 /* A response resets the wait: the connection idle since longest goes. */
@@ -122,7 +122,7 @@ TEST(test_waiting_counts_from_the_phase_start)
     assert_false(pair_cut_within(&a, 0));
     pair_close(&a);
     pair_close(&b);
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 TEST(test_connections_being_served_never_give_way)
@@ -150,7 +150,7 @@ TEST(test_connections_being_served_never_give_way)
     assert_true(pair_cut_within(&b, 0));
     pair_close(&a);
     pair_close(&b);
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 /* Lists are apart: a full list displaces only its own connections. */
@@ -170,7 +170,7 @@ TEST(test_each_list_has_its_own_limit)
     assert_false(pair_cut_within(&a, 0));
     pair_close(&a);
     pair_close(&b);
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 TEST(test_lists_run_out)
@@ -181,7 +181,7 @@ TEST(test_lists_run_out)
     for (int i = 0; i < CONNGUARD_MAX_LISTS; i++)
         assert_non_null(connguard_add_list(&g, 1));
     assert_null(connguard_add_list(&g, 1));
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 /* Each phase's deadline, checked every 10 ms: the headers (from the open),
@@ -222,7 +222,7 @@ TEST(test_deadlines_cut_each_phase)
     pair_close(&body);
     pair_close(&idle);
     pair_close(&served);
-    connguard_destroy(&g);
+    connguard_stop(&g);
 }
 
 /* NULL is a connection that is not tracked (no memory for it). */

@@ -51,10 +51,10 @@ TEST(test_add_past_cap_is_too_big_and_keeps_contents)
 
     dynbuf_init(&b, 8);
     assert_int_equal(dynbuf_addstr(&b, "12345678"), 0);
-    assert_int_equal(dynbuf_addc(&b, '9'), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addc(&b, '9'), ERR_TOO_BIG);
     assert_holds(&b, "12345678", 8);
-    assert_int_equal(dynbuf_addstr(&b, "9"), DYNBUF_TOO_BIG);
-    assert_int_equal(dynbuf_add(&b, "9", 1), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addstr(&b, "9"), ERR_TOO_BIG);
+    assert_int_equal(dynbuf_add(&b, "9", 1), ERR_TOO_BIG);
     assert_holds(&b, "12345678", 8);
     dynbuf_free(&b);
 }
@@ -66,7 +66,7 @@ TEST(test_partial_fit_is_refused_whole)
     dynbuf_init(&b, 10);
     assert_int_equal(dynbuf_addstr(&b, "abcdef"), 0);
     /* 6 + 5 > 10: nothing of the 5 bytes may be appended. */
-    assert_int_equal(dynbuf_addstr(&b, "ghijk"), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addstr(&b, "ghijk"), ERR_TOO_BIG);
     assert_holds(&b, "abcdef", 6);
     /* What still fits is accepted afterwards. */
     assert_int_equal(dynbuf_addstr(&b, "ghij"), 0);
@@ -79,7 +79,7 @@ TEST(test_first_add_bigger_than_cap_leaves_buffer_empty)
     struct dynbuf b;
 
     dynbuf_init(&b, 5);
-    assert_int_equal(dynbuf_addstr(&b, "abcdef"), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addstr(&b, "abcdef"), ERR_TOO_BIG);
     assert_int_equal(dynbuf_len(&b), 0);
     assert_string_equal(dynbuf_ptr(&b), "");
     dynbuf_free(&b);
@@ -92,8 +92,8 @@ TEST(test_huge_length_does_not_wrap_the_cap_check)
     dynbuf_init(&b, 64);
     assert_int_equal(dynbuf_addstr(&b, "abc"), 0);
     /* len + SIZE_MAX would wrap around; it must still be refused. */
-    assert_int_equal(dynbuf_add(&b, "x", SIZE_MAX), DYNBUF_TOO_BIG);
-    assert_int_equal(dynbuf_add(&b, "x", SIZE_MAX - 2), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_add(&b, "x", SIZE_MAX), ERR_TOO_BIG);
+    assert_int_equal(dynbuf_add(&b, "x", SIZE_MAX - 2), ERR_TOO_BIG);
     assert_holds(&b, "abc", 3);
     dynbuf_free(&b);
 }
@@ -140,7 +140,7 @@ TEST(test_large_adds_keep_every_byte)
     memcpy(want + 300, big, sizeof(big));
     assert_holds(&b, want, 300 + sizeof(big));
     /* 700 more do not fit under the 6000 cap; the 5300 bytes stay. */
-    assert_int_equal(dynbuf_add(&b, big, 701), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_add(&b, big, 701), ERR_TOO_BIG);
     assert_holds(&b, want, 300 + sizeof(big));
     assert_int_equal(dynbuf_add(&b, big, 700), 0);
     assert_int_equal(dynbuf_len(&b), 6000);
@@ -198,13 +198,13 @@ TEST(test_printf_past_cap_is_too_big_and_keeps_contents)
 
     dynbuf_init(&b, 10);
     assert_int_equal(dynbuf_printf(&b, "%s", "abc"), 0);
-    assert_int_equal(dynbuf_printf(&b, "%s", "12345678"), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_printf(&b, "%s", "12345678"), ERR_TOO_BIG);
     assert_holds(&b, "abc", 3);
     /* Exactly filling the cap is allowed. */
     assert_int_equal(dynbuf_printf(&b, "%d", 1234567), 0);
     assert_holds(&b, "abc1234567", 10);
     assert_int_equal(dynbuf_printf(&b, "%s", ""), 0);
-    assert_int_equal(dynbuf_printf(&b, "%c", 'x'), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_printf(&b, "%c", 'x'), ERR_TOO_BIG);
     assert_holds(&b, "abc1234567", 10);
     dynbuf_free(&b);
 }
@@ -236,7 +236,7 @@ TEST(test_steal_keeps_the_cap)
     dynbuf_init(&b, 4);
     assert_int_equal(dynbuf_addstr(&b, "abcd"), 0);
     free(dynbuf_steal(&b));
-    assert_int_equal(dynbuf_addstr(&b, "abcde"), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addstr(&b, "abcde"), ERR_TOO_BIG);
     assert_int_equal(dynbuf_addstr(&b, "abcd"), 0);
     dynbuf_free(&b);
 }
@@ -316,7 +316,7 @@ TEST(test_truncate_frees_room_under_the_cap)
 
     dynbuf_init(&b, 5);
     assert_int_equal(dynbuf_addstr(&b, "abcde"), 0);
-    assert_int_equal(dynbuf_addc(&b, 'f'), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addc(&b, 'f'), ERR_TOO_BIG);
     dynbuf_truncate(&b, 2);
     assert_int_equal(dynbuf_addstr(&b, "xyz"), 0);
     assert_holds(&b, "abxyz", 5);
@@ -328,9 +328,9 @@ TEST(test_cap_zero_accepts_only_nothing)
     struct dynbuf b;
 
     dynbuf_init(&b, 0);
-    assert_int_equal(dynbuf_addc(&b, 'x'), DYNBUF_TOO_BIG);
-    assert_int_equal(dynbuf_addstr(&b, "x"), DYNBUF_TOO_BIG);
-    assert_int_equal(dynbuf_printf(&b, "%d", 1), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addc(&b, 'x'), ERR_TOO_BIG);
+    assert_int_equal(dynbuf_addstr(&b, "x"), ERR_TOO_BIG);
+    assert_int_equal(dynbuf_printf(&b, "%d", 1), ERR_TOO_BIG);
     assert_int_equal(dynbuf_len(&b), 0);
     assert_string_equal(dynbuf_ptr(&b), "");
     assert_int_equal(dynbuf_addstr(&b, ""), 0);
@@ -350,7 +350,7 @@ TEST(test_free_then_reuse)
     assert_int_equal(dynbuf_len(&b), 0);
     assert_string_equal(dynbuf_ptr(&b), "");
     assert_int_equal(dynbuf_addstr(&b, "0123456789"), 0);
-    assert_int_equal(dynbuf_addc(&b, 'x'), DYNBUF_TOO_BIG);
+    assert_int_equal(dynbuf_addc(&b, 'x'), ERR_TOO_BIG);
     dynbuf_free(&b);
 }
 

@@ -279,10 +279,10 @@ TEST(test_first_error_sticks_and_later_writes_are_ignored)
     jsonw_raw(&w, "12345678");
     assert_int_equal(jsonw_error(&w), 0);
     jsonw_str(&w, "abc"); /* 5 bytes: does not fit */
-    assert_int_equal(jsonw_error(&w), DYNBUF_TOO_BIG);
+    assert_int_equal(jsonw_error(&w), ERR_TOO_BIG);
     jsonw_raw(&w, "9"); /* would fit, but the writer has failed */
     jsonw_int(&w, 1);
-    assert_int_equal(jsonw_error(&w), DYNBUF_TOO_BIG);
+    assert_int_equal(jsonw_error(&w), ERR_TOO_BIG);
     /* Part of the failed string may be there (the document is void anyway),
      * but nothing written after the error: no "9", no "1". */
     assert_memory_equal(dynbuf_ptr(&b), "12345678", 8);

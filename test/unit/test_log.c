@@ -19,7 +19,7 @@
 
 struct sink {
     int fds[2];
-    struct logger lg;
+    struct log lg;
     char out[4 * LOG_LINE_MAX];
     size_t len;
 };

@@ -219,7 +219,7 @@ static size_t drain_pipe(int fd, char *buf, size_t cap)
 TEST(test_logger_through_queue_writes_lines_and_a_drop_warning)
 {
     int fds[2];
-    struct logger lg = {.min = LOG_INFO};
+    struct log lg = {.min = LOG_INFO};
     char out[8192], *nl, *second;
     cJSON *j;
 

@@ -65,7 +65,7 @@ static int setup(void **state __attribute__((unused)))
 
 static int teardown(void **state __attribute__((unused)))
 {
-    lookups_free(&lk);
+    lookups_stop(&lk);
     return 0;
 }
 
@@ -129,7 +129,7 @@ TEST(test_no_budget_leaves_the_cache_alone)
  * replaced by a failure. */
 TEST(test_no_budget_keeps_an_expired_answer_for_others)
 {
-    lookups_free(&lk);
+    lookups_stop(&lk);
     assert_int_equal(lookups_init(&lk, NULL, 1000, 0, 0), 0); /* answers expire at once */
     lk.nodes.fetch = fake_fetch;
     lk.configmaps.fetch = fake_fetch;

@@ -114,8 +114,8 @@ TEST(test_render_too_big_leaves_out_as_it_was)
     dynbuf_free(&out);
     for (size_t cap = 0; cap < full; cap += full / 7 + 1) {
         dynbuf_init(&out, cap);
-        assert_int_equal(dynbuf_addstr(&out, "x"), cap ? 0 : DYNBUF_TOO_BIG);
-        assert_int_equal(metrics_render(&m, &gauges, &out), DYNBUF_TOO_BIG);
+        assert_int_equal(dynbuf_addstr(&out, "x"), cap ? 0 : ERR_TOO_BIG);
+        assert_int_equal(metrics_render(&m, &gauges, &out), ERR_TOO_BIG);
         assert_int_equal(dynbuf_len(&out), cap ? 1 : 0);
         dynbuf_free(&out);
     }
@@ -129,7 +129,7 @@ static int render_starved(void *arg)
 
     dynbuf_init(&out, 1 << 16);
     rc = metrics_render(m, &gauges, &out);
-    return rc == DYNBUF_NOMEM ? 0 : rc == DYNBUF_TOO_BIG ? 1 : rc == 0 ? 2 : 3;
+    return rc == ERR_NOMEM ? 0 : rc == ERR_TOO_BIG ? 1 : rc == 0 ? 2 : 3;
 }
 
 /* Out of memory is out of memory, not "too big" (the result used to be
@@ -142,7 +142,7 @@ TEST(test_render_out_of_memory_says_so)
     metrics_init(&m);
     rc = run_out_of_memory(render_starved, &m);
     if (rc != 0)
-        fail_msg("rendering without memory: %s", rc == 1   ? "DYNBUF_TOO_BIG"
+        fail_msg("rendering without memory: %s", rc == 1   ? "ERR_TOO_BIG"
                                                  : rc == 2 ? "success"
                                                            : "unexpected result");
 }

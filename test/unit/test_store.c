@@ -18,7 +18,7 @@
  * logged in out (NUL-terminated) and the publish's result. */
 static int publish_logged(const char *text, char *out, size_t outlen)
 {
-    struct logger lg = {.min = LOG_DEBUG};
+    struct log lg = {.min = LOG_DEBUG};
     struct store s;
     int fds[2], rc;
     ssize_t n;
@@ -27,7 +27,7 @@ static int publish_logged(const char *text, char *out, size_t outlen)
     lg.fd = fds[1];
     assert_int_equal(store_init(&s, &lg), 0);
     rc = store_publish(&s, text, strlen(text), "test");
-    store_destroy(&s);
+    store_stop(&s);
     close(fds[1]);
     n = read(fds[0], out, outlen - 1);
     close(fds[0]);

@@ -75,7 +75,7 @@ static int teardown(void **state)
     struct fixture *fx = *state;
     char cmd[160];
 
-    tlscreds_free(&fx->c);
+    tlscreds_stop(&fx->c);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
     assert_int_equal(system(cmd), 0);
     free(fx);
