@@ -9,6 +9,7 @@
 #include "logq.h"
 #include "lookups.h"
 #include "server.h"
+#include "store.h"
 
 #include <curl/curl.h>
 #include <signal.h>
@@ -25,9 +26,12 @@
 /* How long an exit waits for a stalled stderr reader. */
 #define SERVE_LOGQ_STOP_MS 2000u
 
-/* The serve command's whole state: the server context and its profile source. */
+/* The serve command's whole state: the log and the profiles store that
+ * everything shares, the server, and the profiles' source. */
 struct serve_app {
-    struct server srv;
+    struct log log;
+    struct store store;
+    struct server *srv;
     struct filewatch watch; /* profiles from a file, or */
     struct cmwatch cmwatch; /* from a ConfigMap */
     struct kubeapi api;
@@ -49,9 +53,9 @@ static void serve_reload_profiles(void *arg)
     dynbuf_init(&text, CMD_PROFILES_MAX);
     pthread_mutex_lock(&app->reload_mu);
     if (fsutil_read(app->profiles_path, &text, err, sizeof(err)) == 0)
-        store_publish(&app->srv.store, dynbuf_ptr(&text), dynbuf_len(&text), app->profiles_path);
+        store_publish(&app->store, dynbuf_ptr(&text), dynbuf_len(&text), app->profiles_path);
     else
-        log_msg(&app->srv.log, LOG_ERROR,
+        log_msg(&app->log, LOG_ERROR,
                 "cannot read profiles; the previous version keeps serving", "error", err);
     pthread_mutex_unlock(&app->reload_mu);
     dynbuf_free(&text);
@@ -63,13 +67,13 @@ static void serve_drain(struct serve_app *app, unsigned grace_s)
     struct timespec tick = {0, 50 * 1000000L};
     long waited_ms = 0;
 
-    server_quiesce(&app->srv);
-    while (atomic_load(&app->srv.metrics.in_flight) > 0 && waited_ms < (long)grace_s * 1000) {
+    server_quiesce(app->srv);
+    while (server_in_flight(app->srv) > 0 && waited_ms < (long)grace_s * 1000) {
         nanosleep(&tick, NULL);
         waited_ms += 50;
     }
-    if (atomic_load(&app->srv.metrics.in_flight) > 0)
-        log_msg(&app->srv.log, LOG_WARN, "grace period over; closing requests still in flight",
+    if (server_in_flight(app->srv) > 0)
+        log_msg(&app->log, LOG_WARN, "grace period over; closing requests still in flight",
                 NULL, NULL);
 }
 
@@ -82,14 +86,14 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
         if (sigwait(set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            log_msg(&app->srv.log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL,
+            log_msg(&app->log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL,
                     NULL);
             if (app->profiles_path)
                 serve_reload_profiles(app);
-            server_reload_certs(&app->srv);
+            server_reload_certs(app->srv);
             continue;
         }
-        log_msg(&app->srv.log, LOG_INFO, "shutting down", "signal", strsignal(sig));
+        log_msg(&app->log, LOG_INFO, "shutting down", "signal", strsignal(sig));
         serve_drain(app, grace_s);
         return;
     }
@@ -113,7 +117,6 @@ static int serve_start_api(struct serve_app *app, const struct cmd_serve_flags *
         return -1;
     }
     app->use_api = 1;
-    app->srv.lookups = &app->lookups;
     return 0;
 }
 
@@ -124,7 +127,7 @@ static int serve_start_profiles(struct serve_app *app, const struct cmd_serve_fl
                                 size_t errlen)
 {
     if (o->profiles_configmap)
-        return cmwatch_start(&app->cmwatch, &app->api, &app->srv.store, &app->srv.log,
+        return cmwatch_start(&app->cmwatch, &app->api, &app->store, &app->log,
                              o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
                              errlen);
     app->profiles_path = o->profiles;
@@ -155,25 +158,28 @@ static void serve_stop_log_queue(struct log *lg)
 
 static int serve_run(struct serve_app *app, const struct cmd_serve_flags *o)
 {
+    struct server_config cfg = o->cfg;
     sigset_t set;
     char err[768] = "";
     int rc = 1;
 
     serve_block_signals(&set);
     /* Without the queue every line is written directly: slower, still correct. */
-    if (logq_start(&app->srv.log.queue, SERVE_LOGQ_CAP, SERVE_LOGQ_FLUSH_MS, log_queue_sink,
-                   &app->srv.log))
-        log_msg(&app->srv.log, LOG_WARN, "log queue unavailable; writing each line directly", NULL,
+    if (logq_start(&app->log.queue, SERVE_LOGQ_CAP, SERVE_LOGQ_FLUSH_MS, log_queue_sink,
+                   &app->log))
+        log_msg(&app->log, LOG_WARN, "log queue unavailable; writing each line directly", NULL,
                 NULL);
-    app->srv.cfg.cert_reload_interval_ms = o->reload_interval_ms;
+    cfg.cert_reload_interval_ms = o->reload_interval_ms;
     app->watch.stop_pipe[0] = app->watch.stop_pipe[1] = app->watch.inotify_fd = -1;
     if (serve_start_api(app, o, err, sizeof(err)) ||
         serve_start_profiles(app, o, err, sizeof(err)) ||
-        server_start(&app->srv, err, sizeof(err))) {
-        log_msg(&app->srv.log, LOG_ERROR, "cannot start", "error", err);
+        server_init(&app->srv, &cfg, &app->log, &app->store, app->use_api ? &app->lookups : NULL,
+                    err, sizeof(err)) ||
+        server_start(app->srv, err, sizeof(err))) {
+        log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
         goto out;
     }
-    log_msg(&app->srv.log, LOG_INFO, "serving", "listen", o->cfg.listen);
+    log_msg(&app->log, LOG_INFO, "serving", "listen", o->cfg.listen);
     serve_wait_signals(app, &set, o->grace_s);
     rc = 0;
 out:
@@ -182,7 +188,7 @@ out:
     cmwatch_stop(&app->cmwatch);
     if (app->use_api)
         lookups_stop(&app->lookups);
-    serve_stop_log_queue(&app->srv.log);
+    serve_stop_log_queue(&app->log);
     return rc;
 }
 
@@ -201,16 +207,14 @@ int cmd_serve(int argc, char **argv)
         goto oom;
     if (pthread_mutex_init(&app->reload_mu, NULL))
         goto oom_app;
-    if (store_init(&app->srv.store, &app->srv.log))
+    app->log = (struct log){.fd = STDERR_FILENO, .min = level};
+    if (store_init(&app->store, &app->log))
         goto oom_mutex;
-    app->srv.cfg = o.cfg;
-    metrics_init(&app->srv.metrics);
-    app->srv.log = (struct log){.fd = STDERR_FILENO, .min = level};
     curl_global_init(CURL_GLOBAL_DEFAULT);
     arena_install_cjson_hooks();
     rc = serve_run(app, &o);
     curl_global_cleanup();
-    store_stop(&app->srv.store);
+    store_stop(&app->store);
     pthread_mutex_destroy(&app->reload_mu);
     free(app);
     return rc;

@@ -1,31 +1,68 @@
 #include "connguard.h"
 
+#include "err.h"
 #include "monotime.h"
 
-#include <string.h>
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 
 enum connguard_phase { CONNGUARD_WAITING, CONNGUARD_BODY, CONNGUARD_SERVING };
 
-int connguard_init(struct connguard *g, const struct connguard_limits *lim)
+#define CONNGUARD_MAGIC 0x47524431u /* "GRD1": set by init, cleared by stop */
+
+struct connguard_list {
+    pthread_mutex_t mu;
+    struct connguard_conn *head;
+    unsigned live;  /* open and not cut */
+    unsigned limit; /* most live connections */
+    struct connguard *guard;
+};
+
+struct connguard {
+    unsigned magic;
+    struct connguard_limits lim;
+    atomic_ullong cuts[CONNGUARD_REASONS];
+    atomic_ullong refused; /* at the limit with nothing to displace */
+    struct connguard_list lists[CONNGUARD_MAX_LISTS];
+    unsigned n_lists;
+    pthread_mutex_t mu; /* stop, cv */
+    pthread_cond_t cv;
+    int stop;
+    int started;
+    pthread_t thread;
+};
+
+int connguard_init(struct connguard **out, const struct connguard_limits *lim)
 {
-    memset(g, 0, sizeof(*g));
+    struct connguard *g = calloc(1, sizeof(*g));
+
+    *out = NULL;
+    if (!g)
+        return ERR_NOMEM;
     g->lim = *lim;
     if (g->lim.tick_ms == 0)
         g->lim.tick_ms = 100;
     if (monotime_cond_init(&g->cv))
-        return -1;
-    if (pthread_mutex_init(&g->mu, NULL)) {
-        pthread_cond_destroy(&g->cv);
-        return -1;
-    }
-    return 0;
+        goto fail_guard;
+    if (pthread_mutex_init(&g->mu, NULL))
+        goto fail_cv;
+    g->magic = CONNGUARD_MAGIC;
+    *out = g;
+    return ERR_OK;
+fail_cv:
+    pthread_cond_destroy(&g->cv);
+fail_guard:
+    free(g);
+    return ERR_NOMEM;
 }
 
 struct connguard_list *connguard_add_list(struct connguard *g, unsigned limit)
 {
     struct connguard_list *l;
 
+    assert(g->magic == CONNGUARD_MAGIC);
     if (g->n_lists == CONNGUARD_MAX_LISTS || g->started)
         return NULL;
     l = &g->lists[g->n_lists];
@@ -88,14 +125,20 @@ static void *connguard_main(void *arg)
 
 int connguard_start(struct connguard *g)
 {
+    assert(g->magic == CONNGUARD_MAGIC);
     if (pthread_create(&g->thread, NULL, connguard_main, g))
-        return -1;
+        return ERR_FAIL;
     g->started = 1;
-    return 0;
+    return ERR_OK;
 }
 
-void connguard_stop(struct connguard *g)
+void connguard_stop(struct connguard **pg)
 {
+    struct connguard *g = *pg;
+
+    if (!g)
+        return;
+    assert(g->magic == CONNGUARD_MAGIC);
     if (g->started) {
         pthread_mutex_lock(&g->mu);
         g->stop = 1;
@@ -109,6 +152,9 @@ void connguard_stop(struct connguard *g)
     g->n_lists = 0;
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
+    g->magic = 0;
+    free(g);
+    *pg = NULL;
 }
 
 /* Under l's lock: the connection that has waited longest, not being served. */
@@ -223,4 +269,14 @@ unsigned connguard_open_count(struct connguard *g)
         pthread_mutex_unlock(&g->lists[i].mu);
     }
     return n;
+}
+
+unsigned long long connguard_cuts(const struct connguard *g, enum connguard_reason why)
+{
+    return atomic_load(&g->cuts[why]);
+}
+
+unsigned long long connguard_refused(const struct connguard *g)
+{
+    return atomic_load(&g->refused);
 }

@@ -33,7 +33,6 @@
 #ifndef RDMA_WEBHOOK_CONNGUARD_H
 #define RDMA_WEBHOOK_CONNGUARD_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 
 /* Listeners one guard can watch: one per HTTPS thread and the plain port. */
@@ -54,11 +53,13 @@ struct connguard_limits {
     unsigned tick_ms;   /* how often deadlines are checked */
 };
 
+struct connguard;
 struct connguard_list;
 
-/* One open connection, embedded in the caller's per-connection state. */
+/* One open connection, embedded in the caller's per-connection state (so
+ * that opening one allocates nothing). Its members are connguard's: the
+ * caller never reads or writes them. */
 struct connguard_conn {
-    /* Private. */
     struct connguard_conn *prev, *next;
     struct connguard_list *list;
     int fd;
@@ -68,39 +69,18 @@ struct connguard_conn {
     atomic_llong deadline_ns; /* 0: none */
 };
 
-struct connguard_list {
-    /* Private. */
-    pthread_mutex_t mu;
-    struct connguard_conn *head;
-    unsigned live;  /* open and not cut */
-    unsigned limit; /* most live connections */
-    struct connguard *guard;
-};
-
-struct connguard {
-    struct connguard_limits lim;
-    atomic_ullong cuts[CONNGUARD_REASONS];
-    atomic_ullong refused; /* at the limit with nothing to displace */
-    /* Private. */
-    struct connguard_list lists[CONNGUARD_MAX_LISTS];
-    unsigned n_lists;
-    pthread_mutex_t mu; /* stop, cv */
-    pthread_cond_t cv;
-    int stop;
-    int started;
-    pthread_t thread;
-};
-
-/* Sets the guard up with no lists and no thread. Returns 0, or -1. */
-int connguard_init(struct connguard *g, const struct connguard_limits *lim);
+/* Allocates a guard with no lists and no thread. Returns ERR_OK, or
+ * ERR_NOMEM with *out NULL. */
+int connguard_init(struct connguard **out, const struct connguard_limits *lim);
 /* A new list for one listener that may hold limit connections (at least 1),
  * or NULL when CONNGUARD_MAX_LISTS are in use. Only before connguard_start. */
 struct connguard_list *connguard_add_list(struct connguard *g, unsigned limit);
-/* Starts the thread that enforces the deadlines. Returns 0, or -1. */
+/* Starts the thread that enforces the deadlines. Returns ERR_OK or ERR_FAIL. */
 int connguard_start(struct connguard *g);
-/* Stops the thread and frees the lists; every connection must be closed
- * (the listeners stopped). Safe after a failed or missing start. */
-void connguard_stop(struct connguard *g);
+/* Stops the thread, frees the guard and its lists and sets *g to NULL; every
+ * connection must be closed (the listeners stopped). A no-op on NULL: safe
+ * after a failed init or start, and twice. */
+void connguard_stop(struct connguard **g);
 
 /* A connection is being accepted on l: 1 to take it (having cut the
  * longest-waiting connection when l is full), 0 to refuse it. */
@@ -115,7 +95,10 @@ void connguard_headers_in(struct connguard_conn *c);   /* the body is next */
 void connguard_request_in(struct connguard_conn *c);   /* the request is whole */
 void connguard_response_out(struct connguard_conn *c); /* wait for the next */
 
-/* Connections open on every list and not cut, for metrics. */
+/* For metrics: connections open on every list and not cut; connections cut
+ * for a reason; connections refused at the limit with nothing to displace. */
 unsigned connguard_open_count(struct connguard *g);
+unsigned long long connguard_cuts(const struct connguard *g, enum connguard_reason why);
+unsigned long long connguard_refused(const struct connguard *g);
 
 #endif

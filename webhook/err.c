@@ -24,15 +24,10 @@ int err_set(char *err, size_t errlen, int code, const char *fmt, ...)
 const char *err_name(int code)
 {
     switch (code) {
-    case ERR_OK:
-        return "ok";
-    case ERR_NOMEM:
-        return "out of memory";
-    case ERR_TOO_BIG:
-        return "too large";
-    case ERR_BUSY:
-        return "busy";
-    default:
-        return "failed";
+    case ERR_OK: return "ok";
+    case ERR_NOMEM: return "out of memory";
+    case ERR_TOO_BIG: return "too large";
+    case ERR_BUSY: return "busy";
+    default: return "failed";
     }
 }

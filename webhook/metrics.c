@@ -1,7 +1,12 @@
 #include "metrics.h"
 
+#include "mutate.h"
+
 #include <stdarg.h>
 #include <string.h>
+
+_Static_assert(MUTATE_REASONS <= METRICS_REASONS_MAX, "raise METRICS_REASONS_MAX");
+_Static_assert(MUTATE_W_KINDS <= METRICS_WARNING_KINDS_MAX, "raise METRICS_WARNING_KINDS_MAX");
 
 static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
 
@@ -16,13 +21,16 @@ void metrics_init(struct metrics *m)
     memset(m, 0, sizeof(*m));
 }
 
-void metrics_admission(struct metrics *m, int ignored, enum mutate_reason reason, long long ns,
-                       size_t ops, const unsigned *warning_kinds)
+void metrics_admission(struct metrics *m, int ignored, int reason, long long ns, size_t ops,
+                       const unsigned *warning_kinds)
 {
     int b = 0;
 
-    atomic_fetch_add(&m->admissions[ignored || reason >= MUTATE_REASONS ? MUTATE_REASONS : reason],
-                     1);
+    /* The slot after the reasons counts the ignored (metrics_render). */
+    atomic_fetch_add(
+        &m->admissions[ignored || reason < 0 || reason >= MUTATE_REASONS ? METRICS_REASONS_MAX
+                                                                         : reason],
+        1);
     atomic_fetch_add(&m->patch_ops, ops);
     for (int k = 0; k < MUTATE_W_KINDS && warning_kinds; k++)
         if (warning_kinds[k])
@@ -85,7 +93,7 @@ static void metrics_render_admissions(struct metrics *m, struct metrics_out *out
                     atomic_load(&m->admissions[i]));
     }
     metrics_put(out, "rdma_webhook_admissions_total{result=\"ignored\",reason=\"\"} %llu\n",
-                atomic_load(&m->admissions[MUTATE_REASONS]));
+                atomic_load(&m->admissions[METRICS_REASONS_MAX]));
     metrics_puts(out, "# HELP rdma_webhook_http_errors_total Requests answered with an error "
                       "status.\n# TYPE rdma_webhook_http_errors_total counter\n");
     for (int i = 0; i < METRICS_HTTP_CODES; i++)

@@ -8,7 +8,6 @@
 #define RDMA_WEBHOOK_METRICS_H
 
 #include "dynbuf.h"
-#include "mutate.h"
 
 #include <stdatomic.h>
 
@@ -24,15 +23,19 @@ enum metrics_http {
 };
 
 #define METRICS_LATENCY_BUCKETS 12
+/* Room for mutate's reasons and warning kinds, without including mutate.h
+ * here: metrics.c checks at compile time that they fit. */
+#define METRICS_REASONS_MAX       32
+#define METRICS_WARNING_KINDS_MAX 32
 
 struct metrics {
-    atomic_ullong admissions[MUTATE_REASONS + 1]; /* the last: ignored, not a Pod CREATE */
+    atomic_ullong admissions[METRICS_REASONS_MAX + 1]; /* the last: ignored, not a Pod CREATE */
     atomic_ullong http_errors[METRICS_HTTP_CODES];
     atomic_ullong latency_bucket[METRICS_LATENCY_BUCKETS]; /* cumulative on render */
     atomic_ullong latency_count;
     atomic_ullong latency_sum_ns;
     atomic_ullong patch_ops;
-    atomic_ullong warnings[MUTATE_W_KINDS];
+    atomic_ullong warnings[METRICS_WARNING_KINDS_MAX];
     atomic_int in_flight;
 };
 
@@ -48,9 +51,10 @@ struct metrics_gauges {
 
 void metrics_init(struct metrics *m);
 
-/* Counts one admission; reason does not apply when ignored is set. */
-void metrics_admission(struct metrics *m, int ignored, enum mutate_reason reason, long long ns,
-                       size_t ops, const unsigned *warning_kinds);
+/* Counts one admission; reason (an enum mutate_reason) does not apply when
+ * ignored is set. warning_kinds: MUTATE_W_KINDS counts, or NULL. */
+void metrics_admission(struct metrics *m, int ignored, int reason, long long ns, size_t ops,
+                       const unsigned *warning_kinds);
 void metrics_http_error(struct metrics *m, unsigned status);
 
 /* Appends the whole exposition and returns 0, or returns ERR_TOO_BIG (out's

@@ -1,13 +1,23 @@
 #include "server.h"
 
 #include "arena.h"
+#include "bodybuf.h"
+#include "connguard.h"
+#include "err.h"
+#include "filewatch.h"
 #include "framing.h"
+#include "log.h"
 #include "logq.h"
+#include "lookups.h"
+#include "metrics.h"
 #include "monotime.h"
 #include "review.h"
+#include "store.h"
+#include "tlscreds.h"
 #include "version.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -35,6 +45,36 @@
 #define SERVER_DEADLINE_TICK_MS 100u
 /* When a request refused for the body budget may try again. */
 #define SERVER_RETRY_AFTER_S "1"
+
+/* Set by server_init, cleared by server_stop: a use of a stopped or foreign
+ * pointer fails an assert instead of corrupting memory. */
+#define SERVER_MAGIC 0x53525652u /* "SRVR" */
+
+/* One libmicrohttpd daemon and the connections it holds. */
+struct server_listener {
+    struct MHD_Daemon *daemon;
+    struct server *s;
+    struct connguard_list *conns;
+    int tls;
+};
+
+struct server {
+    unsigned magic;
+    struct server_config cfg;
+    struct log *log;
+    struct store *store;
+    struct lookups *lookups; /* NULL: no Kubernetes API, lookups answer "unknown" */
+    struct metrics metrics;
+    atomic_int draining; /* readiness goes false first when shutting down */
+    int started;         /* server_start ran: server_running may point here */
+    struct tlscreds creds;
+    struct server_listener https[SERVER_MAX_THREADS];
+    unsigned n_https;
+    struct server_listener plain;
+    struct filewatch cert_watch;
+    struct connguard *guard;
+    struct bodybuf_pool bodies;
+};
 
 enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE_METRICS };
 
@@ -157,7 +197,7 @@ static int server_is_json(const char *type)
  * metrics_render's. */
 static int server_render_limits(struct server *s, struct dynbuf *b)
 {
-    struct connguard *g = &s->guard;
+    struct connguard *g = s->guard;
 
     return dynbuf_printf(
         b,
@@ -181,9 +221,9 @@ static int server_render_limits(struct server *s, struct dynbuf *b)
         "--body-budget-bytes was used up.\n"
         "# TYPE rdma_webhook_request_body_refused_total counter\n"
         "rdma_webhook_request_body_refused_total %llu\n",
-        connguard_open_count(g), atomic_load(&g->cuts[CONNGUARD_HEADER_TIMEOUT]),
-        atomic_load(&g->cuts[CONNGUARD_BODY_TIMEOUT]), atomic_load(&g->cuts[CONNGUARD_DISPLACED]),
-        atomic_load(&g->refused), bodybuf_pool_used(&s->bodies), atomic_load(&s->bodies.refused));
+        connguard_open_count(g), connguard_cuts(g, CONNGUARD_HEADER_TIMEOUT),
+        connguard_cuts(g, CONNGUARD_BODY_TIMEOUT), connguard_cuts(g, CONNGUARD_DISPLACED),
+        connguard_refused(g), bodybuf_pool_used(&s->bodies), atomic_load(&s->bodies.refused));
 }
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
@@ -191,11 +231,11 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     const struct tlscreds_pair *cert = tlscreds_acquire(&s->creds);
     /* Every loaded version serves until the next: the generation is the count. */
     struct metrics_gauges g = {
-        .profiles_loaded = store_loaded(&s->store),
-        .profiles_rejected = store_rejected(&s->store),
+        .profiles_loaded = store_loaded(s->store),
+        .profiles_rejected = store_rejected(s->store),
         .cert_not_after = cert ? cert->not_after : 0,
         .cert_generation = tlscreds_generation(&s->creds),
-        .log_dropped = s->log.queue ? logq_dropped(s->log.queue) : 0,
+        .log_dropped = s->log->queue ? logq_dropped(s->log->queue) : 0,
         .version = RDMA_WEBHOOK_VERSION,
     };
     struct dynbuf b;
@@ -223,7 +263,7 @@ static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connecti
         return server_metrics(s, conn);
     if (route == ROUTE_HEALTHZ)
         return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
-    ready = store_ready(&s->store) && !atomic_load(&s->draining);
+    ready = store_ready(s->store) && !atomic_load(&s->draining);
     if (ready)
         return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
     return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -235,7 +275,7 @@ static void server_log_admission(struct server *s, const struct review_summary *
 {
     struct log_line l;
 
-    log_begin(&l, &s->log, sum->error[0] ? LOG_ERROR : LOG_INFO, "admission");
+    log_begin(&l, s->log, sum->error[0] ? LOG_ERROR : LOG_INFO, "admission");
     log_str(&l, "uid", sum->uid);
     log_str(&l, "namespace", sum->namespace_);
     log_str(&l, "pod", sum->name);
@@ -260,7 +300,7 @@ static void server_count(struct server *s, const struct review_summary *sum, lon
 static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *conn,
                                     struct server_request *req)
 {
-    struct store_snapshot *snap = store_acquire(&s->store);
+    struct store_snapshot *snap = store_acquire(s->store);
     struct mutate_hooks hooks = {0};
     struct lookups_request lookups;
     struct arena arena;
@@ -291,7 +331,7 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
         if (!sum.ignored)
             server_log_admission(s, &sum, ns / 1000);
     } else {
-        log_msg(&s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));
+        log_msg(s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));
         dynbuf_addc(&out, '\n');
     }
     len = out.len;
@@ -547,9 +587,8 @@ int server_parse_listen(const char *spec, void *storage, unsigned *len, char *er
     int rc;
 
     if (!colon || !colon[1]) {
-        snprintf(err, errlen, "listen address \"%s\" needs a port, e.g. 127.0.0.1:8443 or :8443",
-                 spec);
-        return -1;
+        return err_set(err, errlen, ERR_FAIL,
+                       "listen address \"%s\" needs a port, e.g. 127.0.0.1:8443 or :8443", spec);
     }
     hlen = (size_t)(colon - spec);
     if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
@@ -557,15 +596,14 @@ int server_parse_listen(const char *spec, void *storage, unsigned *len, char *er
         hlen -= 2;
     }
     if (hlen >= sizeof(host)) {
-        snprintf(err, errlen, "listen host is too long");
-        return -1;
+        return err_set(err, errlen, ERR_FAIL, "listen host is too long");
     }
     memcpy(host, spec, hlen);
     host[hlen] = '\0';
     rc = getaddrinfo(hlen ? host : NULL, colon + 1, &hints, &ai);
     if (rc != 0 || !ai) {
-        snprintf(err, errlen, "cannot use listen address \"%s\": %s", spec, gai_strerror(rc));
-        return -1;
+        return err_set(err, errlen, ERR_FAIL, "cannot use listen address \"%s\": %s", spec,
+                       gai_strerror(rc));
     }
     memcpy(storage, ai->ai_addr, ai->ai_addrlen);
     *len = (unsigned)ai->ai_addrlen;
@@ -608,7 +646,7 @@ static void server_log_cert(struct server *s, int unchanged)
     long long days_left = (p->not_after - (long long)time(NULL)) / 86400;
     struct log_line l;
 
-    log_begin(&l, &s->log, LOG_INFO, "serving certificate loaded");
+    log_begin(&l, s->log, LOG_INFO, "serving certificate loaded");
     log_str(&l, "serial", p->serial);
     log_int(&l, "not_after", p->not_after);
     log_int(&l, "days_left", days_left);
@@ -617,7 +655,7 @@ static void server_log_cert(struct server *s, int unchanged)
         log_str(&l, "unchanged", "true");
     log_end(&l);
     if (days_left < (long long)s->cfg.cert_expiry_warn_days) {
-        log_begin(&l, &s->log, LOG_WARN, "serving certificate expires soon; rotate it");
+        log_begin(&l, s->log, LOG_WARN, "serving certificate expires soon; rotate it");
         log_str(&l, "serial", p->serial);
         log_int(&l, "days_left", days_left);
         log_end(&l);
@@ -642,7 +680,7 @@ void server_reload_certs(struct server *s)
             return;
         }
     }
-    log_msg(&s->log, LOG_ERROR, "new certificate rejected; the previous one keeps serving", "error",
+    log_msg(s->log, LOG_ERROR, "new certificate rejected; the previous one keeps serving", "error",
             err);
 }
 
@@ -665,7 +703,7 @@ __attribute__((format(printf, 2, 0))) static void server_mhd_log(void *cls, cons
     n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         msg[--n] = '\0';
-    log_msg(&s->log, LOG_DEBUG, "libmicrohttpd", "detail", msg);
+    log_msg(s->log, LOG_DEBUG, "libmicrohttpd", "detail", msg);
 }
 
 #define SERVER_MAX_OPTIONS 14
@@ -733,7 +771,7 @@ static int server_daemon(struct server *s, struct server_listener *ls,
 
     ls->s = s;
     ls->tls = tls;
-    ls->conns = connguard_add_list(&s->guard, conn_limit);
+    ls->conns = connguard_add_list(s->guard, conn_limit);
     if (!ls->conns)
         return -1;
     if (addr->ss_family == AF_INET6)
@@ -814,9 +852,8 @@ static int server_start_https(struct server *s, char *err, size_t errlen)
     }
     return 0;
 in_use:
-    snprintf(err, errlen, "cannot listen on %s with TLS (in use, or no permission?)",
-             s->cfg.listen);
-    return -1;
+    return err_set(err, errlen, ERR_FAIL,
+                   "cannot listen on %s with TLS (in use, or no permission?)", s->cfg.listen);
 }
 
 static int server_start_plain(struct server *s, char *err, size_t errlen)
@@ -825,13 +862,11 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
     unsigned addrlen;
 
     if (server_parse_listen(s->cfg.metrics_listen, &addr, &addrlen, err, errlen))
-        return -1;
-    if (server_daemon(s, &s->plain, &addr, 0, 0, s->cfg.conn_limit)) {
-        snprintf(err, errlen, "cannot listen on %s (in use, or no permission?)",
-                 s->cfg.metrics_listen);
-        return -1;
-    }
-    return 0;
+        return ERR_FAIL;
+    if (server_daemon(s, &s->plain, &addr, 0, 0, s->cfg.conn_limit))
+        return err_set(err, errlen, ERR_FAIL, "cannot listen on %s (in use, or no permission?)",
+                       s->cfg.metrics_listen);
+    return ERR_OK;
 }
 
 static int server_watch_certs(struct server *s, char *err, size_t errlen)
@@ -857,60 +892,94 @@ static int server_init_limits(struct server *s)
     return connguard_init(&s->guard, &lim);
 }
 
+int server_init(struct server **out, const struct server_config *cfg, struct log *log,
+                struct store *store, struct lookups *lookups, char *err, size_t errlen)
+{
+    struct server *s = calloc(1, sizeof(*s));
+
+    *out = NULL;
+    if (!s)
+        goto nomem;
+    s->cfg = *cfg;
+    s->log = log;
+    s->store = store;
+    s->lookups = lookups;
+    metrics_init(&s->metrics);
+    if (tlscreds_init(&s->creds))
+        goto nomem_server;
+    if (server_init_limits(s))
+        goto nomem_creds;
+    /* filewatch_stop is safe on a watch that never started only like this. */
+    s->cert_watch.stop_pipe[0] = s->cert_watch.stop_pipe[1] = s->cert_watch.inotify_fd = -1;
+    s->magic = SERVER_MAGIC;
+    *out = s;
+    return ERR_OK;
+nomem_creds:
+    tlscreds_stop(&s->creds);
+nomem_server:
+    free(s);
+nomem:
+    return err_set(err, errlen, ERR_NOMEM, "out of memory setting up the server");
+}
+
 int server_start(struct server *s, char *err, size_t errlen)
 {
-    err[0] = '\0';
-    if (server_running) {
-        snprintf(err, errlen, "a server is already running in this process");
-        return -1;
-    }
-    if (tlscreds_init(&s->creds)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (server_init_limits(s)) {
-        tlscreds_stop(&s->creds);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    assert(s->magic == SERVER_MAGIC);
+    if (server_running)
+        return err_set(err, errlen, ERR_FAIL, "a server is already running in this process");
     server_running = s;
+    s->started = 1;
     if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) < 0 ||
         server_watch_certs(s, err, errlen))
-        goto fail;
+        return ERR_FAIL;
     if (server_start_https(s, err, errlen) ||
         (s->cfg.metrics_listen && *s->cfg.metrics_listen && server_start_plain(s, err, errlen)))
-        goto fail;
-    if (connguard_start(&s->guard)) {
-        snprintf(err, errlen, "cannot start the connection deadline thread");
-        goto fail;
-    }
+        return ERR_FAIL;
+    if (connguard_start(s->guard))
+        return err_set(err, errlen, ERR_FAIL, "cannot start the connection deadline thread");
     server_log_cert(s, 0);
-    return 0;
-fail:
-    server_stop(s);
-    return -1;
+    return ERR_OK;
 }
 
 void server_quiesce(struct server *s)
 {
+    assert(s->magic == SERVER_MAGIC);
     /* Readiness and server_accept_policy() read this. */
     atomic_store(&s->draining, 1);
 }
 
-void server_stop(struct server *s)
+int server_in_flight(struct server *s)
 {
-    if (server_running != s)
-        return;
-    /* The daemons close their connections, which let go of their deadlines
-     * and certificate pairs: only then can those go. */
+    assert(s->magic == SERVER_MAGIC);
+    return atomic_load(&s->metrics.in_flight);
+}
+
+/* The daemons close their connections, which let go of their deadlines and
+ * certificate pairs: only then can those go. */
+static void server_stop_listeners(struct server *s)
+{
     for (unsigned i = 0; i < s->n_https; i++)
         MHD_stop_daemon(s->https[i].daemon);
     s->n_https = 0;
     if (s->plain.daemon)
         MHD_stop_daemon(s->plain.daemon);
     s->plain.daemon = NULL;
+}
+
+void server_stop(struct server **ps)
+{
+    struct server *s = *ps;
+
+    if (!s)
+        return;
+    assert(s->magic == SERVER_MAGIC);
+    server_stop_listeners(s);
     filewatch_stop(&s->cert_watch);
     connguard_stop(&s->guard);
     tlscreds_stop(&s->creds);
-    server_running = NULL;
+    if (s->started && server_running == s)
+        server_running = NULL;
+    s->magic = 0;
+    free(s);
+    *ps = NULL;
 }

@@ -22,36 +22,20 @@
  * connections already open keep their session, new handshakes get the new
  * certificate.
  *
- * struct server is the process's one mutable context: everything the request
- * threads share lives in it.
+ * struct server is opaque: server_init() allocates it and the owner sees only
+ * the functions below. The log, the profiles store and the lookups are the
+ * caller's, shared by pointer, and outlive the server.
  */
 #ifndef RDMA_WEBHOOK_SERVER_H
 #define RDMA_WEBHOOK_SERVER_H
 
-#include "bodybuf.h"
-#include "connguard.h"
-#include "filewatch.h"
-#include "log.h"
-#include "lookups.h"
-#include "metrics.h"
-#include "mutate.h"
-#include "store.h"
-#include "tlscreds.h"
-
-#include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
 
-struct MHD_Daemon;
+struct log;
+struct lookups;
 struct server;
-
-/* One libmicrohttpd daemon and the connections it holds. Private. */
-struct server_listener {
-    struct MHD_Daemon *daemon;
-    struct server *s;
-    struct connguard_list *conns;
-    int tls;
-};
+struct store;
 
 /* Most HTTPS threads (--threads). */
 #define SERVER_MAX_THREADS 64
@@ -116,34 +100,28 @@ struct server_config {
     unsigned cert_expiry_warn_days;
 };
 
-struct server {
-    struct server_config cfg;
-    struct log log;
-    struct store store;
-    struct lookups *lookups; /* NULL: no Kubernetes API, lookups answer "unknown" */
-    struct metrics metrics;
-    atomic_int draining; /* readiness goes false first when shutting down */
-    struct tlscreds creds;
-    /* Private. */
-    struct server_listener https[SERVER_MAX_THREADS];
-    unsigned n_https;
-    struct server_listener plain;
-    struct filewatch cert_watch;
-    struct connguard guard;
-    struct bodybuf_pool bodies;
-};
-
-/* Loads the certificate, starts both listeners and the certificate watch.
- * Only one server may run per process: the TLS handshake callback has no
- * argument of its own, so it finds the credentials through the one server
- * context. Returns 0, or -1 with a message in err. */
+/* Allocates the server in its stopped state: counters, certificate slot,
+ * connection deadlines and body budget, no thread and no socket yet. log and
+ * store are required; lookups may be NULL (no Kubernetes API: lookups answer
+ * "unknown"). cfg is copied. Returns ERR_OK, or ERR_NOMEM with *out NULL. */
+int server_init(struct server **out, const struct server_config *cfg, struct log *log,
+                struct store *store, struct lookups *lookups, char *err, size_t errlen);
+/* Loads the certificate, starts both listeners, the certificate watch and
+ * the deadline thread. Only one server may run per process: the TLS
+ * handshake callback has no argument of its own, so it finds the credentials
+ * through the one running server. Returns ERR_OK, or ERR_FAIL with a message
+ * in err (server_stop() undoes what was started). */
 int server_start(struct server *s, char *err, size_t errlen);
 /* Reloads the certificate and key now (SIGHUP); the old pair stays on error. */
 void server_reload_certs(struct server *s);
 /* Readiness goes false and new HTTPS connections are closed as soon as they
  * are accepted; open connections and requests in flight go on. */
 void server_quiesce(struct server *s);
-void server_stop(struct server *s);
+/* Requests being handled now: the drain waits for 0. */
+int server_in_flight(struct server *s);
+/* Stops whatever runs, frees the server and sets *s to NULL. A no-op on
+ * NULL, so it is safe after a failed server_init() and twice. */
+void server_stop(struct server **s);
 
 /* Parses "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" into a socket address.
  * Returns 0, or -1 with a message in err. */

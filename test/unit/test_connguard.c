@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "connguard.h"
+#include "err.h"
 
 struct pair {
     int ours, peer; /* ours is what the guard holds */
@@ -59,43 +60,43 @@ static const struct connguard_limits no_deadlines = {0, 0, 0, 10};
 
 TEST(test_admit_below_the_limit_cuts_nothing)
 {
-    struct connguard g;
+    struct connguard *g;
     struct connguard_list *l;
     struct pair a;
 
     assert_int_equal(connguard_init(&g, &no_deadlines), 0);
-    l = connguard_add_list(&g, 2);
+    l = connguard_add_list(g, 2);
     assert_non_null(l);
     pair_open(&a, l);
     assert_int_equal(connguard_admit(l), 1);
     assert_false(pair_cut_within(&a, 0));
-    assert_int_equal(connguard_open_count(&g), 1);
+    assert_int_equal(connguard_open_count(g), 1);
     pair_close(&a);
-    assert_int_equal(connguard_open_count(&g), 0);
+    assert_int_equal(connguard_open_count(g), 0);
     connguard_stop(&g);
 }
 
 TEST(test_at_the_limit_the_longest_waiting_gives_way)
 {
-    struct connguard g;
+    struct connguard *g;
     struct connguard_list *l;
     struct pair a, b, c;
 
     assert_int_equal(connguard_init(&g, &no_deadlines), 0);
-    l = connguard_add_list(&g, 2);
+    l = connguard_add_list(g, 2);
     pair_open(&a, l);
     pause_ms(2);
     pair_open(&b, l);
     assert_int_equal(connguard_admit(l), 1);
     assert_true(pair_cut_within(&a, 0));
     assert_false(pair_cut_within(&b, 0));
-    assert_int_equal(atomic_load(&g.cuts[CONNGUARD_DISPLACED]), 1);
-    assert_int_equal(connguard_open_count(&g), 1);
+    assert_int_equal(connguard_cuts(g, CONNGUARD_DISPLACED), 1);
+    assert_int_equal(connguard_open_count(g), 1);
     /* The cut one is not counted again when libmicrohttpd closes it. */
     pair_close(&a);
-    assert_int_equal(connguard_open_count(&g), 1);
+    assert_int_equal(connguard_open_count(g), 1);
     pair_open(&c, l);
-    assert_int_equal(connguard_open_count(&g), 2);
+    assert_int_equal(connguard_open_count(g), 2);
     pair_close(&b);
     pair_close(&c);
     connguard_stop(&g);
@@ -104,12 +105,12 @@ TEST(test_at_the_limit_the_longest_waiting_gives_way)
 /* A response resets the wait: the connection idle since longest goes. */
 TEST(test_waiting_counts_from_the_phase_start)
 {
-    struct connguard g;
+    struct connguard *g;
     struct connguard_list *l;
     struct pair a, b;
 
     assert_int_equal(connguard_init(&g, &no_deadlines), 0);
-    l = connguard_add_list(&g, 2);
+    l = connguard_add_list(g, 2);
     pair_open(&a, l);
     pause_ms(2);
     pair_open(&b, l);
@@ -127,12 +128,12 @@ TEST(test_waiting_counts_from_the_phase_start)
 
 TEST(test_connections_being_served_never_give_way)
 {
-    struct connguard g;
+    struct connguard *g;
     struct connguard_list *l;
     struct pair a, b;
 
     assert_int_equal(connguard_init(&g, &no_deadlines), 0);
-    l = connguard_add_list(&g, 2);
+    l = connguard_add_list(g, 2);
     pair_open(&a, l);
     pair_open(&b, l);
     connguard_headers_in(&a.c);
@@ -140,7 +141,7 @@ TEST(test_connections_being_served_never_give_way)
     connguard_headers_in(&b.c);
     connguard_request_in(&b.c);
     assert_int_equal(connguard_admit(l), 0);
-    assert_int_equal(atomic_load(&g.refused), 1);
+    assert_int_equal(connguard_refused(g), 1);
     assert_false(pair_cut_within(&a, 0));
     assert_false(pair_cut_within(&b, 0));
     /* One receiving its body may give way. */
@@ -156,13 +157,13 @@ TEST(test_connections_being_served_never_give_way)
 /* Lists are apart: a full list displaces only its own connections. */
 TEST(test_each_list_has_its_own_limit)
 {
-    struct connguard g;
+    struct connguard *g;
     struct connguard_list *l1, *l2;
     struct pair a, b;
 
     assert_int_equal(connguard_init(&g, &no_deadlines), 0);
-    l1 = connguard_add_list(&g, 1);
-    l2 = connguard_add_list(&g, 1);
+    l1 = connguard_add_list(g, 1);
+    l2 = connguard_add_list(g, 1);
     pair_open(&a, l1);
     pair_open(&b, l2);
     assert_int_equal(connguard_admit(l2), 1);
@@ -175,12 +176,12 @@ TEST(test_each_list_has_its_own_limit)
 
 TEST(test_lists_run_out)
 {
-    struct connguard g;
+    struct connguard *g;
 
     assert_int_equal(connguard_init(&g, &no_deadlines), 0);
     for (int i = 0; i < CONNGUARD_MAX_LISTS; i++)
-        assert_non_null(connguard_add_list(&g, 1));
-    assert_null(connguard_add_list(&g, 1));
+        assert_non_null(connguard_add_list(g, 1));
+    assert_null(connguard_add_list(g, 1));
     connguard_stop(&g);
 }
 
@@ -192,13 +193,13 @@ TEST(test_deadlines_cut_each_phase)
 {
     const struct connguard_limits lim = {
         .header_ms = 300, .body_ms = 450, .idle_ms = 600, .tick_ms = 10};
-    struct connguard g;
+    struct connguard *g;
     struct connguard_list *l;
     struct pair headers, body, idle, served;
 
     assert_int_equal(connguard_init(&g, &lim), 0);
-    l = connguard_add_list(&g, 8);
-    assert_int_equal(connguard_start(&g), 0);
+    l = connguard_add_list(g, 8);
+    assert_int_equal(connguard_start(g), 0);
     pair_open(&headers, l);
     pair_open(&body, l);
     pair_open(&idle, l);
@@ -215,9 +216,9 @@ TEST(test_deadlines_cut_each_phase)
     assert_true(pair_cut_within(&body, 2000));
     assert_true(pair_cut_within(&idle, 2000));
     assert_false(pair_cut_within(&served, 300));
-    assert_int_equal(atomic_load(&g.cuts[CONNGUARD_HEADER_TIMEOUT]), 2);
-    assert_int_equal(atomic_load(&g.cuts[CONNGUARD_BODY_TIMEOUT]), 1);
-    assert_int_equal(connguard_open_count(&g), 1);
+    assert_int_equal(connguard_cuts(g, CONNGUARD_HEADER_TIMEOUT), 2);
+    assert_int_equal(connguard_cuts(g, CONNGUARD_BODY_TIMEOUT), 1);
+    assert_int_equal(connguard_open_count(g), 1);
     pair_close(&headers);
     pair_close(&body);
     pair_close(&idle);
@@ -233,6 +234,27 @@ TEST(test_phase_changes_take_null)
     connguard_response_out(NULL);
 }
 
+/* The lifecycle convention: stop undoes init whatever happened between, is
+ * a no-op on NULL, and leaves NULL behind, so a second stop is harmless. */
+TEST(test_stop_is_safe_after_init_without_start_and_twice)
+{
+    const struct connguard_limits lim = {0};
+    struct connguard *g = NULL;
+
+    connguard_stop(&g);
+    assert_null(g);
+    assert_int_equal(connguard_init(&g, &lim), ERR_OK);
+    assert_non_null(g);
+    assert_non_null(connguard_add_list(g, 1));
+    connguard_stop(&g);
+    assert_null(g);
+    connguard_stop(&g);
+    assert_int_equal(connguard_init(&g, &lim), ERR_OK);
+    assert_int_equal(connguard_start(g), ERR_OK);
+    connguard_stop(&g);
+    assert_null(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_lists_run_out),
         cmocka_unit_test(test_deadlines_cut_each_phase),
         cmocka_unit_test(test_phase_changes_take_null),
+        cmocka_unit_test(test_stop_is_safe_after_init_without_start_and_twice),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

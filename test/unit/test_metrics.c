@@ -11,6 +11,7 @@
 
 #include "dynbuf.h"
 #include "metrics.h"
+#include "mutate.h"
 
 static const struct metrics_gauges gauges = {.version = "test"};
 
