@@ -31,7 +31,7 @@ int cmd_gen_certs(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     struct certs_gen_opts o = {.out_dir = "certs/dev"};
     unsigned long long days;
-    char err[512];
+    char err[ERR_LEN];
     int c;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -40,8 +40,10 @@ int cmd_gen_certs(int argc, char **argv)
         case 's': o.service = optarg; break;
         case 'n': o.namespace_ = optarg; break;
         case 'd':
-            if (cmd_parse_uint("days", optarg, 1, 36500, &days))
+            if (cmd_parse_uint("days", optarg, 1, 36500, &days, err, sizeof(err))) {
+                fprintf(stderr, "rdma-webhook gen-certs: %s\n", err);
                 return 2;
+            }
             o.days = (int)days;
             break;
         case 'h': gen_certs_usage(stdout); return 0;
