@@ -23,34 +23,34 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#define DEFAULT_NAME "rdma-webhook"
-#define DEFAULT_DAYS 365
-#define MAX_DAYS     36500
-#define CA_CN        "rdma-webhook-ca"
-#define SKEW_SECONDS (5 * 60)
-#define SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
-#define CN_MAX       64  /* ub-common-name */
-#define REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
+#define CERTS_DEFAULT_NAME "rdma-webhook"
+#define CERTS_DEFAULT_DAYS 365
+#define CERTS_MAX_DAYS     36500
+#define CERTS_CA_CN        "rdma-webhook-ca"
+#define CERTS_SKEW_SECONDS (5 * 60)
+#define CERTS_SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
+#define CERTS_CN_MAX       64  /* ub-common-name */
+#define CERTS_REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
 
 /* Order of the renames too: each key lands before its certificate, so a
  * watcher woken by the certificate's change finds the matching key. */
-enum { F_CA_KEY, F_CA_CRT, F_TLS_KEY, F_TLS_CRT, F_COUNT };
+enum { CERTS_F_CA_KEY, CERTS_F_CA_CRT, CERTS_F_TLS_KEY, CERTS_F_TLS_CRT, CERTS_F_COUNT };
 
-struct gen_params {
+struct certs_params {
     const char *dir;
     const char *service;
     const char *ns;
     int days;
 };
 
-struct staged {
+struct certs_staged {
     char *path;
     char *tmp;
     int created; /* tmp exists on disk and must be renamed or unlinked */
 };
 
 /* Bounded text for log fields: always terminated, marked "..." when cut. */
-struct text {
+struct certs_text {
     char *p;
     size_t cap;
     size_t len;
@@ -85,27 +85,27 @@ static int certs_ssl_err(char *err, size_t errlen, const char *what)
                    what, reason);
 }
 
-static int certs_resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, char *err,
+static int certs_resolve_opts(const struct certs_gen_opts *o, struct certs_params *p, char *err,
                               size_t errlen)
 {
     if (o == NULL || o->out_dir == NULL || o->out_dir[0] == '\0')
         return err_set(err, errlen, ERR_FAIL, "no output directory: pass --out-dir DIR");
     p->dir = o->out_dir;
-    p->service = o->service != NULL ? o->service : DEFAULT_NAME;
-    p->ns = o->namespace_ != NULL ? o->namespace_ : DEFAULT_NAME;
-    p->days = o->days != 0 ? o->days : DEFAULT_DAYS;
+    p->service = o->service != NULL ? o->service : CERTS_DEFAULT_NAME;
+    p->ns = o->namespace_ != NULL ? o->namespace_ : CERTS_DEFAULT_NAME;
+    p->days = o->days != 0 ? o->days : CERTS_DEFAULT_DAYS;
     if (!k8sname_label(p->service) || !k8sname_label(p->ns))
         return err_set(err, errlen, ERR_FAIL,
                        "invalid service '%s' or namespace '%s': use lowercase "
                        "letters, digits and '-', at most 63 characters",
                        p->service, p->ns);
-    if (p->days < 1 || p->days > MAX_DAYS)
+    if (p->days < 1 || p->days > CERTS_MAX_DAYS)
         return err_set(err, errlen, ERR_FAIL, "invalid --days %d: use a value from 1 to %d",
-                       p->days, MAX_DAYS);
+                       p->days, CERTS_MAX_DAYS);
     return ERR_OK;
 }
 
-static int make_key(EVP_PKEY **key, char *err, size_t errlen)
+static int certs_make_key(EVP_PKEY **key, char *err, size_t errlen)
 {
     *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
     return *key != NULL ? ERR_OK : certs_ssl_err(err, errlen, "generate an ECDSA P-256 key");
@@ -115,7 +115,7 @@ static int certs_set_random_serial(X509 *x)
 {
     BIGNUM *bn = BN_new();
     /* Top bit forced: exactly 159 bits, so never zero and never negative. */
-    int ok = bn != NULL && BN_rand(bn, SERIAL_BITS, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) &&
+    int ok = bn != NULL && BN_rand(bn, CERTS_SERIAL_BITS, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) &&
              BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
 
     BN_free(bn);
@@ -132,7 +132,7 @@ static int certs_add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 }
 
 /* What both certificates share; the caller adds issuer, extensions, signature. */
-static X509 *new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
+static X509 *certs_new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
 {
     X509 *x = X509_new();
     int ok = 0;
@@ -142,7 +142,7 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
     if (!X509_set_version(x, X509_VERSION_3) || !certs_set_random_serial(x))
         goto out;
     /* Backdated so that a node whose clock runs behind accepts it at once. */
-    if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -SKEW_SECONDS, &now) == NULL ||
+    if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -CERTS_SKEW_SECONDS, &now) == NULL ||
         X509_time_adj_ex(X509_getm_notAfter(x), days, 0, &now) == NULL)
         goto out;
     if (!X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
@@ -161,7 +161,7 @@ out:
 static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
 {
     X509V3_CTX ctx;
-    X509 *x = new_cert(key, CA_CN, days, now);
+    X509 *x = certs_new_cert(key, CERTS_CA_CN, days, now);
     int ok = 0;
 
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(x)))
@@ -185,15 +185,15 @@ out:
 
 /* Clients match the SANs; the CN is informational, but it is capped at 64
  * characters and a too-long one would make generation fail. */
-static void certs_leaf_cn(const struct gen_params *p, char *cn, size_t len)
+static void certs_leaf_cn(const struct certs_params *p, char *cn, size_t len)
 {
     int n = snprintf(cn, len, "%s.%s.svc", p->service, p->ns);
 
-    if (n < 0 || (size_t)n > CN_MAX)
+    if (n < 0 || (size_t)n > CERTS_CN_MAX)
         snprintf(cn, len, "%s", p->service);
 }
 
-static int certs_leaf_sans(const struct gen_params *p, char *san, size_t len)
+static int certs_leaf_sans(const struct certs_params *p, char *san, size_t len)
 {
     const char *s = p->service, *ns = p->ns;
     int n = snprintf(san, len,
@@ -204,8 +204,8 @@ static int certs_leaf_sans(const struct gen_params *p, char *san, size_t len)
     return n >= 0 && (size_t)n < len;
 }
 
-static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct gen_params *p,
-                       time_t now)
+static X509 *certs_make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
+                             const struct certs_params *p, time_t now)
 {
     char cn[2 * K8SNAME_LABEL_MAX + 8];
     char san[8 * K8SNAME_LABEL_MAX + 128];
@@ -216,7 +216,7 @@ static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct g
     certs_leaf_cn(p, cn, sizeof cn);
     if (!certs_leaf_sans(p, san, sizeof san))
         goto out;
-    x = new_cert(key, cn, p->days, now);
+    x = certs_new_cert(key, cn, p->days, now);
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(ca)))
         goto out;
     X509V3_set_ctx_nodb(&ctx);
@@ -301,7 +301,7 @@ static int certs_write_all(int fd, const char *data, size_t len)
 
 /* In memory first so the file is written with write(2) and can be fsync'd;
  * keys go to a secure-memory BIO, which is wiped when freed. */
-static BIO *pem_of(X509 *cert, EVP_PKEY *key)
+static BIO *certs_pem_of(X509 *cert, EVP_PKEY *key)
 {
     BIO *b = BIO_new(cert != NULL ? BIO_s_mem() : BIO_s_secmem());
     int ok =
@@ -331,7 +331,7 @@ static int certs_fill_and_close(int fd, mode_t mode, const char *data, size_t le
 
 /* A temporary file in the target directory, so that rename() is atomic. */
 static int certs_stage_file(const char *dir, const char *name, mode_t mode, BIO *pem,
-                            struct staged *s, char *err, size_t errlen)
+                            struct certs_staged *s, char *err, size_t errlen)
 {
     char tmpl[64];
     char *data = NULL;
@@ -357,22 +357,22 @@ static int certs_stage_file(const char *dir, const char *name, mode_t mode, BIO 
 }
 
 static int certs_stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls,
-                           EVP_PKEY *tls_key, struct staged *files, char *err, size_t errlen)
+                           EVP_PKEY *tls_key, struct certs_staged *files, char *err, size_t errlen)
 {
     const struct {
         const char *name;
         mode_t mode;
         X509 *cert;
         EVP_PKEY *key;
-    } spec[F_COUNT] = {
-        [F_CA_KEY] = {"ca.key", 0600, NULL, ca_key},
-        [F_CA_CRT] = {"ca.crt", 0644, ca, NULL},
-        [F_TLS_KEY] = {"tls.key", 0600, NULL, tls_key},
-        [F_TLS_CRT] = {"tls.crt", 0644, tls, NULL},
+    } spec[CERTS_F_COUNT] = {
+        [CERTS_F_CA_KEY] = {"ca.key", 0600, NULL, ca_key},
+        [CERTS_F_CA_CRT] = {"ca.crt", 0644, ca, NULL},
+        [CERTS_F_TLS_KEY] = {"tls.key", 0600, NULL, tls_key},
+        [CERTS_F_TLS_CRT] = {"tls.crt", 0644, tls, NULL},
     };
 
-    for (int i = 0; i < F_COUNT; i++) {
-        BIO *pem = pem_of(spec[i].cert, spec[i].key);
+    for (int i = 0; i < CERTS_F_COUNT; i++) {
+        BIO *pem = certs_pem_of(spec[i].cert, spec[i].key);
         int rc;
 
         if (pem == NULL)
@@ -402,9 +402,9 @@ static int certs_fsync_dir(const char *dir, char *err, size_t errlen)
     return ret;
 }
 
-static int certs_commit_all(const char *dir, struct staged *files, char *err, size_t errlen)
+static int certs_commit_all(const char *dir, struct certs_staged *files, char *err, size_t errlen)
 {
-    for (int i = 0; i < F_COUNT; i++) {
+    for (int i = 0; i < CERTS_F_COUNT; i++) {
         if (rename(files[i].tmp, files[i].path) != 0)
             return err_set(err, errlen, ERR_FAIL,
                            "cannot replace %s: %s: check permissions of %s, then "
@@ -415,9 +415,9 @@ static int certs_commit_all(const char *dir, struct staged *files, char *err, si
     return certs_fsync_dir(dir, err, errlen);
 }
 
-static void certs_unstage_all(struct staged *files)
+static void certs_unstage_all(struct certs_staged *files)
 {
-    for (int i = 0; i < F_COUNT; i++) {
+    for (int i = 0; i < CERTS_F_COUNT; i++) {
         if (files[i].created)
             unlink(files[i].tmp);
         free(files[i].tmp);
@@ -427,8 +427,8 @@ static void certs_unstage_all(struct staged *files)
 
 int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
 {
-    struct gen_params p = {0};
-    struct staged files[F_COUNT];
+    struct certs_params p = {0};
+    struct certs_staged files[CERTS_F_COUNT];
     EVP_PKEY *ca_key = NULL, *tls_key = NULL;
     X509 *ca = NULL, *tls = NULL;
     time_t now = time(NULL);
@@ -436,11 +436,11 @@ int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
 
     memset(files, 0, sizeof files);
     if ((ret = certs_resolve_opts(o, &p, err, errlen)) != ERR_OK ||
-        (ret = make_key(&ca_key, err, errlen)) != ERR_OK ||
-        (ret = make_key(&tls_key, err, errlen)) != ERR_OK)
+        (ret = certs_make_key(&ca_key, err, errlen)) != ERR_OK ||
+        (ret = certs_make_key(&tls_key, err, errlen)) != ERR_OK)
         goto out;
     if ((ca = certs_make_ca(ca_key, p.days, now)) == NULL ||
-        (tls = make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
+        (tls = certs_make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
         ret = certs_ssl_err(err, errlen, "build the certificates");
         goto out;
     }
@@ -470,7 +470,7 @@ static int certs_no_passphrase(char *buf, int size, int rwflag, void *u)
 
 /* Certificates and keys come from files (the CLI) or from bytes already read
  * (the server, which must check exactly what it serves): one BIO either way. */
-static int file_bio(const char *path, BIO **b, char *err, size_t errlen)
+static int certs_file_bio(const char *path, BIO **b, char *err, size_t errlen)
 {
     *b = BIO_new_file(path, "r");
     if (*b == NULL)
@@ -481,8 +481,8 @@ static int file_bio(const char *path, BIO **b, char *err, size_t errlen)
     return ERR_OK;
 }
 
-static int mem_bio(const char *pem, size_t len, const char *name, BIO **b, char *err,
-                   size_t errlen)
+static int certs_mem_bio(const char *pem, size_t len, const char *name, BIO **b, char *err,
+                         size_t errlen)
 {
     *b = NULL;
     if (len > INT_MAX)
@@ -494,7 +494,7 @@ static int mem_bio(const char *pem, size_t len, const char *name, BIO **b, char 
 }
 
 /* Both take over b. */
-static int cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
+static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
 {
     char reason[256];
     int rc = ERR_OK;
@@ -511,7 +511,7 @@ static int cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t e
     return rc;
 }
 
-static int key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, size_t errlen)
+static int certs_key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, size_t errlen)
 {
     char reason[256];
     int rc = ERR_OK;
@@ -528,22 +528,22 @@ static int key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, siz
     return rc;
 }
 
-static int read_cert(const char *path, X509 **x, char *err, size_t errlen)
+static int certs_read_cert(const char *path, X509 **x, char *err, size_t errlen)
 {
     BIO *b;
-    int rc = file_bio(path, &b, err, errlen);
+    int rc = certs_file_bio(path, &b, err, errlen);
 
     *x = NULL;
-    return rc != ERR_OK ? rc : cert_from_bio(b, path, x, err, errlen);
+    return rc != ERR_OK ? rc : certs_cert_from_bio(b, path, x, err, errlen);
 }
 
-static int read_key(const char *path, EVP_PKEY **key, char *err, size_t errlen)
+static int certs_read_key(const char *path, EVP_PKEY **key, char *err, size_t errlen)
 {
     BIO *b;
-    int rc = file_bio(path, &b, err, errlen);
+    int rc = certs_file_bio(path, &b, err, errlen);
 
     *key = NULL;
-    return rc != ERR_OK ? rc : key_from_bio(b, path, key, err, errlen);
+    return rc != ERR_OK ? rc : certs_key_from_bio(b, path, key, err, errlen);
 }
 
 static void certs_time_str(const ASN1_TIME *t, char *buf, size_t len)
@@ -588,7 +588,7 @@ static int certs_check_objects(X509 *x, EVP_PKEY *key, const char *cert_name,
                                const char *key_name, char *err, size_t errlen)
 {
     if (X509_check_private_key(x, key) != 1)
-        return err_set(err, errlen, ERR_FAIL, "%s does not match %s: " REGEN_HINT, key_name,
+        return err_set(err, errlen, ERR_FAIL, "%s does not match %s: " CERTS_REGEN_HINT, key_name,
                        cert_name);
     return certs_check_validity(x, cert_name, err, errlen);
 }
@@ -605,8 +605,8 @@ int certs_check_pair(const char *cert_path, const char *key_path, char *err, siz
                       "--tls-private-key-file");
         goto out;
     }
-    if ((ret = read_cert(cert_path, &x, err, errlen)) != ERR_OK ||
-        (ret = read_key(key_path, &key, err, errlen)) != ERR_OK)
+    if ((ret = certs_read_cert(cert_path, &x, err, errlen)) != ERR_OK ||
+        (ret = certs_read_key(key_path, &key, err, errlen)) != ERR_OK)
         goto out;
     ret = certs_check_objects(x, key, cert_path, key_path, err, errlen);
 out:
@@ -616,7 +616,7 @@ out:
     return ret;
 }
 
-static void certs_text_init(struct text *t, char *p, size_t cap)
+static void certs_text_init(struct certs_text *t, char *p, size_t cap)
 {
     t->p = p;
     t->cap = cap;
@@ -626,7 +626,7 @@ static void certs_text_init(struct text *t, char *p, size_t cap)
 }
 
 /* Non-printables become '?' because these fields end up in log lines. */
-static void certs_text_add(struct text *t, const char *s, size_t n)
+static void certs_text_add(struct certs_text *t, const char *s, size_t n)
 {
     for (size_t i = 0; i < n && !t->cut; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -641,18 +641,18 @@ static void certs_text_add(struct text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-static void certs_text_str(struct text *t, const char *s)
+static void certs_text_str(struct certs_text *t, const char *s)
 {
     certs_text_add(t, s, strlen(s));
 }
 
-static void certs_text_asn1(struct text *t, const ASN1_STRING *s)
+static void certs_text_asn1(struct certs_text *t, const ASN1_STRING *s)
 {
     certs_text_add(t, (const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s));
 }
 
 /* Byte-wise like i2a_ASN1_INTEGER, so it equals `openssl x509 -serial`. */
-static void certs_format_serial(const ASN1_INTEGER *serial, struct text *t)
+static void certs_format_serial(const ASN1_INTEGER *serial, struct certs_text *t)
 {
     const unsigned char *d = ASN1_STRING_get0_data(serial);
     int n = ASN1_STRING_length(serial);
@@ -668,7 +668,7 @@ static void certs_format_serial(const ASN1_INTEGER *serial, struct text *t)
     }
 }
 
-static int certs_format_subject(const X509_NAME *name, struct text *t)
+static int certs_format_subject(const X509_NAME *name, struct certs_text *t)
 {
     BIO *b = BIO_new(BIO_s_mem());
     char *data = NULL;
@@ -682,7 +682,7 @@ static int certs_format_subject(const X509_NAME *name, struct text *t)
     return ok;
 }
 
-static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
+static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct certs_text *t)
 {
     char buf[64];
     int len = ASN1_STRING_length(ip);
@@ -694,7 +694,7 @@ static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
         certs_text_str(t, "?");
 }
 
-static void certs_format_sans(const X509 *x, struct text *t)
+static void certs_format_sans(const X509 *x, struct certs_text *t)
 {
     GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
 
@@ -737,10 +737,10 @@ static int certs_unix_time(const ASN1_TIME *t, long long *secs_out)
 static int certs_describe(X509 *x, const char *name, struct certs_info *info, char *err,
                           size_t errlen)
 {
-    struct text t;
+    struct certs_text t;
 
     if (!certs_unix_time(X509_get0_notAfter(x), &info->not_after))
-        return err_set(err, errlen, ERR_FAIL, "%s has an unreadable expiry date: " REGEN_HINT,
+        return err_set(err, errlen, ERR_FAIL, "%s has an unreadable expiry date: " CERTS_REGEN_HINT,
                        name);
     certs_text_init(&t, info->subject, sizeof info->subject);
     if (!certs_format_subject(X509_get_subject_name(x), &t))
@@ -764,7 +764,7 @@ int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err
                       "no certificate file to inspect: pass --tls-cert-file");
         goto out;
     }
-    if ((ret = read_cert(cert_path, &x, err, errlen)) != ERR_OK)
+    if ((ret = certs_read_cert(cert_path, &x, err, errlen)) != ERR_OK)
         goto out;
     ret = certs_describe(x, cert_path, info, err, errlen);
 out:
@@ -783,11 +783,16 @@ int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *
     int ret;
 
     memset(info, 0, sizeof *info);
-    if ((ret = mem_bio(pem->cert, pem->cert_len, pem->cert_name, &b, err, errlen)) != ERR_OK ||
-        (ret = cert_from_bio(b, pem->cert_name, &x, err, errlen)) != ERR_OK ||
-        (ret = mem_bio(pem->key, pem->key_len, pem->key_name, &b, err, errlen)) != ERR_OK ||
-        (ret = key_from_bio(b, pem->key_name, &key, err, errlen)) != ERR_OK ||
-        (ret = certs_check_objects(x, key, pem->cert_name, pem->key_name, err, errlen)) != ERR_OK)
+    ret = certs_mem_bio(pem->cert, pem->cert_len, pem->cert_name, &b, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_cert_from_bio(b, pem->cert_name, &x, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_mem_bio(pem->key, pem->key_len, pem->key_name, &b, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_key_from_bio(b, pem->key_name, &key, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_check_objects(x, key, pem->cert_name, pem->key_name, err, errlen);
+    if (ret != ERR_OK)
         goto out;
     ret = certs_describe(x, pem->cert_name, info, err, errlen);
     if (ret != ERR_OK)

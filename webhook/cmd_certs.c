@@ -5,7 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-static void gen_certs_usage(FILE *f)
+static void cmd_certs_usage(FILE *f)
 {
     fprintf(f, "Usage: rdma-webhook gen-certs [--out-dir DIR] [--service NAME] [--namespace NS]\n"
                "                              [--days N]\n"
@@ -46,12 +46,12 @@ int cmd_gen_certs(int argc, char **argv)
             }
             o.days = (int)days;
             break;
-        case 'h': gen_certs_usage(stdout); return 0;
-        default: gen_certs_usage(stderr); return 2;
+        case 'h': cmd_certs_usage(stdout); return 0;
+        default: cmd_certs_usage(stderr); return 2;
         }
     }
     if (optind < argc) {
-        gen_certs_usage(stderr);
+        cmd_certs_usage(stderr);
         return 2;
     }
     if (certs_generate(&o, err, sizeof(err))) {
