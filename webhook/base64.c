@@ -56,5 +56,5 @@ int base64_append(struct dynbuf *out, const void *data, size_t len)
         o[2] = i + 1 < len ? base64_pairs[v & 4095][0] : '=';
         o[3] = '=';
     }
-    return 0;
+    return ERR_OK;
 }

@@ -4,10 +4,12 @@
 #define RDMA_WEBHOOK_BASE64_H
 
 #include "dynbuf.h"
+#include "err.h"
 
 #include <stddef.h>
 
-/* Appends the encoding of data to out; returns 0 or a dynbuf error. */
+/* Appends the encoding of data to out: ERR_OK, ERR_TOO_BIG (out's cap) or
+ * ERR_NOMEM, with out as it was after an error. */
 int base64_append(struct dynbuf *out, const void *data, size_t len);
 
 #endif

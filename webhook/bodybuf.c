@@ -24,7 +24,7 @@ static int bodybuf_take(struct bodybuf_pool *p, size_t grow, size_t size)
             return ERR_BUSY;
         }
     } while (!atomic_compare_exchange_weak(&p->used, &used, used + grow));
-    return 0;
+    return ERR_OK;
 }
 
 int bodybuf_admit(struct bodybuf_pool *p, size_t size)
@@ -32,7 +32,7 @@ int bodybuf_admit(struct bodybuf_pool *p, size_t size)
     size_t used = atomic_load(&p->used);
 
     if (size <= p->limit / 2 && used <= p->limit - 2 * size)
-        return 0;
+        return ERR_OK;
     atomic_fetch_add(&p->refused, 1);
     return ERR_BUSY;
 }

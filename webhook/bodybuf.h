@@ -13,18 +13,18 @@
  * The pool counts buffer capacity, not bytes received, so what it reports is
  * what the buffers take (the one terminator byte of each buffer aside).
  *
- * Return values: 0, ERR_TOO_BIG (over the body's cap), ERR_NOMEM
- * (malloc failed), ERR_BUSY (the pool has no room now: try later). After
- * an error the body is as it was.
+ * Return values (err.h): ERR_OK, ERR_TOO_BIG (over the body's cap: 413),
+ * ERR_NOMEM (malloc failed: 500), ERR_BUSY (the pool has no room now: 503,
+ * try later). After an error the body is as it was.
  */
 #ifndef RDMA_WEBHOOK_BODYBUF_H
 #define RDMA_WEBHOOK_BODYBUF_H
 
 #include "dynbuf.h"
+#include "err.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
-
 
 struct bodybuf_pool {
     size_t limit;

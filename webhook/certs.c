@@ -1,12 +1,12 @@
 #include "certs.h"
 
+#include "err.h"
 #include "k8sname.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,67 +23,48 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#define DEFAULT_NAME "rdma-webhook"
-#define DEFAULT_DAYS 365
-#define MAX_DAYS     36500
-#define CA_CN        "rdma-webhook-ca"
-#define SKEW_SECONDS (5 * 60)
-#define SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
-#define CN_MAX       64  /* ub-common-name */
-#define REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
-
-#if defined(__GNUC__)
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PRINTF_LIKE(f, a)
-#endif
+#define CERTS_DEFAULT_NAME "rdma-webhook"
+#define CERTS_DEFAULT_DAYS 365
+#define CERTS_MAX_DAYS     36500
+#define CERTS_CA_CN        "rdma-webhook-ca"
+#define CERTS_SKEW_SECONDS (5 * 60)
+#define CERTS_SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
+#define CERTS_CN_MAX       64  /* ub-common-name */
+#define CERTS_REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
 
 /* Order of the renames too: each key lands before its certificate, so a
  * watcher woken by the certificate's change finds the matching key. */
-enum { F_CA_KEY, F_CA_CRT, F_TLS_KEY, F_TLS_CRT, F_COUNT };
+enum { CERTS_F_CA_KEY, CERTS_F_CA_CRT, CERTS_F_TLS_KEY, CERTS_F_TLS_CRT, CERTS_F_COUNT };
 
-struct gen_params {
+struct certs_params {
     const char *dir;
     const char *service;
     const char *ns;
     int days;
 };
 
-struct staged {
+struct certs_staged {
     char *path;
     char *tmp;
     int created; /* tmp exists on disk and must be renamed or unlinked */
 };
 
 /* Bounded text for log fields: always terminated, marked "..." when cut. */
-struct text {
+struct certs_text {
     char *p;
     size_t cap;
     size_t len;
     int cut;
 };
 
-PRINTF_LIKE(3, 4)
-static void certs_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    /* The caller logs this as one line; a path may carry a newline. */
-    for (char *p = err; *p != '\0'; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-}
-
-/* Also empties the queue, so the failure cannot resurface in later TLS code. */
-static const char *certs_ssl_reason(char *buf, size_t len)
+/* The reason of OpenSSL's last error into buf, and its code: ERR_NOMEM when
+ * OpenSSL says it ran out of memory, else ERR_FAIL. Also empties the queue,
+ * so the failure cannot resurface in later TLS code. */
+static int certs_ssl_reason(char *buf, size_t len)
 {
     unsigned long e = ERR_peek_last_error();
     const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
+    int code = e != 0 && ERR_GET_REASON(e) == ERR_R_MALLOC_FAILURE ? ERR_NOMEM : ERR_FAIL;
 
     if (r != NULL)
         snprintf(buf, len, "%s", r);
@@ -92,56 +73,49 @@ static const char *certs_ssl_reason(char *buf, size_t len)
     else
         snprintf(buf, len, "unknown OpenSSL error");
     ERR_clear_error();
-    return buf;
+    return code;
 }
 
-static void certs_ssl_err(char *err, size_t errlen, const char *what)
+static int certs_ssl_err(char *err, size_t errlen, const char *what)
 {
     char reason[256];
+    int code = certs_ssl_reason(reason, sizeof reason);
 
-    certs_set_err(err, errlen, "cannot %s (%s): check the OpenSSL installation and retry", what,
-            certs_ssl_reason(reason, sizeof reason));
+    return err_set(err, errlen, code, "cannot %s (%s): check the OpenSSL installation and retry",
+                   what, reason);
 }
 
-static int certs_resolve_opts(const struct certs_gen_opts *o, struct gen_params *p, char *err,
-                        size_t errlen)
+static int certs_resolve_opts(const struct certs_gen_opts *o, struct certs_params *p, char *err,
+                              size_t errlen)
 {
-    if (o == NULL || o->out_dir == NULL || o->out_dir[0] == '\0') {
-        certs_set_err(err, errlen, "no output directory: pass --out-dir DIR");
-        return -1;
-    }
+    if (o == NULL || o->out_dir == NULL || o->out_dir[0] == '\0')
+        return err_set(err, errlen, ERR_FAIL, "no output directory: pass --out-dir DIR");
     p->dir = o->out_dir;
-    p->service = o->service != NULL ? o->service : DEFAULT_NAME;
-    p->ns = o->namespace_ != NULL ? o->namespace_ : DEFAULT_NAME;
-    p->days = o->days != 0 ? o->days : DEFAULT_DAYS;
-    if (!k8sname_label(p->service) || !k8sname_label(p->ns)) {
-        certs_set_err(err, errlen,
-                "invalid service '%s' or namespace '%s': use lowercase "
-                "letters, digits and '-', at most 63 characters",
-                p->service, p->ns);
-        return -1;
-    }
-    if (p->days < 1 || p->days > MAX_DAYS) {
-        certs_set_err(err, errlen, "invalid --days %d: use a value from 1 to %d", p->days, MAX_DAYS);
-        return -1;
-    }
-    return 0;
+    p->service = o->service != NULL ? o->service : CERTS_DEFAULT_NAME;
+    p->ns = o->namespace_ != NULL ? o->namespace_ : CERTS_DEFAULT_NAME;
+    p->days = o->days != 0 ? o->days : CERTS_DEFAULT_DAYS;
+    if (!k8sname_label(p->service) || !k8sname_label(p->ns))
+        return err_set(err, errlen, ERR_FAIL,
+                       "invalid service '%s' or namespace '%s': use lowercase "
+                       "letters, digits and '-', at most 63 characters",
+                       p->service, p->ns);
+    if (p->days < 1 || p->days > CERTS_MAX_DAYS)
+        return err_set(err, errlen, ERR_FAIL, "invalid --days %d: use a value from 1 to %d",
+                       p->days, CERTS_MAX_DAYS);
+    return ERR_OK;
 }
 
-static EVP_PKEY *make_key(char *err, size_t errlen)
+static int certs_make_key(EVP_PKEY **key, char *err, size_t errlen)
 {
-    EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-
-    if (key == NULL)
-        certs_ssl_err(err, errlen, "generate an ECDSA P-256 key");
-    return key;
+    *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+    return *key != NULL ? ERR_OK : certs_ssl_err(err, errlen, "generate an ECDSA P-256 key");
 }
 
 static int certs_set_random_serial(X509 *x)
 {
     BIGNUM *bn = BN_new();
     /* Top bit forced: exactly 159 bits, so never zero and never negative. */
-    int ok = bn != NULL && BN_rand(bn, SERIAL_BITS, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) &&
+    int ok = bn != NULL && BN_rand(bn, CERTS_SERIAL_BITS, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ANY) &&
              BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
 
     BN_free(bn);
@@ -158,7 +132,7 @@ static int certs_add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 }
 
 /* What both certificates share; the caller adds issuer, extensions, signature. */
-static X509 *new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
+static X509 *certs_new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
 {
     X509 *x = X509_new();
     int ok = 0;
@@ -168,7 +142,7 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
     if (!X509_set_version(x, X509_VERSION_3) || !certs_set_random_serial(x))
         goto out;
     /* Backdated so that a node whose clock runs behind accepts it at once. */
-    if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -SKEW_SECONDS, &now) == NULL ||
+    if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -CERTS_SKEW_SECONDS, &now) == NULL ||
         X509_time_adj_ex(X509_getm_notAfter(x), days, 0, &now) == NULL)
         goto out;
     if (!X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
@@ -187,7 +161,7 @@ out:
 static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
 {
     X509V3_CTX ctx;
-    X509 *x = new_cert(key, CA_CN, days, now);
+    X509 *x = certs_new_cert(key, CERTS_CA_CN, days, now);
     int ok = 0;
 
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(x)))
@@ -211,15 +185,15 @@ out:
 
 /* Clients match the SANs; the CN is informational, but it is capped at 64
  * characters and a too-long one would make generation fail. */
-static void certs_leaf_cn(const struct gen_params *p, char *cn, size_t len)
+static void certs_leaf_cn(const struct certs_params *p, char *cn, size_t len)
 {
     int n = snprintf(cn, len, "%s.%s.svc", p->service, p->ns);
 
-    if (n < 0 || (size_t)n > CN_MAX)
+    if (n < 0 || (size_t)n > CERTS_CN_MAX)
         snprintf(cn, len, "%s", p->service);
 }
 
-static int certs_leaf_sans(const struct gen_params *p, char *san, size_t len)
+static int certs_leaf_sans(const struct certs_params *p, char *san, size_t len)
 {
     const char *s = p->service, *ns = p->ns;
     int n = snprintf(san, len,
@@ -230,8 +204,8 @@ static int certs_leaf_sans(const struct gen_params *p, char *san, size_t len)
     return n >= 0 && (size_t)n < len;
 }
 
-static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct gen_params *p,
-                       time_t now)
+static X509 *certs_make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
+                             const struct certs_params *p, time_t now)
 {
     char cn[2 * K8SNAME_LABEL_MAX + 8];
     char san[8 * K8SNAME_LABEL_MAX + 128];
@@ -242,7 +216,7 @@ static X509 *make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key, const struct g
     certs_leaf_cn(p, cn, sizeof cn);
     if (!certs_leaf_sans(p, san, sizeof san))
         goto out;
-    x = new_cert(key, cn, p->days, now);
+    x = certs_new_cert(key, cn, p->days, now);
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(ca)))
         goto out;
     X509V3_set_ctx_nodb(&ctx);
@@ -269,20 +243,20 @@ static int certs_mkdir_p(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
     char *path = strdup(dir);
-    int ret = -1;
+    int ret = ERR_OK;
 
-    if (path == NULL) {
-        certs_set_err(err, errlen, "out of memory creating %s: free memory and retry", dir);
-        goto out;
-    }
+    if (path == NULL)
+        return err_set(err, errlen, ERR_NOMEM, "out of memory creating %s: free memory and retry",
+                       dir);
     for (char *p = path + 1;; p++) {
         char c = *p;
         if (c != '/' && c != '\0')
             continue;
         *p = '\0';
         if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            certs_set_err(err, errlen, "cannot create directory %s: %s: choose a writable --out-dir",
-                    path, strerror(errno));
+            ret = err_set(err, errlen, ERR_FAIL,
+                          "cannot create directory %s: %s: choose a writable --out-dir", path,
+                          strerror(errno));
             goto out;
         }
         *p = c;
@@ -290,11 +264,9 @@ static int certs_mkdir_p(const char *dir, char *err, size_t errlen)
             break;
     }
     /* EEXIST also covers a regular file of that name. */
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        certs_set_err(err, errlen, "%s is not a directory: choose another --out-dir", dir);
-        goto out;
-    }
-    ret = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        ret = err_set(err, errlen, ERR_FAIL, "%s is not a directory: choose another --out-dir",
+                      dir);
 out:
     free(path);
     return ret;
@@ -319,17 +291,17 @@ static int certs_write_all(int fd, const char *data, size_t len)
         if (n <= 0) {
             if (n == 0)
                 errno = EIO;
-            return -1;
+            return ERR_FAIL;
         }
         data += n;
         len -= (size_t)n;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* In memory first so the file is written with write(2) and can be fsync'd;
  * keys go to a secure-memory BIO, which is wiped when freed. */
-static BIO *pem_of(X509 *cert, EVP_PKEY *key)
+static BIO *certs_pem_of(X509 *cert, EVP_PKEY *key)
 {
     BIO *b = BIO_new(cert != NULL ? BIO_s_mem() : BIO_s_secmem());
     int ok =
@@ -346,119 +318,106 @@ static BIO *pem_of(X509 *cert, EVP_PKEY *key)
 /* Always closes fd; on failure errno says why. */
 static int certs_fill_and_close(int fd, mode_t mode, const char *data, size_t len)
 {
-    int rc = fchmod(fd, mode) == 0 && certs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+    int rc = fchmod(fd, mode) == 0 && certs_write_all(fd, data, len) == 0 && fsync(fd) == 0
+                 ? ERR_OK
+                 : ERR_FAIL;
     int saved = errno;
 
-    if (close(fd) != 0 && rc == 0)
-        return -1;
+    if (close(fd) != 0 && rc == ERR_OK)
+        return ERR_FAIL;
     errno = saved;
     return rc;
 }
 
 /* A temporary file in the target directory, so that rename() is atomic. */
-static int certs_stage_file(const char *dir, const char *name, mode_t mode, BIO *pem, struct staged *s,
-                      char *err, size_t errlen)
+static int certs_stage_file(const char *dir, const char *name, mode_t mode, BIO *pem,
+                            struct certs_staged *s, char *err, size_t errlen)
 {
     char tmpl[64];
     char *data = NULL;
     long len = BIO_get_mem_data(pem, &data);
-    int fd, ret = -1;
+    int fd;
 
     snprintf(tmpl, sizeof tmpl, ".%s.XXXXXX", name);
     s->path = certs_join_path(dir, name);
     s->tmp = certs_join_path(dir, tmpl);
-    if (s->path == NULL || s->tmp == NULL || len < 0) {
-        certs_set_err(err, errlen, "out of memory writing %s: free memory and retry", name);
-        goto out;
-    }
-    if ((fd = mkstemp(s->tmp)) < 0) {
-        certs_set_err(err, errlen, "cannot create a file in %s: %s: choose a writable --out-dir", dir,
-                strerror(errno));
-        goto out;
-    }
+    if (s->path == NULL || s->tmp == NULL || len < 0)
+        return err_set(err, errlen, ERR_NOMEM, "out of memory writing %s: free memory and retry",
+                       name);
+    if ((fd = mkstemp(s->tmp)) < 0)
+        return err_set(err, errlen, ERR_FAIL,
+                       "cannot create a file in %s: %s: choose a writable --out-dir", dir,
+                       strerror(errno));
     s->created = 1;
-    if (certs_fill_and_close(fd, mode, data, (size_t)len) != 0) {
-        certs_set_err(err, errlen, "cannot write %s: %s: check free space and permissions of %s", s->tmp,
-                strerror(errno), dir);
-        goto out;
-    }
-    ret = 0;
-out:
-    return ret;
+    if (certs_fill_and_close(fd, mode, data, (size_t)len) != 0)
+        return err_set(err, errlen, ERR_FAIL,
+                       "cannot write %s: %s: check free space and permissions of %s", s->tmp,
+                       strerror(errno), dir);
+    return ERR_OK;
 }
 
-static int certs_stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls, EVP_PKEY *tls_key,
-                     struct staged *files, char *err, size_t errlen)
+static int certs_stage_all(const char *dir, X509 *ca, EVP_PKEY *ca_key, X509 *tls,
+                           EVP_PKEY *tls_key, struct certs_staged *files, char *err, size_t errlen)
 {
     const struct {
         const char *name;
         mode_t mode;
         X509 *cert;
         EVP_PKEY *key;
-    } spec[F_COUNT] = {
-        [F_CA_KEY] = {"ca.key", 0600, NULL, ca_key},
-        [F_CA_CRT] = {"ca.crt", 0644, ca, NULL},
-        [F_TLS_KEY] = {"tls.key", 0600, NULL, tls_key},
-        [F_TLS_CRT] = {"tls.crt", 0644, tls, NULL},
+    } spec[CERTS_F_COUNT] = {
+        [CERTS_F_CA_KEY] = {"ca.key", 0600, NULL, ca_key},
+        [CERTS_F_CA_CRT] = {"ca.crt", 0644, ca, NULL},
+        [CERTS_F_TLS_KEY] = {"tls.key", 0600, NULL, tls_key},
+        [CERTS_F_TLS_CRT] = {"tls.crt", 0644, tls, NULL},
     };
 
-    for (int i = 0; i < F_COUNT; i++) {
-        BIO *pem = pem_of(spec[i].cert, spec[i].key);
+    for (int i = 0; i < CERTS_F_COUNT; i++) {
+        BIO *pem = certs_pem_of(spec[i].cert, spec[i].key);
         int rc;
 
-        if (pem == NULL) {
-            certs_ssl_err(err, errlen, "encode the certificates as PEM");
-            return -1;
-        }
+        if (pem == NULL)
+            return certs_ssl_err(err, errlen, "encode the certificates as PEM");
         rc = certs_stage_file(dir, spec[i].name, spec[i].mode, pem, &files[i], err, errlen);
         BIO_free(pem);
-        if (rc != 0)
-            return -1;
+        if (rc != ERR_OK)
+            return rc;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* The renames are durable only once the directory entry is on disk too. */
 static int certs_fsync_dir(const char *dir, char *err, size_t errlen)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    int ret = -1;
+    int ret = ERR_OK;
 
-    if (fd < 0)
-        goto out;
     /* EINVAL: file systems that cannot sync a directory; nothing more to do. */
-    if (fsync(fd) != 0 && errno != EINVAL)
-        goto out;
-    ret = 0;
-out:
-    if (ret != 0)
-        certs_set_err(err, errlen,
-                "cannot sync directory %s: %s: check the file system, then "
-                "rerun 'rdma-webhook gen-certs'",
-                dir, strerror(errno));
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
+        ret = err_set(err, errlen, ERR_FAIL,
+                      "cannot sync directory %s: %s: check the file system, then "
+                      "rerun 'rdma-webhook gen-certs'",
+                      dir, strerror(errno));
     if (fd >= 0)
         close(fd);
     return ret;
 }
 
-static int certs_commit_all(const char *dir, struct staged *files, char *err, size_t errlen)
+static int certs_commit_all(const char *dir, struct certs_staged *files, char *err, size_t errlen)
 {
-    for (int i = 0; i < F_COUNT; i++) {
-        if (rename(files[i].tmp, files[i].path) != 0) {
-            certs_set_err(err, errlen,
-                    "cannot replace %s: %s: check permissions of %s, then "
-                    "rerun 'rdma-webhook gen-certs'",
-                    files[i].path, strerror(errno), dir);
-            return -1;
-        }
+    for (int i = 0; i < CERTS_F_COUNT; i++) {
+        if (rename(files[i].tmp, files[i].path) != 0)
+            return err_set(err, errlen, ERR_FAIL,
+                           "cannot replace %s: %s: check permissions of %s, then "
+                           "rerun 'rdma-webhook gen-certs'",
+                           files[i].path, strerror(errno), dir);
         files[i].created = 0;
     }
     return certs_fsync_dir(dir, err, errlen);
 }
 
-static void certs_unstage_all(struct staged *files)
+static void certs_unstage_all(struct certs_staged *files)
 {
-    for (int i = 0; i < F_COUNT; i++) {
+    for (int i = 0; i < CERTS_F_COUNT; i++) {
         if (files[i].created)
             unlink(files[i].tmp);
         free(files[i].tmp);
@@ -468,28 +427,27 @@ static void certs_unstage_all(struct staged *files)
 
 int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
 {
-    struct gen_params p;
-    struct staged files[F_COUNT];
+    struct certs_params p = {0};
+    struct certs_staged files[CERTS_F_COUNT];
     EVP_PKEY *ca_key = NULL, *tls_key = NULL;
     X509 *ca = NULL, *tls = NULL;
     time_t now = time(NULL);
-    int ret = -1;
+    int ret;
 
     memset(files, 0, sizeof files);
-    if (certs_resolve_opts(o, &p, err, errlen) != 0)
-        goto out;
-    if ((ca_key = make_key(err, errlen)) == NULL || (tls_key = make_key(err, errlen)) == NULL)
+    if ((ret = certs_resolve_opts(o, &p, err, errlen)) != ERR_OK ||
+        (ret = certs_make_key(&ca_key, err, errlen)) != ERR_OK ||
+        (ret = certs_make_key(&tls_key, err, errlen)) != ERR_OK)
         goto out;
     if ((ca = certs_make_ca(ca_key, p.days, now)) == NULL ||
-        (tls = make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
-        certs_ssl_err(err, errlen, "build the certificates");
+        (tls = certs_make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
+        ret = certs_ssl_err(err, errlen, "build the certificates");
         goto out;
     }
-    if (certs_mkdir_p(p.dir, err, errlen) != 0 ||
-        certs_stage_all(p.dir, ca, ca_key, tls, tls_key, files, err, errlen) != 0 ||
-        certs_commit_all(p.dir, files, err, errlen) != 0)
+    if ((ret = certs_mkdir_p(p.dir, err, errlen)) != ERR_OK ||
+        (ret = certs_stage_all(p.dir, ca, ca_key, tls, tls_key, files, err, errlen)) != ERR_OK)
         goto out;
-    ret = 0;
+    ret = certs_commit_all(p.dir, files, err, errlen);
 out:
     certs_unstage_all(files);
     X509_free(tls);
@@ -512,64 +470,80 @@ static int certs_no_passphrase(char *buf, int size, int rwflag, void *u)
 
 /* Certificates and keys come from files (the CLI) or from bytes already read
  * (the server, which must check exactly what it serves): one BIO either way. */
-static BIO *file_bio(const char *path, char *err, size_t errlen)
+static int certs_file_bio(const char *path, BIO **b, char *err, size_t errlen)
 {
-    BIO *b = BIO_new_file(path, "r");
-
-    if (b == NULL)
-        certs_set_err(err, errlen,
-                "cannot read %s: %s: fix the path or create it with "
-                "'rdma-webhook gen-certs'",
-                path, strerror(errno));
-    return b;
+    *b = BIO_new_file(path, "r");
+    if (*b == NULL)
+        return err_set(err, errlen, errno == ENOMEM ? ERR_NOMEM : ERR_FAIL,
+                       "cannot read %s: %s: fix the path or create it with "
+                       "'rdma-webhook gen-certs'",
+                       path, strerror(errno));
+    return ERR_OK;
 }
 
-static BIO *mem_bio(const char *pem, size_t len, const char *name, char *err, size_t errlen)
+static int certs_mem_bio(const char *pem, size_t len, const char *name, BIO **b, char *err,
+                         size_t errlen)
 {
-    BIO *b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
-
-    if (b == NULL)
-        certs_set_err(err, errlen, "%s: cannot read it into memory", name);
-    return b;
+    *b = NULL;
+    if (len > INT_MAX)
+        return err_set(err, errlen, ERR_TOO_BIG, "%s is larger than %d bytes", name, INT_MAX);
+    *b = BIO_new_mem_buf(pem, (int)len);
+    if (*b == NULL)
+        return err_set(err, errlen, ERR_NOMEM, "out of memory reading %s", name);
+    return ERR_OK;
 }
 
-/* Both take over b (which may be NULL after a failed open). */
-static X509 *cert_from_bio(BIO *b, const char *name, char *err, size_t errlen)
+/* Both take over b. */
+static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
 {
     char reason[256];
-    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    int rc = ERR_OK;
 
-    if (b != NULL && x == NULL)
-        certs_set_err(err, errlen,
+    *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    if (*x == NULL) {
+        rc = certs_ssl_reason(reason, sizeof reason);
+        err_set(err, errlen, rc,
                 "%s holds no PEM certificate (%s): point to a PEM file such as "
                 "tls.crt, not a key or DER file",
-                name, certs_ssl_reason(reason, sizeof reason));
+                name, reason);
+    }
     BIO_free(b);
-    return x;
+    return rc;
 }
 
-static EVP_PKEY *key_from_bio(BIO *b, const char *name, char *err, size_t errlen)
+static int certs_key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, size_t errlen)
 {
     char reason[256];
-    EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, certs_no_passphrase, NULL) : NULL;
+    int rc = ERR_OK;
 
-    if (b != NULL && key == NULL)
-        certs_set_err(err, errlen,
+    *key = PEM_read_bio_PrivateKey(b, NULL, certs_no_passphrase, NULL);
+    if (*key == NULL) {
+        rc = certs_ssl_reason(reason, sizeof reason);
+        err_set(err, errlen, rc,
                 "%s holds no usable private key (%s): it must be an unencrypted "
                 "PEM key such as tls.key",
-                name, certs_ssl_reason(reason, sizeof reason));
+                name, reason);
+    }
     BIO_free(b);
-    return key;
+    return rc;
 }
 
-static X509 *read_cert(const char *path, char *err, size_t errlen)
+static int certs_read_cert(const char *path, X509 **x, char *err, size_t errlen)
 {
-    return cert_from_bio(file_bio(path, err, errlen), path, err, errlen);
+    BIO *b;
+    int rc = certs_file_bio(path, &b, err, errlen);
+
+    *x = NULL;
+    return rc != ERR_OK ? rc : certs_cert_from_bio(b, path, x, err, errlen);
 }
 
-static EVP_PKEY *read_key(const char *path, char *err, size_t errlen)
+static int certs_read_key(const char *path, EVP_PKEY **key, char *err, size_t errlen)
 {
-    return key_from_bio(file_bio(path, err, errlen), path, err, errlen);
+    BIO *b;
+    int rc = certs_file_bio(path, &b, err, errlen);
+
+    *key = NULL;
+    return rc != ERR_OK ? rc : certs_key_from_bio(b, path, key, err, errlen);
 }
 
 static void certs_time_str(const ASN1_TIME *t, char *buf, size_t len)
@@ -594,30 +568,28 @@ static int certs_check_validity(const X509 *x, const char *path, char *err, size
     /* X509_cmp_current_time: -1 earlier than now, 1 later, 0 unparsable. */
     if (X509_cmp_current_time(nb) != -1) {
         certs_time_str(nb, when, sizeof when);
-        certs_set_err(err, errlen, "%s is not valid before %s: check this node's clock or reissue it",
-                path, when);
-        return -1;
+        return err_set(err, errlen, ERR_FAIL,
+                       "%s is not valid before %s: check this node's clock or reissue it", path,
+                       when);
     }
     if (X509_cmp_current_time(na) != 1) {
         certs_time_str(na, when, sizeof when);
-        certs_set_err(err, errlen,
-                "%s expired at %s: renew it with 'rdma-webhook gen-certs' or "
-                "cert-manager",
-                path, when);
-        return -1;
+        return err_set(err, errlen, ERR_FAIL,
+                       "%s expired at %s: renew it with 'rdma-webhook gen-certs' or "
+                       "cert-manager",
+                       path, when);
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* The check both entry points share: the key belongs to the certificate,
  * which is valid now. */
-static int certs_check_objects(X509 *x, EVP_PKEY *key, const char *cert_name, const char *key_name,
-                         char *err, size_t errlen)
+static int certs_check_objects(X509 *x, EVP_PKEY *key, const char *cert_name,
+                               const char *key_name, char *err, size_t errlen)
 {
-    if (X509_check_private_key(x, key) != 1) {
-        certs_set_err(err, errlen, "%s does not match %s: " REGEN_HINT, key_name, cert_name);
-        return -1;
-    }
+    if (X509_check_private_key(x, key) != 1)
+        return err_set(err, errlen, ERR_FAIL, "%s does not match %s: " CERTS_REGEN_HINT, key_name,
+                       cert_name);
     return certs_check_validity(x, cert_name, err, errlen);
 }
 
@@ -625,16 +597,16 @@ int certs_check_pair(const char *cert_path, const char *key_path, char *err, siz
 {
     X509 *x = NULL;
     EVP_PKEY *key = NULL;
-    int ret = -1;
+    int ret;
 
     if (cert_path == NULL || key_path == NULL) {
-        certs_set_err(err, errlen,
-                "no certificate or key file: pass --tls-cert-file and "
-                "--tls-private-key-file");
+        ret = err_set(err, errlen, ERR_FAIL,
+                      "no certificate or key file: pass --tls-cert-file and "
+                      "--tls-private-key-file");
         goto out;
     }
-    if ((x = read_cert(cert_path, err, errlen)) == NULL ||
-        (key = read_key(key_path, err, errlen)) == NULL)
+    if ((ret = certs_read_cert(cert_path, &x, err, errlen)) != ERR_OK ||
+        (ret = certs_read_key(key_path, &key, err, errlen)) != ERR_OK)
         goto out;
     ret = certs_check_objects(x, key, cert_path, key_path, err, errlen);
 out:
@@ -644,7 +616,7 @@ out:
     return ret;
 }
 
-static void certs_text_init(struct text *t, char *p, size_t cap)
+static void certs_text_init(struct certs_text *t, char *p, size_t cap)
 {
     t->p = p;
     t->cap = cap;
@@ -654,7 +626,7 @@ static void certs_text_init(struct text *t, char *p, size_t cap)
 }
 
 /* Non-printables become '?' because these fields end up in log lines. */
-static void certs_text_add(struct text *t, const char *s, size_t n)
+static void certs_text_add(struct certs_text *t, const char *s, size_t n)
 {
     for (size_t i = 0; i < n && !t->cut; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -669,18 +641,18 @@ static void certs_text_add(struct text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-static void certs_text_str(struct text *t, const char *s)
+static void certs_text_str(struct certs_text *t, const char *s)
 {
     certs_text_add(t, s, strlen(s));
 }
 
-static void certs_text_asn1(struct text *t, const ASN1_STRING *s)
+static void certs_text_asn1(struct certs_text *t, const ASN1_STRING *s)
 {
     certs_text_add(t, (const char *)ASN1_STRING_get0_data(s), (size_t)ASN1_STRING_length(s));
 }
 
 /* Byte-wise like i2a_ASN1_INTEGER, so it equals `openssl x509 -serial`. */
-static void certs_format_serial(const ASN1_INTEGER *serial, struct text *t)
+static void certs_format_serial(const ASN1_INTEGER *serial, struct certs_text *t)
 {
     const unsigned char *d = ASN1_STRING_get0_data(serial);
     int n = ASN1_STRING_length(serial);
@@ -696,7 +668,7 @@ static void certs_format_serial(const ASN1_INTEGER *serial, struct text *t)
     }
 }
 
-static int certs_format_subject(const X509_NAME *name, struct text *t)
+static int certs_format_subject(const X509_NAME *name, struct certs_text *t)
 {
     BIO *b = BIO_new(BIO_s_mem());
     char *data = NULL;
@@ -710,7 +682,7 @@ static int certs_format_subject(const X509_NAME *name, struct text *t)
     return ok;
 }
 
-static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
+static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct certs_text *t)
 {
     char buf[64];
     int len = ASN1_STRING_length(ip);
@@ -722,7 +694,7 @@ static void certs_format_ip(const ASN1_OCTET_STRING *ip, struct text *t)
         certs_text_str(t, "?");
 }
 
-static void certs_format_sans(const X509 *x, struct text *t)
+static void certs_format_sans(const X509 *x, struct certs_text *t)
 {
     GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
 
@@ -762,42 +734,41 @@ static int certs_unix_time(const ASN1_TIME *t, long long *secs_out)
     return ok;
 }
 
-static int certs_describe(X509 *x, const char *name, struct certs_info *info, char *err, size_t errlen)
+static int certs_describe(X509 *x, const char *name, struct certs_info *info, char *err,
+                          size_t errlen)
 {
-    struct text t;
+    struct certs_text t;
 
-    if (!certs_unix_time(X509_get0_notAfter(x), &info->not_after)) {
-        certs_set_err(err, errlen, "%s has an unreadable expiry date: " REGEN_HINT, name);
-        return -1;
-    }
+    if (!certs_unix_time(X509_get0_notAfter(x), &info->not_after))
+        return err_set(err, errlen, ERR_FAIL, "%s has an unreadable expiry date: " CERTS_REGEN_HINT,
+                       name);
     certs_text_init(&t, info->subject, sizeof info->subject);
-    if (!certs_format_subject(X509_get_subject_name(x), &t)) {
-        certs_ssl_err(err, errlen, "print the certificate subject");
-        return -1;
-    }
+    if (!certs_format_subject(X509_get_subject_name(x), &t))
+        return certs_ssl_err(err, errlen, "print the certificate subject");
     certs_text_init(&t, info->serial_hex, sizeof info->serial_hex);
     certs_format_serial(X509_get0_serialNumber(x), &t);
     certs_text_init(&t, info->sans, sizeof info->sans);
     certs_format_sans(x, &t);
-    return 0;
+    return ERR_OK;
 }
 
 int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err, size_t errlen)
 {
     X509 *x = NULL;
-    int ret = -1;
+    int ret;
 
     if (info != NULL)
         memset(info, 0, sizeof *info);
     if (cert_path == NULL || info == NULL) {
-        certs_set_err(err, errlen, "no certificate file to inspect: pass --tls-cert-file");
+        ret = err_set(err, errlen, ERR_FAIL,
+                      "no certificate file to inspect: pass --tls-cert-file");
         goto out;
     }
-    if ((x = read_cert(cert_path, err, errlen)) == NULL)
+    if ((ret = certs_read_cert(cert_path, &x, err, errlen)) != ERR_OK)
         goto out;
     ret = certs_describe(x, cert_path, info, err, errlen);
 out:
-    if (ret != 0 && info != NULL)
+    if (ret != ERR_OK && info != NULL)
         memset(info, 0, sizeof *info);
     X509_free(x);
     ERR_clear_error();
@@ -808,20 +779,24 @@ int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *
 {
     X509 *x = NULL;
     EVP_PKEY *key = NULL;
-    int ret = -1;
+    BIO *b;
+    int ret;
 
     memset(info, 0, sizeof *info);
-    x = cert_from_bio(mem_bio(pem->cert, pem->cert_len, pem->cert_name, err, errlen),
-                      pem->cert_name, err, errlen);
-    key = x ? key_from_bio(mem_bio(pem->key, pem->key_len, pem->key_name, err, errlen),
-                           pem->key_name, err, errlen)
-            : NULL;
-    if (x == NULL || key == NULL)
+    ret = certs_mem_bio(pem->cert, pem->cert_len, pem->cert_name, &b, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_cert_from_bio(b, pem->cert_name, &x, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_mem_bio(pem->key, pem->key_len, pem->key_name, &b, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_key_from_bio(b, pem->key_name, &key, err, errlen);
+    if (ret == ERR_OK)
+        ret = certs_check_objects(x, key, pem->cert_name, pem->key_name, err, errlen);
+    if (ret != ERR_OK)
         goto out;
-    if (certs_check_objects(x, key, pem->cert_name, pem->key_name, err, errlen) != 0 ||
-        certs_describe(x, pem->cert_name, info, err, errlen) != 0)
-        goto out;
-    ret = 0;
+    ret = certs_describe(x, pem->cert_name, info, err, errlen);
+    if (ret != ERR_OK)
+        memset(info, 0, sizeof *info);
 out:
     EVP_PKEY_free(key);
     X509_free(x);

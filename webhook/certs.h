@@ -6,17 +6,20 @@
  * of a (possibly rotated) certificate and key before it serves them.
  * certs_check_pair() and certs_inspect_file() do the same for files.
  *
- * Error convention, shared by every function here: return 0 on success and
- * -1 on failure.  On failure, when err is non-NULL and errlen > 0, err holds
- * a NUL-terminated one-line message (truncated to errlen) that names the file
- * or setting at fault and says what to do next; nothing is printed.  On
- * success err is left untouched.  The OpenSSL error queue is empty on return,
- * so a failure here cannot surface later as a stale error in TLS code.
+ * Errors (err.h), shared by every function here: ERR_OK on success; on
+ * failure ERR_NOMEM (out of memory, also when OpenSSL says so), ERR_TOO_BIG
+ * (bytes over what OpenSSL can read at once) or ERR_FAIL, and, when err is
+ * non-NULL, a one-line message that names the file or setting at fault and
+ * says what to do next; nothing is printed.  On success err is left
+ * untouched.  The OpenSSL error queue is empty on return, so a failure here
+ * cannot surface later as a stale error in TLS code.
  *
  * The functions keep no state of their own and may run concurrently.
  */
 #ifndef RDMA_WEBHOOK_CERTS_H
 #define RDMA_WEBHOOK_CERTS_H
+
+#include "err.h"
 
 #include <stddef.h>
 

@@ -1,8 +1,14 @@
 /* cmd: the subcommands of the rdma-webhook binary. Each takes the arguments
  * after its name (argv[0] is the subcommand) and returns the exit status:
- * 0 success, 1 failure at run time, 2 a usage error. */
+ * 0 success, 1 failure at run time, 2 a usage error. Only the subcommands
+ * print: their helpers (cmd_parse_uint too) fill in a message by err.h's
+ * convention, which the subcommand prints on stderr after "rdma-webhook". */
 #ifndef RDMA_WEBHOOK_CMD_H
 #define RDMA_WEBHOOK_CMD_H
+
+#include "err.h"
+
+#include <stddef.h>
 
 #define CMD_DEFAULT_PROFILES "/etc/rdma-webhook/profiles/profiles.json"
 #define CMD_DEFAULT_CERT     "/etc/rdma-webhook/tls/tls.crt"
@@ -15,9 +21,9 @@ int cmd_mutate(int argc, char **argv);
 int cmd_check_profiles(int argc, char **argv);
 int cmd_gen_certs(int argc, char **argv);
 
-/* Parses a whole decimal number in [min, max] for flag; prints the problem and
- * returns -1 otherwise. */
+/* Parses a whole decimal number in [min, max] for --flag into *out: ERR_OK, or
+ * ERR_FAIL with a message naming the flag and its range. */
 int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsigned long long max,
-                   unsigned long long *out);
+                   unsigned long long *out, char *err, size_t errlen);
 
 #endif

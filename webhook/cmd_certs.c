@@ -5,7 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-static void gen_certs_usage(FILE *f)
+static void cmd_certs_usage(FILE *f)
 {
     fprintf(f, "Usage: rdma-webhook gen-certs [--out-dir DIR] [--service NAME] [--namespace NS]\n"
                "                              [--days N]\n"
@@ -31,7 +31,7 @@ int cmd_gen_certs(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     struct certs_gen_opts o = {.out_dir = "certs/dev"};
     unsigned long long days;
-    char err[512];
+    char err[ERR_LEN];
     int c;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -40,16 +40,18 @@ int cmd_gen_certs(int argc, char **argv)
         case 's': o.service = optarg; break;
         case 'n': o.namespace_ = optarg; break;
         case 'd':
-            if (cmd_parse_uint("days", optarg, 1, 36500, &days))
+            if (cmd_parse_uint("days", optarg, 1, 36500, &days, err, sizeof(err))) {
+                fprintf(stderr, "rdma-webhook gen-certs: %s\n", err);
                 return 2;
+            }
             o.days = (int)days;
             break;
-        case 'h': gen_certs_usage(stdout); return 0;
-        default: gen_certs_usage(stderr); return 2;
+        case 'h': cmd_certs_usage(stdout); return 0;
+        default: cmd_certs_usage(stderr); return 2;
         }
     }
     if (optind < argc) {
-        gen_certs_usage(stderr);
+        cmd_certs_usage(stderr);
         return 2;
     }
     if (certs_generate(&o, err, sizeof(err))) {

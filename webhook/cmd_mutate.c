@@ -36,7 +36,7 @@ static struct profiles *cmd_mutate_load_profiles(const char *path)
 {
     struct dynbuf text, errors;
     struct profiles *ps = NULL;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
 
     dynbuf_init(&text, CMD_PROFILES_MAX);
     dynbuf_init(&errors, 65536);
@@ -60,25 +60,27 @@ static void cmd_mutate_print_warnings(const struct mutate_warnings *w)
 }
 
 /* Mutates one pod or template inside doc and applies the patch to doc. */
-static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
-                             int implicit, const struct profiles *ps)
+static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base,
+                                 const char *ns, int implicit, const struct profiles *ps)
 {
     struct mutate_input in = {
         .object = object, .base = base, .namespace_ = ns, .implicit_target = implicit};
     struct mutate_result res;
     cJSON *ops = NULL;
-    char err[256];
+    char err[ERR_LEN];
     int rc = 0;
 
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     mutate_object(&in, ps, NULL, &res);
     cmd_mutate_print_warnings(&res.warnings);
     if (res.outcome == MUTATE_PATCHED) {
+        /* cJSON_Parse says NULL both out of memory and on text it cannot
+         * read, which a patch the webhook wrote would be a bug. */
         ops = cJSON_Parse(dynbuf_ptr(&res.patch.out));
         rc = !ops || patch_apply(doc, ops, err, sizeof(err));
         if (rc)
-            fprintf(stderr, "rdma-webhook: internal error applying the patch: %s\n",
-                    ops ? err : "unparsable patch");
+            fprintf(stderr, "rdma-webhook: cannot apply the patch: %s\n",
+                    ops ? err : "out of memory, or unparsable (an internal error)");
     }
     cJSON_Delete(ops);
     mutate_result_free(&res);
@@ -126,7 +128,7 @@ static int cmd_mutate_print_doc(const cJSON *doc)
 /* A review: the response the server would send, or with --patched the
  * review's object with the patch applied. */
 static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const struct profiles *ps,
-                         int patched)
+                             int patched)
 {
     cJSON *req = cJSON_GetObjectItemCaseSensitive(*doc, "request");
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace"));
@@ -136,7 +138,7 @@ static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const stru
 
     if (patched)
         return cmd_mutate_apply_into(doc, cJSON_GetObjectItemCaseSensitive(req, "object"),
-                                 "/request/object", ns ? ns : "default", 0, ps) ||
+                                     "/request/object", ns ? ns : "default", 0, ps) ||
                cmd_mutate_print_doc(cJSON_GetObjectItemCaseSensitive(req, "object"));
     dynbuf_init(&out, MUTATE_INPUT_MAX);
     status = review_handle(dynbuf_ptr(input), dynbuf_len(input), ps, NULL, &out, &sum);
@@ -159,7 +161,8 @@ static int cmd_mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
     int rc = 1;
 
     if (patched)
-        return cmd_mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps) || cmd_mutate_print_doc(*doc);
+        return cmd_mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps) ||
+               cmd_mutate_print_doc(*doc);
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     dynbuf_init(&out, MUTATE_INPUT_MAX);
     mutate_object(&in, ps, NULL, &res);
@@ -206,7 +209,7 @@ int cmd_mutate(int argc, char **argv)
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
     struct profiles *ps = NULL;
     struct dynbuf input;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
     int c, patched = 0, rc = 1;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

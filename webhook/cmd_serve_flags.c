@@ -151,14 +151,17 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
     };
     const struct option *opt = serve_options;
     unsigned long long v;
+    char err[ERR_LEN];
 
     while (opt->name && opt->val != flag)
         opt++;
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         if (nums[i].flag != flag)
             continue;
-        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v))
+        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v, err, sizeof(err))) {
+            fprintf(stderr, "rdma-webhook serve: %s\n", err);
             return -1;
+        }
         *nums[i].dst = (unsigned)v;
         return 0;
     }

@@ -1,5 +1,6 @@
 #include "dynbuf.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +99,10 @@ int dynbuf_vprintf(struct dynbuf *b, const char *fmt, va_list ap)
     va_copy(ap2, ap);
     n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
+    /* vsnprintf fails on a result past INT_MAX (EOVERFLOW), an allocation of
+     * its own (ENOMEM) or a wide character it cannot convert (EILSEQ). */
     if (n < 0)
-        return ERR_NOMEM;
+        return errno == EOVERFLOW ? ERR_TOO_BIG : errno == ENOMEM ? ERR_NOMEM : ERR_FAIL;
     rc = dynbuf_reserve(b, (size_t)n);
     if (rc)
         return rc;

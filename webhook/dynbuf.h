@@ -5,8 +5,9 @@
  * always NUL-terminated (the terminator is not counted in len), so a dynbuf
  * can be handed to string functions and parsers directly.
  *
- * Error convention: functions returning int give 0 on success, ERR_TOO_BIG
- * when the cap would be exceeded, ERR_NOMEM when malloc fails. After an
+ * Errors (err.h): functions returning int give ERR_OK, ERR_TOO_BIG when the
+ * cap would be exceeded, or ERR_NOMEM when malloc fails; dynbuf_printf also
+ * gives ERR_FAIL when vsnprintf cannot convert a wide character. After an
  * error the buffer is left as it was before the call.
  */
 #ifndef RDMA_WEBHOOK_DYNBUF_H

@@ -10,11 +10,13 @@
  *
  * Not errors, and so outside this convention: predicates (1 or 0), HTTP
  * statuses as results (framing_check, review_handle), and sticky first errors
- * read once at the end (jsonw, podjson), which report these codes too.
+ * read once at the end: jsonw_error() reports these codes, and podjson, which
+ * allocates nothing, a reason (podjson_failed() is a predicate).
  */
 #ifndef RDMA_WEBHOOK_ERR_H
 #define RDMA_WEBHOOK_ERR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #define ERR_OK      0
@@ -32,6 +34,9 @@
  * ERR_FAIL, "cannot read %s: %s", path, strerror(errno));`. */
 int err_set(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* err_set() for a caller that is itself printf-like (podjson_fail). */
+int err_vset(char *err, size_t errlen, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* "out of memory", "too large", ... for a code; "failed" for ERR_FAIL or any
  * other value. */

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,37 +9,34 @@
 int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
 {
     int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "the input" : path;
     int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     char chunk[16384];
-    int rc = -1, add;
+    int rc = ERR_OK;
 
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (fd < 0)
+        return err_set(err, errlen, ERR_FAIL, "cannot open %s: %s", path, strerror(errno));
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-            goto out;
+            rc = err_set(err, errlen, ERR_FAIL, "cannot read %s: %s", name, strerror(errno));
+            break;
         }
         if (n == 0)
             break;
-        if ((add = dynbuf_add(out, chunk, (size_t)n)) == ERR_NOMEM) {
-            snprintf(err, errlen, "out of memory reading %s", is_stdin ? "input" : path);
-            goto out;
+        rc = dynbuf_add(out, chunk, (size_t)n);
+        if (rc == ERR_NOMEM) {
+            rc = err_set(err, errlen, ERR_NOMEM, "out of memory reading %s", name);
+            break;
         }
-        if (add) {
-            snprintf(err, errlen, "%s is larger than %zu bytes", is_stdin ? "input" : path,
-                     out->cap);
-            goto out;
+        if (rc) {
+            rc = err_set(err, errlen, ERR_TOO_BIG, "%s is larger than %zu bytes", name, out->cap);
+            break;
         }
     }
-    rc = 0;
-out:
     if (!is_stdin)
         close(fd);
     return rc;
@@ -52,7 +48,7 @@ int fsutil_identity(const char *path, struct fsutil_identity *id)
 
     memset(id, 0, sizeof(*id));
     if (stat(path, &st) != 0)
-        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+        return errno == ENOENT || errno == ENOTDIR ? ERR_OK : ERR_FAIL;
     id->exists = 1;
     id->dev = st.st_dev;
     id->ino = st.st_ino;

@@ -1,13 +1,14 @@
 /* fsutil: whole-file reads with a size cap, and file identity for change
  * detection.
  *
- * Errors: functions return 0 or -1 with a one-line message in err naming the
- * path and the cause.
+ * Errors (err.h): ERR_OK, or ERR_NOMEM, ERR_TOO_BIG or ERR_FAIL with a
+ * one-line message in err naming the path and the cause.
  */
 #ifndef RDMA_WEBHOOK_FSUTIL_H
 #define RDMA_WEBHOOK_FSUTIL_H
 
 #include "dynbuf.h"
+#include "err.h"
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -22,11 +23,14 @@ struct fsutil_identity {
     int exists;
 };
 
-/* Reads path ("-" for standard input) into out, whose cap limits the size;
- * the message tells a file over the cap from a read out of memory. */
+/* Reads path ("-" for standard input) into out, whose cap limits the size:
+ * ERR_TOO_BIG for a file over the cap (the message names the cap), ERR_NOMEM
+ * ("out of memory") when out cannot grow, ERR_FAIL when the file cannot be
+ * opened or read. out then holds what was read so far. */
 int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen);
 
-/* Follows symlinks; a missing file gives exists = 0 and returns 0. */
+/* Follows symlinks; a missing file gives exists = 0 and returns ERR_OK;
+ * ERR_FAIL when stat fails otherwise (errno says why). */
 int fsutil_identity(const char *path, struct fsutil_identity *id);
 int fsutil_identity_equal(const struct fsutil_identity *a, const struct fsutil_identity *b);
 

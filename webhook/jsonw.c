@@ -8,7 +8,7 @@
 void jsonw_init(struct jsonw *w, struct dynbuf *out)
 {
     w->out = out;
-    w->err = 0;
+    w->err = ERR_OK;
 }
 
 void jsonw_rawn(struct jsonw *w, const char *s, size_t n)

@@ -1,15 +1,18 @@
 /* jsonw: writes JSON text into a dynbuf.
  *
  * Building responses and patches as text avoids a tree of small allocations
- * per request. The writer keeps the first error (a dynbuf error code) and
- * ignores every later call, so a caller writes a whole document and checks
- * jsonw_error() once at the end. Punctuation between members is the caller's:
- * jsonw_key() and jsonw_str() do not add commas.
+ * per request. The writer keeps the first error and ignores every later call,
+ * so a caller writes a whole document and checks jsonw_error() once at the
+ * end: ERR_OK, ERR_TOO_BIG (out's cap was reached) or ERR_NOMEM (out could
+ * not grow), the codes of err.h, so a caller can answer each as it should.
+ * Punctuation between members is the caller's: jsonw_key() and jsonw_str()
+ * do not add commas.
  */
 #ifndef RDMA_WEBHOOK_JSONW_H
 #define RDMA_WEBHOOK_JSONW_H
 
 #include "dynbuf.h"
+#include "err.h"
 
 #include <stddef.h>
 

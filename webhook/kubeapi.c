@@ -13,32 +13,32 @@
 static int kubeapi_copy(char *dst, size_t dstlen, const char *src, const char *what, char *err,
                         size_t errlen)
 {
-    if (!src || !*src || strlen(src) >= dstlen) {
-        snprintf(err, errlen, "%s is missing or too long", what);
-        return -1;
-    }
+    if (!src || !*src)
+        return err_set(err, errlen, ERR_FAIL, "%s is missing", what);
+    if (strlen(src) >= dstlen)
+        return err_set(err, errlen, ERR_TOO_BIG, "%s is longer than %zu bytes", what, dstlen - 1);
     memcpy(dst, src, strlen(src) + 1);
-    return 0;
+    return ERR_OK;
 }
 
 int kubeapi_init(struct kubeapi *k, const char *url, const char *ca_file, const char *token_file,
                  char *err, size_t errlen)
 {
+    int rc;
+
     memset(k, 0, sizeof(*k));
     snprintf(k->user_agent, sizeof(k->user_agent), "rdma-webhook/%s", RDMA_WEBHOOK_VERSION);
-    if (kubeapi_copy(k->base_url, sizeof(k->base_url), url, "--kube-api", err, errlen) ||
-        kubeapi_copy(k->ca_file, sizeof(k->ca_file), ca_file, "--kube-ca", err, errlen) ||
-        kubeapi_copy(k->token_file, sizeof(k->token_file), token_file, "--kube-token-file", err,
-                     errlen))
-        return -1;
-    if (strncmp(url, "https://", 8) != 0) {
-        snprintf(err, errlen, "--kube-api must be an https:// URL");
-        return -1;
-    }
+    if ((rc = kubeapi_copy(k->base_url, sizeof(k->base_url), url, "--kube-api", err, errlen)) ||
+        (rc = kubeapi_copy(k->ca_file, sizeof(k->ca_file), ca_file, "--kube-ca", err, errlen)) ||
+        (rc = kubeapi_copy(k->token_file, sizeof(k->token_file), token_file, "--kube-token-file",
+                           err, errlen)))
+        return rc;
+    if (strncmp(url, "https://", 8) != 0)
+        return err_set(err, errlen, ERR_FAIL, "--kube-api must be an https:// URL");
     k->base_url[strcspn(k->base_url, "?#")] = '\0';
     if (k->base_url[strlen(k->base_url) - 1] == '/')
         k->base_url[strlen(k->base_url) - 1] = '\0';
-    return 0;
+    return ERR_OK;
 }
 
 int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen)
@@ -47,39 +47,39 @@ int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen)
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     char url[300];
 
-    if (!host || !*host || !port || !*port) {
-        snprintf(err, errlen,
-                 "not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset); "
-                 "pass --kube-api, --kube-ca and --kube-token-file");
-        return -1;
-    }
+    if (!host || !*host || !port || !*port)
+        return err_set(err, errlen, ERR_FAIL,
+                       "not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset); "
+                       "pass --kube-api, --kube-ca and --kube-token-file");
     snprintf(url, sizeof(url), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
     return kubeapi_init(k, url, KUBEAPI_SA_DIR "/ca.crt", KUBEAPI_SA_DIR "/token", err, errlen);
 }
 
-/* The Authorization header, from the token file as it is now. */
-static struct curl_slist *kubeapi_headers(const struct kubeapi *k, char *err, size_t errlen)
+/* The Authorization header, from the token file as it is now, into *out. */
+static int kubeapi_headers(const struct kubeapi *k, struct curl_slist **out, char *err,
+                           size_t errlen)
 {
     struct dynbuf tok, hdr;
-    struct curl_slist *list = NULL;
+    struct curl_slist *list = NULL, *more = NULL;
+    int rc;
 
+    *out = NULL;
     dynbuf_init(&tok, KUBEAPI_TOKEN_MAX);
     dynbuf_init(&hdr, KUBEAPI_TOKEN_MAX + 64);
-    if (fsutil_read(k->token_file, &tok, err, errlen))
+    rc = fsutil_read(k->token_file, &tok, err, errlen);
+    if (rc)
         goto out;
     while (tok.len && strchr(" \t\r\n", tok.mem[tok.len - 1]))
         dynbuf_truncate(&tok, tok.len - 1);
-    if (dynbuf_printf(&hdr, "Authorization: Bearer %s", dynbuf_ptr(&tok)) == 0)
-        list = curl_slist_append(NULL, dynbuf_ptr(&hdr));
-    if (list) {
-        struct curl_slist *more = curl_slist_append(list, "Accept: application/json");
-
-        if (!more)
-            curl_slist_free_all(list);
-        list = more;
+    /* hdr has room for any token tok can hold: only memory can fail. */
+    if (dynbuf_printf(&hdr, "Authorization: Bearer %s", dynbuf_ptr(&tok)) != 0 ||
+        !(list = curl_slist_append(NULL, dynbuf_ptr(&hdr))) ||
+        !(more = curl_slist_append(list, "Accept: application/json"))) {
+        curl_slist_free_all(list);
+        rc = err_set(err, errlen, ERR_NOMEM, "out of memory building the API request");
+        goto out;
     }
-    if (!list)
-        snprintf(err, errlen, "out of memory building the API request");
+    *out = more;
 out:
     /* The token must not linger in freed memory. */
     if (tok.mem)
@@ -88,25 +88,25 @@ out:
         explicit_bzero(hdr.mem, hdr.alloc);
     dynbuf_free(&tok);
     dynbuf_free(&hdr);
-    return list;
+    return rc;
 }
 
 /* An easy handle for one request to path with the client's TLS settings. */
-static CURL *kubeapi_easy(const struct kubeapi *k, const char *path, long timeout_ms,
-                          struct curl_slist *headers, char *err, size_t errlen)
+static int kubeapi_easy(const struct kubeapi *k, const char *path, long timeout_ms,
+                        struct curl_slist *headers, CURL **out, char *err, size_t errlen)
 {
     char url[1024];
     CURL *c;
 
-    if ((size_t)snprintf(url, sizeof(url), "%s%s", k->base_url, path) >= sizeof(url)) {
-        snprintf(err, errlen, "API URL too long");
-        return NULL;
-    }
+    *out = NULL;
+    if ((size_t)snprintf(url, sizeof(url), "%s%s", k->base_url, path) >= sizeof(url))
+        /* The path is long here (the base URL is at most 255 bytes): its
+         * start names it, and the limit must not be cut off. */
+        return err_set(err, errlen, ERR_TOO_BIG, "the API URL is longer than %zu bytes: %.64s...",
+                       sizeof(url) - 1, path);
     c = curl_easy_init();
-    if (!c) {
-        snprintf(err, errlen, "out of memory starting an API request");
-        return NULL;
-    }
+    if (!c)
+        return err_set(err, errlen, ERR_NOMEM, "out of memory starting an API request");
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_CAINFO, k->ca_file);
@@ -117,28 +117,49 @@ static CURL *kubeapi_easy(const struct kubeapi *k, const char *path, long timeou
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
     curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-    return c;
+    *out = c;
+    return ERR_OK;
 }
+
+/* The headers and the handle of one request; *c is NULL after a failure. */
+static int kubeapi_start(const struct kubeapi *k, const char *path, long timeout_ms,
+                         struct curl_slist **headers, CURL **c, char *err, size_t errlen)
+{
+    int rc = kubeapi_headers(k, headers, err, errlen);
+
+    *c = NULL;
+    return rc ? rc : kubeapi_easy(k, path, timeout_ms, *headers, c, err, errlen);
+}
+
+/* A response body being kept: the first error of an add stops the transfer
+ * and stays, so the outcome names it rather than curl's write error. */
+struct kubeapi_sink {
+    struct dynbuf *body;
+    int rc;
+};
 
 static size_t kubeapi_collect(char *data, size_t size, size_t n, void *arg)
 {
-    struct dynbuf *body = arg;
+    struct kubeapi_sink *s = arg;
 
-    /* A short count makes curl fail the transfer: the body was over its cap. */
-    return dynbuf_add(body, data, size * n) == 0 ? size * n : 0;
+    /* A short count makes curl fail the transfer. */
+    s->rc = dynbuf_add(s->body, data, size * n);
+    return s->rc ? 0 : size * n;
 }
 
-/* Performs c and reports the outcome in the module's convention. */
-static int kubeapi_perform(CURL *c, const char *path, long *status, char *err, size_t errlen)
+/* A failed transfer in the module's convention: what the sink could not
+ * keep (what is the response or the event it was reading), else curl's
+ * reason. */
+static int kubeapi_failed(const char *verb, const char *path, CURLcode cc, int sink_rc,
+                          const char *what, size_t cap, char *err, size_t errlen)
 {
-    CURLcode rc = curl_easy_perform(c);
-
-    if (rc != CURLE_OK) {
-        snprintf(err, errlen, "GET %s: %s", path, curl_easy_strerror(rc));
-        return -1;
-    }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    return 0;
+    if (sink_rc == ERR_NOMEM)
+        return err_set(err, errlen, ERR_NOMEM, "%s %s: out of memory reading %s", verb, path,
+                       what);
+    if (sink_rc == ERR_TOO_BIG)
+        return err_set(err, errlen, ERR_TOO_BIG, "%s %s: %s is larger than %zu bytes", verb, path,
+                       what, cap);
+    return err_set(err, errlen, ERR_FAIL, "%s %s: %s", verb, path, curl_easy_strerror(cc));
 }
 
 static int kubeapi_stop_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
@@ -152,20 +173,26 @@ static int kubeapi_stop_progress(void *arg, curl_off_t a, curl_off_t b, curl_off
 int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
                 struct dynbuf *body, long *status, char *err, size_t errlen)
 {
-    struct curl_slist *headers = kubeapi_headers(k, err, errlen);
-    CURL *c = headers ? kubeapi_easy(k, path, timeout_ms, headers, err, errlen) : NULL;
-    int rc = -1;
+    struct kubeapi_sink sink = {body, ERR_OK};
+    struct curl_slist *headers = NULL;
+    CURL *c;
+    CURLcode cc;
+    int rc = kubeapi_start(k, path, timeout_ms, &headers, &c, err, errlen);
 
-    if (!c)
+    if (rc)
         goto out;
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     if (stop) {
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, kubeapi_stop_progress);
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
     }
-    rc = kubeapi_perform(c, path, status, err, errlen);
+    cc = curl_easy_perform(c);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    else
+        rc = kubeapi_failed("GET", path, cc, sink.rc, "the response", body->cap, err, errlen);
 out:
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
@@ -175,12 +202,13 @@ out:
 /* State of one watch stream: the partial line carried between chunks. */
 struct kubeapi_stream {
     struct dynbuf line;
-    struct dynbuf *err_body;
+    struct kubeapi_sink err_body;
     CURL *curl;
     int (*on_line)(void *ctx, const char *line, size_t len);
     void *ctx;
     const atomic_int *stop;
-    int stopped;
+    int line_rc; /* the line could not grow: ERR_TOO_BIG or ERR_NOMEM */
+    int ended;   /* on_line asked to end the stream */
 };
 
 static int kubeapi_stream_ok(struct kubeapi_stream *st)
@@ -197,19 +225,21 @@ static size_t kubeapi_stream_data(char *data, size_t size, size_t n, void *arg)
     size_t len = size * n, start = 0;
 
     if (!kubeapi_stream_ok(st))
-        return kubeapi_collect(data, size, n, st->err_body);
+        return kubeapi_collect(data, size, n, &st->err_body);
     for (size_t i = 0; i < len; i++) {
         if (data[i] != '\n')
             continue;
-        if (dynbuf_add(&st->line, data + start, i - start) ||
-            (st->line.len && st->on_line(st->ctx, dynbuf_ptr(&st->line), st->line.len))) {
-            st->stopped = 1;
+        if ((st->line_rc = dynbuf_add(&st->line, data + start, i - start)))
+            return 0;
+        if (st->line.len && st->on_line(st->ctx, dynbuf_ptr(&st->line), st->line.len)) {
+            st->ended = 1;
             return 0;
         }
         dynbuf_reset(&st->line);
         start = i + 1;
     }
-    return dynbuf_add(&st->line, data + start, len - start) == 0 ? len : 0;
+    st->line_rc = dynbuf_add(&st->line, data + start, len - start);
+    return st->line_rc ? 0 : len;
 }
 
 static int kubeapi_stream_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
@@ -218,11 +248,24 @@ static int kubeapi_stream_progress(void *arg, curl_off_t a, curl_off_t b, curl_o
     struct kubeapi_stream *st = arg;
 
     (void)a, (void)b, (void)c, (void)d;
-    if (st->stop && atomic_load(st->stop)) {
-        st->stopped = 1;
-        return 1;
-    }
-    return 0;
+    return st->stop && atomic_load(st->stop) ? 1 : 0;
+}
+
+/* A watch that did not end with the server: which of its parts gave way. */
+static int kubeapi_stream_failed(struct kubeapi_stream *st, const char *path, CURLcode cc,
+                                 char *err, size_t errlen)
+{
+    /* A stream cut in the middle of an event leaves a partial line: dropped,
+     * the caller resumes from the last complete event. */
+    if (st->line_rc)
+        return kubeapi_failed("watch", path, cc, st->line_rc, "an event", st->line.cap, err,
+                              errlen);
+    if (st->err_body.rc)
+        return kubeapi_failed("watch", path, cc, st->err_body.rc, "the error response",
+                              st->err_body.body->cap, err, errlen);
+    if (st->ended)
+        return err_set(err, errlen, ERR_FAIL, "watch %s: the event handler ended the stream", path);
+    return kubeapi_failed("watch", path, cc, ERR_OK, NULL, 0, err, errlen);
 }
 
 int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, size_t max_line,
@@ -230,24 +273,26 @@ int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, si
                   const atomic_int *stop, struct dynbuf *err_body, long *status, char *err,
                   size_t errlen)
 {
-    struct curl_slist *headers = kubeapi_headers(k, err, errlen);
-    struct kubeapi_stream st = {.err_body = err_body, .on_line = on_line, .ctx = ctx, .stop = stop};
-    int rc = -1;
+    struct kubeapi_stream st = {
+        .err_body = {err_body, ERR_OK}, .on_line = on_line, .ctx = ctx, .stop = stop};
+    struct curl_slist *headers = NULL;
+    CURLcode cc;
+    int rc;
 
     dynbuf_init(&st.line, max_line);
-    st.curl = headers ? kubeapi_easy(k, path, timeout_ms, headers, err, errlen) : NULL;
-    if (!st.curl)
+    rc = kubeapi_start(k, path, timeout_ms, &headers, &st.curl, err, errlen);
+    if (rc)
         goto out;
     curl_easy_setopt(st.curl, CURLOPT_WRITEFUNCTION, kubeapi_stream_data);
     curl_easy_setopt(st.curl, CURLOPT_WRITEDATA, &st);
     curl_easy_setopt(st.curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(st.curl, CURLOPT_XFERINFOFUNCTION, kubeapi_stream_progress);
     curl_easy_setopt(st.curl, CURLOPT_XFERINFODATA, &st);
-    rc = kubeapi_perform(st.curl, path, status, err, errlen);
-    /* A stream cut in the middle of an event leaves a partial line: dropped,
-     * the caller resumes from the last complete event. */
-    if (rc && st.stopped && (!stop || !atomic_load(stop)))
-        snprintf(err, errlen, "watch %s: an event was too large or stopped the stream", path);
+    cc = curl_easy_perform(st.curl);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(st.curl, CURLINFO_RESPONSE_CODE, status);
+    else
+        rc = kubeapi_stream_failed(&st, path, cc, err, errlen);
 out:
     dynbuf_free(&st.line);
     curl_easy_cleanup(st.curl);

@@ -5,15 +5,18 @@
  * file and a token file. The token file is read again before every request,
  * because bound service-account tokens rotate; the token is never logged.
  *
- * Error convention: functions return 0 when an HTTP exchange happened (the
- * status is in *status, which may be an error status), and -1 with a
- * one-line message in err when none did (connection, TLS, timeout, stop).
+ * Errors (err.h): ERR_OK means that an HTTP exchange happened (the status is
+ * in *status, which may be an error status). Otherwise a negative code with
+ * a one-line message in err: ERR_TOO_BIG for a response, event or setting
+ * over its limit (the message names it), ERR_NOMEM, or ERR_FAIL (connection,
+ * TLS, timeout, stop, a bad setting).
  * Call curl_global_init() before any thread uses this module.
  */
 #ifndef RDMA_WEBHOOK_KUBEAPI_H
 #define RDMA_WEBHOOK_KUBEAPI_H
 
 #include "dynbuf.h"
+#include "err.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -33,16 +36,18 @@ int kubeapi_init(struct kubeapi *k, const char *url, const char *ca_file, const 
 /* In cluster: from the environment and the service-account mount. */
 int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen);
 
-/* GETs path (starting with /api) into body (its cap bounds the size), taking
- * at most timeout_ms, or until *stop is set (stop may be NULL). */
+/* GETs path (starting with /api) into body, taking at most timeout_ms, or
+ * until *stop is set (stop may be NULL). A response over body's cap is
+ * ERR_TOO_BIG. */
 int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
                 struct dynbuf *body, long *status, char *err, size_t errlen);
 
 /* Streams a watch: calls on_line for every complete line of the response
- * (lines may arrive split across chunks; a line longer than max_line fails
- * the stream), until the server ends it, on_line returns non-zero, *stop is
- * set (checked at least once a second), or timeout_ms passes. A non-200
- * response's body is left in err_body for the caller to read a Status. */
+ * (lines may arrive split across chunks), until the server ends it (ERR_OK),
+ * a line is longer than max_line (ERR_TOO_BIG), on_line returns non-zero, *stop
+ * is set (checked at least once a second) or timeout_ms passes (ERR_FAIL). A
+ * non-200 response's body is left in err_body (ERR_TOO_BIG past its cap) for
+ * the caller to read a Status. */
 int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, size_t max_line,
                   int (*on_line)(void *ctx, const char *line, size_t len), void *ctx,
                   const atomic_int *stop, struct dynbuf *err_body, long *status, char *err,

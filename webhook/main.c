@@ -27,20 +27,19 @@ static void main_usage(FILE *f)
 }
 
 int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsigned long long max,
-                   unsigned long long *out)
+                   unsigned long long *out, char *err, size_t errlen)
 {
     char *end;
     unsigned long long v;
 
     errno = 0;
     v = strtoull(s, &end, 10);
-    if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
-        fprintf(stderr, "rdma-webhook: --%s takes a whole number from %llu to %llu, not \"%s\"\n",
-                flag, min, max, s);
-        return -1;
-    }
+    if (!*s || *end || errno || s[0] == '-' || v < min || v > max)
+        return err_set(err, errlen, ERR_FAIL,
+                       "--%s takes a whole number from %llu to %llu, not \"%s\"", flag, min, max,
+                       s);
     *out = v;
-    return 0;
+    return ERR_OK;
 }
 
 int main(int argc, char **argv)

@@ -167,7 +167,7 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
 
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)
 {
-    struct metrics_out o = {out, 0};
+    struct metrics_out o = {out, ERR_OK};
     size_t before = dynbuf_len(out);
 
     metrics_render_admissions(m, &o);

@@ -8,6 +8,7 @@
 #define RDMA_WEBHOOK_METRICS_H
 
 #include "dynbuf.h"
+#include "err.h"
 
 #include <stdatomic.h>
 
@@ -57,8 +58,9 @@ void metrics_admission(struct metrics *m, int ignored, int reason, long long ns,
                        const unsigned *warning_kinds);
 void metrics_http_error(struct metrics *m, unsigned status);
 
-/* Appends the whole exposition and returns 0, or returns ERR_TOO_BIG (out's
- * cap is too small) or ERR_NOMEM with out left as it was. */
+/* Appends the whole exposition and returns ERR_OK, or returns the first error
+ * of a write, ERR_TOO_BIG (out's cap is too small) or ERR_NOMEM, with out
+ * left as it was. */
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out);
 
 #endif

@@ -1,7 +1,6 @@
 #include "patch.h"
 
 #include <cjson/cJSON.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +60,7 @@ int patch_escape_token(const char *token, char *out, size_t outlen)
 
         if (o + n >= outlen) {
             out[o] = '\0';
-            return -1;
+            return ERR_TOO_BIG;
         }
         if (rep)
             memcpy(out + o, rep, 2);
@@ -70,7 +69,7 @@ int patch_escape_token(const char *token, char *out, size_t outlen)
         o += n;
     }
     out[o] = '\0';
-    return 0;
+    return ERR_OK;
 }
 
 /* Splits off the next token of a pointer into tok (unescaped). Returns the
@@ -164,20 +163,20 @@ static int patch_do_add(cJSON *parent, const char *tok, cJSON *val)
 
     if (cJSON_IsObject(parent)) {
         if (cJSON_GetObjectItemCaseSensitive(parent, tok))
-            return cJSON_ReplaceItemInObjectCaseSensitive(parent, tok, val) ? 0 : -1;
-        return cJSON_AddItemToObject(parent, tok, val) ? 0 : -1;
+            return cJSON_ReplaceItemInObjectCaseSensitive(parent, tok, val) ? ERR_OK : ERR_FAIL;
+        return cJSON_AddItemToObject(parent, tok, val) ? ERR_OK : ERR_FAIL;
     }
     if (!cJSON_IsArray(parent))
-        return -1;
+        return ERR_FAIL;
     if (strcmp(tok, "-") == 0)
-        return cJSON_AddItemToArray(parent, val) ? 0 : -1;
+        return cJSON_AddItemToArray(parent, val) ? ERR_OK : ERR_FAIL;
     i = patch_index(tok);
     if (i < 0 || i > cJSON_GetArraySize(parent))
-        return -1;
+        return ERR_FAIL;
     if (i == cJSON_GetArraySize(parent))
-        return cJSON_AddItemToArray(parent, val) ? 0 : -1;
+        return cJSON_AddItemToArray(parent, val) ? ERR_OK : ERR_FAIL;
     patch_insert_before(parent, cJSON_GetArrayItem(parent, (int)i), val);
-    return 0;
+    return ERR_OK;
 }
 
 /* A replaced object member must keep its key: cJSON_ReplaceItemViaPointer
@@ -185,8 +184,8 @@ static int patch_do_add(cJSON *parent, const char *tok, cJSON *val)
 static int patch_do_replace(cJSON *parent, const char *tok, cJSON *target, cJSON *val)
 {
     if (cJSON_IsObject(parent))
-        return cJSON_ReplaceItemInObjectCaseSensitive(parent, tok, val) ? 0 : -1;
-    return cJSON_ReplaceItemViaPointer(parent, target, val) ? 0 : -1;
+        return cJSON_ReplaceItemInObjectCaseSensitive(parent, tok, val) ? ERR_OK : ERR_FAIL;
+    return cJSON_ReplaceItemViaPointer(parent, target, val) ? ERR_OK : ERR_FAIL;
 }
 
 /* One decoded operation and where it points. */
@@ -205,16 +204,14 @@ static int patch_put(struct patch_op *o, int is_add, char *err, size_t errlen)
 {
     cJSON *copy = cJSON_Duplicate(o->value, 1);
 
-    if (!copy) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!copy)
+        return err_set(err, errlen, ERR_NOMEM, "%s %s: out of memory copying the value", o->name,
+                       o->path);
     if (is_add ? patch_do_add(o->parent, o->tok, copy) == 0
                : patch_do_replace(o->parent, o->tok, o->target, copy) == 0)
-        return 0;
+        return ERR_OK;
     cJSON_Delete(copy);
-    snprintf(err, errlen, "%s %s: cannot insert there", o->name, o->path);
-    return -1;
+    return err_set(err, errlen, ERR_FAIL, "%s %s: cannot insert there", o->name, o->path);
 }
 
 /* The whole document replaced: the pointer "" has no parent. */
@@ -222,13 +219,11 @@ static int patch_put_root(cJSON **doc, const cJSON *value, char *err, size_t err
 {
     cJSON *copy = cJSON_Duplicate(value, 1);
 
-    if (!copy) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!copy)
+        return err_set(err, errlen, ERR_NOMEM, "out of memory copying the new document");
     cJSON_Delete(*doc);
     *doc = copy;
-    return 0;
+    return ERR_OK;
 }
 
 static int patch_apply_one(cJSON **doc, const cJSON *op, char *err, size_t errlen)
@@ -241,50 +236,42 @@ static int patch_apply_one(cJSON **doc, const cJSON *op, char *err, size_t errle
     int is_add = o.name && strcmp(o.name, "add") == 0;
     int is_replace = o.name && strcmp(o.name, "replace") == 0;
 
-    if (!o.name || !o.path) {
-        snprintf(err, errlen, "operation without \"op\" or \"path\"");
-        return -1;
-    }
+    if (!o.name || !o.path)
+        return err_set(err, errlen, ERR_FAIL, "operation without \"op\" or \"path\"");
     if (*o.path == '\0' && (is_add || is_replace) && o.value)
         return patch_put_root(doc, o.value, err, errlen);
     o.parent = patch_parent(*doc, o.path, o.tok, sizeof(o.tok));
     o.target = o.parent ? patch_child(o.parent, o.tok) : NULL;
-    if (!o.parent || (!is_add && !o.target)) {
-        snprintf(err, errlen, "%s %s: path does not exist", o.name, o.path);
-        return -1;
-    }
+    if (!o.parent || (!is_add && !o.target))
+        return err_set(err, errlen, ERR_FAIL, "%s %s: path does not exist", o.name, o.path);
     if (strcmp(o.name, "remove") == 0) {
         cJSON_Delete(cJSON_DetachItemViaPointer(o.parent, o.target));
-        return 0;
+        return ERR_OK;
     }
-    if (!o.value) {
-        snprintf(err, errlen, "%s %s: no value", o.name, o.path);
-        return -1;
-    }
+    if (!o.value)
+        return err_set(err, errlen, ERR_FAIL, "%s %s: no value", o.name, o.path);
     if (strcmp(o.name, "test") == 0) {
         if (cJSON_Compare(o.target, o.value, 1))
-            return 0;
-        snprintf(err, errlen, "test %s: value differs", o.path);
-        return -1;
+            return ERR_OK;
+        return err_set(err, errlen, ERR_FAIL, "test %s: value differs", o.path);
     }
     if (is_add || is_replace)
         return patch_put(&o, is_add, err, errlen);
-    snprintf(err, errlen, "unsupported operation \"%s\"", o.name);
-    return -1;
+    return err_set(err, errlen, ERR_FAIL, "unsupported operation \"%s\"", o.name);
 }
 
 int patch_apply(cJSON **doc, const cJSON *ops, char *err, size_t errlen)
 {
     const cJSON *op;
+    int rc;
 
-    if (!cJSON_IsArray(ops)) {
-        snprintf(err, errlen, "a JSON Patch must be an array");
-        return -1;
-    }
+    if (!cJSON_IsArray(ops))
+        return err_set(err, errlen, ERR_FAIL, "a JSON Patch must be an array");
     cJSON_ArrayForEach(op, ops)
     {
-        if (patch_apply_one(doc, op, err, errlen))
-            return -1;
+        rc = patch_apply_one(doc, op, err, errlen);
+        if (rc)
+            return rc;
     }
-    return 0;
+    return ERR_OK;
 }

@@ -20,6 +20,7 @@
 #define RDMA_WEBHOOK_PATCH_H
 
 #include "dynbuf.h"
+#include "err.h"
 #include "jsonw.h"
 
 #include <stddef.h>
@@ -44,15 +45,17 @@ void patch_op_begin(struct patch *p, const char *op, const char *path);
 void patch_op_end(struct patch *p);
 /* An operation whose value is a string. */
 void patch_op_str(struct patch *p, const char *op, const char *path, const char *value);
-/* Closes the array. Returns 0, or a dynbuf error code if anything did not fit. */
+/* Closes the array. Returns the first error of the writer (err.h): ERR_OK,
+ * ERR_TOO_BIG (the patch is over its cap) or ERR_NOMEM. */
 int patch_finish(struct patch *p);
 
-/* Escapes one reference token into out. Returns 0, or -1 when out is too
- * small (out then holds a truncated, still terminated, token). */
+/* Escapes one reference token into out. Returns ERR_OK, or ERR_TOO_BIG when
+ * out is too small (out then holds a truncated, still terminated, token). */
 int patch_escape_token(const char *token, char *out, size_t outlen);
 
-/* Applies the operations in ops (a cJSON array) to *doc, in order. Returns 0,
- * or -1 with a one-line reason in err; *doc may then be partly patched. */
+/* Applies the operations in ops (a cJSON array) to *doc, in order. Returns
+ * ERR_OK, or ERR_NOMEM or ERR_FAIL with a one-line reason in err; *doc may
+ * then be partly patched. */
 int patch_apply(struct cJSON **doc, const struct cJSON *ops, char *err, size_t errlen);
 
 #endif

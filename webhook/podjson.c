@@ -1,10 +1,10 @@
 #include "podjson.h"
 
+#include "err.h"
 #include "quantity.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 void podjson_init(struct podjson *r)
@@ -19,7 +19,7 @@ void podjson_fail(struct podjson *r, const char *fmt, ...)
     if (podjson_failed(r))
         return;
     va_start(ap, fmt);
-    vsnprintf(r->bad_field, sizeof(r->bad_field), fmt, ap);
+    err_vset(r->bad_field, sizeof(r->bad_field), ERR_FAIL, fmt, ap);
     va_end(ap);
 }
 

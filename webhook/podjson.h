@@ -5,6 +5,11 @@
  * also when it has the wrong type; in the second case it records the first
  * such field in the reader, so the caller can refuse the object with a reason
  * that names the field instead of guessing.
+ *
+ * Errors: a sticky first reason, read once at the end. Nothing here
+ * allocates, so there is no ERR_NOMEM or ERR_TOO_BIG to tell apart:
+ * podjson_failed() is a predicate and bad_field the one-line reason (set
+ * through err.h, so it never holds a control character).
  */
 #ifndef RDMA_WEBHOOK_PODJSON_H
 #define RDMA_WEBHOOK_PODJSON_H

@@ -268,7 +268,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     struct dynbuf uid_buf;
     const char *why, *end = NULL;
     cJSON *root = NULL;
-    int status = 400;
+    int status = 400, rc;
 
     memset(sum, 0, sizeof(*sum));
     sum->ignored = 1;
@@ -297,9 +297,10 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
         goto out;
     }
     utf8_shorten(env.uid, sizeof(sum->uid) - 1, sum->uid, sizeof(sum->uid));
-    status = review_answer(&env, ps, hooks, out, sum) ? 500 : 200;
-    if (status == 500)
-        review_bad(out, "response too large");
+    rc = review_answer(&env, ps, hooks, out, sum);
+    status = rc ? 500 : 200;
+    if (rc)
+        review_bad(out, rc == ERR_NOMEM ? "out of memory" : "response too large");
 out:
     arena_json_delete(root);
     dynbuf_free(&uid_buf);

@@ -240,12 +240,21 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     };
     struct dynbuf b;
     size_t len;
+    int rc;
 
     tlscreds_release(cert);
     dynbuf_init(&b, 65536);
-    if (metrics_render(&s->metrics, &g, &b) || server_render_limits(s, &b)) {
+    rc = metrics_render(&s->metrics, &g, &b);
+    if (rc == ERR_OK)
+        rc = server_render_limits(s, &b);
+    if (rc != ERR_OK) {
         dynbuf_free(&b);
-        return server_reply_text(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+        /* 500 either way: a GET has no content to be too large (413), the
+         * exposition outgrew its buffer. */
+        return server_reply_text(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                 rc == ERR_NOMEM     ? "out of memory\n"
+                                 : rc == ERR_TOO_BIG ? "metrics exposition too large\n"
+                                                     : "cannot render the metrics\n");
     }
     len = b.len;
     return server_reply_buf(s, conn, MHD_HTTP_OK, "text/plain; version=0.0.4", dynbuf_steal(&b),

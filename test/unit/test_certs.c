@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,7 +488,7 @@ static void test_inspect_errors(void **state)
 
     memset(&info, 0x55, sizeof info);
     path_in(fx->root, "missing.crt", p, sizeof p);
-    assert_int_equal(certs_inspect_file(p, &info, err, sizeof err), -1);
+    assert_int_equal(certs_inspect_file(p, &info, err, sizeof err), ERR_FAIL);
     assert_contains(err, p);
     assert_contains(err, "No such file or directory");
     assert_contains(err, "gen-certs");
@@ -496,17 +497,18 @@ static void test_inspect_errors(void **state)
 
     /* A key where a certificate belongs: a typical flag mix-up. */
     assert_int_equal(
-        certs_inspect_file(path_in(fx->a, "tls.key", p, sizeof p), &info, err, sizeof err), -1);
+        certs_inspect_file(path_in(fx->a, "tls.key", p, sizeof p), &info, err, sizeof err),
+        ERR_FAIL);
     assert_contains(err, "no PEM certificate");
     assert_int_equal(ERR_peek_error(), 0);
 
     path_in(fx->root, "empty.crt", p, sizeof p);
     assert_int_equal(run(out, sizeof out, ": > '%s'", p), 0);
-    assert_int_equal(certs_inspect_file(p, &info, err, sizeof err), -1);
+    assert_int_equal(certs_inspect_file(p, &info, err, sizeof err), ERR_FAIL);
     assert_contains(err, "no PEM certificate");
-    assert_int_equal(certs_inspect_file(p, &info, NULL, 0), -1);
-    assert_int_equal(certs_inspect_file(p, NULL, err, sizeof err), -1);
-    assert_int_equal(certs_inspect_file(NULL, &info, err, sizeof err), -1);
+    assert_int_equal(certs_inspect_file(p, &info, NULL, 0), ERR_FAIL);
+    assert_int_equal(certs_inspect_file(p, NULL, err, sizeof err), ERR_FAIL);
+    assert_int_equal(certs_inspect_file(NULL, &info, err, sizeof err), ERR_FAIL);
 }
 
 static void test_check_pair_ok(void **state)
@@ -529,7 +531,7 @@ static void test_check_pair_mismatch(void **state)
 
     path_in(fx->a, "tls.crt", c, sizeof c);
     path_in(fx->b, "tls.key", k, sizeof k);
-    assert_int_equal(certs_check_pair(c, k, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(c, k, err, sizeof err), ERR_FAIL);
     assert_contains(err, "does not match");
     assert_contains(err, c);
     assert_contains(err, k);
@@ -538,7 +540,7 @@ static void test_check_pair_mismatch(void **state)
     assert_int_equal(ERR_peek_error(), 0);
     /* Same run, wrong key: the CA key does not serve tls.crt either. */
     assert_int_equal(certs_check_pair(c, path_in(fx->a, "ca.key", k, sizeof k), err, sizeof err),
-                     -1);
+                     ERR_FAIL);
     assert_contains(err, "does not match");
 }
 
@@ -551,22 +553,22 @@ static void test_check_pair_missing_and_bad_files(void **state)
     path_in(fx->a, "tls.key", k, sizeof k);
     path_in(fx->root, "nope/tls.crt", missing, sizeof missing);
 
-    assert_int_equal(certs_check_pair(missing, k, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(missing, k, err, sizeof err), ERR_FAIL);
     assert_contains(err, missing);
     assert_contains(err, "No such file or directory");
     assert_contains(err, "gen-certs");
-    assert_int_equal(certs_check_pair(c, missing, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(c, missing, err, sizeof err), ERR_FAIL);
     assert_contains(err, missing);
     assert_contains(err, "No such file or directory");
 
     /* Swapped flags: the certificate given as the key. */
-    assert_int_equal(certs_check_pair(c, c, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(c, c, err, sizeof err), ERR_FAIL);
     assert_contains(err, "no usable private key");
-    assert_int_equal(certs_check_pair(k, k, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(k, k, err, sizeof err), ERR_FAIL);
     assert_contains(err, "no PEM certificate");
 
-    assert_int_equal(certs_check_pair(missing, k, NULL, 0), -1);
-    assert_int_equal(certs_check_pair(NULL, k, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(missing, k, NULL, 0), ERR_FAIL);
+    assert_int_equal(certs_check_pair(NULL, k, err, sizeof err), ERR_FAIL);
     assert_contains(err, "--tls-cert-file");
     assert_int_equal(ERR_peek_error(), 0);
 }
@@ -582,7 +584,7 @@ static void test_check_pair_encrypted_key_never_prompts(void **state)
                          fx->a, k),
                      0);
     assert_int_equal(certs_check_pair(path_in(fx->a, "tls.crt", c, sizeof c), k, err, sizeof err),
-                     -1);
+                     ERR_FAIL);
     assert_contains(err, k);
     assert_contains(err, "unencrypted");
 }
@@ -612,14 +614,14 @@ static void test_check_pair_time_window(void **state)
     path_in(fx->a, "tls.key", k, sizeof k);
     path_in(fx->root, "expired.crt", c, sizeof c);
     write_redated(fx->a, c, -2 * DAY, -DAY);
-    assert_int_equal(certs_check_pair(c, k, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(c, k, err, sizeof err), ERR_FAIL);
     assert_contains(err, "expired at");
     assert_contains(err, c);
     assert_contains(err, "Z:"); /* an ISO 8601 date in the message */
 
     path_in(fx->root, "future.crt", c, sizeof c);
     write_redated(fx->a, c, DAY, 2 * DAY);
-    assert_int_equal(certs_check_pair(c, k, err, sizeof err), -1);
+    assert_int_equal(certs_check_pair(c, k, err, sizeof err), ERR_FAIL);
     assert_contains(err, "not valid before");
     assert_contains(err, "clock");
 }
@@ -693,19 +695,20 @@ static void test_unwritable_out_dir(void **state)
     path_in(fx->root, "plainfile", file, sizeof file);
     assert_int_equal(run(out, sizeof out, ": > '%s'", file), 0);
     path_in(file, "sub", dir, sizeof dir);
-    assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), -1);
+    assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), ERR_FAIL);
     assert_contains(err, "plainfile");
     assert_contains(err, "--out-dir");
-    assert_int_equal(gen(file, NULL, NULL, 0, err, sizeof err), -1);
+    assert_int_equal(gen(file, NULL, NULL, 0, err, sizeof err), ERR_FAIL);
     assert_contains(err, "not a directory");
 
     /* Not writable even for root, which the CI container may be. */
-    assert_int_equal(gen("/proc/rdma-webhook-certs-test", NULL, NULL, 0, err, sizeof err), -1);
+    assert_int_equal(gen("/proc/rdma-webhook-certs-test", NULL, NULL, 0, err, sizeof err),
+                     ERR_FAIL);
     assert_contains(err, "/proc/rdma-webhook-certs-test");
-    assert_int_equal(gen("/proc", NULL, NULL, 0, err, sizeof err), -1);
+    assert_int_equal(gen("/proc", NULL, NULL, 0, err, sizeof err), ERR_FAIL);
     assert_contains(err, "cannot create a file in /proc");
     assert_contains(err, "writable --out-dir");
-    assert_int_equal(gen("/proc", NULL, NULL, 0, NULL, 0), -1);
+    assert_int_equal(gen("/proc", NULL, NULL, 0, NULL, 0), ERR_FAIL);
     assert_int_equal(ERR_peek_error(), 0);
 }
 
@@ -730,6 +733,7 @@ static void test_check_pem_in_memory(void **state)
     struct certs_info mem, file;
     struct certs_pem pem = {.cert_name = "tls.crt", .key_name = "tls.key"};
     char *cert, *key_a, *key_b;
+    size_t cert_len;
 
     path_in(fx->root, "pem-a", a, sizeof a);
     path_in(fx->root, "pem-b", b, sizeof b);
@@ -748,11 +752,21 @@ static void test_check_pem_in_memory(void **state)
     assert_true(mem.not_after == file.not_after);
     key_b = slurp(kb, &pem.key_len);
     pem.key = key_b;
-    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), -1);
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), ERR_FAIL);
     assert_non_null(strstr(err, "does not match"));
+    cert_len = pem.cert_len;
     pem.cert_len = 10;
-    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), -1);
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), ERR_FAIL);
     assert_non_null(strstr(err, "no PEM certificate"));
+    /* More than OpenSSL reads at once: refused for its size, nothing read. */
+    pem.cert_len = (size_t)INT_MAX + 1;
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), ERR_TOO_BIG);
+    assert_contains(err, "tls.crt is larger than");
+    pem.cert_len = cert_len;
+    pem.key_len = (size_t)INT_MAX + 1;
+    assert_int_equal(certs_check_pem(&pem, &mem, err, sizeof err), ERR_TOO_BIG);
+    assert_contains(err, "tls.key is larger than");
+    assert_int_equal(ERR_peek_error(), 0);
     free(cert);
     free(key_a);
     free(key_b);
@@ -767,18 +781,18 @@ static void test_invalid_options_write_nothing(void **state)
     struct stat st;
 
     path_in(fx->root, "never", dir, sizeof dir);
-    assert_int_equal(certs_generate(NULL, err, sizeof err), -1);
+    assert_int_equal(certs_generate(NULL, err, sizeof err), ERR_FAIL);
     assert_contains(err, "--out-dir");
-    assert_int_equal(certs_generate(&none, err, sizeof err), -1);
+    assert_int_equal(certs_generate(&none, err, sizeof err), ERR_FAIL);
     assert_contains(err, "--out-dir");
-    assert_int_equal(gen("", NULL, NULL, 0, err, sizeof err), -1);
-    assert_int_equal(gen(dir, NULL, NULL, -1, err, sizeof err), -1);
+    assert_int_equal(gen("", NULL, NULL, 0, err, sizeof err), ERR_FAIL);
+    assert_int_equal(gen(dir, NULL, NULL, -1, err, sizeof err), ERR_FAIL);
     assert_contains(err, "--days -1");
-    assert_int_equal(gen(dir, NULL, NULL, 36501, err, sizeof err), -1);
+    assert_int_equal(gen(dir, NULL, NULL, 36501, err, sizeof err), ERR_FAIL);
     for (size_t i = 0; i < sizeof bad_labels / sizeof *bad_labels; i++) {
-        assert_int_equal(gen(dir, bad_labels[i], NULL, 0, err, sizeof err), -1);
+        assert_int_equal(gen(dir, bad_labels[i], NULL, 0, err, sizeof err), ERR_FAIL);
         assert_contains(err, "lowercase");
-        assert_int_equal(gen(dir, NULL, bad_labels[i], 0, err, sizeof err), -1);
+        assert_int_equal(gen(dir, NULL, bad_labels[i], 0, err, sizeof err), ERR_FAIL);
         assert_contains(err, "namespace");
     }
     assert_int_equal(stat(dir, &st), -1);
@@ -792,9 +806,9 @@ static void test_small_error_buffer(void **state)
     memset(err, 'x', sizeof err);
     assert_int_equal(certs_check_pair(path_in(fx->a, "tls.crt", c, sizeof c),
                                       path_in(fx->b, "tls.key", k, sizeof k), err, sizeof err),
-                     -1);
+                     ERR_FAIL);
     assert_int_equal(strlen(err), sizeof err - 1);
-    assert_int_equal(certs_check_pair(c, k, err, 1), -1);
+    assert_int_equal(certs_check_pair(c, k, err, 1), ERR_FAIL);
     assert_string_equal(err, "");
 }
 

@@ -1,9 +1,11 @@
 /*
  * Unit tests for webhook/dynbuf.c: the size cap (and that a refused call
  * leaves the buffer as it was), NUL termination, growth through printf,
- * steal/reset/truncate and the degenerate caps 0 and SIZE_MAX.
+ * steal/reset/truncate, the degenerate caps 0 and SIZE_MAX, and out of
+ * memory told apart from over the cap.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -386,6 +388,53 @@ TEST(test_cap_size_max_grows_like_any_cap)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* More than a starved heap has left, well under the cap of the buffer. */
+static char big[1 << 18];
+
+/* In the starved child, on a buffer that holds "abc" and has room for 1 MiB:
+ * each way to grow says ERR_NOMEM and keeps "abc"; going past the cap still
+ * says ERR_TOO_BIG. Returns the bit of the first check that failed, or 0. */
+static int grow_starved(void *arg)
+{
+    struct dynbuf *b = arg;
+
+    if (dynbuf_add(b, big, sizeof(big)) != ERR_NOMEM)
+        return 1;
+    if (dynbuf_reserve(b, sizeof(big)) != ERR_NOMEM)
+        return 2;
+    if (dynbuf_grow(b, sizeof(big)) != ERR_NOMEM)
+        return 4;
+    if (dynbuf_printf(b, "%.*s", (int)sizeof(big), big) != ERR_NOMEM)
+        return 8;
+    if (dynbuf_len(b) != 3 || strcmp(dynbuf_ptr(b), "abc") != 0)
+        return 16;
+    if (dynbuf_grow(b, b->cap) != ERR_TOO_BIG)
+        return 32;
+    return 0;
+}
+
+/* Freed by the teardown, also when the test is skipped (under ASan). */
+static struct dynbuf starved;
+
+static int free_starved(void **state __attribute__((unused)))
+{
+    dynbuf_free(&starved);
+    return 0;
+}
+
+TEST(test_out_of_memory_is_not_too_big)
+{
+    int rc;
+
+    assert_int_not_equal(ERR_NOMEM, ERR_TOO_BIG);
+    memset(big, 'z', sizeof(big));
+    dynbuf_init(&starved, 1 << 20);
+    assert_int_equal(dynbuf_addstr(&starved, "abc"), ERR_OK);
+    rc = run_out_of_memory(grow_starved, &starved);
+    if (rc != 0)
+        fail_msg("growing without memory: check %d of the child failed", rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_cap_zero_accepts_only_nothing),
         cmocka_unit_test(test_free_then_reuse),
         cmocka_unit_test(test_cap_size_max_grows_like_any_cap),
+        cmocka_unit_test_teardown(test_out_of_memory_is_not_too_big, free_starved),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * Unit tests for webhook/fsutil.c: a whole-file read, a file over the cap
- * ("larger than"), and a read that runs out of memory, which must say so
- * rather than blame the file's size.
+ * (ERR_TOO_BIG, "larger than" the cap), and a read that runs out of memory,
+ * which must say so (ERR_NOMEM, "out of memory") rather than blame the
+ * file's size: the caller answers the two differently.
  */
 #include "unit.h"
 #include "support.h"
@@ -41,7 +42,7 @@ TEST(test_read_whole_file)
     char err[256] = "";
 
     dynbuf_init(&b, 16);
-    assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), 0);
+    assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), ERR_OK);
     assert_string_equal(dynbuf_ptr(&b), "0123456789abcdef");
     dynbuf_free(&b);
 }
@@ -52,7 +53,7 @@ TEST(test_read_over_the_cap_names_the_size)
     char err[256] = "";
 
     dynbuf_init(&b, 15);
-    assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), -1);
+    assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), ERR_TOO_BIG);
     assert_contains(err, "larger than 15 bytes");
     assert_contains(err, path);
     dynbuf_free(&b);
@@ -64,23 +65,39 @@ TEST(test_read_missing_file)
     char err[256] = "";
 
     dynbuf_init(&b, 16);
-    assert_int_equal(fsutil_read("/nonexistent/test_fsutil", &b, err, sizeof(err)), -1);
+    assert_int_equal(fsutil_read("/nonexistent/test_fsutil", &b, err, sizeof(err)), ERR_FAIL);
     assert_contains(err, "cannot open /nonexistent/test_fsutil");
+    dynbuf_free(&b);
+}
+
+TEST(test_a_directory_cannot_be_read)
+{
+    struct dynbuf b;
+    char err[256] = "";
+
+    dynbuf_init(&b, 16);
+    assert_int_equal(fsutil_read("/", &b, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "cannot read /");
     dynbuf_free(&b);
 }
 
 static char starved_err[256];
 
-/* 0: failed saying "out of memory"; 1: blamed the size; 2: other. */
+/* 0: ERR_NOMEM saying "out of memory"; 1: ERR_TOO_BIG or blamed the size;
+ * 2: ERR_NOMEM with another message; 3: anything else. */
 static int read_starved(void *arg)
 {
     struct dynbuf b;
+    int rc;
 
     (void)arg;
     dynbuf_init(&b, 1 << 20);
-    if (fsutil_read(path, &b, starved_err, sizeof(starved_err)) == 0)
-        return 2;
-    return strstr(starved_err, "out of memory") ? 0 : strstr(starved_err, "larger") ? 1 : 2;
+    rc = fsutil_read(path, &b, starved_err, sizeof(starved_err));
+    if (rc == ERR_TOO_BIG || strstr(starved_err, "larger"))
+        return 1;
+    if (rc == ERR_NOMEM)
+        return strstr(starved_err, "out of memory") ? 0 : 2;
+    return 3;
 }
 
 TEST(test_read_out_of_memory_says_so)
@@ -88,8 +105,9 @@ TEST(test_read_out_of_memory_says_so)
     int rc = run_out_of_memory(read_starved, NULL);
 
     if (rc != 0)
-        fail_msg("reading without memory: %s",
-                 rc == 1 ? "reported as too large" : "not reported as out of memory");
+        fail_msg("reading without memory: %s", rc == 1   ? "reported as too large"
+                                               : rc == 2 ? "ERR_NOMEM without \"out of memory\""
+                                                         : "not ERR_NOMEM");
 }
 
 int main(void)
@@ -98,6 +116,7 @@ int main(void)
         cmocka_unit_test(test_read_whole_file),
         cmocka_unit_test(test_read_over_the_cap_names_the_size),
         cmocka_unit_test(test_read_missing_file),
+        cmocka_unit_test(test_a_directory_cannot_be_read),
         cmocka_unit_test(test_read_out_of_memory_says_so),
     };
 

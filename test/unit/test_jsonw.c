@@ -5,6 +5,7 @@
  * against the expected text and, where useful, by parsing it back with cJSON.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <limits.h>
@@ -290,6 +291,42 @@ TEST(test_first_error_sticks_and_later_writes_are_ignored)
     dynbuf_free(&b);
 }
 
+/* Larger than what a starved heap has left, smaller than the cap below. */
+static char big[1 << 18];
+
+/* In the starved child: 0 when the sticky error is ERR_NOMEM and stays so,
+ * 1 when it is ERR_TOO_BIG, 2 when the write succeeded, 3 otherwise. */
+static int write_starved(void *arg)
+{
+    struct dynbuf b;
+    struct jsonw w;
+    int rc;
+
+    (void)arg;
+    dynbuf_init(&b, 1 << 20);
+    jsonw_init(&w, &b);
+    jsonw_strn(&w, big, sizeof(big));
+    rc = jsonw_error(&w);
+    jsonw_raw(&w, "1");
+    if (rc == ERR_NOMEM)
+        return jsonw_error(&w) == ERR_NOMEM && dynbuf_len(&b) == 0 ? 0 : 3;
+    return rc == ERR_TOO_BIG ? 1 : rc == 0 ? 2 : 3;
+}
+
+/* Out of memory and over the cap are different answers (500 and 413 at the
+ * server): the sticky error keeps which one it was. */
+TEST(test_out_of_memory_sticks_as_out_of_memory)
+{
+    int rc;
+
+    memset(big, 'a', sizeof(big));
+    rc = run_out_of_memory(write_starved, NULL);
+    if (rc != 0)
+        fail_msg("writing without memory: %s", rc == 1   ? "ERR_TOO_BIG"
+                                               : rc == 2 ? "succeeded"
+                                                         : "not ERR_NOMEM, or not sticky");
+}
+
 TEST(test_document_of_escaped_members_parses)
 {
     struct dynbuf b;
@@ -336,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_bool),
         cmocka_unit_test(test_rawn_copies_exactly_n_bytes),
         cmocka_unit_test(test_first_error_sticks_and_later_writes_are_ignored),
+        cmocka_unit_test(test_out_of_memory_sticks_as_out_of_memory),
         cmocka_unit_test(test_document_of_escaped_members_parses),
     };
 

@@ -6,6 +6,7 @@
  * need an existing target, array indexes have no leading zeros, "-" appends.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ TEST(test_builder_over_cap_reports_error)
 
     patch_init(&p, 40);
     patch_op_str(&p, "add", "/a/very/long/path/that/does/not/fit", "value");
-    assert_int_not_equal(patch_finish(&p), 0);
+    assert_int_equal(patch_finish(&p), ERR_TOO_BIG);
     patch_free(&p);
 }
 
@@ -222,13 +223,13 @@ TEST(test_escape_exact_fit)
     assert_string_equal(out, "a~1b~0c");
 }
 
-TEST(test_escape_overflow_returns_minus_one_terminated)
+TEST(test_escape_overflow_is_too_big_and_terminated)
 {
     char out[8];
 
     for (size_t len = 1; len < 8; len++) {
         memset(out, 'X', sizeof(out));
-        assert_int_equal(patch_escape_token("a/b~c", out, len), -1);
+        assert_int_equal(patch_escape_token("a/b~c", out, len), ERR_TOO_BIG);
         assert_true(memchr(out, '\0', len) != NULL);
         /* A truncated token is a prefix of the full one and never splits "~1". */
         assert_int_equal(strncmp(out, "a~1b~0c", strlen(out)), 0);
@@ -463,10 +464,42 @@ TEST(test_small_err_buffer_is_not_overrun)
     char err[8];
 
     memset(err, 'X', sizeof(err));
-    assert_int_equal(patch_apply(&doc, ops, err, sizeof(err)), -1);
+    assert_int_equal(patch_apply(&doc, ops, err, sizeof(err)), ERR_FAIL);
     assert_true(memchr(err, '\0', sizeof(err)) != NULL);
     cJSON_Delete(ops);
     cJSON_Delete(doc);
+}
+
+/* More than a starved heap has left. */
+static char big[1 << 18];
+
+/* In the starved child: 0 when copying the value failed as ERR_NOMEM and said
+ * "out of memory", 1 when it failed otherwise, 2 when it succeeded. */
+static int apply_starved(void *arg)
+{
+    char err[ERR_LEN] = "";
+    int rc = patch_apply(&doc_, arg, err, sizeof(err));
+
+    if (rc == ERR_OK)
+        return 2;
+    return rc == ERR_NOMEM && strstr(err, "out of memory") ? 0 : 1;
+}
+
+/* Out of memory is not a patch that does not apply. */
+TEST(test_out_of_memory_is_not_a_bad_patch)
+{
+    cJSON *op;
+    int rc;
+
+    memset(big, 'v', sizeof(big) - 1);
+    doc_ = J("{}");
+    ops_ = J("[{'op':'add','path':'/a'}]");
+    op = cJSON_GetArrayItem(ops_, 0);
+    assert_non_null(cJSON_AddStringToObject(op, "value", big));
+    rc = run_out_of_memory(apply_starved, ops_);
+    if (rc != 0)
+        fail_msg("applying without memory: %s",
+                 rc == 2 ? "succeeded" : "not ERR_NOMEM saying \"out of memory\"");
 }
 
 int main(void)
@@ -481,7 +514,7 @@ int main(void)
         cmocka_unit_test_teardown(test_escape_order_is_tilde_first, teardown),
         cmocka_unit_test_teardown(test_escape_plain_and_empty, teardown),
         cmocka_unit_test_teardown(test_escape_exact_fit, teardown),
-        cmocka_unit_test_teardown(test_escape_overflow_returns_minus_one_terminated, teardown),
+        cmocka_unit_test_teardown(test_escape_overflow_is_too_big_and_terminated, teardown),
         cmocka_unit_test_teardown(test_add_to_object, teardown),
         cmocka_unit_test_teardown(test_add_existing_member_replaces_it, teardown),
         cmocka_unit_test_teardown(test_add_nested_object_value, teardown),
@@ -517,6 +550,7 @@ int main(void)
         cmocka_unit_test_teardown(test_op_without_op_or_path_fails, teardown),
         cmocka_unit_test_teardown(test_unsupported_op_fails, teardown),
         cmocka_unit_test_teardown(test_small_err_buffer_is_not_overrun, teardown),
+        cmocka_unit_test_teardown(test_out_of_memory_is_not_a_bad_patch, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
