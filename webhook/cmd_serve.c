@@ -4,7 +4,6 @@
 #include "cmd_serve_flags.h"
 #include "cmwatch.h"
 #include "filewatch.h"
-#include "fsutil.h"
 #include "kubeapi.h"
 #include "logq.h"
 #include "lookups.h"
@@ -28,33 +27,22 @@
 /* The serve command's whole state: the server context and its profile source. */
 struct serve_app {
     struct server srv;
-    struct filewatch watch; /* profiles from a file, or */
-    struct cmwatch cmwatch; /* from a ConfigMap */
+    struct filewatch *watch; /* profiles from a file, or */
+    struct cmwatch *cmwatch; /* from a ConfigMap */
     struct kubeapi api;
-    struct lookups lookups;
-    int use_api;
-    const char *profiles_path; /* NULL with a ConfigMap */
-    /* SIGHUP (main thread) and the watcher both reload: each read and its
-     * publish happen under this lock, so the newest read is published last. */
-    pthread_mutex_t reload_mu;
+    struct lookups *lookups;
+    const char *profiles_path;        /* NULL with a ConfigMap */
+    struct store_source profiles_src; /* the file at profiles_path */
 };
 
-/* Reads the profiles file and publishes it; the old snapshot stays on error. */
+/* Reads the profiles file and publishes it; the old snapshot stays on error.
+ * SIGHUP (main thread) and the watcher both call this: the store serialises
+ * them, so the newest read is published last. */
 static void serve_reload_profiles(void *arg)
 {
     struct serve_app *app = arg;
-    struct dynbuf text;
-    char err[512] = "";
 
-    dynbuf_init(&text, CMD_PROFILES_MAX);
-    pthread_mutex_lock(&app->reload_mu);
-    if (fsutil_read(app->profiles_path, &text, err, sizeof(err)) == 0)
-        store_publish(&app->srv.store, dynbuf_ptr(&text), dynbuf_len(&text), app->profiles_path);
-    else
-        log_msg(&app->srv.log, LOG_ERROR,
-                "cannot read profiles; the previous version keeps serving", "error", err);
-    pthread_mutex_unlock(&app->reload_mu);
-    dynbuf_free(&text);
+    store_reload(app->srv.store, &app->profiles_src);
 }
 
 /* Waits for requests in flight to finish, at most grace_s seconds. */
@@ -100,6 +88,9 @@ static int serve_start_api(struct serve_app *app, const struct cmd_serve_flags *
                            size_t errlen)
 {
     int in_cluster = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+    struct lookups_config lc = {.budget_ms = o->api_budget_ms,
+                                .node_ttl_s = o->node_cache_s,
+                                .configmap_ttl_s = o->configmap_cache_s};
 
     if (o->no_kube_api || (!o->kube_api && !in_cluster && !o->profiles_configmap))
         return 0;
@@ -107,13 +98,9 @@ static int serve_start_api(struct serve_app *app, const struct cmd_serve_flags *
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
             : kubeapi_init_in_cluster(&app->api, err, errlen))
         return -1;
-    if (lookups_init(&app->lookups, &app->api, o->api_budget_ms, o->node_cache_s,
-                     o->configmap_cache_s)) {
-        snprintf(err, errlen, "out of memory");
+    if (lookups_init(&app->lookups, &app->api, &lc, err, errlen) != ERR_OK)
         return -1;
-    }
-    app->use_api = 1;
-    app->srv.lookups = &app->lookups;
+    app->srv.lookups = app->lookups;
     return 0;
 }
 
@@ -124,12 +111,16 @@ static int serve_start_profiles(struct serve_app *app, const struct cmd_serve_fl
                                 size_t errlen)
 {
     if (o->profiles_configmap)
-        return cmwatch_start(&app->cmwatch, &app->api, &app->srv.store, &app->srv.log,
-                             o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
-                             errlen);
+        return cmwatch_init(&app->cmwatch, &app->api, app->srv.store, &app->srv.log,
+                            o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
+                            errlen);
     app->profiles_path = o->profiles;
-    return filewatch_load_and_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
-                                    serve_reload_profiles, app, err, errlen);
+    app->profiles_src = store_source_file(o->profiles);
+    if (filewatch_init(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
+                       serve_reload_profiles, app, err, errlen) != ERR_OK)
+        return -1;
+    serve_reload_profiles(app);
+    return filewatch_start(app->watch, err, errlen);
 }
 
 static void serve_block_signals(sigset_t *set)
@@ -150,7 +141,7 @@ static void serve_stop_log_queue(struct log *lg)
     struct logq *q = lg->queue;
 
     lg->queue = NULL;
-    logq_stop(q, SERVE_LOGQ_STOP_MS);
+    logq_stop(&q, SERVE_LOGQ_STOP_MS);
 }
 
 static int serve_run(struct serve_app *app, const struct cmd_serve_flags *o)
@@ -161,12 +152,11 @@ static int serve_run(struct serve_app *app, const struct cmd_serve_flags *o)
 
     serve_block_signals(&set);
     /* Without the queue every line is written directly: slower, still correct. */
-    if (logq_start(&app->srv.log.queue, SERVE_LOGQ_CAP, SERVE_LOGQ_FLUSH_MS, log_queue_sink,
-                   &app->srv.log))
-        log_msg(&app->srv.log, LOG_WARN, "log queue unavailable; writing each line directly", NULL,
-                NULL);
+    if (logq_init(&app->srv.log.queue, SERVE_LOGQ_CAP, SERVE_LOGQ_FLUSH_MS, log_queue_sink,
+                  &app->srv.log, err, sizeof(err)) != ERR_OK)
+        log_msg(&app->srv.log, LOG_WARN, "log queue unavailable; writing each line directly",
+                "error", err);
     app->srv.cfg.cert_reload_interval_ms = o->reload_interval_ms;
-    app->watch.stop_pipe[0] = app->watch.stop_pipe[1] = app->watch.inotify_fd = -1;
     if (serve_start_api(app, o, err, sizeof(err)) ||
         serve_start_profiles(app, o, err, sizeof(err)) ||
         server_start(&app->srv, err, sizeof(err))) {
@@ -180,8 +170,8 @@ out:
     server_stop(&app->srv);
     filewatch_stop(&app->watch);
     cmwatch_stop(&app->cmwatch);
-    if (app->use_api)
-        lookups_stop(&app->lookups);
+    app->srv.lookups = NULL;
+    lookups_stop(&app->lookups);
     serve_stop_log_queue(&app->srv.log);
     return rc;
 }
@@ -199,10 +189,8 @@ int cmd_serve(int argc, char **argv)
     app = calloc(1, sizeof(*app));
     if (!app)
         goto oom;
-    if (pthread_mutex_init(&app->reload_mu, NULL))
+    if (store_init(&app->srv.store, &app->srv.log, NULL, 0) != ERR_OK)
         goto oom_app;
-    if (store_init(&app->srv.store, &app->srv.log))
-        goto oom_mutex;
     app->srv.cfg = o.cfg;
     metrics_init(&app->srv.metrics);
     app->srv.log = (struct log){.fd = STDERR_FILENO, .min = level};
@@ -211,11 +199,8 @@ int cmd_serve(int argc, char **argv)
     rc = serve_run(app, &o);
     curl_global_cleanup();
     store_stop(&app->srv.store);
-    pthread_mutex_destroy(&app->reload_mu);
     free(app);
     return rc;
-oom_mutex:
-    pthread_mutex_destroy(&app->reload_mu);
 oom_app:
     free(app);
 oom:

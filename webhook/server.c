@@ -188,13 +188,13 @@ static int server_render_limits(struct server *s, struct dynbuf *b)
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
-    const struct tlscreds_pair *cert = tlscreds_acquire(&s->creds);
+    const struct tlscreds_pair *cert = tlscreds_acquire(s->creds);
     /* Every loaded version serves until the next: the generation is the count. */
     struct metrics_gauges g = {
-        .profiles_loaded = store_loaded(&s->store),
-        .profiles_rejected = store_rejected(&s->store),
+        .profiles_loaded = store_loaded(s->store),
+        .profiles_rejected = store_rejected(s->store),
         .cert_not_after = cert ? cert->not_after : 0,
-        .cert_generation = tlscreds_generation(&s->creds),
+        .cert_generation = tlscreds_generation(s->creds),
         .log_dropped = s->log.queue ? logq_dropped(s->log.queue) : 0,
         .version = RDMA_WEBHOOK_VERSION,
     };
@@ -223,7 +223,7 @@ static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connecti
         return server_metrics(s, conn);
     if (route == ROUTE_HEALTHZ)
         return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
-    ready = store_ready(&s->store) && !atomic_load(&s->draining);
+    ready = store_ready(s->store) && !atomic_load(&s->draining);
     if (ready)
         return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
     return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -260,7 +260,7 @@ static void server_count(struct server *s, const struct review_summary *sum, lon
 static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *conn,
                                     struct server_request *req)
 {
-    struct store_snapshot *snap = store_acquire(&s->store);
+    struct store_snapshot *snap = store_acquire(s->store);
     struct mutate_hooks hooks = {0};
     struct lookups_request lookups;
     struct arena arena;
@@ -586,7 +586,7 @@ static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *
 {
     struct server *s = server_running;
     struct server_conn *sc = server_conn_of(gnutls_session_get_ptr(session));
-    const struct tlscreds_pair *p = s && sc ? tlscreds_acquire(&s->creds) : NULL;
+    const struct tlscreds_pair *p = s && sc ? tlscreds_acquire(s->creds) : NULL;
 
     (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
     if (!p)
@@ -604,7 +604,7 @@ static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *
  * (the line still confirms what serves, e.g. after a refused version). */
 static void server_log_cert(struct server *s, int unchanged)
 {
-    const struct tlscreds_pair *p = tlscreds_acquire(&s->creds);
+    const struct tlscreds_pair *p = tlscreds_acquire(s->creds);
     long long days_left = (p->not_after - (long long)time(NULL)) / 86400;
     struct log_line l;
 
@@ -612,7 +612,7 @@ static void server_log_cert(struct server *s, int unchanged)
     log_str(&l, "serial", p->serial);
     log_int(&l, "not_after", p->not_after);
     log_int(&l, "days_left", days_left);
-    log_int(&l, "generation", (long long)tlscreds_generation(&s->creds));
+    log_int(&l, "generation", (long long)p->generation);
     if (unchanged)
         log_str(&l, "unchanged", "true");
     log_end(&l);
@@ -631,14 +631,14 @@ void server_reload_certs(struct server *s)
 {
     struct timespec pause = {0, 100 * 1000000L};
     char err[512];
-    int rc;
+    int changed;
 
     for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt)
             nanosleep(&pause, NULL);
-        rc = tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err));
-        if (rc >= 0) {
-            server_log_cert(s, rc == TLSCREDS_UNCHANGED);
+        if (tlscreds_load(s->creds, s->cfg.cert_file, s->cfg.key_file, &changed, err,
+                          sizeof(err)) == ERR_OK) {
+            server_log_cert(s, !changed);
             return;
         }
     }
@@ -834,12 +834,17 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
     return 0;
 }
 
-static int server_watch_certs(struct server *s, char *err, size_t errlen)
+/* The files' identities are recorded before the first load, and the watch
+ * starts after it: a rotation during the load is loaded again, not missed. */
+static int server_load_and_watch_certs(struct server *s, char *err, size_t errlen)
 {
     const char *paths[] = {s->cfg.cert_file, s->cfg.key_file};
 
-    return filewatch_start(&s->cert_watch, paths, 2, (int)s->cfg.cert_reload_interval_ms,
-                           server_cert_changed, s, err, errlen);
+    if (filewatch_init(&s->cert_watch, paths, 2, (int)s->cfg.cert_reload_interval_ms,
+                       server_cert_changed, s, err, errlen) != ERR_OK ||
+        tlscreds_load(s->creds, s->cfg.cert_file, s->cfg.key_file, NULL, err, errlen) != ERR_OK)
+        return ERR_FAIL;
+    return filewatch_start(s->cert_watch, err, errlen);
 }
 
 /* The deadlines and the body budget, before the first connection. */
@@ -864,18 +869,15 @@ int server_start(struct server *s, char *err, size_t errlen)
         snprintf(err, errlen, "a server is already running in this process");
         return -1;
     }
-    if (tlscreds_init(&s->creds)) {
-        snprintf(err, errlen, "out of memory");
+    if (tlscreds_init(&s->creds, err, errlen) != ERR_OK)
         return -1;
-    }
     if (server_init_limits(s)) {
         tlscreds_stop(&s->creds);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     server_running = s;
-    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) < 0 ||
-        server_watch_certs(s, err, errlen))
+    if (server_load_and_watch_certs(s, err, errlen) != ERR_OK)
         goto fail;
     if (server_start_https(s, err, errlen) ||
         (s->cfg.metrics_listen && *s->cfg.metrics_listen && server_start_plain(s, err, errlen)))

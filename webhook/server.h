@@ -119,16 +119,16 @@ struct server_config {
 struct server {
     struct server_config cfg;
     struct log log;
-    struct store store;
+    struct store *store;
     struct lookups *lookups; /* NULL: no Kubernetes API, lookups answer "unknown" */
     struct metrics metrics;
     atomic_int draining; /* readiness goes false first when shutting down */
-    struct tlscreds creds;
+    struct tlscreds *creds;
     /* Private. */
     struct server_listener https[SERVER_MAX_THREADS];
     unsigned n_https;
     struct server_listener plain;
-    struct filewatch cert_watch;
+    struct filewatch *cert_watch;
     struct connguard guard;
     struct bodybuf_pool bodies;
 };
