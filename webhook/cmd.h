@@ -13,8 +13,6 @@
 #define CMD_DEFAULT_PROFILES "/etc/rdma-webhook/profiles/profiles.json"
 #define CMD_DEFAULT_CERT     "/etc/rdma-webhook/tls/tls.crt"
 #define CMD_DEFAULT_KEY      "/etc/rdma-webhook/tls/tls.key"
-/* Profiles files are small; this bounds a mistaken path to a huge file. */
-#define CMD_PROFILES_MAX (1u << 20)
 
 int cmd_serve(int argc, char **argv);
 int cmd_mutate(int argc, char **argv);

@@ -4,6 +4,7 @@
 #include "mutate.h"
 #include "profiles.h"
 #include "review.h"
+#include "store.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -38,7 +39,7 @@ static struct profiles *cmd_mutate_load_profiles(const char *path)
     struct profiles *ps = NULL;
     char err[ERR_LEN] = "";
 
-    dynbuf_init(&text, CMD_PROFILES_MAX);
+    dynbuf_init(&text, STORE_TEXT_MAX);
     dynbuf_init(&errors, 65536);
     if (fsutil_read(path, &text, err, sizeof(err))) {
         fprintf(stderr, "rdma-webhook: %s; pass --profiles FILE\n", err);
@@ -60,8 +61,8 @@ static void cmd_mutate_print_warnings(const struct mutate_warnings *w)
 }
 
 /* Mutates one pod or template inside doc and applies the patch to doc. */
-static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base,
-                                 const char *ns, int implicit, const struct profiles *ps)
+static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
+                                 int implicit, const struct profiles *ps)
 {
     struct mutate_input in = {
         .object = object, .base = base, .namespace_ = ns, .implicit_target = implicit};

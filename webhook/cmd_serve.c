@@ -4,7 +4,6 @@
 #include "cmd_serve_flags.h"
 #include "cmwatch.h"
 #include "filewatch.h"
-#include "fsutil.h"
 #include "kubeapi.h"
 #include "logq.h"
 #include "lookups.h"
@@ -21,48 +20,37 @@
 
 /* 256 KiB per buffer holds about 800 admission lines, some 20 ms of a
  * full load; lines wait 100 ms at most when the server is quiet. */
-#define SERVE_LOGQ_CAP      (256u * 1024u)
-#define SERVE_LOGQ_FLUSH_MS 100u
+#define CMD_SERVE_LOGQ_CAP      (256u * 1024u)
+#define CMD_SERVE_LOGQ_FLUSH_MS 100u
 /* How long an exit waits for a stalled stderr reader. */
-#define SERVE_LOGQ_STOP_MS 2000u
+#define CMD_SERVE_LOGQ_STOP_MS 2000u
 
 /* The serve command's whole state: the log and the profiles store that
  * everything shares, the server, and the profiles' source. */
-struct serve_app {
+struct cmd_serve_app {
     struct log log;
-    struct store store;
+    struct store *store;
     struct server *srv;
-    struct filewatch watch; /* profiles from a file, or */
-    struct cmwatch cmwatch; /* from a ConfigMap */
+    struct filewatch *watch; /* profiles from a file, or */
+    struct cmwatch *cmwatch; /* from a ConfigMap */
     struct kubeapi api;
-    struct lookups lookups;
-    int use_api;
-    const char *profiles_path; /* NULL with a ConfigMap */
-    /* SIGHUP (main thread) and the watcher both reload: each read and its
-     * publish happen under this lock, so the newest read is published last. */
-    pthread_mutex_t reload_mu;
+    struct lookups *lookups;
+    const char *profiles_path;        /* NULL with a ConfigMap */
+    struct store_source profiles_src; /* the file at profiles_path */
 };
 
-/* Reads the profiles file and publishes it; the old snapshot stays on error. */
-static void serve_reload_profiles(void *arg)
+/* Reads the profiles file and publishes it; the old snapshot stays on error.
+ * SIGHUP (main thread) and the watcher both call this: the store serialises
+ * them, so the newest read is published last. */
+static void cmd_serve_reload_profiles(void *arg)
 {
-    struct serve_app *app = arg;
-    struct dynbuf text;
-    char err[512] = "";
+    struct cmd_serve_app *app = arg;
 
-    dynbuf_init(&text, CMD_PROFILES_MAX);
-    pthread_mutex_lock(&app->reload_mu);
-    if (fsutil_read(app->profiles_path, &text, err, sizeof(err)) == 0)
-        store_publish(&app->store, dynbuf_ptr(&text), dynbuf_len(&text), app->profiles_path);
-    else
-        log_msg(&app->log, LOG_ERROR,
-                "cannot read profiles; the previous version keeps serving", "error", err);
-    pthread_mutex_unlock(&app->reload_mu);
-    dynbuf_free(&text);
+    store_reload(app->store, &app->profiles_src);
 }
 
 /* Waits for requests in flight to finish, at most grace_s seconds. */
-static void serve_drain(struct serve_app *app, unsigned grace_s)
+static void cmd_serve_drain(struct cmd_serve_app *app, unsigned grace_s)
 {
     struct timespec tick = {0, 50 * 1000000L};
     long waited_ms = 0;
@@ -73,12 +61,12 @@ static void serve_drain(struct serve_app *app, unsigned grace_s)
         waited_ms += 50;
     }
     if (server_in_flight(app->srv) > 0)
-        log_msg(&app->log, LOG_WARN, "grace period over; closing requests still in flight",
-                NULL, NULL);
+        log_msg(&app->log, LOG_WARN, "grace period over; closing requests still in flight", NULL,
+                NULL);
 }
 
 /* The main thread only handles signals; libmicrohttpd's threads serve. */
-static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsigned grace_s)
+static void cmd_serve_wait_signals(struct cmd_serve_app *app, const sigset_t *set, unsigned grace_s)
 {
     for (;;) {
         int sig = 0;
@@ -86,24 +74,26 @@ static void serve_wait_signals(struct serve_app *app, const sigset_t *set, unsig
         if (sigwait(set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            log_msg(&app->log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL,
-                    NULL);
+            log_msg(&app->log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL, NULL);
             if (app->profiles_path)
-                serve_reload_profiles(app);
+                cmd_serve_reload_profiles(app);
             server_reload_certs(app->srv);
             continue;
         }
         log_msg(&app->log, LOG_INFO, "shutting down", "signal", strsignal(sig));
-        serve_drain(app, grace_s);
+        cmd_serve_drain(app, grace_s);
         return;
     }
 }
 
 /* The API client, when there is an API: flags, or the pod's service account. */
-static int serve_start_api(struct serve_app *app, const struct cmd_serve_flags *o, char *err,
-                           size_t errlen)
+static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
+                               char *err, size_t errlen)
 {
     int in_cluster = getenv("KUBERNETES_SERVICE_HOST") != NULL;
+    struct lookups_config lc = {.budget_ms = o->api_budget_ms,
+                                .node_ttl_s = o->node_cache_s,
+                                .configmap_ttl_s = o->configmap_cache_s};
 
     if (o->no_kube_api || (!o->kube_api && !in_cluster && !o->profiles_configmap))
         return 0;
@@ -111,31 +101,30 @@ static int serve_start_api(struct serve_app *app, const struct cmd_serve_flags *
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
             : kubeapi_init_in_cluster(&app->api, err, errlen))
         return -1;
-    if (lookups_init(&app->lookups, &app->api, o->api_budget_ms, o->node_cache_s,
-                     o->configmap_cache_s)) {
-        snprintf(err, errlen, "out of memory");
+    if (lookups_init(&app->lookups, &app->api, &lc, err, errlen) != ERR_OK)
         return -1;
-    }
-    app->use_api = 1;
     return 0;
 }
 
 /* Starts the profiles source: the ConfigMap watch, or the file (its identity
  * recorded, then loaded, then watched: a version written during the load is
  * loaded again, not missed). */
-static int serve_start_profiles(struct serve_app *app, const struct cmd_serve_flags *o, char *err,
-                                size_t errlen)
+static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
+                                    char *err, size_t errlen)
 {
     if (o->profiles_configmap)
-        return cmwatch_start(&app->cmwatch, &app->api, &app->store, &app->log,
-                             o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
-                             errlen);
+        return cmwatch_init(&app->cmwatch, &app->api, app->store, &app->log, o->profiles_configmap,
+                            o->profiles_key, o->watch_timeout_s, err, errlen);
     app->profiles_path = o->profiles;
-    return filewatch_load_and_start(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
-                                    serve_reload_profiles, app, err, errlen);
+    app->profiles_src = store_source_file(o->profiles);
+    if (filewatch_init(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
+                       cmd_serve_reload_profiles, app, err, errlen) != ERR_OK)
+        return -1;
+    cmd_serve_reload_profiles(app);
+    return filewatch_start(app->watch, err, errlen);
 }
 
-static void serve_block_signals(sigset_t *set)
+static void cmd_serve_block_signals(sigset_t *set)
 {
     sigemptyset(set);
     sigaddset(set, SIGTERM);
@@ -148,54 +137,51 @@ static void serve_block_signals(sigset_t *set)
 
 /* Every other thread has stopped: what is queued goes out, and any later
  * line is written directly. */
-static void serve_stop_log_queue(struct log *lg)
+static void cmd_serve_stop_log_queue(struct log *lg)
 {
     struct logq *q = lg->queue;
 
     lg->queue = NULL;
-    logq_stop(q, SERVE_LOGQ_STOP_MS);
+    logq_stop(&q, CMD_SERVE_LOGQ_STOP_MS);
 }
 
-static int serve_run(struct serve_app *app, const struct cmd_serve_flags *o)
+static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags *o)
 {
     struct server_config cfg = o->cfg;
     sigset_t set;
     char err[768] = "";
     int rc = 1;
 
-    serve_block_signals(&set);
+    cmd_serve_block_signals(&set);
     /* Without the queue every line is written directly: slower, still correct. */
-    if (logq_start(&app->log.queue, SERVE_LOGQ_CAP, SERVE_LOGQ_FLUSH_MS, log_queue_sink,
-                   &app->log))
-        log_msg(&app->log, LOG_WARN, "log queue unavailable; writing each line directly", NULL,
-                NULL);
+    if (logq_init(&app->log.queue, CMD_SERVE_LOGQ_CAP, CMD_SERVE_LOGQ_FLUSH_MS, log_queue_sink,
+                  &app->log, err, sizeof(err)) != ERR_OK)
+        log_msg(&app->log, LOG_WARN, "log queue unavailable; writing each line directly", "error",
+                err);
     cfg.cert_reload_interval_ms = o->reload_interval_ms;
-    app->watch.stop_pipe[0] = app->watch.stop_pipe[1] = app->watch.inotify_fd = -1;
-    if (serve_start_api(app, o, err, sizeof(err)) ||
-        serve_start_profiles(app, o, err, sizeof(err)) ||
-        server_init(&app->srv, &cfg, &app->log, &app->store, app->use_api ? &app->lookups : NULL,
-                    err, sizeof(err)) ||
+    if (cmd_serve_start_api(app, o, err, sizeof(err)) ||
+        cmd_serve_start_profiles(app, o, err, sizeof(err)) ||
+        server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, err, sizeof(err)) ||
         server_start(app->srv, err, sizeof(err))) {
         log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
         goto out;
     }
     log_msg(&app->log, LOG_INFO, "serving", "listen", o->cfg.listen);
-    serve_wait_signals(app, &set, o->grace_s);
+    cmd_serve_wait_signals(app, &set, o->grace_s);
     rc = 0;
 out:
     server_stop(&app->srv);
     filewatch_stop(&app->watch);
     cmwatch_stop(&app->cmwatch);
-    if (app->use_api)
-        lookups_stop(&app->lookups);
-    serve_stop_log_queue(&app->log);
+    lookups_stop(&app->lookups);
+    cmd_serve_stop_log_queue(&app->log);
     return rc;
 }
 
 int cmd_serve(int argc, char **argv)
 {
     struct cmd_serve_flags o;
-    struct serve_app *app;
+    struct cmd_serve_app *app;
     enum log_level level;
     int rc;
 
@@ -205,21 +191,16 @@ int cmd_serve(int argc, char **argv)
     app = calloc(1, sizeof(*app));
     if (!app)
         goto oom;
-    if (pthread_mutex_init(&app->reload_mu, NULL))
-        goto oom_app;
     app->log = (struct log){.fd = STDERR_FILENO, .min = level};
-    if (store_init(&app->store, &app->log))
-        goto oom_mutex;
+    if (store_init(&app->store, &app->log, NULL, 0) != ERR_OK)
+        goto oom_app;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     arena_install_cjson_hooks();
-    rc = serve_run(app, &o);
+    rc = cmd_serve_run(app, &o);
     curl_global_cleanup();
     store_stop(&app->store);
-    pthread_mutex_destroy(&app->reload_mu);
     free(app);
     return rc;
-oom_mutex:
-    pthread_mutex_destroy(&app->reload_mu);
 oom_app:
     free(app);
 oom:

@@ -1,8 +1,12 @@
 #include "cmwatch.h"
 
+#include "err.h"
 #include "k8sname.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,28 @@
 #define CMWATCH_LIST_TIMEOUT_MS 10000L
 #define CMWATCH_BACKOFF_MIN_MS  200
 #define CMWATCH_BACKOFF_MAX_MS  10000
+
+/* In every live watch and nowhere else: a stopped or stray pointer fails the
+ * assert instead of corrupting memory. */
+#define CMWATCH_MAGIC 0x636d7761u /* "cmwa" */
+
+struct cmwatch {
+    unsigned magic;
+    const struct kubeapi *api;
+    struct store *store;
+    struct log *log;
+    char ns[254];
+    char name[254];
+    char key[254];
+    unsigned watch_timeout_s;
+    char origin[540]; /* "configmap NS/NAME" for log lines */
+    char resource_version[64];
+    char *last_text;     /* last published text, to skip republishing it */
+    unsigned backoff_ms; /* the next wait after a failure */
+    atomic_int stop;
+    pthread_t thread;
+    int started;
+};
 
 enum cmwatch_next { CMWATCH_WATCH, CMWATCH_RELIST, CMWATCH_BACKOFF };
 
@@ -32,7 +58,7 @@ static void cmwatch_publish(struct cmwatch *w, const cJSON *cm)
     }
     if (w->last_text && strcmp(w->last_text, text) == 0)
         return;
-    if (store_publish(w->store, text, strlen(text), w->origin) != 0)
+    if (store_publish(w->store, text, strlen(text), w->origin) != ERR_OK)
         return;
     copy = strdup(text);
     free(w->last_text);
@@ -66,7 +92,7 @@ static enum cmwatch_next cmwatch_list(struct cmwatch *w)
     }
     list = status == 200 ? cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body)) : NULL;
     if (!list) {
-        snprintf(err, sizeof(err), "HTTP %ld listing %s", status, w->origin);
+        err_set(err, sizeof(err), ERR_FAIL, "HTTP %ld listing %s", status, w->origin);
         log_msg(w->log, LOG_ERROR, "cannot list the profiles ConfigMap; retrying (check RBAC)",
                 "error", err);
         goto out;
@@ -148,7 +174,7 @@ static enum cmwatch_next cmwatch_watch(struct cmwatch *w)
         ev.next = status == 410 || cmwatch_is_gone(st) ? CMWATCH_RELIST : CMWATCH_BACKOFF;
         cJSON_Delete(st);
         if (ev.next == CMWATCH_BACKOFF)
-            snprintf(err, sizeof(err), "HTTP %ld watching %s", status, w->origin);
+            err_set(err, sizeof(err), ERR_FAIL, "HTTP %ld watching %s", status, w->origin);
     } else if (rc != 0 && ev.next == CMWATCH_WATCH) {
         ev.next = CMWATCH_BACKOFF;
     }
@@ -206,51 +232,68 @@ static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key
     const char *slash = strchr(ns_name, '/');
     size_t nl = slash ? (size_t)(slash - ns_name) : 0;
 
-    if (!slash || nl == 0 || nl >= sizeof(w->ns) || strlen(slash + 1) >= sizeof(w->name) ||
-        strlen(key) >= sizeof(w->key) || !*key) {
-        snprintf(err, errlen, "--profiles-configmap takes NAMESPACE/NAME");
-        return -1;
-    }
+    if (!slash || nl == 0 || nl >= sizeof(w->ns) || strlen(slash + 1) >= sizeof(w->name))
+        return err_set(err, errlen, ERR_FAIL, "--profiles-configmap takes NAMESPACE/NAME");
+    if (!*key || strlen(key) >= sizeof(w->key))
+        return err_set(err, errlen, ERR_FAIL,
+                       "--profiles-key takes a ConfigMap key of 1 to %zu bytes",
+                       sizeof(w->key) - 1);
     memcpy(w->ns, ns_name, nl);
     w->ns[nl] = '\0';
     memcpy(w->name, slash + 1, strlen(slash + 1) + 1);
     memcpy(w->key, key, strlen(key) + 1);
-    if (!k8sname_label(w->ns) || !k8sname_subdomain(w->name)) {
-        snprintf(err, errlen, "--profiles-configmap: \"%s\" is not NAMESPACE/NAME of valid names",
-                 ns_name);
-        return -1;
-    }
-    return 0;
+    if (!k8sname_label(w->ns) || !k8sname_subdomain(w->name))
+        return err_set(err, errlen, ERR_FAIL,
+                       "--profiles-configmap: \"%s\" is not NAMESPACE/NAME of valid names",
+                       ns_name);
+    return ERR_OK;
 }
 
-int cmwatch_start(struct cmwatch *w, const struct kubeapi *api, struct store *store,
-                  struct log *log, const char *ns_name, const char *key,
-                  unsigned watch_timeout_s, char *err, size_t errlen)
+int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *store,
+                 struct log *log, const char *ns_name, const char *key, unsigned watch_timeout_s,
+                 char *err, size_t errlen)
 {
-    memset(w, 0, sizeof(*w));
+    struct cmwatch *w = calloc(1, sizeof(*w));
+    int rc;
+
+    *out = NULL;
+    if (!w)
+        return err_set(err, errlen, ERR_NOMEM, "cannot watch ConfigMap %s: out of memory",
+                       ns_name);
+    w->magic = CMWATCH_MAGIC;
     w->api = api;
     w->store = store;
     w->log = log;
     w->watch_timeout_s = watch_timeout_s;
     atomic_init(&w->stop, 0);
-    if (cmwatch_split(w, ns_name, key, err, errlen))
-        return -1;
+    if ((rc = cmwatch_split(w, ns_name, key, err, errlen)) != ERR_OK)
+        goto fail;
     snprintf(w->origin, sizeof(w->origin), "configmap %s/%s", w->ns, w->name);
     if (pthread_create(&w->thread, NULL, cmwatch_main, w) != 0) {
-        snprintf(err, errlen, "cannot start the ConfigMap watch");
-        return -1;
+        rc = err_set(err, errlen, ERR_FAIL, "cannot start the watch of %s", w->origin);
+        goto fail;
     }
     w->started = 1;
-    return 0;
+    *out = w;
+    return ERR_OK;
+fail:
+    cmwatch_stop(&w);
+    return rc;
 }
 
-void cmwatch_stop(struct cmwatch *w)
+void cmwatch_stop(struct cmwatch **wp)
 {
+    struct cmwatch *w = *wp;
+
+    if (!w)
+        return;
+    assert(w->magic == CMWATCH_MAGIC);
     if (w->started) {
         atomic_store(&w->stop, 1);
         pthread_join(w->thread, NULL);
-        w->started = 0;
     }
     free(w->last_text);
-    w->last_text = NULL;
+    w->magic = 0;
+    free(w);
+    *wp = NULL;
 }

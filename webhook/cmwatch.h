@@ -6,7 +6,11 @@
  * new text at once; a 410 Gone (HTTP status or ERROR event) is answered by a
  * fresh list; a DELETED ConfigMap keeps the last good profiles with an error
  * logged; any failure reconnects with capped exponential backoff and jitter.
- * Every version goes through store_publish(), validated like a file.
+ * Every version goes through store_publish(), validated like a file and
+ * serialised with every other reload of the store.
+ *
+ * Lifecycle: cmwatch_init() starts the thread (there is nothing to do
+ * between making the watch and starting it); cmwatch_stop() undoes it.
  */
 #ifndef RDMA_WEBHOOK_CMWATCH_H
 #define RDMA_WEBHOOK_CMWATCH_H
@@ -15,31 +19,19 @@
 #include "log.h"
 #include "store.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stddef.h>
 
-struct cmwatch {
-    const struct kubeapi *api;
-    struct store *store;
-    struct log *log;
-    char ns[254];
-    char name[254];
-    char key[254];
-    unsigned watch_timeout_s;
-    /* Private. */
-    char origin[540]; /* "configmap NS/NAME" for log lines */
-    char resource_version[64];
-    char *last_text;     /* last published text, to skip republishing it */
-    unsigned backoff_ms; /* the next wait after a failure */
-    atomic_int stop;
-    pthread_t thread;
-    int started;
-};
+/* Opaque: the ConfigMap's names, the watch's position and the thread. */
+struct cmwatch;
 
-/* ns_name is "NS/NAME". Returns 0, or -1 with a message in err. */
-int cmwatch_start(struct cmwatch *w, const struct kubeapi *api, struct store *store,
-                  struct log *log, const char *ns_name, const char *key,
-                  unsigned watch_timeout_s, char *err, size_t errlen);
-void cmwatch_stop(struct cmwatch *w);
+/* ns_name is "NS/NAME"; api, store and log must outlive the watch. ERR_OK
+ * with *out set and the thread running; or ERR_* with a message in err and
+ * *out NULL. */
+int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *store,
+                 struct log *log, const char *ns_name, const char *key, unsigned watch_timeout_s,
+                 char *err, size_t errlen);
+/* Stops and joins the thread, frees the watch and sets *w to NULL. A no-op
+ * on NULL. */
+void cmwatch_stop(struct cmwatch **w);
 
 #endif

@@ -8,54 +8,43 @@
  * calls changed() only when one differs, so the callback runs once per version,
  * on the watcher's thread.
  *
- * A version counts as seen from the moment its identity is recorded, so a
- * caller must record first and load after: filewatch_load_and_start() does
- * both in that order. Loading first and then calling filewatch_start() misses
- * a version written in between until the next change.
+ * A version counts as seen from the moment its identity is recorded, so the
+ * identities are recorded first and the files loaded after: filewatch_init()
+ * records them (the thread does not run yet), the caller loads the files,
+ * and filewatch_start() starts the thread, which first compares the
+ * identities again. A version written while the caller loaded is so loaded
+ * again at once, never missed until the next change.
  *
- * A zeroed struct filewatch is a watch that never started: filewatch_stop()
- * on it does nothing.
+ *   filewatch_init(&w, paths, n, interval_ms, changed, ctx, err, errlen);
+ *   changed(ctx);                  (the first load, on the caller's thread)
+ *   filewatch_start(w, err, errlen);
+ *   ...
+ *   filewatch_stop(&w);            (after a failure anywhere above too)
  */
 #ifndef RDMA_WEBHOOK_FILEWATCH_H
 #define RDMA_WEBHOOK_FILEWATCH_H
 
-#include "fsutil.h"
-
-#include <pthread.h>
 #include <stddef.h>
 
 #define FILEWATCH_MAX_PATHS 4
 
-struct filewatch {
-    const char *paths[FILEWATCH_MAX_PATHS];
-    size_t n_paths;
-    int interval_ms;
-    void (*changed)(void *ctx);
-    void *ctx;
-    /* Private. */
-    pthread_t thread;
-    int started;
-    int armed; /* start set the descriptors below (to -1 or open ones) */
-    int inotify_fd;
-    int stop_pipe[2];
-    struct fsutil_identity last[FILEWATCH_MAX_PATHS];
-};
+/* Opaque: the paths (copied), their last identities, the descriptors and
+ * the thread. */
+struct filewatch;
 
-/* Records the files' current identities and starts the thread; changed()
- * runs once for a change that touches several of the paths at once (a
- * certificate and its key). A caller that loads the files itself loads them
- * after this returns (changed() may then run at the same time). Returns 0,
- * or -1 with a message in err; on error w is safe to stop. */
-int filewatch_start(struct filewatch *w, const char *const *paths, size_t n_paths, int interval_ms,
-                    void (*changed)(void *ctx), void *ctx, char *err, size_t errlen);
-/* Records the identities, calls changed() once on the caller's thread (the
- * first load), then starts the thread: a version written from the recording
- * on, even while that first load reads, is loaded again by the thread. */
-int filewatch_load_and_start(struct filewatch *w, const char *const *paths, size_t n_paths,
-                             int interval_ms, void (*changed)(void *ctx), void *ctx, char *err,
-                             size_t errlen);
-/* Stops and joins the thread and closes what start opened; safe on a zeroed
- * watch, one whose start failed, and one already stopped. */
-void filewatch_stop(struct filewatch *w);
+/* Records the files' current identities and opens what the watch needs,
+ * without starting the thread; changed() will run once for a change that
+ * touches several of the paths at once (a certificate and its key). ERR_OK
+ * with *out set; or ERR_* with a message in err and *out NULL. */
+int filewatch_init(struct filewatch **out, const char *const *paths, size_t n_paths,
+                   int interval_ms, void (*changed)(void *ctx), void *ctx, char *err,
+                   size_t errlen);
+/* Starts the thread (once per watch): it compares the identities with those
+ * recorded at init first, then waits for changes. ERR_OK, or ERR_FAIL with a
+ * message in err (the watch can still be stopped). */
+int filewatch_start(struct filewatch *w, char *err, size_t errlen);
+/* Stops and joins the thread if it started, closes what init opened, frees
+ * the watch and sets *w to NULL. A no-op on NULL. */
+void filewatch_stop(struct filewatch **w);
 
 #endif

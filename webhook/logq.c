@@ -1,7 +1,9 @@
 #include "logq.h"
 
+#include "err.h"
 #include "monotime.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,7 +16,12 @@ struct logq_buf {
     size_t len;
 };
 
+/* In every live queue, and nowhere else: a stopped or stray pointer fails
+ * the assert instead of corrupting memory. */
+#define LOGQ_MAGIC 0x6c6f6771u /* "logq" */
+
 struct logq {
+    unsigned magic;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -89,27 +96,41 @@ static void *logq_main(void *arg)
 static int logq_init_sync(struct logq *q)
 {
     if (monotime_cond_init(&q->cv))
-        return -1;
+        return ERR_FAIL;
     if (pthread_mutex_init(&q->mu, NULL)) {
         pthread_cond_destroy(&q->cv);
-        return -1;
+        return ERR_FAIL;
     }
-    return 0;
+    return ERR_OK;
 }
 
-int logq_start(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink, void *ctx)
+static void logq_free(struct logq *q)
+{
+    free(q->fill.mem);
+    free(q->spare.mem);
+    free(q);
+}
+
+int logq_init(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink, void *ctx,
+              char *err, size_t errlen)
 {
     struct logq *q = calloc(1, sizeof(*q));
 
     *out = NULL;
     if (!q)
-        return -1;
+        return err_set(err, errlen, ERR_NOMEM, "log queue: out of memory");
     /* Buffers this large come from mmap: only the pages a burst touches
      * become resident. */
     q->fill.mem = malloc(cap);
     q->spare.mem = malloc(cap);
-    if (!q->fill.mem || !q->spare.mem || logq_init_sync(q))
-        goto error;
+    if (!q->fill.mem || !q->spare.mem) {
+        logq_free(q);
+        return err_set(err, errlen, ERR_NOMEM, "log queue: out of memory for 2 x %zu bytes", cap);
+    }
+    if (logq_init_sync(q)) {
+        logq_free(q);
+        return err_set(err, errlen, ERR_FAIL, "log queue: cannot make its lock");
+    }
     q->cap = cap;
     q->flush_ms = flush_ms;
     q->sink = sink;
@@ -118,27 +139,25 @@ int logq_start(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink,
     if (pthread_create(&q->thread, NULL, logq_main, q)) {
         pthread_cond_destroy(&q->cv);
         pthread_mutex_destroy(&q->mu);
-        goto error;
+        logq_free(q);
+        return err_set(err, errlen, ERR_FAIL, "log queue: cannot start its writer thread");
     }
+    q->magic = LOGQ_MAGIC;
     *out = q;
-    return 0;
-error:
-    free(q->fill.mem);
-    free(q->spare.mem);
-    free(q);
-    return -1;
+    return ERR_OK;
 }
 
 int logq_push(struct logq *q, const char *line, size_t len, int urgent)
 {
     int was_empty;
 
+    assert(q->magic == LOGQ_MAGIC);
     pthread_mutex_lock(&q->mu);
     if (len > q->cap - q->fill.len) {
         q->dropped_unsent++;
         atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
         pthread_mutex_unlock(&q->mu);
-        return -1;
+        return len > q->cap ? ERR_TOO_BIG : ERR_BUSY;
     }
     was_empty = q->fill.len == 0;
     memcpy(q->fill.mem + q->fill.len, line, len);
@@ -152,20 +171,23 @@ int logq_push(struct logq *q, const char *line, size_t len, int urgent)
         pthread_cond_signal(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
-    return 0;
+    return ERR_OK;
 }
 
 unsigned long long logq_dropped(struct logq *q)
 {
+    assert(q->magic == LOGQ_MAGIC);
     return atomic_load_explicit(&q->dropped, memory_order_relaxed);
 }
 
-int logq_stop(struct logq *q, unsigned timeout_ms)
+int logq_stop(struct logq **qp, unsigned timeout_ms)
 {
+    struct logq *q = *qp;
     struct timespec until;
 
     if (!q)
-        return 0;
+        return ERR_OK;
+    assert(q->magic == LOGQ_MAGIC);
     pthread_mutex_lock(&q->mu);
     q->stop = 1;
     pthread_cond_signal(&q->cv);
@@ -174,11 +196,11 @@ int logq_stop(struct logq *q, unsigned timeout_ms)
     /* A reader that never reads again must not keep the process from
      * exiting: the writer is left blocked, and so is its memory. */
     if (pthread_timedjoin_np(q->thread, NULL, &until) != 0)
-        return -1;
+        return ERR_BUSY;
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
-    free(q->fill.mem);
-    free(q->spare.mem);
-    free(q);
-    return 0;
+    q->magic = 0;
+    logq_free(q);
+    *qp = NULL;
+    return ERR_OK;
 }

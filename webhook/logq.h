@@ -20,27 +20,33 @@
 
 #define LOGQ_BATCH (32u * 1024u)
 
+/* Opaque; made by logq_init(), undone by logq_stop(). */
 struct logq;
 
 /* Receives a batch of whole lines, and how many lines were dropped since the
  * previous batch; called on the writer thread only. */
 typedef void (*logq_sink)(void *ctx, const char *buf, size_t len, unsigned long long dropped);
 
-/* Starts the writer thread; returns 0, or -1 (out of memory or threads). */
-int logq_start(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink, void *ctx);
+/* Makes the queue and starts its writer thread (a queue is of no use
+ * without it, so there is no separate start). ERR_OK with *out set; or
+ * ERR_NOMEM or ERR_FAIL with a message in err and *out NULL. */
+int logq_init(struct logq **out, size_t cap, unsigned flush_ms, logq_sink sink, void *ctx,
+              char *err, size_t errlen);
 
-/* Copies the line into the queue: 0, or -1 when it was dropped. Never blocks
- * on the writer's I/O. */
+/* Copies the line into the queue: ERR_OK; or, when it was dropped (and
+ * counted), ERR_TOO_BIG for a line longer than cap and ERR_BUSY for a queue
+ * too full for it now. Never blocks on the writer's I/O. */
 int logq_push(struct logq *q, const char *line, size_t len, int urgent);
 
 /* Lines dropped since the start. */
 unsigned long long logq_dropped(struct logq *q);
 
-/* Sends everything queued, joins the writer and frees the queue: 0. When the
- * writer is still blocked in the sink after timeout_ms (a reader that stopped
- * reading), returns -1 and leaves the writer and the queue as they are, for
- * a process that is about to exit, or for a later call to try again. No push
- * may be running or follow. */
-int logq_stop(struct logq *q, unsigned timeout_ms);
+/* Sends everything queued, joins the writer, frees the queue and sets *q to
+ * NULL: ERR_OK, also when *q is NULL already. The one stop that can fail:
+ * when the writer is still blocked in the sink after timeout_ms (a reader
+ * that stopped reading), returns ERR_BUSY and leaves *q, the writer and the
+ * queue as they are, for a process that is about to exit, or for a later
+ * call to try again. No push may be running or follow. */
+int logq_stop(struct logq **q, unsigned timeout_ms);
 
 #endif

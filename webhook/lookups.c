@@ -1,12 +1,17 @@
 #include "lookups.h"
 
 #include "arena.h"
+#include "err.h"
 #include "k8sname.h"
 #include "monotime.h"
 #include "podjson.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,6 +22,35 @@ enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
 /* An admission with this much budget left or less makes no call. */
 #define LOOKUPS_MIN_CALL_NS MONOTIME_NS_PER_MS
 
+/* In every live struct lookups and nowhere else: a stopped or stray pointer
+ * fails the assert instead of corrupting memory. */
+#define LOOKUPS_MAGIC 0x6c6f6f6bu /* "look" */
+
+struct lookups_entry {
+    char key[512];
+    int state; /* LOOKUPS_EMPTY, _LOADING, _READY, _FAILED */
+    long long expires_ns;
+    cJSON *value; /* labels, or the ConfigMap's keys; NULL: does not exist */
+};
+
+struct lookups_cache {
+    pthread_mutex_t mu;
+    pthread_cond_t done;
+    long long ttl_ns;
+    lookups_fetch_fn fetch;   /* the API call behind the cache */
+    unsigned long long waits; /* under mu */
+    struct lookups_entry e[LOOKUPS_CACHE_MAX];
+};
+
+struct lookups {
+    unsigned magic;
+    const struct kubeapi *api;
+    long long budget_ns;
+    long long (*now)(void);
+    struct lookups_cache nodes;
+    struct lookups_cache configmaps;
+};
+
 static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
                               cJSON **value);
 static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
@@ -24,16 +58,15 @@ static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, l
 
 static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s, lookups_fetch_fn fetch)
 {
-    memset(c->e, 0, sizeof(c->e));
     c->ttl_ns = (long long)ttl_s * MONOTIME_NS_PER_S;
     c->fetch = fetch;
     if (monotime_cond_init(&c->done))
-        return -1;
+        return ERR_FAIL;
     if (pthread_mutex_init(&c->mu, NULL)) {
         pthread_cond_destroy(&c->done);
-        return -1;
+        return ERR_FAIL;
     }
-    return 0;
+    return ERR_OK;
 }
 
 static void lookups_cache_free(struct lookups_cache *c)
@@ -44,24 +77,60 @@ static void lookups_cache_free(struct lookups_cache *c)
     pthread_mutex_destroy(&c->mu);
 }
 
-int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_ms,
-                 unsigned node_ttl_s, unsigned configmap_ttl_s)
+int lookups_init(struct lookups **out, const struct kubeapi *api, const struct lookups_config *cfg,
+                 char *err, size_t errlen)
 {
+    struct lookups *lk = calloc(1, sizeof(*lk));
+
+    *out = NULL;
+    if (!lk)
+        return err_set(err, errlen, ERR_NOMEM, "API lookups: out of memory for the caches");
     lk->api = api;
-    lk->budget_ns = (long long)budget_ms * MONOTIME_NS_PER_MS;
-    if (lookups_cache_init(&lk->nodes, node_ttl_s, lookups_fetch_node))
-        return -1;
-    if (lookups_cache_init(&lk->configmaps, configmap_ttl_s, lookups_fetch_configmap)) {
+    lk->budget_ns = (long long)cfg->budget_ms * MONOTIME_NS_PER_MS;
+    lk->now = cfg->now_ns ? cfg->now_ns : monotime_now;
+    if (lookups_cache_init(&lk->nodes, cfg->node_ttl_s,
+                           cfg->fetch_node ? cfg->fetch_node : lookups_fetch_node))
+        goto no_lock;
+    if (lookups_cache_init(&lk->configmaps, cfg->configmap_ttl_s,
+                           cfg->fetch_configmap ? cfg->fetch_configmap
+                                                : lookups_fetch_configmap)) {
         lookups_cache_free(&lk->nodes);
-        return -1;
+        goto no_lock;
     }
-    return 0;
+    lk->magic = LOOKUPS_MAGIC;
+    *out = lk;
+    return ERR_OK;
+no_lock:
+    free(lk);
+    return err_set(err, errlen, ERR_FAIL, "API lookups: cannot make the caches' locks");
 }
 
-void lookups_stop(struct lookups *lk)
+void lookups_stop(struct lookups **lkp)
 {
+    struct lookups *lk = *lkp;
+
+    if (!lk)
+        return;
+    assert(lk->magic == LOOKUPS_MAGIC);
     lookups_cache_free(&lk->nodes);
     lookups_cache_free(&lk->configmaps);
+    lk->magic = 0;
+    free(lk);
+    *lkp = NULL;
+}
+
+unsigned long long lookups_waits(struct lookups *lk)
+{
+    unsigned long long n = 0;
+
+    assert(lk->magic == LOOKUPS_MAGIC);
+    pthread_mutex_lock(&lk->nodes.mu);
+    n += lk->nodes.waits;
+    pthread_mutex_unlock(&lk->nodes.mu);
+    pthread_mutex_lock(&lk->configmaps.mu);
+    n += lk->configmaps.waits;
+    pthread_mutex_unlock(&lk->configmaps.mu);
+    return n;
 }
 
 static struct lookups_entry *lookups_find(struct lookups_cache *c, const char *key)
@@ -89,6 +158,21 @@ static struct lookups_entry *lookups_slot(struct lookups_cache *c)
     return best;
 }
 
+/* Waits, with c->mu held, for a call in flight to end, until deadline_ns on
+ * lk's clock: the time left on that clock is waited on CLOCK_MONOTONIC, so a
+ * fake clock stands still while the wait still ends. Non-zero once the
+ * deadline has passed. */
+static int lookups_wait(struct lookups_cache *c, const struct lookups *lk, long long deadline_ns)
+{
+    long long left = deadline_ns - lk->now();
+    struct timespec until;
+
+    if (left <= 0)
+        return ETIMEDOUT;
+    until = monotime_at(monotime_now() + left);
+    return pthread_cond_timedwait(&c->done, &c->mu, &until);
+}
+
 /* Loads key into its slot, which is not LOADING, with timeout_ms to do it
  * (the lock is released around the API call). A call that failed at the end
  * of the request's budget was cut short by it: that says nothing about the
@@ -99,6 +183,7 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
                                           const struct lookups_request *req, const char *key,
                                           long timeout_ms)
 {
+    const struct lookups *lk = req->lk;
     struct arena *a;
     cJSON *value = NULL;
     int rc, cut_short;
@@ -110,13 +195,13 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     pthread_mutex_unlock(&c->mu);
     /* The answer outlives this request: it must not come from its arena. */
     a = arena_suspend();
-    rc = c->fetch(req->lk->api, key, timeout_ms, &value);
+    rc = c->fetch(lk->api, key, timeout_ms, &value);
     arena_resume(a);
-    cut_short = rc != 0 && req->deadline_ns - monotime_now() < 2 * LOOKUPS_MIN_CALL_NS;
+    cut_short = rc != 0 && req->deadline_ns - lk->now() < 2 * LOOKUPS_MIN_CALL_NS;
     pthread_mutex_lock(&c->mu);
     e->state = rc == 0 ? LOOKUPS_READY : cut_short ? LOOKUPS_EMPTY : LOOKUPS_FAILED;
     e->value = value;
-    e->expires_ns = monotime_now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
+    e->expires_ns = lk->now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
     pthread_cond_broadcast(&c->done);
     return rc == 0 ? e : NULL;
 }
@@ -126,23 +211,31 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
 static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
                                              const struct lookups_request *req, const char *key)
 {
-    struct timespec until = monotime_at(req->deadline_ns);
+    const struct lookups *lk = req->lk;
     struct lookups_entry *e;
     long long left;
+    int waited = 0;
 
     pthread_mutex_lock(&c->mu);
     for (;;) {
         e = lookups_find(c, key);
         if (e && e->state == LOOKUPS_LOADING) {
-            if (pthread_cond_timedwait(&c->done, &c->mu, &until) != 0)
-                break;
-            continue;
+            c->waits += !waited;
+            waited = 1;
+            if (lookups_wait(c, lk, req->deadline_ns) == 0)
+                continue;
+            /* Out of time. The call may have ended just now, and the slot
+             * may even hold another key since: look the key up once more. */
+            e = lookups_find(c, key);
+            if (e && (e->state != LOOKUPS_READY || lk->now() >= e->expires_ns))
+                e = NULL;
+            break;
         }
-        if (e && monotime_now() < e->expires_ns)
+        if (e && lk->now() < e->expires_ns)
             break;
         /* No time for a call: leave what is cached (even if stale) as it
          * is, for a request that has the time. */
-        left = req->deadline_ns - monotime_now();
+        left = req->deadline_ns - lk->now();
         if (left <= LOOKUPS_MIN_CALL_NS) {
             e = NULL;
             break;
@@ -274,8 +367,9 @@ static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, 
 
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks)
 {
+    assert(lk->magic == LOOKUPS_MAGIC);
     req->lk = lk;
-    req->deadline_ns = monotime_now() + lk->budget_ns;
+    req->deadline_ns = lk->now() + lk->budget_ns;
     hooks->select.node_labels = lookups_node_labels;
     hooks->select.ctx = req;
     hooks->configmap_has_key = lookups_configmap_has_key;

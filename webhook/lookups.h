@@ -10,6 +10,13 @@
  * Running out of budget says nothing about the API: an admission with no
  * time left (a millisecond or less) does not touch the cache, and a call cut
  * short by its deadline is not cached as a failure.
+ *
+ * The edges are injectable: the API calls behind the two caches and the
+ * clock they expire and budget by (lookups_config), so the caches' rules can
+ * be tested with a fake API and a fake clock.
+ *
+ * Lifecycle: lookups_init() makes the (opaque) caches, empty; lookups_stop()
+ * undoes it.
  */
 #ifndef RDMA_WEBHOOK_LOOKUPS_H
 #define RDMA_WEBHOOK_LOOKUPS_H
@@ -17,53 +24,53 @@
 #include "kubeapi.h"
 #include "mutate.h"
 
-#include <pthread.h>
+#include <stddef.h>
 
+/* Keys each cache holds at most; past that, a new key takes the slot of the
+ * key that expires first. */
 #define LOOKUPS_CACHE_MAX 512
 
 struct cJSON;
 
-struct lookups_entry {
-    char key[512];
-    int state; /* LOOKUPS_EMPTY, _LOADING, _READY, _FAILED */
-    long long expires_ns;
-    struct cJSON *value; /* labels, or the ConfigMap's keys; NULL: does not exist */
-};
+/* Opaque: the two caches, their locks and the configuration. */
+struct lookups;
 
 /* Asks the API for key (a Node's name, or "namespace/name" of a ConfigMap)
- * in at most timeout_ms. Returns 0 with *value (NULL: the object does not
- * exist) or -1; the value must not come from a request's arena. */
+ * in at most timeout_ms. Returns ERR_OK with *value (NULL: the object does
+ * not exist) or ERR_FAIL; the value must not come from a request's arena. */
 typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
                                 struct cJSON **value);
 
-struct lookups_cache {
-    pthread_mutex_t mu;
-    pthread_cond_t done;
-    long long ttl_ns;
-    /* The API call behind the cache: set by lookups_init(), replaceable
-     * before the first lookup (a test's fake API). */
-    lookups_fetch_fn fetch;
-    struct lookups_entry e[LOOKUPS_CACHE_MAX];
+struct lookups_config {
+    unsigned budget_ms;       /* each admission's time for all its lookups */
+    unsigned node_ttl_s;      /* how long a Node's labels are cached */
+    unsigned configmap_ttl_s; /* how long a ConfigMap's keys are cached */
+    /* The edges; NULL: the Kubernetes API, and CLOCK_MONOTONIC (monotime_now). */
+    lookups_fetch_fn fetch_node;
+    lookups_fetch_fn fetch_configmap;
+    long long (*now_ns)(void);
 };
 
-struct lookups {
-    const struct kubeapi *api;
-    long long budget_ns;
-    struct lookups_cache nodes;
-    struct lookups_cache configmaps;
-};
-
-/* One admission's view: the shared caches and its own deadline. */
+/* One admission's view: the shared caches and its own deadline. A value in
+ * the caller's memory, set by lookups_begin(). */
 struct lookups_request {
     struct lookups *lk;
-    long long deadline_ns;
+    long long deadline_ns; /* on the configured clock; a test may move it */
 };
 
-int lookups_init(struct lookups *lk, const struct kubeapi *api, unsigned budget_ms,
-                 unsigned node_ttl_s, unsigned configmap_ttl_s);
-void lookups_stop(struct lookups *lk);
+/* api (may be NULL with fake fetches) must outlive the caches. ERR_OK with
+ * *out set, or ERR_* with a message in err and *out NULL. */
+int lookups_init(struct lookups **out, const struct kubeapi *api, const struct lookups_config *cfg,
+                 char *err, size_t errlen);
+/* Frees the caches and sets *lk to NULL; no lookup may be running. A no-op
+ * on NULL. */
+void lookups_stop(struct lookups **lk);
 
 /* Starts an admission's budget and points hooks at this request. */
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks);
+
+/* Lookups that waited for another admission's call to the API for the same
+ * key instead of making their own, since init. */
+unsigned long long lookups_waits(struct lookups *lk);
 
 #endif

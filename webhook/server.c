@@ -67,11 +67,11 @@ struct server {
     struct metrics metrics;
     atomic_int draining; /* readiness goes false first when shutting down */
     int started;         /* server_start ran: server_running may point here */
-    struct tlscreds creds;
+    struct tlscreds *creds;
     struct server_listener https[SERVER_MAX_THREADS];
     unsigned n_https;
     struct server_listener plain;
-    struct filewatch cert_watch;
+    struct filewatch *cert_watch;
     struct connguard *guard;
     struct bodybuf_pool bodies;
 };
@@ -228,13 +228,13 @@ static int server_render_limits(struct server *s, struct dynbuf *b)
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
-    const struct tlscreds_pair *cert = tlscreds_acquire(&s->creds);
+    const struct tlscreds_pair *cert = tlscreds_acquire(s->creds);
     /* Every loaded version serves until the next: the generation is the count. */
     struct metrics_gauges g = {
         .profiles_loaded = store_loaded(s->store),
         .profiles_rejected = store_rejected(s->store),
         .cert_not_after = cert ? cert->not_after : 0,
-        .cert_generation = tlscreds_generation(&s->creds),
+        .cert_generation = tlscreds_generation(s->creds),
         .log_dropped = s->log->queue ? logq_dropped(s->log->queue) : 0,
         .version = RDMA_WEBHOOK_VERSION,
     };
@@ -633,7 +633,7 @@ static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *
 {
     struct server *s = server_running;
     struct server_conn *sc = server_conn_of(gnutls_session_get_ptr(session));
-    const struct tlscreds_pair *p = s && sc ? tlscreds_acquire(&s->creds) : NULL;
+    const struct tlscreds_pair *p = s && sc ? tlscreds_acquire(s->creds) : NULL;
 
     (void)req_ca_rdn, (void)nreqs, (void)pk_algos, (void)pk_algos_length;
     if (!p)
@@ -651,7 +651,7 @@ static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *
  * (the line still confirms what serves, e.g. after a refused version). */
 static void server_log_cert(struct server *s, int unchanged)
 {
-    const struct tlscreds_pair *p = tlscreds_acquire(&s->creds);
+    const struct tlscreds_pair *p = tlscreds_acquire(s->creds);
     long long days_left = (p->not_after - (long long)time(NULL)) / 86400;
     struct log_line l;
 
@@ -659,7 +659,7 @@ static void server_log_cert(struct server *s, int unchanged)
     log_str(&l, "serial", p->serial);
     log_int(&l, "not_after", p->not_after);
     log_int(&l, "days_left", days_left);
-    log_int(&l, "generation", (long long)tlscreds_generation(&s->creds));
+    log_int(&l, "generation", (long long)p->generation);
     if (unchanged)
         log_str(&l, "unchanged", "true");
     log_end(&l);
@@ -678,14 +678,14 @@ void server_reload_certs(struct server *s)
 {
     struct timespec pause = {0, 100 * 1000000L};
     char err[512];
-    int rc;
+    int changed;
 
     for (int attempt = 0; attempt < 3; attempt++) {
         if (attempt)
             nanosleep(&pause, NULL);
-        rc = tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, sizeof(err));
-        if (rc >= 0) {
-            server_log_cert(s, rc == TLSCREDS_UNCHANGED);
+        if (tlscreds_load(s->creds, s->cfg.cert_file, s->cfg.key_file, &changed, err,
+                          sizeof(err)) == ERR_OK) {
+            server_log_cert(s, !changed);
             return;
         }
     }
@@ -878,12 +878,17 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
     return ERR_OK;
 }
 
-static int server_watch_certs(struct server *s, char *err, size_t errlen)
+/* The files' identities are recorded before the first load, and the watch
+ * starts after it: a rotation during the load is loaded again, not missed. */
+static int server_load_and_watch_certs(struct server *s, char *err, size_t errlen)
 {
     const char *paths[] = {s->cfg.cert_file, s->cfg.key_file};
 
-    return filewatch_start(&s->cert_watch, paths, 2, (int)s->cfg.cert_reload_interval_ms,
-                           server_cert_changed, s, err, errlen);
+    if (filewatch_init(&s->cert_watch, paths, 2, (int)s->cfg.cert_reload_interval_ms,
+                       server_cert_changed, s, err, errlen) != ERR_OK ||
+        tlscreds_load(s->creds, s->cfg.cert_file, s->cfg.key_file, NULL, err, errlen) != ERR_OK)
+        return ERR_FAIL;
+    return filewatch_start(s->cert_watch, err, errlen);
 }
 
 /* The deadlines and the body budget, before the first connection. */
@@ -914,19 +919,13 @@ int server_init(struct server **out, const struct server_config *cfg, struct log
     s->store = store;
     s->lookups = lookups;
     metrics_init(&s->metrics);
-    if (tlscreds_init(&s->creds))
-        goto nomem_server;
-    if (server_init_limits(s))
-        goto nomem_creds;
-    /* filewatch_stop is safe on a watch that never started only like this. */
-    s->cert_watch.stop_pipe[0] = s->cert_watch.stop_pipe[1] = s->cert_watch.inotify_fd = -1;
     s->magic = SERVER_MAGIC;
+    if (tlscreds_init(&s->creds, err, errlen) != ERR_OK || server_init_limits(s) != ERR_OK)
+        goto fail;
     *out = s;
     return ERR_OK;
-nomem_creds:
-    tlscreds_stop(&s->creds);
-nomem_server:
-    free(s);
+fail:
+    server_stop(&s);
 nomem:
     return err_set(err, errlen, ERR_NOMEM, "out of memory setting up the server");
 }
@@ -938,8 +937,7 @@ int server_start(struct server *s, char *err, size_t errlen)
         return err_set(err, errlen, ERR_FAIL, "a server is already running in this process");
     server_running = s;
     s->started = 1;
-    if (tlscreds_load(&s->creds, s->cfg.cert_file, s->cfg.key_file, err, errlen) < 0 ||
-        server_watch_certs(s, err, errlen))
+    if (server_load_and_watch_certs(s, err, errlen) != ERR_OK)
         return ERR_FAIL;
     if (server_start_https(s, err, errlen) ||
         (s->cfg.metrics_listen && *s->cfg.metrics_listen && server_start_plain(s, err, errlen)))

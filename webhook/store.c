@@ -1,52 +1,116 @@
 #include "store.h"
 
-#include "dynbuf.h"
+#include "err.h"
+#include "fsutil.h"
 #include "profiles.h"
 #include "utf8.h"
 
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define STORE_ERRORS_MAX 8192
 
-int store_init(struct store *s, struct log *log)
+/* In every live object of this module and nowhere else: a stopped or stray
+ * pointer fails the assert instead of corrupting memory. */
+#define STORE_MAGIC      0x73746f72u /* "stor" */
+#define STORE_SNAP_MAGIC 0x736e6170u /* "snap" */
+
+/* A snapshot and what only this module sees of it. */
+struct store_held {
+    struct store_snapshot pub;
+    unsigned magic;
+    atomic_int refs;
+};
+
+struct store {
+    unsigned magic;
+    /* One read-and-publish at a time, so the newest read is published
+     * last; taken before mu, never while holding it. */
+    pthread_mutex_t reload_mu;
+    pthread_mutex_t mu;     /* cur, generation and rejected */
+    struct store_held *cur; /* NULL until a valid version was published */
+    unsigned long generation;
+    unsigned long rejected; /* versions refused since start */
+    struct log *log;
+};
+
+int store_init(struct store **out, struct log *log, char *err, size_t errlen)
 {
-    memset(s, 0, sizeof(*s));
+    struct store *s = calloc(1, sizeof(*s));
+
+    *out = NULL;
+    if (!s)
+        return err_set(err, errlen, ERR_NOMEM, "profiles store: out of memory");
+    if (pthread_mutex_init(&s->mu, NULL))
+        goto no_lock;
+    if (pthread_mutex_init(&s->reload_mu, NULL)) {
+        pthread_mutex_destroy(&s->mu);
+        goto no_lock;
+    }
     s->log = log;
-    return pthread_mutex_init(&s->mu, NULL) ? -1 : 0;
+    s->magic = STORE_MAGIC;
+    *out = s;
+    return ERR_OK;
+no_lock:
+    free(s);
+    return err_set(err, errlen, ERR_FAIL, "profiles store: cannot make its locks");
 }
 
-void store_stop(struct store *s)
+static void store_drop(struct store_held *h)
 {
-    store_release(s->cur);
-    s->cur = NULL;
+    if (!h || atomic_fetch_sub(&h->refs, 1) != 1)
+        return;
+    profiles_free(h->pub.ps);
+    h->magic = 0;
+    free(h);
+}
+
+void store_stop(struct store **sp)
+{
+    struct store *s = *sp;
+
+    if (!s)
+        return;
+    assert(s->magic == STORE_MAGIC);
+    store_drop(s->cur);
+    pthread_mutex_destroy(&s->reload_mu);
     pthread_mutex_destroy(&s->mu);
+    s->magic = 0;
+    free(s);
+    *sp = NULL;
 }
 
 void store_release(struct store_snapshot *snap)
 {
-    if (!snap || atomic_fetch_sub(&snap->refs, 1) != 1)
+    struct store_held *h = (struct store_held *)snap; /* pub is its first member */
+
+    if (!h)
         return;
-    profiles_free(snap->ps);
-    free(snap);
+    assert(h->magic == STORE_SNAP_MAGIC);
+    store_drop(h);
 }
 
 struct store_snapshot *store_acquire(struct store *s)
 {
-    struct store_snapshot *snap;
+    struct store_held *h;
 
+    assert(s->magic == STORE_MAGIC);
     pthread_mutex_lock(&s->mu);
-    snap = s->cur;
-    if (snap)
-        atomic_fetch_add(&snap->refs, 1);
+    h = s->cur;
+    if (h)
+        atomic_fetch_add(&h->refs, 1);
     pthread_mutex_unlock(&s->mu);
-    return snap;
+    return h ? &h->pub : NULL;
 }
 
 int store_ready(struct store *s)
 {
     int ready;
 
+    assert(s->magic == STORE_MAGIC);
     pthread_mutex_lock(&s->mu);
     ready = s->cur != NULL;
     pthread_mutex_unlock(&s->mu);
@@ -57,6 +121,7 @@ unsigned long store_loaded(struct store *s)
 {
     unsigned long n;
 
+    assert(s->magic == STORE_MAGIC);
     pthread_mutex_lock(&s->mu);
     n = s->generation;
     pthread_mutex_unlock(&s->mu);
@@ -67,6 +132,7 @@ unsigned long store_rejected(struct store *s)
 {
     unsigned long n;
 
+    assert(s->magic == STORE_MAGIC);
     pthread_mutex_lock(&s->mu);
     n = s->rejected;
     pthread_mutex_unlock(&s->mu);
@@ -102,31 +168,36 @@ void store_reject(struct store *s, const char *origin, const char *problem)
 {
     struct dynbuf errors;
 
+    assert(s->magic == STORE_MAGIC);
     dynbuf_init(&errors, STORE_ERRORS_MAX);
     dynbuf_printf(&errors, "%s\n", problem);
+    /* In order with the reloads, in the log as in the counts. */
+    pthread_mutex_lock(&s->reload_mu);
     store_log_rejected(s, origin, &errors);
-    dynbuf_free(&errors);
     pthread_mutex_lock(&s->mu);
     s->rejected++;
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->reload_mu);
+    dynbuf_free(&errors);
 }
 
 /* The log line's figures are read under the lock: once it is dropped, a
- * concurrent publish may replace and free next. */
-static void store_swap(struct store *s, struct store_snapshot *next, const char *origin)
+ * concurrent publish may replace and free next. (Publishes are serialised by
+ * reload_mu too; this keeps store_swap right on its own.) */
+static void store_swap(struct store *s, struct store_held *next, const char *origin)
 {
-    struct store_snapshot *old;
+    struct store_held *old;
     struct log_line l;
     unsigned long generation;
     size_t n_profiles;
 
     pthread_mutex_lock(&s->mu);
     old = s->cur;
-    generation = next->generation = ++s->generation;
-    n_profiles = next->ps->n;
+    generation = next->pub.generation = ++s->generation;
+    n_profiles = next->pub.ps->n;
     s->cur = next;
     pthread_mutex_unlock(&s->mu);
-    store_release(old);
+    store_drop(old);
     log_begin(&l, s->log, LOG_INFO, "profiles loaded");
     log_str(&l, "source", origin);
     log_int(&l, "generation", (long long)generation);
@@ -134,12 +205,13 @@ static void store_swap(struct store *s, struct store_snapshot *next, const char 
     log_end(&l);
 }
 
-int store_publish(struct store *s, const char *text, size_t len, const char *origin)
+/* Validates text and, when valid, makes it current; with reload_mu held. */
+static int store_publish_locked(struct store *s, const char *text, size_t len, const char *origin)
 {
     struct dynbuf errors;
-    struct store_snapshot *next = NULL;
+    struct store_held *next = NULL;
     struct profiles *ps;
-    int rc = -1;
+    int rc = ERR_FAIL;
 
     dynbuf_init(&errors, STORE_ERRORS_MAX);
     ps = profiles_parse(text, len, &errors);
@@ -154,13 +226,84 @@ int store_publish(struct store *s, const char *text, size_t len, const char *ori
     if (!next) {
         log_msg(s->log, LOG_ERROR, "out of memory loading profiles", "source", origin);
         profiles_free(ps);
+        rc = ERR_NOMEM;
         goto out;
     }
-    next->ps = ps;
+    next->pub.ps = ps;
+    next->magic = STORE_SNAP_MAGIC;
     atomic_init(&next->refs, 1);
     store_swap(s, next, origin);
-    rc = 0;
+    rc = ERR_OK;
 out:
     dynbuf_free(&errors);
     return rc;
+}
+
+static void store_log_unreadable(struct store *s, const char *origin, const char *err)
+{
+    struct log_line l;
+
+    log_begin(&l, s->log, LOG_ERROR, "cannot read profiles; the previous version keeps serving");
+    log_str(&l, "source", origin);
+    log_str(&l, "error", err);
+    log_end(&l);
+}
+
+int store_reload(struct store *s, const struct store_source *src)
+{
+    struct dynbuf text;
+    char err[ERR_LEN] = "";
+    int rc;
+
+    assert(s->magic == STORE_MAGIC);
+    dynbuf_init(&text, STORE_TEXT_MAX);
+    pthread_mutex_lock(&s->reload_mu);
+    rc = src->read(src->ctx, &text, err, sizeof(err));
+    if (rc == ERR_OK) {
+        rc = store_publish_locked(s, dynbuf_ptr(&text), dynbuf_len(&text), src->origin);
+    } else {
+        rc = rc < 0 ? rc : ERR_FAIL;
+        store_log_unreadable(s, src->origin, err[0] ? err : err_name(rc));
+    }
+    pthread_mutex_unlock(&s->reload_mu);
+    dynbuf_free(&text);
+    return rc;
+}
+
+static int store_read_file(void *path, struct dynbuf *text, char *err, size_t errlen)
+{
+    int rc = fsutil_read(path, text, err, errlen);
+
+    return rc == 0 ? ERR_OK : rc < 0 ? rc : ERR_FAIL;
+}
+
+struct store_source store_source_file(const char *path)
+{
+    return (struct store_source){.origin = path, .read = store_read_file, .ctx = (void *)path};
+}
+
+struct store_text {
+    const char *text;
+    size_t len;
+};
+
+static int store_read_text(void *ctx, struct dynbuf *text, char *err, size_t errlen)
+{
+    const struct store_text *t = ctx;
+    int rc = dynbuf_add(text, t->text, t->len);
+
+    if (rc == ERR_TOO_BIG)
+        return err_set(err, errlen, rc, "the profiles are %zu bytes, more than the %u allowed",
+                       t->len, STORE_TEXT_MAX);
+    if (rc != ERR_OK)
+        return err_set(err, errlen, rc, "out of memory for %zu bytes of profiles", t->len);
+    return ERR_OK;
+}
+
+int store_publish(struct store *s, const char *text, size_t len, const char *origin)
+{
+    struct store_text t = {text, len};
+    struct store_source src = {.origin = origin, .read = store_read_text, .ctx = &t};
+
+    return store_reload(s, &src);
 }

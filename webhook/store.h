@@ -4,49 +4,85 @@
  * and drop it (store_release); a new version is validated before it is
  * published, and the old snapshot is freed by whichever reader drops the last
  * reference. A version that fails validation is logged and dropped, and the
- * previous one keeps serving. Every source (file watcher, and later the
- * Kubernetes API) publishes through store_publish(), so all of them validate
- * alike.
+ * previous one keeps serving.
+ *
+ * Every source (the profiles file on a change or a SIGHUP, the ConfigMap
+ * watch) publishes through store_reload(): the read of a version and its
+ * publication happen under one lock for the whole store, so of two reloads
+ * racing, the one that read later publishes later, and the newest version
+ * read is always the one left serving. All sources validate alike.
+ *
+ * Problems are logged here, not returned as text: a rejected version has one
+ * log line per problem (each naming the profile and field), which no single
+ * err message could hold. The functions still return ERR_* codes, for a
+ * caller that acts on the outcome.
+ *
+ * Lifecycle: store_init() makes the (opaque) store, empty; store_stop()
+ * undoes it.
  */
 #ifndef RDMA_WEBHOOK_STORE_H
 #define RDMA_WEBHOOK_STORE_H
 
+#include "dynbuf.h"
 #include "log.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
+
+/* The most bytes a version of the profiles may have. */
+#define STORE_TEXT_MAX (1u << 20)
 
 struct profiles;
 
+/* Opaque: the current snapshot, the counts and the locks. */
+struct store;
+
+/* One published version, as readers see it. (Its reference count is kept
+ * around it, in store.c.) */
 struct store_snapshot {
     struct profiles *ps;
-    unsigned long generation;
-    atomic_int refs;
+    unsigned long generation; /* 1 for the first version published */
 };
 
-struct store {
-    pthread_mutex_t mu;
-    struct store_snapshot *cur; /* NULL until a valid version was published */
-    unsigned long generation;
-    unsigned long rejected; /* versions refused since start */
-    struct log *log;
+/* Where store_reload() reads a version. read() puts the version's text into
+ * text (capped at STORE_TEXT_MAX) and returns ERR_OK; or returns ERR_* with
+ * a one-line message in err, and the previous version keeps serving. origin
+ * names the source in log lines (a path, "configmap NS/NAME"). A test's
+ * fake is a read function of its own. */
+struct store_source {
+    const char *origin;
+    int (*read)(void *ctx, struct dynbuf *text, char *err, size_t errlen);
+    void *ctx;
 };
 
-int store_init(struct store *s, struct log *log);
-void store_stop(struct store *s);
+/* The source that reads the file at path (which must outlive the source);
+ * origin is the path. */
+struct store_source store_source_file(const char *path);
 
-/* Validates text and, when valid, makes it the current snapshot. Returns 0,
- * or -1 (invalid, logged with every problem; or out of memory). */
+/* ERR_OK with *out set, or ERR_* with a message in err and *out NULL; log
+ * must outlive the store. */
+int store_init(struct store **out, struct log *log, char *err, size_t errlen);
+/* Drops the current snapshot (one a reader still holds lives until
+ * released) and frees the store; sets *s to NULL. A no-op on NULL. */
+void store_stop(struct store **s);
+
+/* Reads a version from src and, when it is valid, makes it the current
+ * snapshot, serialised with every other reload and publish. Returns ERR_OK
+ * (published, and logged); the read's code when it failed (logged as
+ * "cannot read profiles"); ERR_FAIL for an invalid version (logged with
+ * every problem, and counted as rejected); ERR_NOMEM (logged). */
+int store_reload(struct store *s, const struct store_source *src);
+
+/* store_reload() of a text already in memory (a watch event's). */
 int store_publish(struct store *s, const char *text, size_t len, const char *origin);
 
-/* Records a version refused before it could be parsed (e.g. a ConfigMap
- * without the profiles key): logged and counted like a rejected one. */
+/* Records a version refused before it could be parsed (a ConfigMap without
+ * the profiles key): logged and counted like a rejected one. */
 void store_reject(struct store *s, const char *origin, const char *problem);
 
 /* The current snapshot with a reference taken, or NULL before the first
  * valid version. */
 struct store_snapshot *store_acquire(struct store *s);
+/* Drops a reference from store_acquire(); NULL is ignored. */
 void store_release(struct store_snapshot *snap);
 
 int store_ready(struct store *s);

@@ -2,9 +2,13 @@
 
 #include "certs.h"
 #include "dynbuf.h"
+#include "err.h"
 #include "fsutil.h"
 
+#include <assert.h>
 #include <gnutls/crypto.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,73 +16,126 @@
 
 #define TLSCREDS_PEM_MAX (1u << 20)
 
-int tlscreds_init(struct tlscreds *c)
+/* In every live object of this module and nowhere else: a stopped or stray
+ * pointer fails the assert instead of corrupting memory. */
+#define TLSCREDS_MAGIC      0x746c7363u /* "tlsc" */
+#define TLSCREDS_PAIR_MAGIC 0x74706169u /* "tpai" */
+
+/* A pair and what only this module sees of it. */
+struct tlscreds_pair_held {
+    struct tlscreds_pair pub;
+    unsigned magic;
+    unsigned char digest[32]; /* SHA-256 of both files' bytes */
+    atomic_uint refs;
+};
+
+struct tlscreds {
+    unsigned magic;
+    pthread_mutex_t mu; /* current, its generation, and taking references to it */
+    struct tlscreds_pair_held *current;
+    pthread_mutex_t load_mu; /* one load at a time */
+    atomic_ulong generation; /* pairs made current since init; written under mu */
+};
+
+static struct tlscreds_pair_held *tlscreds_held(const struct tlscreds_pair *p)
 {
-    c->current = NULL;
+    struct tlscreds_pair_held *h =
+        (struct tlscreds_pair_held *)((char *)p - offsetof(struct tlscreds_pair_held, pub));
+
+    assert(h->magic == TLSCREDS_PAIR_MAGIC);
+    return h;
+}
+
+int tlscreds_init(struct tlscreds **out, char *err, size_t errlen)
+{
+    struct tlscreds *c = calloc(1, sizeof(*c));
+
+    *out = NULL;
+    if (!c)
+        return err_set(err, errlen, ERR_NOMEM, "TLS credentials: out of memory");
     atomic_init(&c->generation, 0);
     if (pthread_mutex_init(&c->mu, NULL))
-        return -1;
+        goto no_lock;
     if (pthread_mutex_init(&c->load_mu, NULL)) {
         pthread_mutex_destroy(&c->mu);
-        return -1;
+        goto no_lock;
     }
-    return 0;
+    c->magic = TLSCREDS_MAGIC;
+    *out = c;
+    return ERR_OK;
+no_lock:
+    free(c);
+    return err_set(err, errlen, ERR_FAIL, "TLS credentials: cannot make their locks");
 }
 
-static void tlscreds_pair_free(struct tlscreds_pair *p)
+static void tlscreds_pair_free(struct tlscreds_pair_held *h)
 {
-    for (unsigned i = 0; i < p->chain_len; i++)
-        gnutls_pcert_deinit(&p->chain[i]);
-    if (p->key)
-        gnutls_privkey_deinit(p->key);
-    free(p);
+    for (unsigned i = 0; i < h->pub.chain_len; i++)
+        gnutls_pcert_deinit(&h->pub.chain[i]);
+    if (h->pub.key)
+        gnutls_privkey_deinit(h->pub.key);
+    h->magic = 0;
+    free(h);
 }
 
-void tlscreds_release(const struct tlscreds_pair *cp)
+static void tlscreds_drop(struct tlscreds_pair_held *h)
 {
-    struct tlscreds_pair *p = (struct tlscreds_pair *)cp;
+    if (h && atomic_fetch_sub(&h->refs, 1) == 1)
+        tlscreds_pair_free(h);
+}
 
-    if (p && atomic_fetch_sub(&p->refs, 1) == 1)
-        tlscreds_pair_free(p);
+void tlscreds_release(const struct tlscreds_pair *p)
+{
+    if (p)
+        tlscreds_drop(tlscreds_held(p));
 }
 
 /* Under the lock, so that a load cannot drop the current pair's last
  * reference between reading the pointer and taking one. */
 const struct tlscreds_pair *tlscreds_acquire(struct tlscreds *c)
 {
-    struct tlscreds_pair *p;
+    struct tlscreds_pair_held *h;
 
+    assert(c->magic == TLSCREDS_MAGIC);
     pthread_mutex_lock(&c->mu);
-    p = c->current;
-    if (p)
-        atomic_fetch_add(&p->refs, 1);
+    h = c->current;
+    if (h)
+        atomic_fetch_add(&h->refs, 1);
     pthread_mutex_unlock(&c->mu);
-    return p;
+    return h ? &h->pub : NULL;
 }
 
-void tlscreds_stop(struct tlscreds *c)
+void tlscreds_stop(struct tlscreds **cp)
 {
-    tlscreds_release(c->current);
-    c->current = NULL;
+    struct tlscreds *c = *cp;
+
+    if (!c)
+        return;
+    assert(c->magic == TLSCREDS_MAGIC);
+    tlscreds_drop(c->current);
     pthread_mutex_destroy(&c->load_mu);
     pthread_mutex_destroy(&c->mu);
+    c->magic = 0;
+    free(c);
+    *cp = NULL;
 }
 
 unsigned long tlscreds_generation(struct tlscreds *c)
 {
+    assert(c->magic == TLSCREDS_MAGIC);
     return atomic_load(&c->generation);
 }
 
 static int tlscreds_read(const char *path, struct dynbuf *b, char *err, size_t errlen)
 {
+    int rc;
+
     dynbuf_init(b, TLSCREDS_PEM_MAX);
-    if (fsutil_read(path, b, err, errlen))
-        return -1;
-    if (b->len == 0) {
-        snprintf(err, errlen, "%s is empty", path);
-        return -1;
-    }
-    return 0;
+    if ((rc = fsutil_read(path, b, err, errlen)) != 0)
+        return rc < 0 ? rc : ERR_FAIL;
+    if (b->len == 0)
+        return err_set(err, errlen, ERR_FAIL, "%s is empty; write the PEM file there", path);
+    return ERR_OK;
 }
 
 /* SHA-256 over the certificate's length, the certificate and the key: the
@@ -90,114 +147,121 @@ static int tlscreds_digest(const struct certs_pem *pem, unsigned char out[32], c
     uint64_t cert_len = pem->cert_len;
     gnutls_hash_hd_t h;
 
-    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) < 0) {
-        snprintf(err, errlen, "cannot hash %s: out of memory", pem->cert_name);
-        return -1;
-    }
+    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) < 0)
+        return err_set(err, errlen, ERR_NOMEM, "cannot hash %s: out of memory", pem->cert_name);
     gnutls_hash(h, &cert_len, sizeof(cert_len));
     gnutls_hash(h, pem->cert, pem->cert_len);
     gnutls_hash(h, pem->key, pem->key_len);
     gnutls_hash_deinit(h, out);
-    return 0;
+    return ERR_OK;
 }
 
-/* Imports the PEM bytes into a new pair; GnuTLS errors name the file. */
-static struct tlscreds_pair *tlscreds_import(const struct certs_pem *pem, char *err, size_t errlen)
+/* Imports the PEM bytes into h; GnuTLS errors name the file. On error h
+ * holds what was imported, for tlscreds_pair_free(). */
+static int tlscreds_import(struct tlscreds_pair_held *h, const struct certs_pem *pem, char *err,
+                           size_t errlen)
 {
-    struct tlscreds_pair *p = calloc(1, sizeof(*p));
+    struct tlscreds_pair *p = &h->pub;
     gnutls_datum_t d;
     int rc;
 
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
     p->chain_len = TLSCREDS_MAX_CHAIN;
     d = (gnutls_datum_t){(unsigned char *)pem->cert, (unsigned)pem->cert_len};
     rc = gnutls_pcert_list_import_x509_raw(p->chain, &p->chain_len, &d, GNUTLS_X509_FMT_PEM, 0);
     if (rc < 0) {
         p->chain_len = 0;
-        snprintf(err, errlen, "%s: %s", pem->cert_name, gnutls_strerror(rc));
-        goto fail;
+        return err_set(err, errlen, ERR_FAIL, "%s: %s", pem->cert_name, gnutls_strerror(rc));
     }
     d = (gnutls_datum_t){(unsigned char *)pem->key, (unsigned)pem->key_len};
     if ((rc = gnutls_privkey_init(&p->key)) < 0 ||
-        (rc = gnutls_privkey_import_x509_raw(p->key, &d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
-        snprintf(err, errlen, "%s: %s", pem->key_name, gnutls_strerror(rc));
-        goto fail;
-    }
-    return p;
-fail:
-    tlscreds_pair_free(p);
-    return NULL;
+        (rc = gnutls_privkey_import_x509_raw(p->key, &d, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0)
+        return err_set(err, errlen, ERR_FAIL, "%s: %s", pem->key_name, gnutls_strerror(rc));
+    return ERR_OK;
 }
 
 /* OpenSSL checks the bytes (the key matches the leaf, which is valid now)
  * before GnuTLS imports those same bytes: a rotation landing between two
  * reads cannot slip a mismatched pair in. */
-static struct tlscreds_pair *tlscreds_make_pair(const struct certs_pem *pem,
-                                                const unsigned char digest[32], char *err,
-                                                size_t errlen)
+static int tlscreds_make_pair(const struct certs_pem *pem, const unsigned char digest[32],
+                              struct tlscreds_pair_held **out, char *err, size_t errlen)
 {
-    struct tlscreds_pair *p;
+    struct tlscreds_pair_held *h;
     struct certs_info info;
+    int rc;
 
-    if (certs_check_pem(pem, &info, err, errlen) || !(p = tlscreds_import(pem, err, errlen)))
-        return NULL;
-    snprintf(p->serial, sizeof(p->serial), "%s", info.serial_hex);
-    p->not_after = info.not_after;
-    memcpy(p->digest, digest, sizeof(p->digest));
-    atomic_init(&p->refs, 1); /* being current */
-    return p;
+    *out = NULL;
+    if ((rc = certs_check_pem(pem, &info, err, errlen)) != 0)
+        return rc < 0 ? rc : ERR_FAIL;
+    if (!(h = calloc(1, sizeof(*h))))
+        return err_set(err, errlen, ERR_NOMEM, "loading %s: out of memory", pem->cert_name);
+    h->magic = TLSCREDS_PAIR_MAGIC;
+    if ((rc = tlscreds_import(h, pem, err, errlen)) != ERR_OK) {
+        tlscreds_pair_free(h);
+        return rc;
+    }
+    snprintf(h->pub.serial, sizeof(h->pub.serial), "%s", info.serial_hex);
+    h->pub.not_after = info.not_after;
+    memcpy(h->digest, digest, sizeof(h->digest));
+    atomic_init(&h->refs, 1); /* being current */
+    *out = h;
+    return ERR_OK;
 }
 
-/* Makes p current; the old pair lives on while users still hold it. */
-static void tlscreds_swap(struct tlscreds *c, struct tlscreds_pair *p)
+/* Makes h current, its generation with it; the old pair lives on while
+ * users still hold it. */
+static void tlscreds_swap(struct tlscreds *c, struct tlscreds_pair_held *h)
 {
-    struct tlscreds_pair *old;
+    struct tlscreds_pair_held *old;
 
     pthread_mutex_lock(&c->mu);
     old = c->current;
-    c->current = p;
+    h->pub.generation = atomic_load(&c->generation) + 1;
+    atomic_store(&c->generation, h->pub.generation);
+    c->current = h;
     pthread_mutex_unlock(&c->mu);
-    atomic_fetch_add(&c->generation, 1);
-    tlscreds_release(old);
+    tlscreds_drop(old);
 }
 
 /* Under load_mu, the only place current changes: reading it needs no more. */
-static int tlscreds_use(struct tlscreds *c, const struct certs_pem *pem, char *err, size_t errlen)
+static int tlscreds_use(struct tlscreds *c, const struct certs_pem *pem, int *changed, char *err,
+                        size_t errlen)
 {
     unsigned char digest[32];
-    struct tlscreds_pair *p;
+    struct tlscreds_pair_held *h;
+    int rc;
 
-    if (tlscreds_digest(pem, digest, err, errlen))
-        return -1;
+    if ((rc = tlscreds_digest(pem, digest, err, errlen)) != ERR_OK)
+        return rc;
     if (c->current && memcmp(c->current->digest, digest, sizeof(digest)) == 0)
-        return TLSCREDS_UNCHANGED;
-    p = tlscreds_make_pair(pem, digest, err, errlen);
-    if (!p)
-        return -1;
-    tlscreds_swap(c, p);
-    return 0;
+        return ERR_OK;
+    if ((rc = tlscreds_make_pair(pem, digest, &h, err, errlen)) != ERR_OK)
+        return rc;
+    tlscreds_swap(c, h);
+    *changed = 1;
+    return ERR_OK;
 }
 
-int tlscreds_load(struct tlscreds *c, const char *cert_file, const char *key_file, char *err,
-                  size_t errlen)
+int tlscreds_load(struct tlscreds *c, const char *cert_file, const char *key_file, int *changed,
+                  char *err, size_t errlen)
 {
     struct certs_pem pem = {.cert_name = cert_file, .key_name = key_file};
     struct dynbuf cert, key;
-    int rc = -1;
+    int rc, ignored;
 
+    assert(c->magic == TLSCREDS_MAGIC);
+    changed = changed ? changed : &ignored;
+    *changed = 0;
     dynbuf_init(&cert, 0);
     dynbuf_init(&key, 0);
     pthread_mutex_lock(&c->load_mu);
-    if (tlscreds_read(cert_file, &cert, err, errlen) || tlscreds_read(key_file, &key, err, errlen))
+    if ((rc = tlscreds_read(cert_file, &cert, err, errlen)) != ERR_OK ||
+        (rc = tlscreds_read(key_file, &key, err, errlen)) != ERR_OK)
         goto out;
     pem.cert = cert.mem;
     pem.cert_len = cert.len;
     pem.key = key.mem;
     pem.key_len = key.len;
-    rc = tlscreds_use(c, &pem, err, errlen);
+    rc = tlscreds_use(c, &pem, changed, err, errlen);
 out:
     pthread_mutex_unlock(&c->load_mu);
     if (key.mem)

@@ -11,6 +11,7 @@
 #include "dynbuf.h"
 #include "fsutil.h"
 #include "profiles.h"
+#include "store.h"
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
 #define NAME_LEN   63  /* the part after the '/' */
@@ -34,7 +35,7 @@ struct profiles *load_shipped_profiles(void)
 
     /* The binary's own limit and reader: a cut file would fail with a
      * misleading parse error, and a test would read what serve does not. */
-    dynbuf_init(&text, CMD_PROFILES_MAX);
+    dynbuf_init(&text, STORE_TEXT_MAX);
     dynbuf_init(&errors, 1 << 16);
     if (fsutil_read(SHIPPED_PROFILES, &text, err, sizeof(err))) {
         fprintf(stderr, "%s (run the tests from the repository root)\n", err);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "log.h"
 #include "logq.h"
 
@@ -106,7 +107,7 @@ TEST(test_stop_flushes_every_line_in_order)
     size_t wlen = 0;
 
     /* 2000 short lines fit in one buffer: nothing may be dropped. */
-    assert_int_equal(logq_start(&q, sizeof(want), 60000, capture_sink, c), 0);
+    assert_int_equal(logq_init(&q, sizeof(want), 60000, capture_sink, c, NULL, 0), ERR_OK);
     for (int i = 0; i < 2000; i++) {
         int n = snprintf(line, sizeof(line), "line %d\n", i);
 
@@ -114,7 +115,7 @@ TEST(test_stop_flushes_every_line_in_order)
         memcpy(want + wlen, line, (size_t)n);
         wlen += (size_t)n;
     }
-    assert_int_equal(logq_stop(q, 5000), 0);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
     assert_int_equal(c->len, wlen);
     assert_memory_equal(c->buf, want, wlen);
     assert_int_equal(c->dropped, 0);
@@ -126,13 +127,13 @@ TEST(test_urgent_line_goes_out_before_the_flush_interval)
     struct capture *c = capture_new();
     struct logq *q;
 
-    assert_int_equal(logq_start(&q, 4096, 600000, capture_sink, c), 0);
+    assert_int_equal(logq_init(&q, 4096, 600000, capture_sink, c, NULL, 0), ERR_OK);
     assert_int_equal(logq_push(q, "quiet\n", 6, 0), 0);
     assert_int_equal(logq_push(q, "error\n", 6, 1), 0);
     /* The interval is ten minutes: only the urgent flag can send it now. */
     assert_int_equal(capture_wait_len(c, 12, 5), 12);
     assert_memory_equal(c->buf, "quiet\nerror\n", 12);
-    assert_int_equal(logq_stop(q, 5000), 0);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
     capture_free(c);
 }
 
@@ -141,14 +142,14 @@ TEST(test_quiet_line_goes_out_after_the_flush_interval)
     struct capture *c = capture_new();
     struct logq *q;
 
-    assert_int_equal(logq_start(&q, 4096, 20, capture_sink, c), 0);
+    assert_int_equal(logq_init(&q, 4096, 20, capture_sink, c, NULL, 0), ERR_OK);
     assert_int_equal(logq_push(q, "one\n", 4, 0), 0);
     assert_int_equal(capture_wait_len(c, 4, 5), 4);
     /* A second quiet line, after the writer went back to sleep. */
     assert_int_equal(logq_push(q, "two\n", 4, 0), 0);
     assert_int_equal(capture_wait_len(c, 8, 5), 8);
     assert_memory_equal(c->buf, "one\ntwo\n", 8);
-    assert_int_equal(logq_stop(q, 5000), 0);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
     capture_free(c);
 }
 
@@ -161,13 +162,13 @@ TEST(test_full_batch_goes_out_before_the_flush_interval)
 
     memset(line, 'x', sizeof(line) - 1);
     line[sizeof(line) - 1] = '\n';
-    assert_int_equal(logq_start(&q, 4 * LOGQ_BATCH, 600000, capture_sink, c), 0);
+    assert_int_equal(logq_init(&q, 4 * LOGQ_BATCH, 600000, capture_sink, c, NULL, 0), ERR_OK);
     while (sent < LOGQ_BATCH) {
         assert_int_equal(logq_push(q, line, sizeof(line), 0), 0);
         sent += sizeof(line);
     }
     assert_int_equal(capture_wait_len(c, sent, 5), sent);
-    assert_int_equal(logq_stop(q, 5000), 0);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
     capture_free(c);
 }
 
@@ -178,16 +179,20 @@ TEST(test_full_queue_drops_counts_and_does_not_block)
     int queued = 0, dropped = 0;
 
     capture_hold(c, 1);
-    assert_int_equal(logq_start(&q, 100, 600000, capture_sink, c), 0);
+    assert_int_equal(logq_init(&q, 100, 600000, capture_sink, c, NULL, 0), ERR_OK);
     /* The first urgent line puts the writer inside the held sink with one
      * buffer; the other takes 10 lines of 10 bytes, and the rest is dropped. */
     assert_int_equal(logq_push(q, "123456789\n", 10, 1), 0);
     capture_wait_entered(c);
     for (int i = 0; i < 50; i++) {
-        if (logq_push(q, "abcdefghi\n", 10, 0) == 0)
+        int rc = logq_push(q, "abcdefghi\n", 10, 0);
+
+        if (rc == ERR_OK)
             queued++;
         else
             dropped++;
+        if (rc != ERR_OK)
+            assert_int_equal(rc, ERR_BUSY);
     }
     assert_int_equal(queued, 10);
     assert_int_equal(queued + dropped, 50);
@@ -195,10 +200,10 @@ TEST(test_full_queue_drops_counts_and_does_not_block)
     /* A line longer than a buffer can never be queued. */
     char big[101];
     memset(big, 'y', sizeof(big));
-    assert_int_equal(logq_push(q, big, sizeof(big), 0), -1);
+    assert_int_equal(logq_push(q, big, sizeof(big), 0), ERR_TOO_BIG);
     dropped++;
     capture_hold(c, 0);
-    assert_int_equal(logq_stop(q, 5000), 0);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
     assert_int_equal(c->len, 10 + (size_t)queued * 10);
     assert_int_equal(c->dropped, (unsigned long long)dropped);
     capture_free(c);
@@ -225,11 +230,11 @@ TEST(test_logger_through_queue_writes_lines_and_a_drop_warning)
 
     assert_int_equal(pipe(fds), 0);
     lg.fd = fds[1];
-    assert_int_equal(logq_start(&lg.queue, 4096, 600000, log_queue_sink, &lg), 0);
+    assert_int_equal(logq_init(&lg.queue, 4096, 600000, log_queue_sink, &lg, NULL, 0), ERR_OK);
     log_msg(&lg, LOG_INFO, "admission", "uid", "u-1");
     log_msg(&lg, LOG_DEBUG, "filtered out", NULL, NULL);
-    assert_int_equal(logq_stop(lg.queue, 5000), 0);
-    lg.queue = NULL;
+    assert_int_equal(logq_stop(&lg.queue, 5000), ERR_OK);
+    assert_null(lg.queue);
     log_queue_sink(&lg, "", 0, 3);
     close(fds[1]);
     drain_pipe(fds[0], out, sizeof(out));
@@ -258,20 +263,37 @@ TEST(test_stop_gives_up_on_a_writer_that_is_stuck)
     struct logq *q;
 
     capture_hold(c, 1);
-    assert_int_equal(logq_start(&q, 4096, 600000, capture_sink, c), 0);
+    assert_int_equal(logq_init(&q, 4096, 600000, capture_sink, c, NULL, 0), ERR_OK);
     assert_int_equal(logq_push(q, "stuck\n", 6, 1), 0);
     capture_wait_entered(c);
-    assert_int_equal(logq_stop(q, 50), -1);
+    assert_int_equal(logq_stop(&q, 50), ERR_BUSY);
     /* Released, the writer finishes, and a second stop can free it all. */
     capture_hold(c, 0);
     assert_int_equal(capture_wait_len(c, 6, 5), 6);
-    assert_int_equal(logq_stop(q, 5000), 0);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
     capture_free(c);
 }
 
 TEST(test_stop_of_null_queue_is_a_no_op)
 {
-    assert_int_equal(logq_stop(NULL, 0), 0);
+    struct logq *q = NULL;
+
+    assert_int_equal(logq_stop(&q, 0), ERR_OK);
+    assert_null(q);
+}
+
+/* Stop sets the caller's pointer to NULL, so a second stop is a no-op. */
+TEST(test_stop_twice_is_safe)
+{
+    struct capture *c = capture_new();
+    struct logq *q;
+
+    assert_int_equal(logq_init(&q, 4096, 600000, capture_sink, c, NULL, 0), ERR_OK);
+    assert_non_null(q);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
+    assert_null(q);
+    assert_int_equal(logq_stop(&q, 5000), ERR_OK);
+    capture_free(c);
 }
 
 int main(void)
@@ -285,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_logger_through_queue_writes_lines_and_a_drop_warning),
         cmocka_unit_test(test_stop_gives_up_on_a_writer_that_is_stuck),
         cmocka_unit_test(test_stop_of_null_queue_is_a_no_op),
+        cmocka_unit_test(test_stop_twice_is_safe),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,17 +1,29 @@
 /*
- * Unit tests for webhook/lookups.c, with a fake API behind the caches: an
- * answer is cached; a real API failure is cached for a second; but an
- * admission with no budget left does not touch the cache, and a call cut
- * short by the admission's own budget is not cached as a failure.
+ * Unit tests for webhook/lookups.c, with a fake API and, where time matters,
+ * a fake clock behind the caches (lookups_config's edges): an answer is
+ * cached until its TTL runs out, and a real API failure for a second; N
+ * concurrent misses for one key make one call, the others wait for it and
+ * get its answer; a full cache evicts the key that expires first, never one
+ * being loaded; a waiter whose budget runs out gives up as "unknown" and
+ * caches nothing; an admission with no budget left does not touch the
+ * cache, and a call cut short by the admission's own budget is not cached
+ * as a failure.
  */
 #include "unit.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "err.h"
 #include "lookups.h"
 #include "monotime.h"
+
+#define BUDGET_MS 1000 /* the configured budget; a test moves a request's deadline */
+#define WAIT_MS   5000 /* the most a test waits for another thread to get somewhere */
 
 enum fake_mode {
     FAKE_OK,        /* answers at once */
@@ -19,11 +31,30 @@ enum fake_mode {
     FAKE_TIMES_OUT, /* fails after the whole timeout, as libcurl does */
 };
 
+/* The fake API. A call for gate_key blocks until the gate opens, then
+ * answers like FAKE_OK; calls for other keys follow mode. */
 static struct {
     enum fake_mode mode;
-    int calls;
-    long last_timeout_ms;
-} fake;
+    atomic_int calls;
+    atomic_long last_timeout_ms;
+    const char *gate_key;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int gate_open;
+} fake = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* The fake clock: stands still unless a test moves it. */
+static atomic_llong fake_now;
+
+static long long fake_clock(void)
+{
+    return atomic_load(&fake_now);
+}
+
+static void advance_ms(long long ms)
+{
+    atomic_fetch_add(&fake_now, ms * MONOTIME_NS_PER_MS);
+}
 
 static void sleep_ms(long ms)
 {
@@ -32,16 +63,35 @@ static void sleep_ms(long ms)
     nanosleep(&t, NULL);
 }
 
+static void gate_open(void)
+{
+    pthread_mutex_lock(&fake.mu);
+    fake.gate_open = 1;
+    pthread_cond_broadcast(&fake.cv);
+    pthread_mutex_unlock(&fake.mu);
+}
+
+static void gate_wait(void)
+{
+    pthread_mutex_lock(&fake.mu);
+    while (!fake.gate_open)
+        pthread_cond_wait(&fake.cv, &fake.mu);
+    pthread_mutex_unlock(&fake.mu);
+}
+
 /* Labels {"zone":"a"} for a Node, keys {"K":true} for a ConfigMap. */
 static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_ms, cJSON **value)
 {
+    int gated = fake.gate_key && strcmp(key, fake.gate_key) == 0;
+
     (void)api;
-    (void)key;
-    fake.calls++;
-    fake.last_timeout_ms = timeout_ms;
-    if (fake.mode == FAKE_TIMES_OUT)
+    atomic_fetch_add(&fake.calls, 1);
+    atomic_store(&fake.last_timeout_ms, timeout_ms);
+    if (gated)
+        gate_wait();
+    if (!gated && fake.mode == FAKE_TIMES_OUT)
         sleep_ms(timeout_ms);
-    if (fake.mode != FAKE_OK)
+    if (!gated && fake.mode != FAKE_OK)
         return -1;
     *value = cJSON_CreateObject();
     if (!*value || !cJSON_AddStringToObject(*value, strchr(key, '/') ? "K" : "zone", "a")) {
@@ -51,39 +101,68 @@ static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_m
     return 0;
 }
 
-static struct lookups lk;
+static struct lookups *lk;
+
+/* now_ns NULL: the real clock. */
+static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
+{
+    struct lookups_config cfg = {.budget_ms = BUDGET_MS,
+                                 .node_ttl_s = ttl_s,
+                                 .configmap_ttl_s = ttl_s,
+                                 .fetch_node = fake_fetch,
+                                 .fetch_configmap = fake_fetch,
+                                 .now_ns = now_ns};
+    char err[ERR_LEN];
+
+    lookups_stop(&lk);
+    if (lookups_init(&lk, NULL, &cfg, err, sizeof(err)) != ERR_OK)
+        fail_msg("lookups_init: %s", err);
+}
 
 static int setup(void **state __attribute__((unused)))
 {
-    memset(&fake, 0, sizeof(fake));
-    if (lookups_init(&lk, NULL, 1000, 60, 60))
-        return -1;
-    lk.nodes.fetch = fake_fetch;
-    lk.configmaps.fetch = fake_fetch;
+    fake.mode = FAKE_OK;
+    atomic_store(&fake.calls, 0);
+    atomic_store(&fake.last_timeout_ms, 0);
+    fake.gate_key = NULL;
+    fake.gate_open = 0;
+    atomic_store(&fake_now, 1000 * MONOTIME_NS_PER_S);
+    make_lookups(60, NULL);
     return 0;
 }
 
 static int teardown(void **state __attribute__((unused)))
 {
+    gate_open(); /* after a failed test, no thread stays blocked in the fake */
     lookups_stop(&lk);
+    lookups_stop(&lk); /* a no-op the second time */
     return 0;
 }
 
-/* Node name's labels with budget_ms of budget (0: none left at all). */
-static int node_labels(const char *name, long budget_ms)
+/* Node name's labels with budget_ms of budget (0: none left at all):
+ * 0 with the fake's labels, 1 with other labels, -1 unknown. No cmocka
+ * asserts, so that other threads can call it. */
+static int node_lookup(const char *name, long budget_ms)
 {
     struct lookups_request req;
     struct mutate_hooks hooks = {0};
     cJSON *labels = NULL;
     int rc;
 
-    lookups_begin(&lk, &req, &hooks);
-    req.deadline_ns = monotime_now() + budget_ms * MONOTIME_NS_PER_MS;
+    lookups_begin(lk, &req, &hooks);
+    req.deadline_ns += (budget_ms - BUDGET_MS) * MONOTIME_NS_PER_MS;
     rc = hooks.select.node_labels(hooks.select.ctx, name, &labels);
-    if (rc == 0) {
-        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(labels, "zone")), "a");
-        cJSON_Delete(labels);
-    }
+    if (rc == 0 && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(labels, "zone")), "a") != 0)
+        rc = 1;
+    cJSON_Delete(labels);
+    return rc;
+}
+
+static int node_labels(const char *name, long budget_ms)
+{
+    int rc = node_lookup(name, budget_ms);
+
+    assert_true(rc == 0 || rc == -1);
     return rc;
 }
 
@@ -92,17 +171,69 @@ static enum mutate_envfrom configmap_has(const char *key, long budget_ms)
     struct lookups_request req;
     struct mutate_hooks hooks = {0};
 
-    lookups_begin(&lk, &req, &hooks);
-    req.deadline_ns = monotime_now() + budget_ms * MONOTIME_NS_PER_MS;
+    lookups_begin(lk, &req, &hooks);
+    req.deadline_ns += (budget_ms - BUDGET_MS) * MONOTIME_NS_PER_MS;
     return hooks.configmap_has_key(hooks.ctx, "ns", "cm", key);
+}
+
+/* A node lookup on a thread of its own. */
+struct worker {
+    pthread_t thread;
+    const char *name;
+    long budget_ms;
+    int rc;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    w->rc = node_lookup(w->name, w->budget_ms);
+    return NULL;
+}
+
+static void worker_start(struct worker *w, const char *name, long budget_ms)
+{
+    w->name = name;
+    w->budget_ms = budget_ms;
+    w->rc = 99;
+    assert_int_equal(pthread_create(&w->thread, NULL, worker_main, w), 0);
+}
+
+static int worker_join(struct worker *w)
+{
+    assert_int_equal(pthread_join(w->thread, NULL), 0);
+    return w->rc;
+}
+
+/* Wait until the fake API has had want calls, or lookups_waits() reaches
+ * want; at most WAIT_MS, else the test fails. */
+static void wait_calls(int want)
+{
+    for (int waited = 0; atomic_load(&fake.calls) < want; waited++) {
+        if (waited >= WAIT_MS)
+            fail_msg("the fake API got %d calls, expected %d", atomic_load(&fake.calls), want);
+        sleep_ms(1);
+    }
+}
+
+static void wait_waits(unsigned long long want)
+{
+    for (int waited = 0; lookups_waits(lk) < want; waited++) {
+        if (waited >= WAIT_MS)
+            fail_msg("%llu lookups waited for another's call, expected %llu", lookups_waits(lk),
+                     want);
+        sleep_ms(1);
+    }
 }
 
 TEST(test_answer_is_cached)
 {
     assert_int_equal(node_labels("n1", 1000), 0);
     assert_int_equal(node_labels("n1", 1000), 0);
-    assert_int_equal(fake.calls, 1);
-    assert_true(fake.last_timeout_ms > 900 && fake.last_timeout_ms <= 1000);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    assert_true(atomic_load(&fake.last_timeout_ms) > 900 &&
+                atomic_load(&fake.last_timeout_ms) <= 1000);
 }
 
 TEST(test_api_failure_is_cached_for_a_second)
@@ -111,7 +242,139 @@ TEST(test_api_failure_is_cached_for_a_second)
     assert_int_equal(node_labels("n1", 1000), -1);
     fake.mode = FAKE_OK;
     assert_int_equal(node_labels("n1", 1000), -1); /* not asked again */
-    assert_int_equal(fake.calls, 1);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+}
+
+/* On the fake clock: an answer lives exactly its TTL, and a failure one
+ * second; then the API is asked again. */
+TEST(test_ttl_expiry)
+{
+    make_lookups(2, fake_clock);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    advance_ms(1999);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    advance_ms(1);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 2);
+
+    fake.mode = FAKE_FAIL;
+    assert_int_equal(node_labels("n2", 1000), -1);
+    fake.mode = FAKE_OK;
+    advance_ms(999);
+    assert_int_equal(node_labels("n2", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 3);
+    advance_ms(1);
+    assert_int_equal(node_labels("n2", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 4);
+}
+
+/* N admissions miss the same key at once: one call, and every one of them
+ * gets its answer. */
+TEST(test_one_call_per_key)
+{
+    enum { N = 8 };
+    struct worker w[N];
+
+    fake.gate_key = "n1";
+    worker_start(&w[0], "n1", 5000);
+    wait_calls(1); /* w[0] is in the call */
+    for (int i = 1; i < N; i++)
+        worker_start(&w[i], "n1", 5000);
+    wait_waits(N - 1); /* the others wait for it */
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    gate_open();
+    for (int i = 0; i < N; i++)
+        assert_int_equal(worker_join(&w[i]), 0);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+}
+
+/* A waiter whose budget runs out first answers "unknown" and leaves the
+ * call in flight alone: a later admission waits for that same call, and
+ * its answer is cached. */
+TEST(test_waiter_out_of_budget_caches_nothing)
+{
+    struct worker loader, later;
+
+    fake.gate_key = "n1";
+    worker_start(&loader, "n1", 5000);
+    wait_calls(1);
+    assert_int_equal(node_labels("n1", 30), -1); /* gave up after 30 ms */
+    assert_int_equal(lookups_waits(lk), 1);
+    worker_start(&later, "n1", 5000);
+    wait_waits(2); /* no failure cached, no call of its own: it waits */
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    gate_open();
+    assert_int_equal(worker_join(&loader), 0);
+    assert_int_equal(worker_join(&later), 0);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+}
+
+static void key_name(char *out, size_t outlen, int i)
+{
+    snprintf(out, outlen, "n%d", i);
+}
+
+/* Fills every slot but the last with n0..n(MAX-2), one fake millisecond
+ * apart, so n0 expires first. */
+static void fill_cache_but_one(void)
+{
+    char name[32];
+
+    for (int i = 0; i < LOOKUPS_CACHE_MAX - 1; i++) {
+        key_name(name, sizeof(name), i);
+        assert_int_equal(node_labels(name, 1000), 0);
+        advance_ms(1);
+    }
+    assert_int_equal(atomic_load(&fake.calls), LOOKUPS_CACHE_MAX - 1);
+}
+
+/* A full cache makes room by evicting the key that expires first. */
+TEST(test_full_cache_evicts_the_first_to_expire)
+{
+    char last[32];
+    int calls;
+
+    make_lookups(60, fake_clock);
+    fill_cache_but_one();
+    key_name(last, sizeof(last), LOOKUPS_CACHE_MAX - 1);
+    assert_int_equal(node_labels(last, 1000), 0); /* the last free slot */
+    advance_ms(1);
+    assert_int_equal(node_labels("new", 1000), 0); /* evicts n0 */
+    calls = atomic_load(&fake.calls);
+    assert_int_equal(calls, LOOKUPS_CACHE_MAX + 1);
+    assert_int_equal(node_labels("new", 1000), 0);
+    assert_int_equal(node_labels(last, 1000), 0);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), calls); /* all still cached */
+    assert_int_equal(node_labels("n0", 1000), 0);     /* evicted: asked again */
+    assert_int_equal(atomic_load(&fake.calls), calls + 1);
+}
+
+/* The slot being loaded (a fresh slot, so its expiry is the smallest of all)
+ * is not taken for a new key: the load ends in its own slot. */
+TEST(test_full_cache_never_evicts_a_load_in_flight)
+{
+    struct worker slow;
+
+    make_lookups(60, fake_clock);
+    fill_cache_but_one();
+    fake.gate_key = "slow";
+    worker_start(&slow, "slow", 5000); /* takes the last free slot */
+    wait_calls(LOOKUPS_CACHE_MAX);
+    assert_int_equal(node_labels("new", 1000), 0); /* evicts n0, not "slow" */
+    gate_open();
+    assert_int_equal(worker_join(&slow), 0);
+    assert_int_equal(atomic_load(&fake.calls), LOOKUPS_CACHE_MAX + 1);
+    assert_int_equal(node_labels("slow", 1000), 0);
+    assert_int_equal(node_labels("new", 1000), 0);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), LOOKUPS_CACHE_MAX + 1);
+    assert_int_equal(node_labels("n0", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), LOOKUPS_CACHE_MAX + 2);
 }
 
 /* An admission with 1 ms or less left used to cache a failure for the key
@@ -120,24 +383,21 @@ TEST(test_no_budget_leaves_the_cache_alone)
 {
     assert_int_equal(node_labels("n1", 0), -1);
     assert_int_equal(node_labels("n1", 1), -1);
-    assert_int_equal(fake.calls, 0);
+    assert_int_equal(atomic_load(&fake.calls), 0);
     assert_int_equal(node_labels("n1", 1000), 0);
-    assert_int_equal(fake.calls, 1);
+    assert_int_equal(atomic_load(&fake.calls), 1);
 }
 
 /* The same for a key cached before and expired since: its slot is not
  * replaced by a failure. */
 TEST(test_no_budget_keeps_an_expired_answer_for_others)
 {
-    lookups_stop(&lk);
-    assert_int_equal(lookups_init(&lk, NULL, 1000, 0, 0), 0); /* answers expire at once */
-    lk.nodes.fetch = fake_fetch;
-    lk.configmaps.fetch = fake_fetch;
+    make_lookups(0, NULL); /* answers expire at once */
     assert_int_equal(node_labels("n1", 1000), 0);
     assert_int_equal(node_labels("n1", 0), -1);
-    assert_int_equal(fake.calls, 1);
+    assert_int_equal(atomic_load(&fake.calls), 1);
     assert_int_equal(node_labels("n1", 1000), 0);
-    assert_int_equal(fake.calls, 2);
+    assert_int_equal(atomic_load(&fake.calls), 2);
 }
 
 /* A call that the admission's own small budget cut short is no news about
@@ -146,11 +406,11 @@ TEST(test_call_cut_by_the_budget_is_not_cached)
 {
     fake.mode = FAKE_TIMES_OUT;
     assert_int_equal(node_labels("n1", 30), -1);
-    assert_int_equal(fake.calls, 1);
-    assert_true(fake.last_timeout_ms <= 30);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    assert_true(atomic_load(&fake.last_timeout_ms) <= 30);
     fake.mode = FAKE_OK;
     assert_int_equal(node_labels("n1", 1000), 0);
-    assert_int_equal(fake.calls, 2);
+    assert_int_equal(atomic_load(&fake.calls), 2);
 }
 
 TEST(test_configmap_call_cut_by_the_budget_is_not_cached)
@@ -160,7 +420,7 @@ TEST(test_configmap_call_cut_by_the_budget_is_not_cached)
     fake.mode = FAKE_OK;
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_HAS);
     assert_int_equal(configmap_has("L", 1000), MUTATE_ENVFROM_LACKS);
-    assert_int_equal(fake.calls, 2);
+    assert_int_equal(atomic_load(&fake.calls), 2);
 }
 
 TEST(test_configmap_api_failure_is_cached)
@@ -169,7 +429,7 @@ TEST(test_configmap_api_failure_is_cached)
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_UNKNOWN);
     fake.mode = FAKE_OK;
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_UNKNOWN);
-    assert_int_equal(fake.calls, 1);
+    assert_int_equal(atomic_load(&fake.calls), 1);
 }
 
 int main(void)
@@ -178,6 +438,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T_(test_answer_is_cached),
         T_(test_api_failure_is_cached_for_a_second),
+        T_(test_ttl_expiry),
+        T_(test_one_call_per_key),
+        T_(test_waiter_out_of_budget_caches_nothing),
+        T_(test_full_cache_evicts_the_first_to_expire),
+        T_(test_full_cache_never_evicts_a_load_in_flight),
         T_(test_no_budget_leaves_the_cache_alone),
         T_(test_no_budget_keeps_an_expired_answer_for_others),
         T_(test_call_cut_by_the_budget_is_not_cached),

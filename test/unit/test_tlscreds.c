@@ -3,7 +3,8 @@
  * load of the bytes already serving loads nothing, a new pair does, a bad
  * one leaves the current pair, and a pair taken by a user outlives its
  * replacement until released (ASan and valgrind see a use after free or a
- * pair that is never freed).
+ * pair that is never freed); each pair carries the generation it was made
+ * current with; stop undoes init, also twice.
  */
 #include "unit.h"
 
@@ -14,12 +15,13 @@
 #include <unistd.h>
 
 #include "certs.h"
+#include "err.h"
 #include "tlscreds.h"
 
 struct fixture {
     char root[64];
     char a_crt[112], a_key[112], b_crt[112], b_key[112], live_crt[112], live_key[112];
-    struct tlscreds c;
+    struct tlscreds *c;
 };
 
 static void gen_into(const char *dir)
@@ -65,7 +67,8 @@ static int setup(void **state)
     snprintf(fx->live_key, sizeof fx->live_key, "%s/live.key", fx->root);
     copy_file(fx->a_crt, fx->live_crt);
     copy_file(fx->a_key, fx->live_key);
-    assert_int_equal(tlscreds_init(&fx->c), 0);
+    assert_int_equal(tlscreds_init(&fx->c, NULL, 0), ERR_OK);
+    assert_non_null(fx->c);
     *state = fx;
     return 0;
 }
@@ -76,23 +79,38 @@ static int teardown(void **state)
     char cmd[160];
 
     tlscreds_stop(&fx->c);
+    assert_null(fx->c);
+    tlscreds_stop(&fx->c); /* a no-op the second time */
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
     assert_int_equal(system(cmd), 0);
     free(fx);
     return 0;
 }
 
-static int load_live(struct fixture *fx, char *err, size_t errlen)
+enum load_outcome { LOADED, UNCHANGED, FAILED };
+
+/* Loads the live files and tells what happened, checking that the result
+ * and the changed flag agree. */
+static enum load_outcome load_live(struct fixture *fx, char *err, size_t errlen)
 {
-    return tlscreds_load(&fx->c, fx->live_crt, fx->live_key, err, errlen);
+    int changed = -1;
+    int rc = tlscreds_load(fx->c, fx->live_crt, fx->live_key, &changed, err, errlen);
+
+    if (rc != ERR_OK) {
+        assert_true(rc < 0);
+        assert_int_equal(changed, 0);
+        return FAILED;
+    }
+    assert_true(changed == 0 || changed == 1);
+    return changed ? LOADED : UNCHANGED;
 }
 
 static void test_nothing_before_the_first_load(void **state)
 {
     struct fixture *fx = *state;
 
-    assert_null(tlscreds_acquire(&fx->c));
-    assert_int_equal(tlscreds_generation(&fx->c), 0);
+    assert_null(tlscreds_acquire(fx->c));
+    assert_int_equal(tlscreds_generation(fx->c), 0);
     tlscreds_release(NULL);
 }
 
@@ -102,18 +120,18 @@ static void test_same_bytes_load_nothing(void **state)
     const struct tlscreds_pair *first, *again;
     char err[512] = "";
 
-    assert_int_equal(load_live(fx, err, sizeof err), 0);
-    assert_int_equal(tlscreds_generation(&fx->c), 1);
-    first = tlscreds_acquire(&fx->c);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    assert_int_equal(tlscreds_generation(fx->c), 1);
+    first = tlscreds_acquire(fx->c);
     assert_non_null(first);
     assert_true(first->serial[0] != '\0');
     for (int i = 0; i < 100; i++)
-        assert_int_equal(load_live(fx, err, sizeof err), TLSCREDS_UNCHANGED);
+        assert_int_equal(load_live(fx, err, sizeof err), UNCHANGED);
     /* Rewritten with the same bytes: still the same pair. */
     copy_file(fx->a_crt, fx->live_crt);
-    assert_int_equal(load_live(fx, err, sizeof err), TLSCREDS_UNCHANGED);
-    assert_int_equal(tlscreds_generation(&fx->c), 1);
-    again = tlscreds_acquire(&fx->c);
+    assert_int_equal(load_live(fx, err, sizeof err), UNCHANGED);
+    assert_int_equal(tlscreds_generation(fx->c), 1);
+    again = tlscreds_acquire(fx->c);
     assert_ptr_equal(again, first);
     tlscreds_release(again);
     tlscreds_release(first);
@@ -127,14 +145,14 @@ static void test_replaced_pair_lives_while_held(void **state)
     const struct tlscreds_pair *old, *now;
     char err[512] = "", serial[80];
 
-    assert_int_equal(load_live(fx, err, sizeof err), 0);
-    old = tlscreds_acquire(&fx->c);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    old = tlscreds_acquire(fx->c);
     snprintf(serial, sizeof serial, "%s", old->serial);
     copy_file(fx->b_crt, fx->live_crt);
     copy_file(fx->b_key, fx->live_key);
-    assert_int_equal(load_live(fx, err, sizeof err), 0);
-    assert_int_equal(tlscreds_generation(&fx->c), 2);
-    now = tlscreds_acquire(&fx->c);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    assert_int_equal(tlscreds_generation(fx->c), 2);
+    now = tlscreds_acquire(fx->c);
     assert_ptr_not_equal(now, old);
     assert_string_not_equal(now->serial, serial);
     assert_string_equal(old->serial, serial); /* a use after free under ASan if freed */
@@ -143,8 +161,8 @@ static void test_replaced_pair_lives_while_held(void **state)
     /* Back to the first files: new bytes for the current pair, so a load. */
     copy_file(fx->a_crt, fx->live_crt);
     copy_file(fx->a_key, fx->live_key);
-    assert_int_equal(load_live(fx, err, sizeof err), 0);
-    assert_int_equal(tlscreds_generation(&fx->c), 3);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    assert_int_equal(tlscreds_generation(fx->c), 3);
     tlscreds_release(now);
 }
 
@@ -154,17 +172,17 @@ static void test_rejected_pair_keeps_the_current(void **state)
     const struct tlscreds_pair *before, *after;
     char err[512] = "";
 
-    assert_int_equal(load_live(fx, err, sizeof err), 0);
-    before = tlscreds_acquire(&fx->c);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    before = tlscreds_acquire(fx->c);
     copy_file(fx->b_crt, fx->live_crt); /* with a's key: a mismatch */
-    assert_int_equal(load_live(fx, err, sizeof err), -1);
+    assert_int_equal(load_live(fx, err, sizeof err), FAILED);
     assert_true(err[0] != '\0');
-    assert_int_equal(tlscreds_generation(&fx->c), 1);
-    after = tlscreds_acquire(&fx->c);
+    assert_int_equal(tlscreds_generation(fx->c), 1);
+    after = tlscreds_acquire(fx->c);
     assert_ptr_equal(after, before);
     /* The files back as they were: unchanged, nothing loaded. */
     copy_file(fx->a_crt, fx->live_crt);
-    assert_int_equal(load_live(fx, err, sizeof err), TLSCREDS_UNCHANGED);
+    assert_int_equal(load_live(fx, err, sizeof err), UNCHANGED);
     tlscreds_release(after);
     tlscreds_release(before);
 }
@@ -175,11 +193,33 @@ static void test_digest_keeps_the_files_apart(void **state)
     struct fixture *fx = *state;
     char err[512] = "";
 
-    assert_int_equal(load_live(fx, err, sizeof err), 0);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     copy_file(fx->a_key, fx->live_crt);
     copy_file(fx->a_crt, fx->live_key);
-    assert_int_equal(load_live(fx, err, sizeof err), -1);
-    assert_int_equal(tlscreds_generation(&fx->c), 1);
+    assert_int_equal(load_live(fx, err, sizeof err), FAILED);
+    assert_int_equal(tlscreds_generation(fx->c), 1);
+}
+
+/* The generation a pair carries is the count when it was made current, so
+ * a log line about a pair cannot name a later load's number. */
+static void test_pair_carries_its_generation(void **state)
+{
+    struct fixture *fx = *state;
+    const struct tlscreds_pair *first, *second;
+    char err[512] = "";
+
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    first = tlscreds_acquire(fx->c);
+    assert_int_equal(first->generation, 1);
+    copy_file(fx->b_crt, fx->live_crt);
+    copy_file(fx->b_key, fx->live_key);
+    assert_int_equal(load_live(fx, err, sizeof err), LOADED);
+    second = tlscreds_acquire(fx->c);
+    assert_int_equal(second->generation, 2);
+    assert_int_equal(tlscreds_generation(fx->c), 2);
+    assert_int_equal(first->generation, 1);
+    tlscreds_release(first);
+    tlscreds_release(second);
 }
 
 static void test_missing_file_is_an_error(void **state)
@@ -188,9 +228,9 @@ static void test_missing_file_is_an_error(void **state)
     char err[512] = "", missing[160];
 
     snprintf(missing, sizeof missing, "%s/none.crt", fx->root);
-    assert_int_equal(tlscreds_load(&fx->c, missing, fx->live_key, err, sizeof err), -1);
+    assert_int_equal(tlscreds_load(fx->c, missing, fx->live_key, NULL, err, sizeof err), ERR_FAIL);
     assert_contains(err, "none.crt");
-    assert_null(tlscreds_acquire(&fx->c));
+    assert_null(tlscreds_acquire(fx->c));
 }
 
 int main(void)
@@ -201,6 +241,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replaced_pair_lives_while_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejected_pair_keeps_the_current, setup, teardown),
         cmocka_unit_test_setup_teardown(test_digest_keeps_the_files_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pair_carries_its_generation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_file_is_an_error, setup, teardown),
     };
 
