@@ -1,6 +1,7 @@
 /* cmd: the subcommands of the rdma-webhook binary. Each takes the arguments
  * after its name (argv[0] is the subcommand) and returns the exit status:
- * 0 success, 1 failure at run time, 2 a usage error. */
+ * 0 success, 1 failure at run time, 2 a usage error; nccl-detect, an init
+ * container that must never keep its pod from starting, always 0. */
 #ifndef RDMA_WEBHOOK_CMD_H
 #define RDMA_WEBHOOK_CMD_H
 
@@ -14,6 +15,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_mutate(int argc, char **argv);
 int cmd_check_profiles(int argc, char **argv);
 int cmd_gen_certs(int argc, char **argv);
+int cmd_nccl_detect(int argc, char **argv);
 
 /* Parses a whole decimal number in [min, max] for flag; prints the problem and
  * returns -1 otherwise. */

@@ -2,7 +2,7 @@
  * detection.
  *
  * Errors: functions return 0 or -1 with a one-line message in err naming the
- * path and the cause.
+ * path and the cause; fsutil_read_small returns ERR_TOO_BIG too.
  */
 #ifndef RDMA_WEBHOOK_FSUTIL_H
 #define RDMA_WEBHOOK_FSUTIL_H
@@ -25,6 +25,22 @@ struct fsutil_identity {
 /* Reads path ("-" for standard input) into out, whose cap limits the size;
  * the message tells a file over the cap from a read out of memory. */
 int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen);
+
+/* Reads at most size - 1 bytes of the regular file path into buf and
+ * NUL-terminates them (*len gets the count), for the kernel's small files
+ * (sysfs attributes, /proc/net/route), whose size stat does not tell (sysfs
+ * says 4096, procfs 0). Returns ERR_TOO_BIG when the file holds more (buf then
+ * has its first size - 1 bytes), and ERR_FAIL when it cannot be opened or read
+ * or is not a regular file: a FIFO or a device in place of such a file is
+ * refused without blocking or reading without end. */
+int fsutil_read_small(const char *path, char *buf, size_t size, size_t *len, char *err,
+                      size_t errlen);
+
+/* Replaces path with data (mode bits mode) through a temporary file in the
+ * same directory and rename(2), so a reader sees the old file or the whole new
+ * one, never a part. */
+int fsutil_write_replace(const char *path, const void *data, size_t len, unsigned mode, char *err,
+                         size_t errlen);
 
 /* Follows symlinks; a missing file gives exists = 0 and returns 0. */
 int fsutil_identity(const char *path, struct fsutil_identity *id);
