@@ -94,6 +94,10 @@ run: deps
 	  --tls-cert-file $(DEV_CERTS)/tls.crt --tls-private-key-file $(DEV_CERTS)/tls.key \
 	  --profiles $(PROFILES)
 
+# test_ncdetect runs `nccl-detect` itself, for its exit status and its file.
+build/unit/test_ncdetect: build/cmd_nccl_detect.o
+build-asan/unit/test_ncdetect: build-asan/cmd_nccl_detect.o
+
 unit: $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRCS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
 

@@ -54,12 +54,14 @@ logq 2
 lookups 2
 metrics 2
 monotime 2
+ncdetect 2
 store 2
 tlscreds 2
 server 3
 cmd 4
 cmd_certs 4
 cmd_mutate 4
+cmd_nccl_detect 4
 cmd_serve 4
 cmd_serve_flags 4
 main 4

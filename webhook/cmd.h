@@ -1,8 +1,9 @@
 /* cmd: the subcommands of the rdma-webhook binary. Each takes the arguments
  * after its name (argv[0] is the subcommand) and returns the exit status:
- * 0 success, 1 failure at run time, 2 a usage error. Only the subcommands
- * print: their helpers (cmd_parse_uint too) fill in a message by err.h's
- * convention, which the subcommand prints on stderr after "rdma-webhook". */
+ * 0 success, 1 failure at run time, 2 a usage error; nccl-detect, an init
+ * container that must never keep its pod from starting, always 0. Only the
+ * subcommands print: their helpers (cmd_parse_uint too) fill in a message by
+ * err.h's convention, which the subcommand prints on stderr. */
 #ifndef RDMA_WEBHOOK_CMD_H
 #define RDMA_WEBHOOK_CMD_H
 
@@ -18,6 +19,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_mutate(int argc, char **argv);
 int cmd_check_profiles(int argc, char **argv);
 int cmd_gen_certs(int argc, char **argv);
+int cmd_nccl_detect(int argc, char **argv);
 
 /* Parses a whole decimal number in [min, max] for --flag into *out: ERR_OK, or
  * ERR_FAIL with a message naming the flag and its range. */

@@ -29,6 +29,22 @@ struct fsutil_identity {
  * opened or read. out then holds what was read so far. */
 int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen);
 
+/* Reads at most size - 1 bytes of the regular file path into buf and
+ * NUL-terminates them (*len gets the count), for the kernel's small files
+ * (sysfs attributes, /proc/net/route), whose size stat does not tell (sysfs
+ * says 4096, procfs 0). Returns ERR_TOO_BIG when the file holds more (buf then
+ * has its first size - 1 bytes), and ERR_FAIL when it cannot be opened or read
+ * or is not a regular file: a FIFO or a device in place of such a file is
+ * refused without blocking or reading without end. */
+int fsutil_read_small(const char *path, char *buf, size_t size, size_t *len, char *err,
+                      size_t errlen);
+
+/* Replaces path with data (mode bits mode) through a temporary file in the
+ * same directory and rename(2), so a reader sees the old file or the whole new
+ * one, never a part. */
+int fsutil_write_replace(const char *path, const void *data, size_t len, unsigned mode, char *err,
+                         size_t errlen);
+
 /* Follows symlinks; a missing file gives exists = 0 and returns ERR_OK;
  * ERR_FAIL when stat fails otherwise (errno says why). */
 int fsutil_identity(const char *path, struct fsutil_identity *id);

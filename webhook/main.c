@@ -21,6 +21,8 @@ static void main_usage(FILE *f)
                "  mutate           run the mutation offline on a review, Pod or PyTorchJob\n"
                "  check-profiles   validate a profiles file\n"
                "  gen-certs        make a CA and a serving certificate (ECDSA P-256)\n"
+               "  nccl-detect      write the NCCL configuration of the RDMA ports this container\n"
+               "                   sees (the init container rdma-webhook-detect)\n"
                "\n"
                "  --help           show this help; COMMAND --help shows a command's flags\n"
                "  --version        print the version\n");
@@ -50,7 +52,8 @@ int main(int argc, char **argv)
     } cmds[] = {{"serve", cmd_serve},
                 {"mutate", cmd_mutate},
                 {"check-profiles", cmd_check_profiles},
-                {"gen-certs", cmd_gen_certs}};
+                {"gen-certs", cmd_gen_certs},
+                {"nccl-detect", cmd_nccl_detect}};
 
     if (argc < 2) {
         main_usage(stderr);

@@ -2,14 +2,18 @@
  * Unit tests for webhook/fsutil.c: a whole-file read, a file over the cap
  * (ERR_TOO_BIG, "larger than" the cap), and a read that runs out of memory,
  * which must say so (ERR_NOMEM, "out of memory") rather than blame the
- * file's size: the caller answers the two differently.
+ * file's size: the caller answers the two differently; the small reads of
+ * kernel files, which refuse what is not a regular file (a FIFO would
+ * block); and the whole-file replacement.
  */
 #include "unit.h"
 #include "support.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dynbuf.h"
@@ -110,6 +114,72 @@ TEST(test_read_out_of_memory_says_so)
                                                          : "not ERR_NOMEM");
 }
 
+TEST(test_read_small_fits_and_exact)
+{
+    char buf[17], err[256] = "";
+    size_t len = 99;
+
+    assert_int_equal(fsutil_read_small(path, buf, sizeof(buf), &len, err, sizeof(err)), ERR_OK);
+    assert_string_equal(buf, "0123456789abcdef");
+    assert_int_equal(len, 16);
+}
+
+TEST(test_read_small_over_the_cap)
+{
+    char buf[16], err[256] = "";
+    size_t len;
+
+    assert_int_equal(fsutil_read_small(path, buf, sizeof(buf), &len, err, sizeof(err)),
+                     ERR_TOO_BIG);
+    assert_string_equal(buf, "0123456789abcde"); /* the first size - 1 bytes */
+    assert_int_equal(len, 15);
+    assert_contains(err, "is larger than 15 bytes");
+    assert_contains(err, path);
+}
+
+TEST(test_read_small_refuses_fifo_and_directory)
+{
+    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", fifo[PATH_MAX], buf[16], err[256] = "";
+    size_t len;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    /* No writer: a blocking open would wait forever. */
+    assert_int_equal(fsutil_read_small(fifo, buf, sizeof(buf), &len, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "not a regular file");
+    assert_int_equal(fsutil_read_small(dir, buf, sizeof(buf), &len, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "not a regular file");
+    assert_int_equal(fsutil_read_small("/nonexistent/x", buf, sizeof(buf), &len, err,
+                                       sizeof(err)),
+                     ERR_FAIL);
+    assert_contains(err, "cannot open /nonexistent/x");
+    assert_int_equal(unlink(fifo), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+TEST(test_write_replace)
+{
+    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", file[PATH_MAX], bad[PATH_MAX], buf[64];
+    char err[256] = "";
+    struct stat st;
+    size_t len;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(file, sizeof(file), "%s/out.conf", dir);
+    assert_int_equal(fsutil_write_replace(file, "A=1\n", 4, 0644, err, sizeof(err)), ERR_OK);
+    assert_int_equal(fsutil_write_replace(file, "B=2\n", 4, 0644, err, sizeof(err)), ERR_OK);
+    assert_int_equal(fsutil_read_small(file, buf, sizeof(buf), &len, err, sizeof(err)), ERR_OK);
+    assert_string_equal(buf, "B=2\n");
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    snprintf(bad, sizeof(bad), "%s/missing/out.conf", dir);
+    assert_int_equal(fsutil_write_replace(bad, "A=1\n", 4, 0644, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "cannot create a file beside");
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(rmdir(dir), 0); /* no temporary file left behind */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,6 +188,10 @@ int main(void)
         cmocka_unit_test(test_read_missing_file),
         cmocka_unit_test(test_a_directory_cannot_be_read),
         cmocka_unit_test(test_read_out_of_memory_says_so),
+        cmocka_unit_test(test_read_small_fits_and_exact),
+        cmocka_unit_test(test_read_small_over_the_cap),
+        cmocka_unit_test(test_read_small_refuses_fifo_and_directory),
+        cmocka_unit_test(test_write_replace),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

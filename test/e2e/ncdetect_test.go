@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `rdma-webhook nccl-detect` on sysfs and procfs trees built from show_gids
+// output (testdata/show_gids-seed-8card.txt is the seed guide's 8-card node):
+// the exact configuration on stdout (--out -) or in a file (--out FILE), and
+// exit 0 whatever it finds, a tree that is not there and misuse included.
+
+const seedHCA = "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
+
+// detectTree is a sysfs root and a procfs root under one temporary directory.
+type detectTree struct {
+	t      *testing.T
+	root   string
+	sys    string
+	proc   string
+	locals []string // the namespace's IPv4 addresses, for net/fib_trie
+}
+
+func newDetectTree(t *testing.T) *detectTree {
+	root := t.TempDir()
+	return &detectTree{t: t, root: root, sys: filepath.Join(root, "sys"), proc: filepath.Join(root, "proc")}
+}
+
+func (d *detectTree) put(rel, text string) {
+	d.t.Helper()
+	p := filepath.Join(d.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// showGids adds the GID tables of show_gids lines ("DEV PORT INDEX GID [IPv4]
+// VER [NDEV]"): each port ACTIVE on the Ethernet link layer, with a table of
+// table entries, the unlisted ones zero as sysfs shows empty slots. The
+// netdevs and addresses are this namespace's.
+func (d *detectTree) showGids(text string, table int) {
+	d.t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] == "DEV" || f[0] == "---" {
+			continue
+		}
+		dev, port, index, gid := f[0], f[1], f[2], f[3]
+		ver, ndev, ipv4 := f[4], "", ""
+		switch len(f) {
+		case 7:
+			ipv4, ver, ndev = f[4], f[5], f[6]
+		case 6:
+			ver, ndev = f[4], f[5]
+		}
+		pdir := filepath.Join("sys/class/infiniband", dev, "ports", port)
+		d.put(filepath.Join(pdir, "state"), "4: ACTIVE\n")
+		d.put(filepath.Join(pdir, "link_layer"), "Ethernet\n")
+		d.put(filepath.Join(pdir, "gids", index), gid+"\n")
+		typ := "IB/RoCE v1\n"
+		if ver == "v2" {
+			typ = "RoCE v2\n"
+		}
+		d.put(filepath.Join(pdir, "gid_attrs/types", index), typ)
+		if ndev != "" {
+			d.put(filepath.Join(pdir, "gid_attrs/ndevs", index), ndev+"\n")
+			if err := os.MkdirAll(filepath.Join(d.sys, "class/net", ndev), 0o755); err != nil {
+				d.t.Fatal(err)
+			}
+		}
+		if ipv4 != "" {
+			d.locals = append(d.locals, ipv4)
+		}
+		for i := 0; i < table; i++ {
+			p := filepath.Join(d.root, pdir, "gids", fmt.Sprint(i))
+			if _, err := os.Stat(p); os.IsNotExist(err) {
+				d.put(filepath.Join(pdir, "gids", fmt.Sprint(i)), "0000:0000:0000:0000:0000:0000:0000:0000\n")
+			}
+		}
+	}
+}
+
+// procfs: the default route out of defaultIf, and fib_trie with the
+// addresses showGids saw.
+func (d *detectTree) procfs(defaultIf string) {
+	d.put("proc/net/route",
+		"Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"+
+			defaultIf+"\t00000000\t013C000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"+
+			"eth0\t003C000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n")
+	var b strings.Builder
+	for _, table := range []string{"Main", "Local"} {
+		fmt.Fprintf(&b, "%s:\n  +-- 0.0.0.0/0 3 0 5\n", table)
+		for _, a := range d.locals {
+			fmt.Fprintf(&b, "     +-- %s/24 2 0 2\n        |-- %s\n           /32 host LOCAL\n", a, a)
+		}
+	}
+	d.put("proc/net/fib_trie", b.String())
+}
+
+func (d *detectTree) seedNode() {
+	d.t.Helper()
+	text, err := os.ReadFile("testdata/show_gids-seed-8card.txt")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.showGids(string(text), 16)
+	d.procfs("eth0")
+}
+
+func (d *detectTree) detect(args ...string) cmdResult {
+	d.t.Helper()
+	return runBinary(d.t, nil, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc}, args...)...)
+}
+
+func expectExit0(t *testing.T, res cmdResult) {
+	t.Helper()
+	if res.exitCode != 0 {
+		t.Fatalf("expected exit 0, got %d\nstderr: %s", res.exitCode, res.stderr)
+	}
+}
+
+func expectText(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s:\nexpected %q\ngot      %q", what, want, got)
+	}
+}
+
+func expectLog(t *testing.T, res cmdResult, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(string(res.stderr), l) {
+			t.Errorf("expected %q in the log, got:\n%s", l, res.stderr)
+		}
+	}
+}
+
+// TestNcclDetectSeedNodeStdout: --out - prints the configuration, and
+// nothing else, on stdout; the log on stderr says what was found and why.
+func TestNcclDetectSeedNodeStdout(t *testing.T) {
+	d := newDetectTree(t)
+	d.seedNode()
+	res := d.detect("--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), seedHCA+"NCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res,
+		"nccl-detect: default route: eth0\n",
+		"nccl-detect: mlx5_0 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth0, RoCE v2 IPv4 GID 3 (10.0.60.3): left out: its netdev carries the default route\n",
+		"nccl-detect: mlx5_1 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth1, RoCE v2 IPv4 GID 3 (25.11.128.2): selected\n",
+		"nccl-detect: NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port\n")
+	// No --out at all is stdout too.
+	res = d.detect()
+	expectExit0(t, res)
+	expectText(t, "stdout without --out", string(res.stdout), seedHCA+"NCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+}
+
+// TestNcclDetectSeedNodeFile: --out FILE writes the file (readable by other
+// users: the target containers may run as another one), replacing an old one.
+func TestNcclDetectSeedNodeFile(t *testing.T) {
+	d := newDetectTree(t)
+	d.seedNode()
+	out := filepath.Join(t.TempDir(), "nccl.conf")
+	if err := os.WriteFile(out, []byte("NCCL_IB_HCA=stale\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := d.detect("--out", out, "--hca", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "")
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectText(t, out, string(got), seedHCA+"NCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("%s: expected mode 0644, got %v (%v)", out, st.Mode().Perm(), err)
+	}
+	expectLog(t, res, "nccl-detect: wrote "+out+"\n")
+	// The 4-card profile on this node, and the profile's own socket interface.
+	res = d.detect("--out", out, "--hca", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4", "--socket-ifname", "eth0")
+	expectExit0(t, res)
+	got, _ = os.ReadFile(out)
+	expectText(t, out, string(got), "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME=eth0\n")
+	expectLog(t, res, "mlx5_5 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth5, RoCE v2 IPv4 GID 3 (25.11.128.130): left out: not in --hca\n")
+}
+
+// TestNcclDetectContainerSparse: a container's own table with a gap (its
+// GIDs at 0, 1, 4, 5): the GID index is 5, found at run time.
+func TestNcclDetectContainerSparse(t *testing.T) {
+	d := newDetectTree(t)
+	var b strings.Builder
+	for i := 1; i <= 8; i++ {
+		a := (i-1)*32 + 2
+		fmt.Fprintf(&b, "mlx5_%d 1 0 fe80:0000:0000:0000:6c2a:11ff:fe01:000%d v1 eth%d\n", i, i, i)
+		fmt.Fprintf(&b, "mlx5_%d 1 1 fe80:0000:0000:0000:6c2a:11ff:fe01:000%d v2 eth%d\n", i, i, i)
+		fmt.Fprintf(&b, "mlx5_%d 1 4 0000:0000:0000:0000:0000:ffff:190b:80%02x 25.11.128.%d v1 eth%d\n", i, a, a, i)
+		fmt.Fprintf(&b, "mlx5_%d 1 5 0000:0000:0000:0000:0000:ffff:190b:80%02x 25.11.128.%d v2 eth%d\n", i, a, a, i)
+	}
+	d.showGids(b.String(), 8)
+	if err := os.MkdirAll(filepath.Join(d.sys, "class/net/eth0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.procfs("eth0")
+	res := d.detect("--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), seedHCA+"NCCL_IB_GID_INDEX=5\nNCCL_SOCKET_IFNAME==eth0\n")
+}
+
+// TestNcclDetectBadRoot: roots that do not exist still exit 0, with an
+// empty configuration and the reason in the log.
+func TestNcclDetectBadRoot(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "missing")
+	res := runBinary(t, nil, "nccl-detect", "--sysfs-root", bad, "--proc-root", bad, "--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "")
+	expectLog(t, res, "no RDMA devices: "+bad+"/class/infiniband does not exist",
+		"cannot open "+bad+"/net/route", "no NCCL_IB_HCA: no RDMA port found")
+	out := filepath.Join(t.TempDir(), "nccl.conf")
+	res = runBinary(t, nil, "nccl-detect", "--sysfs-root", bad, "--proc-root", bad, "--out", out)
+	expectExit0(t, res)
+	if got, err := os.ReadFile(out); err != nil || len(got) != 0 {
+		t.Errorf("%s: expected an empty file, got %q (%v)", out, got, err)
+	}
+	// An --out that cannot be written: still 0.
+	res = runBinary(t, nil, "nccl-detect", "--sysfs-root", bad, "--proc-root", bad, "--out", filepath.Join(bad, "x", "nccl.conf"))
+	expectExit0(t, res)
+	expectLog(t, res, "cannot create a file beside", "NCCL keeps its own defaults")
+}
+
+// TestNcclDetectMisuse: a usage error writes nothing and exits 0 (an init
+// container that failed would keep the pod from starting).
+func TestNcclDetectMisuse(t *testing.T) {
+	d := newDetectTree(t)
+	d.seedNode()
+	out := filepath.Join(t.TempDir(), "nccl.conf")
+	for _, args := range [][]string{
+		{"--hca", "=mlx5_1:0"},
+		{"--socket-ifname", "eth0\nNCCL_IB_DISABLE=1"},
+		{"--no-such-flag"},
+		{"stray"},
+	} {
+		res := d.detect(append([]string{"--out", out}, args...)...)
+		expectExit0(t, res)
+		expectLog(t, res, "nothing written, NCCL keeps its own defaults", "Usage: rdma-webhook nccl-detect")
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%q: expected no %s, got %v", args, out, err)
+		}
+	}
+}
+
+func TestNcclDetectHelp(t *testing.T) {
+	res := runBinary(t, nil, "nccl-detect", "--help")
+	expectExit0(t, res)
+	for _, flag := range []string{"--sysfs-root DIR", "--proc-root DIR", "--out FILE|-", "--hca LIST", "--socket-ifname VALUE"} {
+		if !strings.Contains(string(res.stdout), flag) {
+			t.Errorf("nccl-detect --help: expected %q in\n%s", flag, res.stdout)
+		}
+	}
+	res = runBinary(t, nil, "--help")
+	if !strings.Contains(string(res.stdout), "nccl-detect") {
+		t.Errorf("--help: expected nccl-detect among the commands:\n%s", res.stdout)
+	}
+}
