@@ -33,6 +33,7 @@ struct metrics {
     atomic_ullong latency_sum_ns;
     atomic_ullong patch_ops;
     atomic_ullong warnings[MUTATE_W_KINDS];
+    atomic_ullong pinned; /* admissions whose patch pins the pod (a MUTATE_W_PINNED warning) */
     atomic_int in_flight;
 };
 
