@@ -27,7 +27,7 @@ struct lookups_entry {
     char key[512];
     int state; /* LOOKUPS_EMPTY, _LOADING, _READY, _FAILED */
     long long expires_ns;
-    struct cJSON *value; /* labels, or the ConfigMap's keys; NULL: does not exist */
+    struct cJSON *value; /* labels, or the ConfigMap's keys (short values kept); NULL: none */
 };
 
 /* Asks the API for key (a Node's name, or "namespace/name" of a ConfigMap)
