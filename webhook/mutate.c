@@ -40,9 +40,9 @@ struct mctx {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
     static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile",   "unknown_profile", "override",    "nccl_value", "non_root",
-        "envfrom",      "scheduler",       "host_network", "no_container", "node_lookup",
-        "ambiguous",    "pinned",          "ib_disabled", "error"};
+        "no_profile", "unknown_profile", "override",     "nccl_value",  "non_root",
+        "envfrom",    "scheduler",       "host_network", "no_container", "node_lookup",
+        "ambiguous",  "pinned",          "ib_disabled",  "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -181,6 +181,14 @@ static void mutate_effective_env(struct mctx *m)
                     "hostNetworkEnv); set it to the node's NIC");
 }
 
+#define MUTATE_IB_DISABLE "NCCL_IB_DISABLE"
+
+/* The variables NCCL's InfiniBand/RoCE transport reads. */
+static int mutate_is_ib_var(const char *name)
+{
+    return strncmp(name, "NCCL_IB_", 8) == 0;
+}
+
 /* A user's NCCL_IB_HCA prefix collides only with devices that exist: those
  * the profile names are the ones known. Returns 1 with msg on a problem. */
 static int mutate_check_nccl(struct mctx *m, const char *name, const char *value, char *msg,
@@ -193,9 +201,10 @@ static int mutate_check_nccl(struct mctx *m, const char *name, const char *value
 }
 
 /* One pass over the container's env: warns about NCCL values the user wrote
- * that NCCL will read differently, and finds, for each of the profile's
- * variables, the first entry declaring it (decl[i], NULL when none). */
-static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *cname,
+ * that NCCL will read differently (with InfiniBand off, NCCL reads no other
+ * NCCL_IB_* variable), and finds, for each of the profile's variables, the
+ * first entry declaring it (decl[i], NULL when none). */
+static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *cname, int ib_off,
                                  const cJSON **decl)
 {
     const cJSON *e;
@@ -209,7 +218,9 @@ static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *c
 
         if (!name)
             continue;
-        if (value && nccl_is_nccl_var(name) && mutate_check_nccl(m, name, value, msg, sizeof(msg)))
+        if (value && nccl_is_nccl_var(name) &&
+            !(ib_off && mutate_is_ib_var(name) && strcmp(name, MUTATE_IB_DISABLE) != 0) &&
+            mutate_check_nccl(m, name, value, msg, sizeof(msg)))
             mutate_warn(m, MUTATE_W_NCCL_VALUE, "container \"%s\": %s", cname, msg);
         for (size_t i = 0; i < m->n_env; i++)
             if (!decl[i] && strcmp(name, m->env[i].name) == 0)
@@ -312,8 +323,6 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const c
     return 0;
 }
 
-#define MUTATE_IB_DISABLE "NCCL_IB_DISABLE"
-
 /* NCCL_IB_DISABLE from envFrom as the kubelet resolves it, the last source
  * that has the key winning: 1 with its value in out when a readable
  * ConfigMap gives it and no later source might, 0 otherwise. */
@@ -391,9 +400,9 @@ static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const 
     int envfrom_read = 0;
     char path[PATCH_PATH_MAX];
 
-    mutate_scan_user_env(m, env, cname, decl);
+    mutate_scan_user_env(m, env, cname, ib_off, decl);
     for (size_t i = 0; i < m->n_env; i++) {
-        if (ib_off && strncmp(m->env[i].name, "NCCL_IB_", 8) == 0)
+        if (ib_off && mutate_is_ib_var(m->env[i].name))
             continue;
         if (decl[i]) {
             mutate_env_declared(m, decl[i], &m->env[i], cname);
@@ -757,8 +766,8 @@ static void mutate_pin(struct mctx *m)
     }
     m->res->pinned = 1;
     mutate_labels_text(adds, n, shown, sizeof(shown));
-    mutate_warn(m, MUTATE_W_PINNED,
-                "pinned to profile \"%s\" nodes (chosen by %s): nodeSelector %s", m->p->name, m->rule == SELECT_BY_GPUS ? "GPU count" : "default", shown);
+    mutate_warn(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes with nodeSelector %s",
+                m->p->name, shown);
 }
 
 /* Container names in warnings are shortened so that a 63-character name

@@ -1112,7 +1112,9 @@ TEST(test_mixed_4gpu_pod_without_constraints_is_pinned)
                    "{'nvidia.com/gpu.product':'A100','pool':'train'}");
     assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", "'gpus'");
     assert_true(T.res.pinned);
-    assert_int_equal(warned("pinned to profile \"a100\" nodes (chosen by GPU count)"), 1);
+    assert_int_equal(warned("pinned to profile \"a100\" nodes with nodeSelector "
+                            "nvidia.com/gpu.product=A100, pool=train"),
+                     1);
     /* Sent again, the pod demands the A100 nodes itself: node labels choose. */
     assert_int_equal(T.again.rule, SELECT_BY_NODE_LABELS);
     assert_false(T.again.pinned);
@@ -1216,7 +1218,7 @@ TEST(test_pinned_default_profile)
     assert_int_equal(T.res.rule, SELECT_BY_DEFAULT);
     assert_json_at(T.patched, "/spec/nodeSelector", "{'t':'std'}");
     assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", "'default'");
-    assert_warned("(chosen by default)");
+    assert_warned("pinned to profile \"std\" nodes with nodeSelector t=std");
 }
 
 TEST(test_ambiguous_gpu_count_is_said_and_falls_to_the_default)
@@ -1281,6 +1283,18 @@ TEST(test_ib_disable_1_is_respected)
     assert_int_equal(warned("NCCL_IB_DISABLE=1"), 1);
     assert_int_equal(T.res.warnings.n, 1); /* one warning, no "overrides the profile" */
     assert_int_equal(T.res.warnings.kind[0], MUTATE_W_IB_DISABLED);
+}
+
+/* With InfiniBand off NCCL reads no other NCCL_IB_* value: no warnings
+ * about them, and none about overriding the profile's. */
+TEST(test_ib_disable_silences_other_ib_values)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','value':'1'},"
+                                 "{'name':'NCCL_IB_TIMEOUT','value':'40'},"
+                                 "{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_10'}]") "]}"));
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_warned("NCCL_IB_DISABLE=1");
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "40");
 }
 
 TEST(test_ib_disable_values_nccl_reads_as_non_zero)
@@ -1781,6 +1795,7 @@ int main(void)
         T_(test_ambiguous_gpu_count_is_said_and_falls_to_the_default),
         T_(test_selected_by_each_rule),
         T_(test_ib_disable_1_is_respected),
+        T_(test_ib_disable_silences_other_ib_values),
         T_(test_ib_disable_values_nccl_reads_as_non_zero),
         T_(test_ib_disable_true_is_0_to_nccl),
         T_(test_ib_disable_from_value_from_is_unknown),
