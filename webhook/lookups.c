@@ -293,9 +293,12 @@ static int lookups_fetch_node(const struct kubeapi *api, const char *name, long 
     return *value ? 0 : -1;
 }
 
-/* Only the keys are kept: values can be large and are never needed. Only
- * data counts: the kubelet builds envFrom variables from data alone, never
- * from binaryData. */
+/* The keys are kept, and the values of LOOKUPS_VALUE_MAX bytes or less
+ * (the rest as true): admission reads a value only to see whether
+ * NCCL_IB_DISABLE is on, and values can be large. Only data counts: the
+ * kubelet builds envFrom variables from data alone, never from binaryData. */
+#define LOOKUPS_VALUE_MAX 64
+
 static cJSON *lookups_keys_of(const cJSON *cm)
 {
     cJSON *keys = cJSON_CreateObject();
@@ -303,7 +306,12 @@ static cJSON *lookups_keys_of(const cJSON *cm)
 
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cm, "data"))
     {
-        if (keys && it->string && !cJSON_AddTrueToObject(keys, it->string)) {
+        const char *v = cJSON_GetStringValue(it);
+        int kept = v && strlen(v) <= LOOKUPS_VALUE_MAX;
+
+        if (keys && it->string &&
+            !(kept ? cJSON_AddStringToObject(keys, it->string, v)
+                   : cJSON_AddTrueToObject(keys, it->string))) {
             cJSON_Delete(keys);
             keys = NULL;
         }
@@ -365,6 +373,30 @@ static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, 
     return answer;
 }
 
+static enum mutate_envfrom lookups_configmap_value(void *ctx, const char *ns, const char *name,
+                                                   const char *key, char *value, size_t len)
+{
+    struct lookups_request *req = ctx;
+    struct lookups_entry *e;
+    enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
+    const char *v;
+    char ck[512];
+
+    if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck))
+        return MUTATE_ENVFROM_UNKNOWN;
+    e = lookups_acquire(&req->lk->configmaps, req, ck);
+    if (!e)
+        return MUTATE_ENVFROM_UNKNOWN;
+    if (!e->value || !podjson_member(e->value, key))
+        answer = MUTATE_ENVFROM_LACKS;
+    else if ((v = cJSON_GetStringValue(podjson_member(e->value, key))) && strlen(v) < len) {
+        memcpy(value, v, strlen(v) + 1);
+        answer = MUTATE_ENVFROM_HAS;
+    }
+    pthread_mutex_unlock(&req->lk->configmaps.mu);
+    return answer;
+}
+
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks)
 {
     assert(lk->magic == LOOKUPS_MAGIC);
@@ -373,5 +405,6 @@ void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutat
     hooks->select.node_labels = lookups_node_labels;
     hooks->select.ctx = req;
     hooks->configmap_has_key = lookups_configmap_has_key;
+    hooks->configmap_value = lookups_configmap_value;
     hooks->ctx = req;
 }

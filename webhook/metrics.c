@@ -35,6 +35,9 @@ void metrics_admission(struct metrics *m, int ignored, int reason, long long ns,
     for (int k = 0; k < MUTATE_W_KINDS && warning_kinds; k++)
         if (warning_kinds[k])
             atomic_fetch_add(&m->warnings[k], warning_kinds[k]);
+    /* mutate says it pinned a pod with exactly one such warning. */
+    if (warning_kinds && warning_kinds[MUTATE_W_PINNED])
+        atomic_fetch_add(&m->pinned, 1);
     if (ns < 0)
         ns = 0;
     while (b < METRICS_LATENCY_BUCKETS && (unsigned long long)ns > metrics_bounds_ns[b])
@@ -110,6 +113,12 @@ static void metrics_render_admissions(struct metrics *m, struct metrics_out *out
                 "# TYPE rdma_webhook_patch_operations_total counter\n"
                 "rdma_webhook_patch_operations_total %llu\n",
                 atomic_load(&m->patch_ops));
+    metrics_put(out,
+                "# HELP rdma_webhook_pinned_pods_total Pods given their profile's nodeLabels as "
+                "nodeSelector (pin).\n"
+                "# TYPE rdma_webhook_pinned_pods_total counter\n"
+                "rdma_webhook_pinned_pods_total %llu\n",
+                atomic_load(&m->pinned));
 }
 
 static void metrics_render_latency(struct metrics *m, struct metrics_out *out)

@@ -30,7 +30,8 @@ struct mctx {
     const cJSON *metadata;
     const cJSON *spec;
     int host_network;
-    char shm_volume[64]; /* "" until the volume is added */
+    enum select_rule rule; /* how m->p was chosen */
+    char shm_volume[64];   /* "" until the volume is added */
     /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
     struct profiles_kv env[MUTATE_ENV_MAX];
     size_t n_env;
@@ -39,8 +40,9 @@ struct mctx {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
     static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile", "unknown_profile", "override",     "nccl_value",  "non_root", "envfrom",
-        "scheduler",  "host_network",    "no_container", "node_lookup", "error"};
+        "no_profile", "unknown_profile", "override",     "nccl_value",  "non_root",
+        "envfrom",    "scheduler",       "host_network", "no_container", "node_lookup",
+        "ambiguous",  "pinned",          "ib_disabled",  "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -179,10 +181,30 @@ static void mutate_effective_env(struct mctx *m)
                     "hostNetworkEnv); set it to the node's NIC");
 }
 
+#define MUTATE_IB_DISABLE "NCCL_IB_DISABLE"
+
+/* The variables NCCL's InfiniBand/RoCE transport reads. */
+static int mutate_is_ib_var(const char *name)
+{
+    return strncmp(name, "NCCL_IB_", 8) == 0;
+}
+
+/* A user's NCCL_IB_HCA prefix collides only with devices that exist: those
+ * the profile names are the ones known. Returns 1 with msg on a problem. */
+static int mutate_check_nccl(struct mctx *m, const char *name, const char *value, char *msg,
+                             size_t msglen)
+{
+    if (strcmp(name, "NCCL_IB_HCA") == 0)
+        return nccl_check_hca(value, profiles_kv_get(&m->p->env, "NCCL_IB_HCA"), msg, msglen) !=
+               NCCL_VALUE_OK;
+    return nccl_check(name, value, msg, msglen) != NCCL_VALUE_OK;
+}
+
 /* One pass over the container's env: warns about NCCL values the user wrote
- * that NCCL will read differently, and finds, for each of the profile's
- * variables, the first entry declaring it (decl[i], NULL when none). */
-static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *cname,
+ * that NCCL will read differently (with InfiniBand off, NCCL reads no other
+ * NCCL_IB_* variable), and finds, for each of the profile's variables, the
+ * first entry declaring it (decl[i], NULL when none). */
+static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *cname, int ib_off,
                                  const cJSON **decl)
 {
     const cJSON *e;
@@ -197,7 +219,8 @@ static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *c
         if (!name)
             continue;
         if (value && nccl_is_nccl_var(name) &&
-            nccl_check(name, value, msg, sizeof(msg)) != NCCL_VALUE_OK)
+            !(ib_off && mutate_is_ib_var(name) && strcmp(name, MUTATE_IB_DISABLE) != 0) &&
+            mutate_check_nccl(m, name, value, msg, sizeof(msg)))
             mutate_warn(m, MUTATE_W_NCCL_VALUE, "container \"%s\": %s", cname, msg);
         for (size_t i = 0; i < m->n_env; i++)
             if (!decl[i] && strcmp(name, m->env[i].name) == 0)
@@ -300,6 +323,61 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const c
     return 0;
 }
 
+/* NCCL_IB_DISABLE from envFrom as the kubelet resolves it, the last source
+ * that has the key winning: 1 with its value in out when a readable
+ * ConfigMap gives it and no later source might, 0 otherwise. */
+static int mutate_envfrom_value(struct mctx *m, const cJSON *envfrom, char *out, size_t len)
+{
+    const cJSON *src;
+    int known = 0;
+    size_t i = 0;
+
+    cJSON_ArrayForEach(src, envfrom)
+    {
+        const cJSON *cm = podjson_obj(&m->r, src, "configMapRef");
+        const cJSON *ref = cm ? cm : podjson_obj(&m->r, src, "secretRef");
+        const char *key = mutate_envfrom_key(m, src, MUTATE_IB_DISABLE);
+        const char *ref_name = podjson_str(&m->r, ref, "name");
+        enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
+
+        if (!ref || !key)
+            continue;
+        if (i++ < MUTATE_ENVFROM_MAX && cm && ref_name && m->hooks && m->hooks->configmap_value)
+            answer = m->hooks->configmap_value(m->hooks->ctx, m->in->namespace_, ref_name, key,
+                                               out, len);
+        if (answer != MUTATE_ENVFROM_LACKS)
+            known = answer == MUTATE_ENVFROM_HAS;
+    }
+    return known;
+}
+
+/* 1 when the container turns InfiniBand off: NCCL reads its NCCL_IB_DISABLE
+ * as non-zero. The last env entry wins, as in the kubelet, then envFrom; a
+ * valueFrom or a source that cannot be read leaves it on. value gets the
+ * user's text. */
+static int mutate_ib_off(struct mctx *m, const cJSON *c, char *value, size_t len)
+{
+    const cJSON *e, *last = NULL;
+    const char *v;
+
+    cJSON_ArrayForEach(e, podjson_arr(&m->r, c, "env"))
+    {
+        const char *name = podjson_str(&m->r, e, "name");
+
+        if (name && strcmp(name, MUTATE_IB_DISABLE) == 0)
+            last = e;
+    }
+    if (last) {
+        v = podjson_str(&m->r, last, "value");
+        if (!v || podjson_obj(&m->r, last, "valueFrom"))
+            return 0;
+        snprintf(value, len, "%s", v);
+        return nccl_reads_nonzero(v);
+    }
+    return mutate_envfrom_value(m, podjson_arr(&m->r, c, "envFrom"), value, len) &&
+           nccl_reads_nonzero(value);
+}
+
 static void mutate_env_entry(struct mctx *m, const struct profiles_kv *kv)
 {
     jsonw_raw(&m->res->patch.w, "{\"name\":");
@@ -309,8 +387,10 @@ static void mutate_env_entry(struct mctx *m, const struct profiles_kv *kv)
     jsonw_raw(&m->res->patch.w, "}");
 }
 
-/* Appends the profile's variables the container does not declare. */
-static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const char *cname)
+/* Appends the profile's variables the container does not declare; with
+ * InfiniBand off (ib_off), none of its NCCL_IB_* variables. */
+static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const char *cname,
+                       int ib_off)
 {
     const cJSON *env = podjson_arr(&m->r, c, "env");
     const struct profiles_kv *adds[MUTATE_ENV_MAX];
@@ -320,8 +400,10 @@ static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const 
     int envfrom_read = 0;
     char path[PATCH_PATH_MAX];
 
-    mutate_scan_user_env(m, env, cname, decl);
+    mutate_scan_user_env(m, env, cname, ib_off, decl);
     for (size_t i = 0; i < m->n_env; i++) {
+        if (ib_off && mutate_is_ib_var(m->env[i].name))
+            continue;
         if (decl[i]) {
             mutate_env_declared(m, decl[i], &m->env[i], cname);
             continue;
@@ -591,53 +673,132 @@ static void mutate_scheduler(struct mctx *m)
     patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
 }
 
+/* The two annotations, rdma-webhook.io/injected and .../selected-by. */
+static void mutate_annotation_pairs(struct mctx *m)
+{
+    struct patch *p = &m->res->patch;
+
+    jsonw_key(&p->w, MUTATE_ANNOTATION_INJECTED);
+    jsonw_str(&p->w, m->p->name);
+    jsonw_raw(&p->w, ",");
+    jsonw_key(&p->w, MUTATE_ANNOTATION_SELECTED_BY);
+    jsonw_str(&p->w, select_rule_name(m->rule));
+}
+
 static void mutate_annotate(struct mctx *m)
 {
     const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
     struct patch *p = &m->res->patch;
     char path[PATCH_PATH_MAX], tok[64];
 
-    if (!m->metadata) {
-        mutate_path(m, path, "/metadata", NULL);
-        patch_op_begin(p, "add", path);
-        jsonw_raw(&p->w, "{\"annotations\":{");
-    } else if (!annotations) {
-        mutate_path(m, path, "/metadata/annotations", NULL);
-        patch_op_begin(p, "add", path);
-        jsonw_raw(&p->w, "{");
-    } else {
+    if (annotations) {
         patch_escape_token(MUTATE_ANNOTATION_INJECTED, tok, sizeof(tok));
         mutate_path(m, path, "/metadata/annotations/", tok);
         patch_op_str(p, "add", path, m->p->name);
+        patch_escape_token(MUTATE_ANNOTATION_SELECTED_BY, tok, sizeof(tok));
+        mutate_path(m, path, "/metadata/annotations/", tok);
+        patch_op_str(p, "add", path, select_rule_name(m->rule));
         return;
     }
-    jsonw_key(&p->w, MUTATE_ANNOTATION_INJECTED);
-    jsonw_str(&p->w, m->p->name);
+    mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
+    patch_op_begin(p, "add", path);
+    jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
+    mutate_annotation_pairs(m);
     jsonw_raw(&p->w, m->metadata ? "}" : "}}");
     patch_op_end(p);
+}
+
+/* "k=v, k2=v2" of the labels, shortened to fit out. */
+static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *out, size_t len)
+{
+    char buf[256];
+    size_t at = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < sizeof(buf); i++)
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s", i ? ", " : "",
+                               kv[i]->name, kv[i]->value);
+    mutate_short(buf, out, len);
+}
+
+/* A profile with "pin" chosen by GPU count or as the default: its
+ * nodeLabels go into spec.nodeSelector, so the pod lands where the profile
+ * is right. select made sure the pod's constraints do not exclude the
+ * profile; a key the pod sets is kept (and, being consistent, has the same
+ * value). A pod bound to a node (spec.nodeName) is left as it is: the
+ * kubelet would only reject it. */
+static void mutate_pin(struct mctx *m)
+{
+    const cJSON *selector = podjson_obj(&m->r, m->spec, "nodeSelector");
+    const struct profiles_kv *adds[PROFILES_MAX_ENV];
+    const char *node = podjson_str(&m->r, m->spec, "nodeName");
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX], shown[80];
+    size_t n = 0;
+
+    if (!m->p->pin || (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT) ||
+        (node && *node))
+        return;
+    for (size_t i = 0; i < m->p->node_labels.n && n < PROFILES_MAX_ENV; i++) {
+        const struct profiles_kv *kv = &m->p->node_labels.v[i];
+        const char *have = podjson_str(&m->r, selector, kv->name);
+
+        if (have && strcmp(have, kv->value) != 0)
+            return; /* cannot happen: select would have excluded the profile */
+        if (!have)
+            adds[n++] = kv;
+    }
+    if (n == 0)
+        return;
+    if (!selector) {
+        mutate_path(m, path, "/spec/nodeSelector", NULL);
+        patch_op_begin(p, "add", path);
+        mutate_resource_map(p, adds, n);
+        patch_op_end(p);
+    }
+    for (size_t i = 0; selector && i < n; i++) {
+        if (patch_escape_token(adds[i]->name, tok, sizeof(tok)) ||
+            mutate_path(m, path, "/spec/nodeSelector/", tok)) {
+            podjson_fail(&m->r, "a JSON Pointer is too long");
+            return;
+        }
+        patch_op_str(p, "add", path, adds[i]->value);
+    }
+    m->res->pinned = 1;
+    mutate_labels_text(adds, n, shown, sizeof(shown));
+    mutate_warn(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes with nodeSelector %s",
+                m->p->name, shown);
 }
 
 /* Container names in warnings are shortened so that a 63-character name
  * still leaves room for what the warning is about. */
 #define MUTATE_SHOWN_NAME 24
 
-static void mutate_container(struct mctx *m, const cJSON *c, const char *list, int idx)
+/* Mutates one target container; returns 1 when it has InfiniBand off. */
+static int mutate_container(struct mctx *m, const cJSON *c, const char *list, int idx)
 {
-    char cname[MUTATE_SHOWN_NAME];
+    char cname[MUTATE_SHOWN_NAME], cpath[PATCH_PATH_MAX], value[64], shown[16];
+    int ib_off;
 
     mutate_short(mutate_name(m, c), cname, sizeof(cname));
-    char cpath[PATCH_PATH_MAX];
-
     if (mutate_item_path(m, cpath, list, idx))
-        return;
-    mutate_env(m, c, cpath, cname);
-    mutate_ipc_lock(m, c, cpath, cname);
+        return 0;
+    ib_off = mutate_ib_off(m, c, value, sizeof(value));
+    if (ib_off)
+        mutate_warn(m, MUTATE_W_IB_DISABLED,
+                    "container \"%s\" has NCCL_IB_DISABLE=%s: no RDMA device, NCCL_IB_* or "
+                    "IPC_LOCK added",
+                    cname, mutate_short(value, shown, sizeof(shown)));
+    mutate_env(m, c, cpath, cname, ib_off);
+    if (!ib_off)
+        mutate_ipc_lock(m, c, cpath, cname);
     mutate_shm(m, c, cpath);
+    return ib_off;
 }
 
 struct mutate_regular {
     struct mctx *m;
-    const cJSON *first;
+    const cJSON *first; /* the first target container that has InfiniBand on */
     int first_idx;
 };
 
@@ -645,15 +806,14 @@ static void mutate_regular_container(void *ctx, const cJSON *c, int idx)
 {
     struct mutate_regular *reg = ctx;
 
-    if (!reg->first) {
+    if (!mutate_container(reg->m, c, "containers", idx) && !reg->first) {
         reg->first = c;
         reg->first_idx = idx;
     }
-    mutate_container(reg->m, c, "containers", idx);
 }
 
 /* Mutates the regular containers target_each_container() picks and returns
- * the first of them (mutate_has_target_container() made sure there is one). */
+ * the first of them that has InfiniBand on (NULL: none has). */
 static struct mutate_regular mutate_regular_containers(struct mctx *m)
 {
     struct mutate_regular reg = {.m = m};
@@ -693,6 +853,7 @@ static void mutate_pod(struct mctx *m)
     struct mutate_regular first;
 
     m->host_network = podjson_bool(&m->r, m->spec, "hostNetwork");
+    mutate_pin(m);
     mutate_effective_env(m);
     first = mutate_regular_containers(m);
     if (m->p->init_containers)
@@ -705,6 +866,39 @@ static void mutate_pod(struct mctx *m)
     m->res->reason = m->res->patch.n_ops ? MUTATE_R_MUTATED : MUTATE_R_NOTHING_MISSING;
 }
 
+/* "a, b, c and 2 more": the names of a tie, shortened to fit out. */
+static void mutate_tie_text(const struct select_tie *t, char *out, size_t len)
+{
+    char buf[SELECT_TIE_LISTED * 72 + 32];
+    size_t at = 0, listed = t->n < SELECT_TIE_LISTED ? t->n : SELECT_TIE_LISTED;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < listed && at < sizeof(buf); i++)
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? ", " : "", t->p[i]->name);
+    if (t->n > listed && at < sizeof(buf))
+        snprintf(buf + at, sizeof(buf) - at, " and %zu more", t->n - listed);
+    mutate_short(buf, out, len);
+}
+
+/* Says which rules found several profiles and chose none of them. */
+static void mutate_warn_ties(struct mctx *m, const struct select_result *sel)
+{
+    char names[80];
+
+    if (sel->tie_labels.n >= 2) {
+        mutate_tie_text(&sel->tie_labels, names, sizeof(names));
+        mutate_warn(m, MUTATE_W_AMBIGUOUS,
+                    "ambiguous node constraints fit profiles %s; none chosen by node labels",
+                    names);
+    }
+    if (sel->tie_gpus.n >= 2) {
+        mutate_tie_text(&sel->tie_gpus, names, sizeof(names));
+        mutate_warn(m, MUTATE_W_AMBIGUOUS,
+                    "ambiguous GPU count %lld fits profiles %s; none chosen by GPU count",
+                    sel->gpus, names);
+    }
+}
+
 /* Picks the profile; returns 0 when there is one to apply. */
 static int mutate_choose(struct mctx *m)
 {
@@ -713,6 +907,8 @@ static int mutate_choose(struct mctx *m)
 
     select_profile(&m->r, m->metadata, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
     m->p = sel.profile;
+    m->rule = m->res->rule = sel.rule;
+    mutate_warn_ties(m, &sel);
     if (sel.node_lookup_failed)
         mutate_warn(m, MUTATE_W_NODE_LOOKUP,
                     "could not read the labels of node \"%s\"; profile chosen from the pod",
@@ -758,6 +954,7 @@ static void mutate_fail(struct mctx *m, const char *why)
     res->outcome = MUTATE_ERROR;
     res->reason = MUTATE_R_ERROR;
     res->profile = NULL;
+    res->pinned = 0;
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
     mutate_warn(m, MUTATE_W_ERROR, "pod not mutated: %s", why);

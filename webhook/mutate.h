@@ -4,10 +4,15 @@
  * mutate_object() reads a pod, or the pod template of a job, and writes a JSON
  * Patch that adds, for the selected profile, only what is missing: the NCCL
  * environment, IPC_LOCK, a memory-backed /dev/shm, the scheduler, the RDMA
- * resource, and the rdma-webhook.io/injected annotation. Values the user
- * declared are never changed. Applying the patch and calling again yields no
- * operations. The function never fails the admission: a pod it cannot read is
- * reported as MUTATE_ERROR with no patch and a warning.
+ * resource, the rdma-webhook.io/injected and rdma-webhook.io/selected-by
+ * annotations, and for a profile with "pin" chosen by GPU count or as the
+ * default, its nodeLabels in spec.nodeSelector. Values the user declared are
+ * never changed. A container whose NCCL_IB_DISABLE NCCL reads as non-zero
+ * (the user chose TCP) gets none of the profile's NCCL_IB_* variables, no
+ * IPC_LOCK and no RDMA device; it keeps /dev/shm and the scheduler. Applying
+ * the patch and calling again yields no operations. The function never fails
+ * the admission: a pod it cannot read is reported as MUTATE_ERROR with no
+ * patch and a warning.
  */
 #ifndef RDMA_WEBHOOK_MUTATE_H
 #define RDMA_WEBHOOK_MUTATE_H
@@ -21,7 +26,8 @@ struct cJSON;
 struct profile;
 struct profiles;
 
-#define MUTATE_ANNOTATION_INJECTED "rdma-webhook.io/injected"
+#define MUTATE_ANNOTATION_INJECTED    "rdma-webhook.io/injected"
+#define MUTATE_ANNOTATION_SELECTED_BY "rdma-webhook.io/selected-by"
 #define MUTATE_MAX_WARNINGS        16
 /* kubectl prints each warning on one line: keep them short. */
 #define MUTATE_WARNING_MAX 120
@@ -39,6 +45,12 @@ struct mutate_hooks {
      * LACKS the key, optional or not: either way it declares nothing. */
     enum mutate_envfrom (*configmap_has_key)(void *ctx, const char *ns, const char *name,
                                              const char *key);
+    /* Like configmap_has_key, and for HAS the key's value, copied into
+     * value (len bytes, NUL-terminated). UNKNOWN also when the value was not
+     * kept or does not fit. NULL: no value can be read (every answer
+     * UNKNOWN). Asked only for NCCL_IB_DISABLE. */
+    enum mutate_envfrom (*configmap_value)(void *ctx, const char *ns, const char *name,
+                                           const char *key, char *value, size_t len);
     void *ctx;
 };
 
@@ -83,6 +95,9 @@ enum mutate_warning_kind {
     MUTATE_W_HOST_NETWORK,
     MUTATE_W_NO_CONTAINER,
     MUTATE_W_NODE_LOOKUP,
+    MUTATE_W_AMBIGUOUS,   /* node constraints or GPU count fit several profiles */
+    MUTATE_W_PINNED,      /* the profile's nodeLabels were added to the nodeSelector */
+    MUTATE_W_IB_DISABLED, /* a container's NCCL_IB_DISABLE was respected */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };
@@ -101,7 +116,9 @@ struct mutate_result {
     enum mutate_reason reason;
     char error[160]; /* for MUTATE_ERROR: what could not be read */
     const struct profile *profile;
-    struct patch patch; /* valid JSON Patch text when outcome is MUTATE_PATCHED */
+    enum select_rule rule; /* which rule chose profile (when not NULL) */
+    int pinned;            /* the patch adds the profile's nodeLabels to the nodeSelector */
+    struct patch patch;    /* valid JSON Patch text when outcome is MUTATE_PATCHED */
     struct mutate_warnings warnings;
 };
 

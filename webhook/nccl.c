@@ -111,40 +111,191 @@ static enum nccl_verdict nccl_check_word(const struct nccl_word_var *v, const ch
     return NCCL_VALUE_BAD_WORD;
 }
 
-/* 1 when a device name ends in "_<digits>", a port-less index such as
- * mlx5_1, which as a prefix also takes mlx5_10 and up; a driver prefix such
- * as "mlx5" is meant as a prefix. */
-static int nccl_indexed_name(const char *tok, size_t len)
-{
-    size_t i = len;
+/* NCCL_IB_HCA as NCCL reads it (net_ib's init and parseStringList): an
+ * optional '^' (exclude the list), then an optional '=' (names are exact, not
+ * prefixes), then entries "name" or "name:port" separated by ','. Empty
+ * entries are skipped, an entry ":port" without a name is skipped, a port is
+ * read with atoi (so "x" or "" is port 0, which no device has), spaces are
+ * part of a name, and only the first NCCL_HCA_MAX_ENTRIES entries count. */
+#define NCCL_HCA_MAX_ENTRIES 32
 
-    while (i > 0 && tok[i - 1] >= '0' && tok[i - 1] <= '9')
-        i--;
-    return i < len && i > 0 && tok[i - 1] == '_';
+struct nccl_hca {
+    int exclude, exact;
+    const char *list; /* after the markers */
+};
+
+static struct nccl_hca nccl_hca_split(const char *value)
+{
+    struct nccl_hca h = {0};
+
+    h.exclude = value[0] == '^';
+    value += h.exclude;
+    h.exact = value[0] == '=';
+    h.list = value + h.exact;
+    return h;
 }
 
-/* Without a leading '=' (after an optional '^'), NCCL matches each entry as a
- * prefix. */
-static enum nccl_verdict nccl_check_hca(const char *value, const char *shown, char *msg,
-                                        size_t msglen)
+/* The name part of the entry at *tok (up to ':' or ','), and the whole
+ * entry's length; advances *tok past the entry and its comma. */
+static size_t nccl_hca_next(const char **tok, size_t *entry_len)
 {
-    const char *p = value + (value[0] == '^');
+    const char *t = *tok;
+    size_t len = strcspn(t, ",");
+
+    *entry_len = len;
+    *tok = t + len + (t[len] == ',');
+    return strcspn(t, ":,");
+}
+
+static int nccl_is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* 1 when the port text (after ':', len bytes) is a whole number 1..255. */
+static int nccl_hca_port_ok(const char *s, size_t len)
+{
+    unsigned port = 0;
+
+    if (len == 0 || len > 3)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!nccl_is_digit(s[i]))
+            return 0;
+        port = port * 10 + (unsigned)(s[i] - '0');
+    }
+    return port >= 1 && port <= 255;
+}
+
+int nccl_is_hca_entry(const char *s)
+{
+    size_t name = strcspn(s, ":");
+
+    if (name == 0 || name > 63)
+        return 0;
+    for (size_t i = 0; i < name; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              nccl_is_digit(s[i]) || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+            return 0;
+    return s[name] == '\0' || nccl_hca_port_ok(s + name + 1, strlen(s + name + 1));
+}
+
+/* Whether device name d (dlen bytes) is caught by prefix n (nlen bytes)
+ * without being n: a real collision is an index extended by more digits
+ * (mlx5_1 catching mlx5_10), never a driver prefix that ends before an index
+ * (mlx5 or mlx5_ catching mlx5_1, which is what such a prefix is for). */
+static int nccl_hca_catches(const char *n, size_t nlen, const char *d, size_t dlen)
+{
+    return nlen > 0 && dlen > nlen && nccl_is_digit(n[nlen - 1]) && nccl_is_digit(d[nlen]) &&
+           memcmp(n, d, nlen) == 0;
+}
+
+/* Looks for a device in list (an NCCL_IB_HCA-style text, markers allowed)
+ * that prefix n catches; returns its name and length through *d. */
+static int nccl_hca_find_caught(const char *n, size_t nlen, const char *list, const char **d,
+                                size_t *dlen)
+{
     const char *tok;
+    size_t entry;
 
-    if (*p == '=')
-        return NCCL_VALUE_OK;
-    for (tok = p; *tok;) {
-        size_t len = strcspn(tok, ",");
+    if (!list)
+        return 0;
+    for (tok = nccl_hca_split(list).list; *tok;) {
+        const char *at = tok;
+        size_t len = nccl_hca_next(&tok, &entry);
 
-        if (nccl_indexed_name(tok, strcspn(tok, ":,"))) {
-            snprintf(msg, msglen,
-                     "NCCL_IB_HCA=%s: names are prefixes (mlx5_1 also takes mlx5_1x); "
-                     "start the list with =",
+        if (nccl_hca_catches(n, nlen, at, len)) {
+            *d = at;
+            *dlen = len;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A device name as quoted in a message: at most 16 bytes. */
+static void nccl_hca_shown(const char *s, size_t len, char *out, size_t outlen)
+{
+    char name[64];
+
+    if (len >= sizeof(name))
+        len = sizeof(name) - 1;
+    memcpy(name, s, len);
+    name[len] = '\0';
+    utf8_shorten(name, NCCL_SHOWN_VALUE_MAX, out, outlen);
+}
+
+/* The entries NCCL would misread, one at a time; 0 when all are fine. */
+static enum nccl_verdict nccl_hca_entries(const struct nccl_hca *h, const char *shown, char *msg,
+                                          size_t msglen)
+{
+    size_t entries = 0, entry;
+
+    for (const char *tok = h->list; *tok;) {
+        const char *at = tok;
+        size_t name = nccl_hca_next(&tok, &entry);
+
+        if (entry == 0)
+            continue;
+        if (memchr(at, ' ', entry) || memchr(at, '\t', entry)) {
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: spaces count as part of a name; remove them",
                      shown);
+            return NCCL_VALUE_HCA_SYNTAX;
+        }
+        if (name == 0) {
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: an entry has a port but no device name", shown);
+            return NCCL_VALUE_HCA_SYNTAX;
+        }
+        if (name < entry && !nccl_hca_port_ok(at + name + 1, entry - name - 1)) {
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: a port is not a number from 1 to 255", shown);
+            return NCCL_VALUE_HCA_SYNTAX;
+        }
+        entries++;
+    }
+    if (entries == 0) {
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s names no device", shown);
+        return NCCL_VALUE_HCA_SYNTAX;
+    }
+    if (entries > NCCL_HCA_MAX_ENTRIES) {
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s: NCCL reads only the first %d entries", shown,
+                 NCCL_HCA_MAX_ENTRIES);
+        return NCCL_VALUE_HCA_SYNTAX;
+    }
+    return NCCL_VALUE_OK;
+}
+
+enum nccl_verdict nccl_check_hca(const char *value, const char *known, char *msg, size_t msglen)
+{
+    struct nccl_hca h = nccl_hca_split(value);
+    char shown[NCCL_SHOWN_VALUE_MAX + 4], n_shown[NCCL_SHOWN_VALUE_MAX + 4],
+        d_shown[NCCL_SHOWN_VALUE_MAX + 4];
+    enum nccl_verdict v;
+    size_t entry;
+
+    nccl_shown(value, shown, sizeof(shown));
+    if (value[0] == '\0') {
+        snprintf(msg, msglen, "NCCL_IB_HCA is empty");
+        return NCCL_VALUE_EMPTY;
+    }
+    if (h.list[0] == '^') {
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s: NCCL reads ^ only before =; write ^=", shown);
+        return NCCL_VALUE_HCA_SYNTAX;
+    }
+    if ((v = nccl_hca_entries(&h, shown, msg, msglen)) != NCCL_VALUE_OK || h.exact)
+        return v;
+    for (const char *tok = h.list; *tok;) {
+        const char *n = tok, *d;
+        size_t nlen = nccl_hca_next(&tok, &entry), dlen;
+
+        if (nccl_hca_find_caught(n, nlen, value, &d, &dlen) ||
+            nccl_hca_find_caught(n, nlen, known, &d, &dlen)) {
+            nccl_hca_shown(n, nlen, n_shown, sizeof(n_shown));
+            nccl_hca_shown(d, dlen, d_shown, sizeof(d_shown));
+            snprintf(msg, msglen,
+                     "NCCL_IB_HCA=%s: prefix %s also matches %s; start the list with %s", shown,
+                     n_shown, d_shown, h.exclude ? "^=" : "=");
             return NCCL_VALUE_HCA_PREFIX;
         }
-        tok += len;
-        tok += *tok == ',';
     }
     return NCCL_VALUE_OK;
 }
@@ -167,8 +318,22 @@ enum nccl_verdict nccl_check(const char *name, const char *value, char *msg, siz
     if (wv)
         return nccl_check_word(wv, value, shown, msg, msglen);
     if (strcmp(name, "NCCL_IB_HCA") == 0)
-        return nccl_check_hca(value, shown, msg, msglen);
+        return nccl_check_hca(value, NULL, msg, msglen);
     return NCCL_VALUE_OK;
+}
+
+int nccl_reads_nonzero(const char *value)
+{
+    long long n;
+
+    /* NCCL's ncclLoadParam: strtoll(value, NULL, 0), its default (0 for
+     * every variable this is asked about) when the value is empty or errno
+     * is set. */
+    if (!*value)
+        return 0;
+    errno = 0;
+    n = strtoll(value, NULL, 0);
+    return errno == 0 && n != 0;
 }
 
 int nccl_is_nccl_var(const char *name)

@@ -12,7 +12,8 @@
 #include <string.h>
 
 #define PROFILES_MAX_ERRORS 50
-#define PROFILES_MAX_HCA    64
+/* NCCL reads at most 32 entries of NCCL_IB_HCA (MAX_IB_DEVS). */
+#define PROFILES_MAX_HCA 32
 
 /* Parse state: the snapshot being built and where problems are reported. */
 struct pctx {
@@ -233,17 +234,6 @@ static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct 
     profiles_merge_kvs(&out->host_network_env, &own_hn);
 }
 
-static int profiles_hca_name_valid(const char *s)
-{
-    if (!*s)
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_' || *s == ':' || *s == '-'))
-            return 0;
-    return 1;
-}
-
 /* Builds NCCL_IB_HCA in NCCL's exact-match form "=mlx5_1,mlx5_2" from "hca". */
 static void profiles_read_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env)
 {
@@ -262,8 +252,9 @@ static void profiles_read_hca(struct pctx *c, const cJSON *hca, struct profiles_
     dynbuf_addc(&b, '=');
     cJSON_ArrayForEach(it, hca)
     {
-        if (!cJSON_IsString(it) || !profiles_hca_name_valid(it->valuestring)) {
-            perr(c, "hca: each entry must be a device name like \"mlx5_1\" (optionally :port)");
+        if (!cJSON_IsString(it) || !nccl_is_hca_entry(it->valuestring)) {
+            perr(c, "hca: each entry must be a device name like \"mlx5_1\", optionally with "
+                    "a port from 1 to 255 (\"mlx5_1:1\")");
             continue;
         }
         if (b.len > 1)
@@ -279,6 +270,48 @@ static void profiles_read_hca(struct pctx *c, const cJSON *hca, struct profiles_
     env->n++;
 }
 
+static int profiles_gpu_count(const cJSON *n, long long *out)
+{
+    if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 1024 ||
+        n->valuedouble != (double)(long long)n->valuedouble)
+        return -1;
+    *out = (long long)n->valuedouble;
+    return 0;
+}
+
+/* match.gpus: one count, or a list of distinct counts. */
+static void profiles_read_gpus(struct pctx *c, const cJSON *gpus, struct profile *p)
+{
+    const cJSON *it;
+    long long g;
+
+    if (cJSON_IsNumber(gpus)) {
+        if (profiles_gpu_count(gpus, &p->gpus[0]))
+            perr(c, "match.gpus: must be a whole number from 1 to 1024, or a list of them");
+        else
+            p->n_gpus = 1;
+        return;
+    }
+    if (!cJSON_IsArray(gpus) || cJSON_GetArraySize(gpus) < 1 ||
+        cJSON_GetArraySize(gpus) > PROFILES_MAX_GPUS) {
+        perr(c, "match.gpus: must be a whole number from 1 to 1024, or a list of 1 to %d of them",
+             PROFILES_MAX_GPUS);
+        return;
+    }
+    cJSON_ArrayForEach(it, gpus)
+    {
+        if (profiles_gpu_count(it, &g)) {
+            perr(c, "match.gpus: each entry must be a whole number from 1 to 1024");
+            continue;
+        }
+        if (profiles_matches_gpus(p, g)) {
+            perr(c, "match.gpus: %lld is listed twice", g);
+            continue;
+        }
+        p->gpus[p->n_gpus++] = g;
+    }
+}
+
 static void profiles_read_match(struct pctx *c, const cJSON *match, struct profile *p)
 {
     static const char *const keys[] = {"gpus", "nodeLabels", NULL};
@@ -289,15 +322,10 @@ static void profiles_read_match(struct pctx *c, const cJSON *match, struct profi
         return;
     }
     profiles_check_keys(c, match, "match", keys);
-    gpus = profiles_get(c, match, "gpus", cJSON_Number, "a whole number");
+    gpus = cJSON_GetObjectItemCaseSensitive(match, "gpus");
     labels = profiles_get(c, match, "nodeLabels", cJSON_Object, "an object of strings");
-    if (gpus) {
-        if (gpus->valuedouble < 1 || gpus->valuedouble > 1024 ||
-            gpus->valuedouble != (double)(long long)gpus->valuedouble)
-            perr(c, "match.gpus: must be a whole number from 1 to 1024");
-        else
-            p->match_gpus = (long long)gpus->valuedouble;
-    }
+    if (gpus)
+        profiles_read_gpus(c, gpus, p);
     if (labels)
         profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
 }
@@ -339,8 +367,9 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
                           const struct pcommon *defaults, struct profile *p)
 {
     static const char *const keys[] = {
-        "name",      "default",       "match",   "env", "hostNetworkEnv", "hca",
-        "resources", "schedulerName", "ipcLock", "shm", "initContainers", NULL};
+        "name",      "default",       "match",   "pin", "env",           "hostNetworkEnv",
+        "hca",       "resources",     "ipcLock", "shm", "schedulerName", "initContainers",
+        NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
     struct pcommon common;
@@ -356,6 +385,7 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
     p->name = name->valuestring;
     profiles_check_keys(c, obj, "", keys);
     p->is_default = profiles_get_bool(c, obj, "default", 0);
+    p->pin = profiles_get_bool(c, obj, "pin", 0);
     profiles_read_common(c, obj, defaults, &common);
     p->env = common.env;
     p->host_network_env = common.host_network_env;
@@ -370,6 +400,11 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
         profiles_read_match(c, it, p);
     if ((it = profiles_get(c, obj, "resources", cJSON_Object, "an object of quantities")))
         profiles_read_resources(c, it, p);
+    if (p->pin && p->node_labels.n == 0)
+        perr(c, "pin: there is nothing to pin without match.nodeLabels");
+    else if (p->pin && p->n_gpus == 0 && !p->is_default)
+        perr(c, "pin: only a profile chosen by GPU count or as the default is pinned; give it "
+                "match.gpus or default: true");
 }
 
 static void profiles_read_gpu_resources(struct pctx *c, const cJSON *root)
@@ -456,6 +491,87 @@ static void profiles_check_names(struct pctx *c)
     }
 }
 
+/* 1 when every label of a is also in b, with the same value. */
+static int profiles_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        const char *v = profiles_kv_get(b, a->v[i].name);
+
+        if (!v || strcmp(v, a->v[i].value) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int profiles_same_gpus(const struct profile *p, const struct profile *q)
+{
+    if (p->n_gpus != q->n_gpus)
+        return 0;
+    for (size_t i = 0; i < p->n_gpus; i++)
+        if (!profiles_matches_gpus(q, p->gpus[i]))
+            return 0;
+    return 1;
+}
+
+/* The first count of p that q also lists, or 0. */
+static long long profiles_shared_gpus(const struct profile *p, const struct profile *q)
+{
+    for (size_t i = 0; i < p->n_gpus; i++)
+        if (profiles_matches_gpus(q, p->gpus[i]))
+            return p->gpus[i];
+    return 0;
+}
+
+/* p's rules against q's (q any other profile); a pair with the same labels
+ * is reported once, from the later of the two. */
+static void profiles_check_pair(struct pctx *c, const struct profile *p, const struct profile *q,
+                                int p_is_later)
+{
+    int q_within_p = profiles_labels_within(&q->node_labels, &p->node_labels);
+    int same_labels = q_within_p && profiles_labels_within(&p->node_labels, &q->node_labels);
+    long long g = profiles_shared_gpus(p, q);
+
+    if (same_labels && !p_is_later)
+        return;
+    if (same_labels && profiles_same_gpus(p, q) && (p->n_gpus || p->node_labels.n)) {
+        perr(c,
+             "profiles \"%s\" and \"%s\" have the same match rules, so neither can ever be "
+             "chosen by them; change or remove one",
+             q->name, p->name);
+        return;
+    }
+    if (same_labels && p->node_labels.n)
+        perr(c,
+             "profiles \"%s\" and \"%s\": the same match.nodeLabels can never choose either; "
+             "add a label that tells their nodes apart",
+             q->name, p->name);
+    else if (q_within_p && q->node_labels.n)
+        perr(c,
+             "profile \"%s\": match.nodeLabels can never win: its nodes also have all labels "
+             "of profile \"%s\"; add a label to \"%s\" that these nodes lack",
+             p->name, q->name, q->name);
+    if (g && same_labels)
+        perr(c,
+             "profiles \"%s\" and \"%s\": match.gpus %lld can never choose either: their "
+             "nodeLabels do not tell them apart",
+             q->name, p->name, g);
+    else if (g && q_within_p)
+        perr(c,
+             "profile \"%s\": match.gpus %lld can never win: profile \"%s\" takes %lld GPUs "
+             "too and fits every pod that \"%s\" fits",
+             p->name, g, q->name, g, p->name);
+}
+
+/* Match rules that can never choose their profile (see profiles.h). */
+static void profiles_check_rules(struct pctx *c)
+{
+    c->where = NULL;
+    for (size_t i = 0; i < c->ps->n; i++)
+        for (size_t j = 0; j < c->ps->n; j++)
+            if (i != j && c->ps->p[i].name && c->ps->p[j].name)
+                profiles_check_pair(c, &c->ps->p[i], &c->ps->p[j], i > j);
+}
+
 static void profiles_read_profiles(struct pctx *c, const cJSON *root)
 {
     const cJSON *arr = profiles_get(c, root, "profiles", cJSON_Array, "an array of profiles");
@@ -481,6 +597,8 @@ static void profiles_read_profiles(struct pctx *c, const cJSON *root)
         i++;
     }
     profiles_check_names(c);
+    if (!c->n_errors)
+        profiles_check_rules(c);
 }
 
 static void profiles_read_root(struct pctx *c, const cJSON *root)
@@ -576,6 +694,14 @@ const struct profile *profiles_find(const struct profiles *ps, const char *name)
         if (ps->p[i].name && strcmp(ps->p[i].name, name) == 0)
             return &ps->p[i];
     return NULL;
+}
+
+int profiles_matches_gpus(const struct profile *p, long long gpus)
+{
+    for (size_t i = 0; i < p->n_gpus; i++)
+        if (p->gpus[i] == gpus)
+            return 1;
+    return 0;
 }
 
 const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name)

@@ -20,6 +20,8 @@ struct cJSON;
 
 /* Bounds that keep the request path free of dynamic sizing. */
 #define PROFILES_MAX_ENV 128
+/* Entries of match.gpus. */
+#define PROFILES_MAX_GPUS 32
 
 /* Job kinds beyond PyTorchJob whose pods are targets when enabled. */
 enum profiles_target {
@@ -40,8 +42,10 @@ struct profiles_kvs {
 struct profile {
     const char *name;
     int is_default;
-    long long match_gpus;                 /* 0: not matched by GPU count */
-    struct profiles_kvs node_labels;      /* all must be demanded by the pod */
+    long long gpus[PROFILES_MAX_GPUS];    /* match.gpus: GPU counts that select it */
+    size_t n_gpus;                        /* 0: not matched by GPU count */
+    struct profiles_kvs node_labels;      /* match.nodeLabels: the labels of its nodes */
+    int pin;                              /* chosen by GPU count or as default: pin */
     struct profiles_kvs env;              /* defaults merged, NCCL_IB_HCA included */
     struct profiles_kvs host_network_env; /* replaces env entries in hostNetwork pods */
     struct profiles_kvs resources;        /* added when no container asks for the prefix */
@@ -68,11 +72,26 @@ struct profiles {
 /* Parses and validates a whole profiles document. On success returns the
  * snapshot. On failure returns NULL and appends one line per problem to
  * errors, each naming the profile and field ("profile \"x\": env.NCCL_IB_TIMEOUT:
- * \"40\" is outside 1..31"). errors may be NULL. */
+ * \"40\" is outside 1..31"). errors may be NULL.
+ *
+ * Besides each profile's own fields, the match rules are checked against each
+ * other (select.h says how they are used), and a rule that can never choose
+ * its profile is refused with both names:
+ *   - two profiles with the same nodeLabels and the same gpus (not both empty);
+ *   - match.nodeLabels of P when another profile Q has nonempty nodeLabels
+ *     that are a subset of P's (or the same): every pod consistent with P is
+ *     consistent with Q, so the node-labels rule never finds P alone;
+ *   - a count in match.gpus of P that another profile Q also lists, when Q's
+ *     nodeLabels are a subset of P's (none at all included): Q is never
+ *     excluded where P is not, so the count never finds P alone;
+ *   - pin without nodeLabels (nothing to pin) or on a profile that is neither
+ *     matched by GPU count nor the default (pinning would never happen). */
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors);
 void profiles_free(struct profiles *ps);
 
 const struct profile *profiles_find(const struct profiles *ps, const char *name);
+/* 1 when gpus is one of the profile's match.gpus counts. */
+int profiles_matches_gpus(const struct profile *p, long long gpus);
 /* Looks name up in a kv list; NULL when absent. */
 const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name);
 

@@ -74,6 +74,8 @@ static int review_write(struct dynbuf *out, const char *api_version, const char 
             w.err = rc;
         jsonw_raw(&w, "\",\"auditAnnotations\":{\"profile\":");
         jsonw_str(&w, res->profile->name);
+        jsonw_raw(&w, ",\"selected-by\":");
+        jsonw_str(&w, select_rule_name(res->rule));
         jsonw_raw(&w, "}");
     }
     if (res)
@@ -121,6 +123,7 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     sum->ignored = 0;
     sum->reason = res->reason;
     review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
+    sum->selected_by = res->profile ? select_rule_name(res->rule) : NULL;
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
     for (size_t i = 0; i < res->warnings.n; i++)

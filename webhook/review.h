@@ -3,7 +3,8 @@
  * review_handle() takes the raw request body and gives either an HTTP status
  * other than 200 with a one-line plain-text reason, or 200 with the JSON
  * response: the same uid, allowed: true, and for a mutated pod the base64
- * JSON Patch with patchType, the warnings and the auditAnnotations. It
+ * JSON Patch with patchType, the warnings and the auditAnnotations (profile,
+ * selected-by). It
  * answers in the apiVersion it was asked in (v1 or v1beta1).
  */
 #ifndef RDMA_WEBHOOK_REVIEW_H
@@ -24,6 +25,7 @@ struct review_summary {
     int ignored;               /* not a Pod CREATE: only uid is filled */
     enum mutate_reason reason; /* the outcome is mutate_reason_outcome(reason) */
     char profile[64];          /* "" when none; a copy, so it outlives the snapshot */
+    const char *selected_by;   /* the rule that chose profile (static text); NULL when none */
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];

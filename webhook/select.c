@@ -58,62 +58,82 @@ static int select_requirement(struct podjson *r, const cJSON *expr, const char *
     return 0;
 }
 
-/* A term is consistent with a profile when every requirement on a key the
- * profile names holds for the profile's value; *mentions tells whether the
- * term said anything about the profile's keys at all. */
-static int select_term(struct podjson *r, const cJSON *term, const struct profile *p, int *mentions)
+/* In, Exists, Gt and Lt require the key to be on the node; NotIn and
+ * DoesNotExist also hold on a node without it, so they name nothing. */
+static int select_positive(struct podjson *r, const cJSON *expr)
+{
+    const char *op = podjson_str(r, expr, "operator");
+
+    return op && (strcmp(op, "In") == 0 || strcmp(op, "Exists") == 0 || strcmp(op, "Gt") == 0 ||
+                  strcmp(op, "Lt") == 0);
+}
+
+/* What the pod says about its node, read once per admission. */
+struct select_ctx {
+    struct podjson *r;
+    const cJSON *selector; /* spec.nodeSelector */
+    const cJSON *terms;    /* required nodeSelectorTerms (ORed) */
+    const cJSON *node;     /* the labels of spec.nodeName's Node; NULL: unknown */
+};
+
+/* A term with neither matchExpressions nor matchFields matches no node. */
+static int select_term_empty(struct select_ctx *x, const cJSON *term)
+{
+    return cJSON_GetArraySize(podjson_arr(x->r, term, "matchExpressions")) == 0 &&
+           cJSON_GetArraySize(podjson_arr(x->r, term, "matchFields")) == 0;
+}
+
+/* Whether a node with p's labels could meet every requirement of the term
+ * (ANDed) on a key p names; requirements on other keys could hold. */
+static int select_term_fits(struct select_ctx *x, const cJSON *term, const struct profile *p)
 {
     const cJSON *expr;
 
-    *mentions = 0;
-    cJSON_ArrayForEach(expr, podjson_arr(r, term, "matchExpressions"))
+    if (select_term_empty(x, term))
+        return 0;
+    cJSON_ArrayForEach(expr, podjson_arr(x->r, term, "matchExpressions"))
     {
-        const char *key = podjson_str(r, expr, "key");
+        const char *key = podjson_str(x->r, expr, "key");
         const char *value = key ? profiles_kv_get(&p->node_labels, key) : NULL;
 
-        if (!value)
-            continue;
-        *mentions = 1;
-        if (!select_requirement(r, expr, value))
+        if (value && !select_requirement(x->r, expr, value))
             return 0;
     }
     return 1;
 }
 
-static const cJSON *select_required_terms(struct podjson *r, const cJSON *spec)
+/* Whether the term requires one of p's keys to be on the node. */
+static int select_term_names(struct select_ctx *x, const cJSON *term, const struct profile *p)
 {
-    const cJSON *aff = podjson_obj(r, podjson_obj(r, spec, "affinity"), "nodeAffinity");
-    const cJSON *req = podjson_obj(r, aff, "requiredDuringSchedulingIgnoredDuringExecution");
+    const cJSON *expr;
 
-    return podjson_arr(r, req, "nodeSelectorTerms");
+    cJSON_ArrayForEach(expr, podjson_arr(x->r, term, "matchExpressions"))
+    {
+        const char *key = podjson_str(x->r, expr, "key");
+
+        if (key && profiles_kv_get(&p->node_labels, key) && select_positive(x->r, expr))
+            return 1;
+    }
+    return 0;
 }
 
-/* The pod demands the profile's node type when its nodeSelector and required
- * affinity name at least one of the profile's labels and contradict none. */
-static int select_demands(struct podjson *r, const cJSON *spec, const struct profile *p)
+/* Required affinity: some term fits p (none given: no constraint), and
+ * whether every term that can match a node names one of p's keys. */
+static int select_affinity_fits(struct select_ctx *x, const struct profile *p, int *names)
 {
-    const cJSON *selector = podjson_obj(r, spec, "nodeSelector");
-    const cJSON *terms = select_required_terms(r, spec);
     const cJSON *term;
-    int mentioned = 0, any_term_ok = 0;
+    int any = 0, fits = 0, all_name = 1;
 
-    for (size_t i = 0; i < p->node_labels.n; i++) {
-        const char *want = podjson_str(r, selector, p->node_labels.v[i].name);
-
-        if (want && strcmp(want, p->node_labels.v[i].value) != 0)
-            return 0;
-        mentioned |= want != NULL;
-    }
-    cJSON_ArrayForEach(term, terms)
+    cJSON_ArrayForEach(term, x->terms)
     {
-        int mentions;
-
-        if (select_term(r, term, p, &mentions)) {
-            any_term_ok = 1;
-            mentioned |= mentions;
-        }
+        if (select_term_empty(x, term))
+            continue;
+        any = 1;
+        fits |= select_term_fits(x, term, p);
+        all_name &= select_term_names(x, term, p);
     }
-    return mentioned && (any_term_ok || cJSON_GetArraySize(terms) == 0);
+    *names = any && all_name;
+    return fits || cJSON_GetArraySize(x->terms) == 0;
 }
 
 static int select_node_has(const cJSON *labels, const struct profile *p)
@@ -124,59 +144,128 @@ static int select_node_has(const cJSON *labels, const struct profile *p)
         if (!v || strcmp(v, p->node_labels.v[i].value) != 0)
             return 0;
     }
-    return p->node_labels.n > 0;
+    return 1;
 }
 
-static const struct profile *select_by_node(struct podjson *r, const cJSON *spec,
-                                            const struct profiles *ps,
-                                            const struct select_hooks *hooks, int *failed)
+/* Whether the pod's constraints are consistent with profile p, which has
+ * nodeLabels, and (*names) whether they name it. */
+static int select_fits(struct select_ctx *x, const struct profile *p, int *names)
 {
-    const char *node = podjson_str(r, spec, "nodeName");
-    const struct profile *found = NULL;
-    cJSON *labels = NULL;
+    int affinity_names;
 
-    if (!node || !*node)
-        return NULL;
-    if (!hooks || !hooks->node_labels || hooks->node_labels(hooks->ctx, node, &labels)) {
-        *failed = hooks && hooks->node_labels;
-        return NULL;
+    *names = 0;
+    if (x->node) {
+        if (!select_node_has(x->node, p))
+            return 0;
+        *names = 1;
     }
-    for (size_t i = 0; i < ps->n && !found; i++)
-        if (select_node_has(labels, &ps->p[i]))
-            found = &ps->p[i];
-    cJSON_Delete(labels);
-    return found;
+    for (size_t i = 0; i < p->node_labels.n; i++) {
+        const char *want = podjson_str(x->r, x->selector, p->node_labels.v[i].name);
+
+        if (want && strcmp(want, p->node_labels.v[i].value) != 0)
+            return 0;
+        *names |= want != NULL;
+    }
+    if (!select_affinity_fits(x, p, &affinity_names))
+        return 0;
+    *names |= affinity_names;
+    return 1;
 }
 
-static int select_from_labels(struct podjson *r, const cJSON *spec, const struct profiles *ps,
-                              const struct select_hooks *hooks, struct select_result *out)
+/* Excluded: a profile with nodeLabels the constraints are not consistent with. */
+static int select_excluded(struct select_ctx *x, const struct profile *p)
 {
+    int names;
+
+    return p->node_labels.n > 0 && !select_fits(x, p, &names);
+}
+
+static void select_tie_add(struct select_tie *t, const struct profile *p)
+{
+    if (t->n < SELECT_TIE_LISTED)
+        t->p[t->n] = p;
+    t->n++;
+}
+
+/* Rule 2: the one profile with nodeLabels the constraints fit, if named. */
+static const struct profile *select_by_labels(struct select_ctx *x, const struct profiles *ps,
+                                              struct select_tie *tie)
+{
+    const struct profile *only = NULL;
+    int named_any = 0, only_named = 0;
+
     for (size_t i = 0; i < ps->n; i++) {
-        if (ps->p[i].node_labels.n && select_demands(r, spec, &ps->p[i])) {
-            out->profile = &ps->p[i];
-            out->rule = SELECT_BY_NODE_SELECTOR;
-            return 1;
-        }
-    }
-    out->profile = select_by_node(r, spec, ps, hooks, &out->node_lookup_failed);
-    out->rule = SELECT_BY_NODE;
-    return out->profile != NULL;
-}
+        int names;
 
-static const struct profile *select_by_gpus(const struct profiles *ps, long long gpus)
-{
-    for (size_t i = 0; i < ps->n && gpus > 0; i++)
-        if (ps->p[i].match_gpus == gpus)
-            return &ps->p[i];
+        if (ps->p[i].node_labels.n == 0 || !select_fits(x, &ps->p[i], &names))
+            continue;
+        select_tie_add(tie, &ps->p[i]);
+        only = &ps->p[i];
+        only_named = names;
+        named_any |= names;
+    }
+    if (tie->n == 1 && only_named)
+        return only;
+    if (tie->n < 2 || !named_any)
+        tie->n = 0; /* constraints about other labels, or none: no tie to report */
     return NULL;
 }
 
-static const struct profile *select_default(const struct profiles *ps)
+/* Rule 3: the one profile not excluded whose match.gpus has the count. */
+static const struct profile *select_by_gpus(struct select_ctx *x, const struct profiles *ps,
+                                            long long gpus, struct select_tie *tie)
+{
+    for (size_t i = 0; i < ps->n && gpus > 0; i++)
+        if (profiles_matches_gpus(&ps->p[i], gpus) && !select_excluded(x, &ps->p[i]))
+            select_tie_add(tie, &ps->p[i]);
+    return tie->n == 1 ? tie->p[0] : NULL;
+}
+
+static const struct profile *select_default(struct select_ctx *x, const struct profiles *ps)
 {
     for (size_t i = 0; i < ps->n; i++)
         if (ps->p[i].is_default)
-            return &ps->p[i];
+            return select_excluded(x, &ps->p[i]) ? NULL : &ps->p[i];
     return NULL;
+}
+
+static const cJSON *select_required_terms(struct podjson *r, const cJSON *spec)
+{
+    const cJSON *aff = podjson_obj(r, podjson_obj(r, spec, "affinity"), "nodeAffinity");
+    const cJSON *req = podjson_obj(r, aff, "requiredDuringSchedulingIgnoredDuringExecution");
+
+    return podjson_arr(r, req, "nodeSelectorTerms");
+}
+
+/* The labels of spec.nodeName's Node (the caller frees them), or NULL. */
+static cJSON *select_node_labels(struct podjson *r, const cJSON *spec,
+                                 const struct select_hooks *hooks, int *failed)
+{
+    const char *node = podjson_str(r, spec, "nodeName");
+    cJSON *labels = NULL;
+
+    if (!node || !*node || !hooks || !hooks->node_labels)
+        return NULL;
+    if (hooks->node_labels(hooks->ctx, node, &labels)) {
+        *failed = 1;
+        return NULL;
+    }
+    return labels;
+}
+
+/* Rules 2 to 4, with the constraints read into x. */
+static void select_by_constraints(struct select_ctx *x, const struct profiles *ps,
+                                  struct select_result *out)
+{
+    out->rule = x->node ? SELECT_BY_NODE : SELECT_BY_NODE_LABELS;
+    if ((out->profile = select_by_labels(x, ps, &out->tie_labels)))
+        return;
+    out->rule = SELECT_BY_GPUS;
+    if ((out->profile = select_by_gpus(x, ps, out->gpus, &out->tie_gpus)))
+        return;
+    out->rule = SELECT_BY_DEFAULT;
+    if (!(out->profile = select_default(x, ps)))
+        out->rule = SELECT_NONE;
 }
 
 void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
@@ -185,6 +274,8 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
 {
     const char *named =
         podjson_str(r, podjson_obj(r, metadata, "annotations"), SELECT_ANNOTATION_PROFILE);
+    struct select_ctx x = {.r = r};
+    cJSON *node;
 
     memset(out, 0, sizeof(*out));
     out->gpus = target_pod_gpus(r, spec, ps);
@@ -194,22 +285,17 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
         out->unknown_name = named;
         return;
     }
-    if (select_from_labels(r, spec, ps, hooks, out))
-        return;
-    out->rule = SELECT_BY_GPUS;
-    out->profile = select_by_gpus(ps, out->gpus);
-    if (out->profile)
-        return;
-    out->rule = SELECT_BY_DEFAULT;
-    out->profile = select_default(ps);
-    if (!out->profile)
-        out->rule = SELECT_NONE;
+    x.selector = podjson_obj(r, spec, "nodeSelector");
+    x.terms = select_required_terms(r, spec);
+    x.node = node = select_node_labels(r, spec, hooks, &out->node_lookup_failed);
+    select_by_constraints(&x, ps, out);
+    cJSON_Delete(node);
 }
 
 const char *select_rule_name(enum select_rule rule)
 {
-    static const char *const names[] = {"annotation", "node-selector", "node",        "gpus",
-                                        "default",    "none",          "unknown-name"};
+    static const char *const names[] = {"annotation", "node-labels", "node",        "gpus",
+                                        "default",    "none",        "unknown-name"};
 
-    return names[rule];
+    return rule <= SELECT_UNKNOWN_NAME ? names[rule] : "none";
 }

@@ -1,14 +1,28 @@
-/* select: which profile applies to a pod (SPEC 1.3), first rule that hits:
+/* select: which profile applies to a pod (SPEC 1.3). The rules, first hit
+ * wins; none of them guesses between profiles:
  *   1. the annotation rdma-webhook.io/profile (an unknown name selects nothing);
- *   2. node labels the pod demands (spec.nodeSelector and required node
- *      affinity) against each profile's match.nodeLabels; for a pod that
- *      already has spec.nodeName, that Node's labels (through a hook);
- *   3. the pod's GPU count against each profile's match.gpus;
- *   4. the profile marked default.
- * Profiles are tried in file order within a rule.
+ *   2. node labels. The pod's node constraints are its spec.nodeSelector, its
+ *      required node affinity and, for a pod with spec.nodeName, that Node's
+ *      labels (through a hook). They are consistent with a profile that has
+ *      match.nodeLabels when a node carrying those labels could meet them
+ *      (labels the profile does not name could be anything), and they name it
+ *      when they require one of its keys: nodeSelector sets it, or every
+ *      required term has In, Exists, Gt or Lt on it, or the Node is known.
+ *      The rule chooses the one profile with nodeLabels that the constraints
+ *      are consistent with, when they name it. Consistent with several (In
+ *      [H100, A100], or a label they share), one of them named: ambiguous,
+ *      nothing from this rule, and the tie lists them;
+ *   3. the pod's GPU count, against match.gpus of the profiles the
+ *      constraints do not exclude (a profile with nodeLabels they are not
+ *      consistent with; one without nodeLabels is never excluded). More than
+ *      one: ambiguous, nothing from this rule;
+ *   4. the profile marked default, unless the constraints exclude it.
+ * profiles_parse() refuses match rules that could never win here.
  */
 #ifndef RDMA_WEBHOOK_SELECT_H
 #define RDMA_WEBHOOK_SELECT_H
+
+#include <stddef.h>
 
 struct cJSON;
 struct podjson;
@@ -16,6 +30,8 @@ struct profile;
 struct profiles;
 
 #define SELECT_ANNOTATION_PROFILE "rdma-webhook.io/profile"
+/* Profiles a tie keeps by name (it counts all of them). */
+#define SELECT_TIE_LISTED 4
 
 /* Where the API lookups plug in. A NULL function means "not available". */
 struct select_hooks {
@@ -27,12 +43,18 @@ struct select_hooks {
 
 enum select_rule {
     SELECT_BY_ANNOTATION,
-    SELECT_BY_NODE_SELECTOR,
-    SELECT_BY_NODE,
+    SELECT_BY_NODE_LABELS, /* the pod's nodeSelector and required affinity */
+    SELECT_BY_NODE,        /* the labels of the Node in spec.nodeName */
     SELECT_BY_GPUS,
     SELECT_BY_DEFAULT,
     SELECT_NONE,
     SELECT_UNKNOWN_NAME, /* the annotation names no profile */
+};
+
+/* The profiles one rule found and could not choose between. */
+struct select_tie {
+    const struct profile *p[SELECT_TIE_LISTED]; /* the first ones, in file order */
+    size_t n;                                   /* how many; 2 or more is a tie */
 };
 
 struct select_result {
@@ -41,12 +63,17 @@ struct select_result {
     long long gpus;           /* the pod's GPU count */
     const char *unknown_name; /* the annotation's value, for SELECT_UNKNOWN_NAME */
     int node_lookup_failed;   /* spec.nodeName was set but its labels could not be read */
+    struct select_tie tie_labels; /* rule 2 was ambiguous when n >= 2 */
+    struct select_tie tie_gpus;   /* rule 3 was ambiguous when n >= 2 */
 };
 
 void select_profile(struct podjson *r, const struct cJSON *metadata, const struct cJSON *spec,
                     const struct profiles *ps, const struct select_hooks *hooks,
                     struct select_result *out);
 
+/* "annotation", "node-labels", "node", "gpus", "default", "none",
+ * "unknown-name": the values of the rdma-webhook.io/selected-by annotation
+ * (the first five) and of the log line's selected_by. */
 const char *select_rule_name(enum select_rule rule);
 
 #endif

@@ -292,6 +292,8 @@ static void server_log_admission(struct server *s, const struct review_summary *
     log_str(&l, "reason", mutate_reason_name(sum->reason));
     if (sum->profile[0])
         log_str(&l, "profile", sum->profile);
+    if (sum->selected_by)
+        log_str(&l, "selected_by", sum->selected_by);
     log_int(&l, "ops", (long long)sum->ops);
     log_int(&l, "warnings", (long long)sum->warnings);
     if (sum->error[0])

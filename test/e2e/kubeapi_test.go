@@ -595,9 +595,9 @@ func TestKubeAPILargeConfigMap(t *testing.T) {
 }
 
 // TestKubeAPINodeLabels: a pod already bound to a node (spec.nodeName) is
-// matched by the Node's labels before its GPU count; lookups are cached;
-// an unknown node or an API error falls back to the GPU count, with a
-// warning.
+// matched by the Node's labels before its GPU count, and the GPU count never
+// picks a profile the Node's labels exclude; lookups are cached; an unknown
+// node or an API error falls back to the GPU count, with a warning.
 func TestKubeAPINodeLabels(t *testing.T) {
 	a := startFakeAPI(t)
 	a.putNode("gpu-node-4", map[string]string{"nvidia.com/gpu.count": "4"})
@@ -624,9 +624,14 @@ func TestKubeAPINodeLabels(t *testing.T) {
 		}
 	})
 	t.Run("node without a matching label", func(t *testing.T) {
+		// cpu-node is neither profile's node type: the 4 GPUs must not
+		// choose roce-4card for it.
 		ad := in.admit(t, nodePod(4, "cpu-node"))
-		if ad.rr.auditProf != "roce-4card" {
-			t.Errorf("4 GPUs on cpu-node (no gpu.count label): expected roce-4card by GPU count, got %q", ad.rr.auditProf)
+		if ad.rr.auditProf != "" || ad.rr.patch != nil {
+			t.Errorf("4 GPUs on cpu-node (no gpu.count label): expected no profile, got %q", ad.rr.auditProf)
+		}
+		if w := ad.warningWith("no RDMA profile matches"); w == "" {
+			t.Errorf("expected the no-profile warning, got %q", ad.rr.warnings)
 		}
 		if w := ad.warningWith("could not read the labels of node"); w != "" {
 			t.Errorf("the node was read: unexpected warning %q", w)

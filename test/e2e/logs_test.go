@@ -7,14 +7,16 @@ import (
 )
 
 // TestMutationLogLine: one JSON log line per mutation on stderr, with uid,
-// namespace, pod and profile (SPEC 3, CONTRACT "Logs: JSON lines").
+// namespace, pod, profile and the rule that chose it (SPEC 3, CONTRACT
+// "Logs: JSON lines").
 func TestMutationLogLine(t *testing.T) {
 	r := podCreate("kubeflow", trainingPod(8))
 	if rr := srv.review(t, r); rr.patch == nil {
 		t.Fatalf("expected the 8-GPU pod to be mutated (control), got %s", compact(rr.response))
 	}
 	line := waitForLogLine(t, r.uid)
-	want := map[string]string{"uid": r.uid, "namespace": "kubeflow", "pod": "e2e-job-master-0", "profile": "roce-8card"}
+	want := map[string]string{"uid": r.uid, "namespace": "kubeflow", "pod": "e2e-job-master-0", "profile": "roce-8card",
+		"selected_by": "gpus"}
 	for k, v := range want {
 		if got, _ := pathStr(line, k); got != v {
 			t.Errorf("log line %q: expected %q, got %v (line %s)", k, v, line[k], compact(line))

@@ -432,6 +432,32 @@ TEST(test_configmap_api_failure_is_cached)
     assert_int_equal(atomic_load(&fake.calls), 1);
 }
 
+static enum mutate_envfrom configmap_value(const char *key, char *value, size_t len)
+{
+    struct lookups_request req;
+    struct mutate_hooks hooks = {0};
+
+    lookups_begin(lk, &req, &hooks);
+    return hooks.configmap_value(hooks.ctx, "ns", "cm", key, value, len);
+}
+
+/* The same cached object answers both hooks; a value that does not fit
+ * the caller's buffer is not known. */
+TEST(test_configmap_value)
+{
+    char value[8] = "";
+
+    assert_int_equal(configmap_value("K", value, sizeof(value)), MUTATE_ENVFROM_HAS);
+    assert_string_equal(value, "a");
+    assert_int_equal(configmap_value("L", value, sizeof(value)), MUTATE_ENVFROM_LACKS);
+    assert_int_equal(configmap_value("K", value, 1), MUTATE_ENVFROM_UNKNOWN);
+    assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_HAS);
+    assert_int_equal(fake.calls, 1);
+    fake.mode = FAKE_FAIL;
+    make_lookups(60, NULL);
+    assert_int_equal(configmap_value("K", value, sizeof(value)), MUTATE_ENVFROM_UNKNOWN);
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -448,6 +474,7 @@ int main(void)
         T_(test_call_cut_by_the_budget_is_not_cached),
         T_(test_configmap_call_cut_by_the_budget_is_not_cached),
         T_(test_configmap_api_failure_is_cached),
+        T_(test_configmap_value),
     };
 #undef T_
 

@@ -102,6 +102,28 @@ TEST(test_ops_warnings_and_latency_buckets)
     dynbuf_free(&out);
 }
 
+/* A pinned pod comes with one MUTATE_W_PINNED warning; the pod is counted
+ * once, whatever else it was warned about. */
+TEST(test_pinned_pods_counted)
+{
+    unsigned kinds[MUTATE_W_KINDS] = {0};
+    struct metrics m;
+    struct dynbuf out;
+
+    metrics_init(&m);
+    metrics_admission(&m, 0, MUTATE_R_MUTATED, 1000, 3, kinds);
+    kinds[MUTATE_W_PINNED] = 1;
+    kinds[MUTATE_W_AMBIGUOUS] = 2;
+    metrics_admission(&m, 0, MUTATE_R_MUTATED, 1000, 4, kinds);
+    render(&m, &out);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_pinned_pods_total"), 1);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"pinned\"}"),
+                     1);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"ambiguous\"}"),
+                     2);
+    dynbuf_free(&out);
+}
+
 /* A cap too small for the exposition: too big, and out as it was. */
 TEST(test_render_too_big_leaves_out_as_it_was)
 {
@@ -153,6 +175,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_reason_has_its_own_labels),
         cmocka_unit_test(test_ops_warnings_and_latency_buckets),
+        cmocka_unit_test(test_pinned_pods_counted),
         cmocka_unit_test(test_render_too_big_leaves_out_as_it_was),
         cmocka_unit_test(test_render_out_of_memory_says_so),
     };

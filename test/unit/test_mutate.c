@@ -460,9 +460,36 @@ TEST(test_user_retry_cnt_outside_warns)
 
 TEST(test_user_hca_prefix_warns)
 {
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_12'}]") "]}"));
+    assert_env(C(0), "NCCL_IB_HCA", "mlx5_1,mlx5_12");
+    assert_warned("prefix mlx5_1 also matches mlx5_12");
+}
+
+/* roce-8card's nodes have mlx5_1..mlx5_8: no mlx5_1x for mlx5_1 to take. */
+TEST(test_user_hca_prefix_of_nothing_the_profile_knows)
+{
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_2'}]") "]}"));
     assert_env(C(0), "NCCL_IB_HCA", "mlx5_1,mlx5_2");
-    assert_warned("prefix");
+    assert_not_warned("prefix");
+    assert_warned("overrides the profile");
+}
+
+/* A 16-NIC profile knows mlx5_10..mlx5_16: there mlx5_1 really collides. */
+TEST(test_user_hca_prefix_of_a_device_the_profile_knows)
+{
+    run_with(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'^mlx5_1'}]") "]}"),
+             profiles_from("{'profiles':[{'name':'n16','default':true,'hca':['mlx5_1','mlx5_2',"
+                           "'mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7','mlx5_8','mlx5_9',"
+                           "'mlx5_10','mlx5_11','mlx5_12','mlx5_13','mlx5_14','mlx5_15',"
+                           "'mlx5_16']}]}"),
+             NULL);
+    assert_warned("prefix mlx5_1 also matches mlx5_10; start the list with ^=");
+}
+
+TEST(test_user_hca_syntax_nccl_misreads)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'=^mlx5_0'}]") "]}"));
+    assert_warned("NCCL_IB_HCA==^mlx5_0: NCCL reads ^ only before =");
 }
 
 TEST(test_user_nccl_debug_info_no_warning)
@@ -1032,15 +1059,19 @@ TEST(test_host_network_env_ignored_without_host_network)
 TEST(test_annotation_created_with_annotations)
 {
     run(POD("{'containers':[" C8("") "]}"));
-    assert_json_at(T.patched, "/metadata/annotations", "{'rdma-webhook.io/injected':'roce-8card'}");
+    assert_json_at(T.patched, "/metadata/annotations",
+                   "{'rdma-webhook.io/injected':'roce-8card',"
+                   "'rdma-webhook.io/selected-by':'gpus'}");
 }
 
 TEST(test_annotation_added_to_existing_annotations)
 {
     run(POD_META(",'annotations':{'team':'ml'}", "{'containers':[" C8("") "]}"));
     assert_json_at(T.patched, "/metadata/annotations",
-                   "{'team':'ml','rdma-webhook.io/injected':'roce-8card'}");
+                   "{'team':'ml','rdma-webhook.io/injected':'roce-8card',"
+                   "'rdma-webhook.io/selected-by':'gpus'}");
     assert_contains(dynbuf_ptr(&T.res.patch.out), "rdma-webhook.io~1injected");
+    assert_contains(dynbuf_ptr(&T.res.patch.out), "rdma-webhook.io~1selected-by");
 }
 
 TEST(test_annotation_names_the_chosen_profile)
@@ -1048,6 +1079,346 @@ TEST(test_annotation_names_the_chosen_profile)
     run(POD("{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}"));
     assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1injected", "'roce-4card'");
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4");
+}
+
+/* ================= a mixed cluster: selection, pinning ================= */
+
+/* The issue's cluster: 8-GPU H100 nodes (mlx5_0..mlx5_7) and 4-GPU A100 nodes
+ * (mlx5_1..mlx5_4), all in pool train; the A100 profile also takes 1- and
+ * 2-GPU pods. PIN is "true" or "false". */
+#define MIXED(pin)                                                                                 \
+    "{'profiles':["                                                                                \
+    "{'name':'h100','pin':" pin ",'match':{'gpus':8,'nodeLabels':"                                 \
+    "{'nvidia.com/gpu.product':'H100','pool':'train'}},"                                           \
+    "'hca':['mlx5_0','mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7'],"             \
+    "'resources':{'rdma/hca':'1'}},"                                                               \
+    "{'name':'a100','pin':" pin ",'match':{'gpus':[1,2,4],'nodeLabels':"                           \
+    "{'nvidia.com/gpu.product':'A100','pool':'train'}},"                                           \
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4'],'resources':{'rdma/hca':'1'}}]}"
+#define GPUS(n) "{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'" n "'}}}"
+#define A100_HCA "=mlx5_1,mlx5_2,mlx5_3,mlx5_4"
+#define PRODUCT_IN(values)                                                                         \
+    "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"                \
+    "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/gpu.product',"                  \
+    "'operator':'In','values':" values "}]}]}}}"
+
+TEST(test_mixed_4gpu_pod_without_constraints_is_pinned)
+{
+    run_with(POD("{'containers':[" GPUS("4") "]}"), profiles_from(MIXED("true")), NULL);
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_int_equal(T.res.rule, SELECT_BY_GPUS);
+    assert_env(C(0), "NCCL_IB_HCA", A100_HCA);
+    assert_json_at(T.patched, "/spec/nodeSelector",
+                   "{'nvidia.com/gpu.product':'A100','pool':'train'}");
+    assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", "'gpus'");
+    assert_true(T.res.pinned);
+    assert_int_equal(warned("pinned to profile \"a100\" nodes with nodeSelector "
+                            "nvidia.com/gpu.product=A100, pool=train"),
+                     1);
+    /* Sent again, the pod demands the A100 nodes itself: node labels choose. */
+    assert_int_equal(T.again.rule, SELECT_BY_NODE_LABELS);
+    assert_false(T.again.pinned);
+}
+
+TEST(test_mixed_4gpu_pod_without_pin_gets_no_node_selector)
+{
+    run_with(POD("{'containers':[" GPUS("4") "]}"), profiles_from(MIXED("false")), NULL);
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_absent(T.patched, "/spec/nodeSelector");
+    assert_false(T.res.pinned);
+    assert_not_warned("pinned");
+}
+
+TEST(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin)
+{
+    run_with(POD("{" PRODUCT_IN("['H100','A100']") ",'containers':[" GPUS("4") "]}"),
+             profiles_from(MIXED("true")), NULL);
+    assert_int_equal(warned("ambiguous node constraints fit profiles h100, a100"), 1);
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_int_equal(T.res.rule, SELECT_BY_GPUS);
+    assert_env(C(0), "NCCL_IB_HCA", A100_HCA);
+    assert_json_at(T.patched, "/spec/nodeSelector",
+                   "{'nvidia.com/gpu.product':'A100','pool':'train'}");
+}
+
+TEST(test_mixed_shared_pool_label_pins_only_the_missing_key)
+{
+    run_with(POD("{'nodeSelector':{'pool':'train'},'containers':[" GPUS("4") "]}"),
+             profiles_from(MIXED("true")), NULL);
+    assert_warned("ambiguous node constraints fit profiles h100, a100");
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_json_at(T.patched, "/spec/nodeSelector",
+                   "{'pool':'train','nvidia.com/gpu.product':'A100'}");
+    assert_contains(dynbuf_ptr(&T.res.patch.out), "/spec/nodeSelector/nvidia.com~1gpu.product");
+    assert_null(strstr(dynbuf_ptr(&T.res.patch.out), "/spec/nodeSelector/pool"));
+    assert_warned("nodeSelector nvidia.com/gpu.product=A100");
+}
+
+TEST(test_mixed_1_and_2_gpu_pods_take_the_gpus_list)
+{
+    const char *const counts[] = {POD("{'containers':[" GPUS("1") "]}"),
+                                  POD("{'containers':[" GPUS("2") "]}")};
+
+    for (size_t i = 0; i < 2; i++) {
+        run_with(counts[i], profiles_from(MIXED("false")), NULL);
+        assert_string_equal(T.res.profile->name, "a100");
+        assert_int_equal(T.res.rule, SELECT_BY_GPUS);
+        teardown(NULL);
+    }
+}
+
+TEST(test_mixed_pod_demanding_a100_never_gets_h100_by_gpu_count)
+{
+    run_with(POD("{'nodeSelector':{'nvidia.com/gpu.product':'A100'},'containers':[" GPUS("8") "]}"),
+             profiles_from(MIXED("true")), NULL);
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_int_equal(T.res.rule, SELECT_BY_NODE_LABELS);
+    assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by",
+                   "'node-labels'");
+    assert_json_at(T.patched, "/spec/nodeSelector", "{'nvidia.com/gpu.product':'A100'}");
+    assert_not_warned("ambiguous");
+}
+
+TEST(test_mixed_pod_excluding_both_gets_no_profile)
+{
+    run_with(POD("{'nodeSelector':{'nvidia.com/gpu.product':'L40'},'containers':[" GPUS("8") "]}"),
+             profiles_from(MIXED("true")), NULL);
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.reason, MUTATE_R_NO_PROFILE);
+    assert_warned("no RDMA profile matches this pod (8 GPUs)");
+}
+
+TEST(test_mixed_pin_keeps_the_pod_s_other_selector_keys)
+{
+    run_with(POD("{'nodeSelector':{'zone':'a'},'containers':[" GPUS("8") "]}"),
+             profiles_from(MIXED("true")), NULL);
+    assert_string_equal(T.res.profile->name, "h100");
+    assert_json_at(T.patched, "/spec/nodeSelector",
+                   "{'zone':'a','nvidia.com/gpu.product':'H100','pool':'train'}");
+}
+
+TEST(test_mixed_bound_pod_is_not_pinned)
+{
+    run_with(POD("{'nodeName':'gpu-node-3','containers':[" GPUS("4") "]}"),
+             profiles_from(MIXED("true")), NULL);
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_absent(T.patched, "/spec/nodeSelector");
+    assert_false(T.res.pinned);
+}
+
+TEST(test_pinned_default_profile)
+{
+    run_with(POD("{'containers':[" GPUS("3") "]}"),
+             profiles_from("{'profiles':[{'name':'big','match':{'gpus':8,'nodeLabels':"
+                           "{'t':'big'}}},"
+                           "{'name':'std','default':true,'pin':true,'match':{'nodeLabels':"
+                           "{'t':'std'}}}]}"),
+             NULL);
+    assert_string_equal(T.res.profile->name, "std");
+    assert_int_equal(T.res.rule, SELECT_BY_DEFAULT);
+    assert_json_at(T.patched, "/spec/nodeSelector", "{'t':'std'}");
+    assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", "'default'");
+    assert_warned("pinned to profile \"std\" nodes with nodeSelector t=std");
+}
+
+TEST(test_ambiguous_gpu_count_is_said_and_falls_to_the_default)
+{
+    run_with(POD("{'containers':[" GPUS("8") "]}"),
+             profiles_from("{'profiles':[{'name':'x','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+                           "{'name':'y','match':{'gpus':[4,8],'nodeLabels':{'t':'y'}}},"
+                           "{'name':'any','default':true}]}"),
+             NULL);
+    assert_warned("ambiguous GPU count 8 fits profiles x, y");
+    assert_string_equal(T.res.profile->name, "any");
+    assert_int_equal(T.res.rule, SELECT_BY_DEFAULT);
+}
+
+TEST(test_selected_by_each_rule)
+{
+    static const struct {
+        const char *pod, *rule;
+    } cases[] = {
+        {POD_META(",'annotations':{'rdma-webhook.io/profile':'roce-4card'}",
+                  "{'containers':[" C8("") "]}"),
+         "annotation"},
+        {POD("{'nodeSelector':{'nvidia.com/gpu.count':'4'},'containers':[" C8("") "]}"),
+         "node-labels"},
+        {POD("{'containers':[" C8("") "]}"), "gpus"},
+    };
+    char want[32];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run(cases[i].pod);
+        snprintf(want, sizeof(want), "'%s'", cases[i].rule);
+        assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", want);
+        assert_string_equal(select_rule_name(T.res.rule), cases[i].rule);
+        teardown(NULL);
+    }
+}
+
+/* ================= NCCL_IB_DISABLE: the user chose TCP ================= */
+
+#define IB_OFF(value) ",'env':[{'name':'NCCL_IB_DISABLE','value':'" value "'}]"
+
+static void assert_ib_left_out(const cJSON *c)
+{
+    assert_null(env_of(c, "NCCL_IB_HCA"));
+    assert_null(env_of(c, "NCCL_IB_TIMEOUT"));
+    assert_null(env_of(c, "NCCL_IB_QPS_PER_CONNECTION"));
+    assert_env(c, "NCCL_SOCKET_IFNAME", "eth0");
+    assert_absent(c, "/securityContext");
+    assert_absent(c, "/resources/limits/rdma~1hca");
+    assert_absent(c, "/resources/requests/rdma~1hca");
+}
+
+TEST(test_ib_disable_1_is_respected)
+{
+    run(POD("{'containers':[" C8(IB_OFF("1")) "]}"));
+    assert_outcome(MUTATE_PATCHED);
+    assert_ib_left_out(C(0));
+    assert_env(C(0), "NCCL_IB_DISABLE", "1");
+    assert_json_at(T.patched, "/spec/volumes/0/emptyDir", "{'medium':'Memory'}");
+    assert_json_at(C(0), "/volumeMounts/0/mountPath", "'/dev/shm'");
+    assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
+    assert_int_equal(warned("NCCL_IB_DISABLE=1"), 1);
+    assert_int_equal(T.res.warnings.n, 1); /* one warning, no "overrides the profile" */
+    assert_int_equal(T.res.warnings.kind[0], MUTATE_W_IB_DISABLED);
+}
+
+/* With InfiniBand off NCCL reads no other NCCL_IB_* value: no warnings
+ * about them, and none about overriding the profile's. */
+TEST(test_ib_disable_silences_other_ib_values)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','value':'1'},"
+                                 "{'name':'NCCL_IB_TIMEOUT','value':'40'},"
+                                 "{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_10'}]") "]}"));
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_warned("NCCL_IB_DISABLE=1");
+    assert_env(C(0), "NCCL_IB_TIMEOUT", "40");
+}
+
+TEST(test_ib_disable_values_nccl_reads_as_non_zero)
+{
+    static const char *const on[] = {
+        POD("{'containers':[" C8(IB_OFF("0x1")) "]}"), POD("{'containers':[" C8(IB_OFF(" 1")) "]}"),
+        POD("{'containers':[" C8(IB_OFF("2")) "]}"), POD("{'containers':[" C8(IB_OFF("01")) "]}")};
+
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+        run(on[i]);
+        assert_ib_left_out(C(0));
+        teardown(NULL);
+    }
+}
+
+TEST(test_ib_disable_true_is_0_to_nccl)
+{
+    /* strtoll("true") is 0: InfiniBand stays on, and the value is flagged. */
+    run(POD("{'containers':[" C8(IB_OFF("true")) "]}"));
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
+    assert_warned("NCCL_IB_DISABLE=true is not an integer");
+    assert_not_warned("no RDMA device");
+}
+
+TEST(test_ib_disable_from_value_from_is_unknown)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','valueFrom':{'configMapKeyRef':"
+                                 "{'name':'c','key':'k'}}}]") "]}"));
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_not_warned("no RDMA device");
+}
+
+TEST(test_ib_disable_last_env_entry_wins)
+{
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','value':'1'},"
+                                 "{'name':'NCCL_IB_DISABLE','value':'0'}]") "]}"));
+    assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
+    teardown(NULL);
+    run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','value':'0'},"
+                                 "{'name':'NCCL_IB_DISABLE','value':'1'}]") "]}"));
+    assert_absent(C(0), "/securityContext");
+}
+
+TEST(test_ib_disable_per_container_device_goes_to_the_other)
+{
+    /* Two containers of 4 GPUs each: 8 in all, roce-8card. */
+    run(POD("{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'}}" IB_OFF("1")
+            "},{'name':'b','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}"));
+    assert_ib_left_out(C(0));
+    assert_json_at(C(1), "/resources/limits/rdma~1hca", "'1'");
+    assert_json_at(C(1), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
+    assert_env(C(1), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_int_equal(warned("NCCL_IB_DISABLE"), 1);
+}
+
+/* A ConfigMap whose one key has a value. */
+struct fake_cm_value {
+    const char *key, *value;
+    int calls;
+};
+
+static enum mutate_envfrom fake_value(void *ctx, const char *ns, const char *name,
+                                      const char *key, char *value, size_t len)
+{
+    struct fake_cm_value *f = ctx;
+
+    (void)ns;
+    (void)name;
+    f->calls++;
+    if (strcmp(key, f->key) != 0)
+        return MUTATE_ENVFROM_LACKS;
+    snprintf(value, len, "%s", f->value);
+    return MUTATE_ENVFROM_HAS;
+}
+
+static enum mutate_envfrom fake_value_has_key(void *ctx, const char *ns, const char *name,
+                                              const char *key)
+{
+    struct fake_cm_value *f = ctx;
+
+    (void)ns;
+    (void)name;
+    return strcmp(key, f->key) == 0 ? MUTATE_ENVFROM_HAS : MUTATE_ENVFROM_LACKS;
+}
+
+TEST(test_ib_disable_from_a_readable_configmap)
+{
+    struct fake_cm_value f = {.key = "IB_DISABLE", .value = "1"};
+    struct mutate_hooks h = {
+        .configmap_has_key = fake_value_has_key, .configmap_value = fake_value, .ctx = &f};
+
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'prefix':'NCCL_','configMapRef':"
+                                      "{'name':'tcp'}}]") "]}"),
+             shipped, &h);
+    assert_ib_left_out(C(0));
+    assert_null(env_of(C(0), "NCCL_IB_DISABLE")); /* the ConfigMap's value stays in charge */
+    assert_true(f.calls > 0);
+    assert_int_equal(warned("NCCL_IB_DISABLE=1"), 1);
+}
+
+TEST(test_ib_disable_configmap_then_unreadable_secret_is_unknown)
+{
+    struct fake_cm_value f = {.key = "NCCL_IB_DISABLE", .value = "1"};
+    struct mutate_hooks h = {
+        .configmap_has_key = fake_value_has_key, .configmap_value = fake_value, .ctx = &f};
+
+    /* The Secret, later in envFrom, might set it again: not known to be off. */
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'tcp'}},"
+                                      "{'secretRef':{'name':'s'}}]") "]}"),
+             shipped, &h);
+    assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
+    assert_not_warned("no RDMA device");
+}
+
+TEST(test_ib_disable_configmap_0_leaves_ib_on)
+{
+    struct fake_cm_value f = {.key = "NCCL_IB_DISABLE", .value = "0"};
+    struct mutate_hooks h = {
+        .configmap_has_key = fake_value_has_key, .configmap_value = fake_value, .ctx = &f};
+
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'c'}}]") "]}"), shipped,
+             &h);
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
 }
 
 /* ================= nothing missing ================= */
@@ -1217,7 +1588,8 @@ TEST(test_implicit_target_template_without_metadata)
     run_at(PYTORCHJOB("{'spec':{'containers':[" C8("") "]}}"), WORKER_BASE, 1, shipped, NULL);
     assert_outcome(MUTATE_PATCHED);
     assert_json_at(T.patched, WORKER_BASE "/metadata",
-                   "{'annotations':{'rdma-webhook.io/injected':'roce-8card'}}");
+                   "{'annotations':{'rdma-webhook.io/injected':'roce-8card',"
+                   "'rdma-webhook.io/selected-by':'gpus'}}");
     assert_json_at(T.patched, WORKER_BASE "/spec/schedulerName", "'volcano'");
     assert_json_at(T.patched, WORKER_BASE "/spec/containers/0/securityContext",
                    "{'capabilities':{'add':['IPC_LOCK']}}");
@@ -1232,7 +1604,8 @@ TEST(test_implicit_target_template_with_metadata)
            WORKER_BASE, 1, shipped, NULL);
     assert_json_at(
         T.patched, WORKER_BASE "/metadata",
-        "{'labels':{'app':'x'},'annotations':{'rdma-webhook.io/injected':'roce-8card'}}");
+        "{'labels':{'app':'x'},'annotations':{'rdma-webhook.io/injected':'roce-8card',"
+        "'rdma-webhook.io/selected-by':'gpus'}}");
 }
 
 TEST(test_template_without_implicit_target_is_not_a_target)
@@ -1376,7 +1749,8 @@ TEST(test_long_name_keeps_phrase_overrides)
 TEST(test_long_name_keeps_phrase_prefix)
 {
     run(POD(
-        "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1'}]") "]}"));
+        "{'containers':[" C8N(NAME63,
+                              ",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_10'}]") "]}"));
     assert_warned("prefix");
 }
 
@@ -1405,6 +1779,31 @@ int main(void)
         T_(test_user_octal_timeout_warns),
         T_(test_user_retry_cnt_outside_warns),
         T_(test_user_hca_prefix_warns),
+        T_(test_user_hca_prefix_of_nothing_the_profile_knows),
+        T_(test_user_hca_prefix_of_a_device_the_profile_knows),
+        T_(test_user_hca_syntax_nccl_misreads),
+        T_(test_mixed_4gpu_pod_without_constraints_is_pinned),
+        T_(test_mixed_4gpu_pod_without_pin_gets_no_node_selector),
+        T_(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin),
+        T_(test_mixed_shared_pool_label_pins_only_the_missing_key),
+        T_(test_mixed_1_and_2_gpu_pods_take_the_gpus_list),
+        T_(test_mixed_pod_demanding_a100_never_gets_h100_by_gpu_count),
+        T_(test_mixed_pod_excluding_both_gets_no_profile),
+        T_(test_mixed_pin_keeps_the_pod_s_other_selector_keys),
+        T_(test_mixed_bound_pod_is_not_pinned),
+        T_(test_pinned_default_profile),
+        T_(test_ambiguous_gpu_count_is_said_and_falls_to_the_default),
+        T_(test_selected_by_each_rule),
+        T_(test_ib_disable_1_is_respected),
+        T_(test_ib_disable_silences_other_ib_values),
+        T_(test_ib_disable_values_nccl_reads_as_non_zero),
+        T_(test_ib_disable_true_is_0_to_nccl),
+        T_(test_ib_disable_from_value_from_is_unknown),
+        T_(test_ib_disable_last_env_entry_wins),
+        T_(test_ib_disable_per_container_device_goes_to_the_other),
+        T_(test_ib_disable_from_a_readable_configmap),
+        T_(test_ib_disable_configmap_then_unreadable_secret_is_unknown),
+        T_(test_ib_disable_configmap_0_leaves_ib_on),
         T_(test_user_nccl_debug_info_no_warning),
         T_(test_envfrom_secret_warns_and_skips_nothing),
         T_(test_envfrom_configmap_without_lookup_warns),

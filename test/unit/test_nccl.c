@@ -2,12 +2,15 @@
  * Unit tests for webhook/nccl.c. Expectations come from how NCCL reads its
  * environment: integers through strtoll(value, NULL, 0) (so "022" is octal 18
  * and "0x16" is 22), NCCL_IB_TIMEOUT valid in 1..31, NCCL_IB_RETRY_CNT in
- * 0..7 (InfiniBand's 3-bit retry count), NCCL_IB_HCA entries matched as
- * prefixes unless the list starts with '=' (after an optional '^'), and
+ * 0..7 (InfiniBand's 3-bit retry count), NCCL_IB_HCA parsed as net_ib does
+ * (an optional '^', then an optional '=', then "name[:port]" entries; each a
+ * prefix without the '=', flagged only when it really takes another device),
+ * NCCL_IB_DISABLE non-zero as ncclLoadParam reads it, and
  * NCCL_DEBUG compared case-insensitively to VERSION/WARN/INFO/TRACE/ABORT.
  */
 #include "unit.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "nccl.h"
@@ -115,22 +118,59 @@ TEST(test_hca_with_equals_is_ok)
     assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,mlx5_2"), NCCL_VALUE_OK);
 }
 
-TEST(test_hca_without_equals_is_a_prefix_list)
+/* The kernel's device names for the cases below: the seed's 8-card node has
+ * mlx5_0..mlx5_8, a 16-NIC node goes up to mlx5_16. */
+#define KNOWN_8  "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+#define KNOWN_16 KNOWN_8 ",mlx5_9,mlx5_10,mlx5_11,mlx5_12,mlx5_13,mlx5_14,mlx5_15,mlx5_16"
+
+static enum nccl_verdict check_hca(const char *value, const char *known)
 {
-    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1,mlx5_2"), NCCL_VALUE_HCA_PREFIX);
-    assert_int_equal(strncmp(msg, "NCCL_IB_HCA=mlx5_1,mlx5_2", 25), 0);
-    assert_contains(msg, "prefix");
+    memset(msg, 0, sizeof(msg));
+    return nccl_check_hca(value, known, msg, sizeof(msg));
+}
+
+TEST(test_hca_prefix_list_without_collision_is_ok)
+{
+    /* mlx5_1 is a prefix, but of nothing the node has: NCCL takes what was
+     * meant. */
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1,mlx5_2"), NCCL_VALUE_OK);
+    assert_int_equal(check_hca("mlx5_1,mlx5_2", KNOWN_8), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_prefix_colliding_with_a_known_device)
+{
+    assert_int_equal(check_hca("mlx5_1,mlx5_2", KNOWN_16), NCCL_VALUE_HCA_PREFIX);
+    assert_int_equal(strncmp(msg, "NCCL_IB_HCA=mlx5_1,mlx5_2 ", 25), 0);
+    assert_contains(msg, "prefix mlx5_1 also matches mlx5_10");
+    assert_contains(msg, "start the list with =");
+}
+
+TEST(test_hca_prefix_colliding_within_the_list)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1,mlx5_12"), NCCL_VALUE_HCA_PREFIX);
+    assert_contains(msg, "prefix mlx5_1 also matches mlx5_12");
+    /* Order does not matter: mlx5_12 first, then the prefix that takes it. */
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_12,mlx5_1"), NCCL_VALUE_HCA_PREFIX);
 }
 
 TEST(test_hca_exclusion_with_equals_is_ok)
 {
     assert_int_equal(check("NCCL_IB_HCA", "^=mlx5_0"), NCCL_VALUE_OK);
+    assert_int_equal(check_hca("^=mlx5_1", KNOWN_16), NCCL_VALUE_OK);
 }
 
-TEST(test_hca_exclusion_without_equals_is_a_prefix_list)
+TEST(test_hca_exclusion_without_equals_collides_as_well)
 {
-    /* ^mlx5_1 would also exclude mlx5_10..mlx5_19. */
-    assert_int_equal(check("NCCL_IB_HCA", "^mlx5_1"), NCCL_VALUE_HCA_PREFIX);
+    /* ^mlx5_1 also excludes mlx5_10..mlx5_16 on a 16-NIC node. */
+    assert_int_equal(check_hca("^mlx5_1", KNOWN_16), NCCL_VALUE_HCA_PREFIX);
+    assert_contains(msg, "start the list with ^=");
+    assert_int_equal(check_hca("^mlx5_1", KNOWN_8), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_exact_list_never_collides)
+{
+    assert_int_equal(check_hca("=mlx5_1,mlx5_2", KNOWN_16), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,mlx5_10"), NCCL_VALUE_OK);
 }
 
 TEST(test_hca_driver_prefix_mlx5_is_ok)
@@ -139,19 +179,111 @@ TEST(test_hca_driver_prefix_mlx5_is_ok)
      * mlx5". The 5 belongs to the driver name, not to a device index like the
      * 1 of mlx5_1: the prefix is the intent, nothing collides. */
     assert_int_equal(check("NCCL_IB_HCA", "mlx5"), NCCL_VALUE_OK);
+    assert_int_equal(check_hca("mlx5", KNOWN_16), NCCL_VALUE_OK);
+    assert_int_equal(check_hca("mlx5_", KNOWN_16), NCCL_VALUE_OK);
     assert_int_equal(check("NCCL_IB_HCA", "mlx5_bond"), NCCL_VALUE_OK);
+    assert_int_equal(check_hca("mlx5,mlx5_3", KNOWN_16), NCCL_VALUE_OK);
 }
 
-TEST(test_hca_port_suffix_still_checks_the_name)
+TEST(test_hca_port_suffix_names_the_device)
 {
-    /* mlx5_1:1 names device mlx5_1 (a prefix of mlx5_10) port 1. */
-    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1:1"), NCCL_VALUE_HCA_PREFIX);
-    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"), NCCL_VALUE_OK);
+    /* mlx5_1:1 is device mlx5_1 (a prefix of mlx5_10) port 1. */
+    assert_int_equal(check("NCCL_IB_HCA", "mlx5_1:1"), NCCL_VALUE_OK);
+    assert_int_equal(check_hca("mlx5_1:1", KNOWN_16), NCCL_VALUE_HCA_PREFIX);
+    assert_int_equal(check_hca("mlx5_1:1", "=mlx5_10:1"), NCCL_VALUE_HCA_PREFIX);
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:2"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_HCA", "^=mlx5_0:1"), NCCL_VALUE_OK);
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1:255"), NCCL_VALUE_OK);
 }
 
-TEST(test_hca_digit_entry_after_a_safe_one_is_caught)
+TEST(test_hca_ports_nccl_cannot_use)
 {
-    assert_int_equal(check("NCCL_IB_HCA", "mlx5,mlx5_3"), NCCL_VALUE_HCA_PREFIX);
+    /* atoi() reads these as port 0, which no device has (ports start at 1). */
+    static const char *const bad[] = {"=mlx5_1:", "=mlx5_1:x", "=mlx5_1:0", "mlx5_1:256",
+                                      "=mlx5_1:1:2", "=mlx5_1:-1", "=mlx5_1:1x"};
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (check("NCCL_IB_HCA", bad[i]) != NCCL_VALUE_HCA_SYNTAX)
+            fail_msg("NCCL_IB_HCA=%s: expected a syntax verdict, got \"%s\"", bad[i], msg);
+        assert_contains(msg, "port");
+    }
+}
+
+TEST(test_hca_markers_in_the_wrong_order)
+{
+    /* NCCL takes ^ first, then =: "=^mlx5_0" is the exact name "^mlx5_0". */
+    assert_int_equal(check("NCCL_IB_HCA", "=^mlx5_0"), NCCL_VALUE_HCA_SYNTAX);
+    assert_contains(msg, "write ^=");
+}
+
+TEST(test_hca_lists_that_name_no_device)
+{
+    /* "^" alone excludes every device, "=" alone takes all of them. */
+    static const char *const none[] = {"^", "=", "^=", ",", "=,,", ":1", "=:1"};
+
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+        if (check("NCCL_IB_HCA", none[i]) != NCCL_VALUE_HCA_SYNTAX)
+            fail_msg("NCCL_IB_HCA=%s: expected a syntax verdict, got \"%s\"", none[i], msg);
+}
+
+TEST(test_hca_entry_without_a_name)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,:1"), NCCL_VALUE_HCA_SYNTAX);
+    assert_contains(msg, "no device name");
+}
+
+TEST(test_hca_empty_entries_are_skipped_as_nccl_does)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,,mlx5_2,"), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_spaces_are_part_of_the_name)
+{
+    assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1, mlx5_2"), NCCL_VALUE_HCA_SYNTAX);
+    assert_contains(msg, "spaces");
+}
+
+TEST(test_hca_more_entries_than_nccl_reads)
+{
+    char value[512] = "=";
+
+    for (int i = 0; i < 33; i++)
+        snprintf(value + strlen(value), sizeof(value) - strlen(value), "%smlx5_%d", i ? "," : "",
+                 i);
+    assert_int_equal(check("NCCL_IB_HCA", value), NCCL_VALUE_HCA_SYNTAX);
+    assert_contains(msg, "first 32");
+    *strrchr(value, ',') = '\0'; /* 32 entries */
+    assert_int_equal(check("NCCL_IB_HCA", value), NCCL_VALUE_OK);
+}
+
+TEST(test_hca_entry_form_of_a_profile)
+{
+    assert_true(nccl_is_hca_entry("mlx5_1"));
+    assert_true(nccl_is_hca_entry("mlx5_1:1"));
+    assert_true(nccl_is_hca_entry("rocep1s0f0"));
+    assert_true(nccl_is_hca_entry("mlx5_bond_0:255"));
+    assert_false(nccl_is_hca_entry(""));
+    assert_false(nccl_is_hca_entry(":1"));
+    assert_false(nccl_is_hca_entry("mlx5_1:"));
+    assert_false(nccl_is_hca_entry("mlx5_1:0"));
+    assert_false(nccl_is_hca_entry("mlx5_1:1:1"));
+    assert_false(nccl_is_hca_entry("=mlx5_1"));
+    assert_false(nccl_is_hca_entry("mlx5_1,mlx5_2"));
+    assert_false(nccl_is_hca_entry("mlx5 1"));
+}
+
+TEST(test_reads_nonzero_as_nccl_does)
+{
+    static const char *const on[] = {"1", "2", "-1", "0x1", "01", " 1", "+1", "1abc", "1.5"};
+    static const char *const off[] = {"0", "", "true", "yes", "00", "0x0", "-0", " ",
+                                      "99999999999999999999"};
+
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
+        if (!nccl_reads_nonzero(on[i]))
+            fail_msg("\"%s\": NCCL reads it as non-zero", on[i]);
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+        if (nccl_reads_nonzero(off[i]))
+            fail_msg("\"%s\": NCCL reads it as 0 (or falls back to its default 0)", off[i]);
 }
 
 TEST(test_hca_empty_is_empty)
@@ -291,12 +423,23 @@ int main(void)
         cmocka_unit_test(test_retry_cnt_8_is_out_of_range),
         cmocka_unit_test(test_retry_cnt_07_is_octal_even_in_range),
         cmocka_unit_test(test_hca_with_equals_is_ok),
-        cmocka_unit_test(test_hca_without_equals_is_a_prefix_list),
+        cmocka_unit_test(test_hca_prefix_list_without_collision_is_ok),
+        cmocka_unit_test(test_hca_prefix_colliding_with_a_known_device),
+        cmocka_unit_test(test_hca_prefix_colliding_within_the_list),
         cmocka_unit_test(test_hca_exclusion_with_equals_is_ok),
-        cmocka_unit_test(test_hca_exclusion_without_equals_is_a_prefix_list),
+        cmocka_unit_test(test_hca_exclusion_without_equals_collides_as_well),
+        cmocka_unit_test(test_hca_exact_list_never_collides),
         cmocka_unit_test(test_hca_driver_prefix_mlx5_is_ok),
-        cmocka_unit_test(test_hca_port_suffix_still_checks_the_name),
-        cmocka_unit_test(test_hca_digit_entry_after_a_safe_one_is_caught),
+        cmocka_unit_test(test_hca_port_suffix_names_the_device),
+        cmocka_unit_test(test_hca_ports_nccl_cannot_use),
+        cmocka_unit_test(test_hca_markers_in_the_wrong_order),
+        cmocka_unit_test(test_hca_lists_that_name_no_device),
+        cmocka_unit_test(test_hca_entry_without_a_name),
+        cmocka_unit_test(test_hca_empty_entries_are_skipped_as_nccl_does),
+        cmocka_unit_test(test_hca_spaces_are_part_of_the_name),
+        cmocka_unit_test(test_hca_more_entries_than_nccl_reads),
+        cmocka_unit_test(test_hca_entry_form_of_a_profile),
+        cmocka_unit_test(test_reads_nonzero_as_nccl_does),
         cmocka_unit_test(test_hca_empty_is_empty),
         cmocka_unit_test(test_debug_known_words_any_case),
         cmocka_unit_test(test_debug_unknown_word),

@@ -147,8 +147,11 @@ TEST(test_shipped_match_and_resources)
     const struct profile *p8 = profiles_find(ps, "roce-8card");
     const struct profile *p4 = profiles_find(ps, "roce-4card");
 
-    assert_int_equal(p8->match_gpus, 8);
-    assert_int_equal(p4->match_gpus, 4);
+    assert_int_equal(p8->n_gpus, 1);
+    assert_int_equal(p8->gpus[0], 8);
+    assert_int_equal(p4->n_gpus, 1);
+    assert_int_equal(p4->gpus[0], 4);
+    assert_false(p8->pin);
     assert_string_equal(profiles_kv_get(&p8->node_labels, "nvidia.com/gpu.count"), "8");
     assert_string_equal(profiles_kv_get(&p4->node_labels, "nvidia.com/gpu.count"), "4");
     assert_string_equal(profiles_kv_get(&p8->resources, "rdma/hca"), "1");
@@ -195,7 +198,8 @@ TEST(test_minimal_document_uses_builtin_defaults)
     assert_string_equal(ps->p[0].scheduler_name, "volcano");
     assert_true(ps->p[0].ipc_lock);
     assert_true(ps->p[0].shm);
-    assert_int_equal(ps->p[0].match_gpus, 0);
+    assert_int_equal(ps->p[0].n_gpus, 0);
+    assert_false(ps->p[0].pin);
     profiles_free(ps);
 }
 
@@ -412,14 +416,61 @@ TEST(test_hca_and_env_nccl_ib_hca_together)
     assert_contains(line, "NCCL_IB_HCA");
 }
 
+/* Without '=' the entries are prefixes: refused where one takes another
+ * listed device, accepted where nothing collides. */
 TEST(test_env_nccl_ib_hca_without_equals)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1'}}]}");
+    const char *e =
+        rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_10'}}]}");
+    struct profiles *ps;
 
     line_with(e, "NCCL_IB_HCA", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
-    assert_contains(line, "mlx5_1");
+    assert_contains(line, "prefix mlx5_1 also matches mlx5_10");
+    ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_2'}}]}");
+    profiles_free(ps);
+}
+
+TEST(test_env_nccl_ib_hca_syntax)
+{
+    static const char *const bad[] = {"=^mlx5_0", "=mlx5_1:0", "^", "=mlx5_1, mlx5_2"};
+    char doc[256], line[512];
+    struct profiles *ps;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'%s'}}]}",
+                 bad[i]);
+        line_with(rejected(doc), "NCCL_IB_HCA", line, sizeof(line));
+        assert_contains(line, "profile \"p\"");
+    }
+    ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'^=mlx5_0:1'}}]}");
+    profiles_free(ps);
+}
+
+TEST(test_hca_entries_with_ports)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'p','hca':['mlx5_1:1','mlx5_2:2']}]}");
+    char line[512];
+
+    assert_string_equal(profiles_kv_get(&ps->p[0].env, "NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:2");
+    profiles_free(ps);
+    line_with(rejected("{'profiles':[{'name':'p','hca':['mlx5_1:0']}]}"), "hca", line,
+              sizeof(line));
+    assert_contains(line, "port");
+    rejected("{'profiles':[{'name':'p','hca':[':1']}]}");
+    rejected("{'profiles':[{'name':'p','hca':['mlx5_1:']}]}");
+    rejected("{'profiles':[{'name':'p','hca':['=mlx5_1']}]}");
+}
+
+TEST(test_hca_at_most_what_nccl_reads)
+{
+    char doc[1024] = "{'profiles':[{'name':'p','hca':[";
+
+    for (int i = 0; i < 33; i++)
+        snprintf(doc + strlen(doc), sizeof(doc) - strlen(doc), "%s'mlx5_%d'", i ? "," : "", i);
+    strcat(doc, "]}]}");
+    assert_contains(rejected(doc), "1 to 32");
 }
 
 TEST(test_hca_entry_not_a_device_name)
@@ -581,6 +632,48 @@ TEST(test_gpus_fraction)
     assert_contains(line, "profile \"p\"");
 }
 
+TEST(test_gpus_list)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'p','match':{'gpus':[1,2,4]}}]}");
+
+    assert_int_equal(ps->p[0].n_gpus, 3);
+    assert_true(profiles_matches_gpus(&ps->p[0], 1));
+    assert_true(profiles_matches_gpus(&ps->p[0], 2));
+    assert_true(profiles_matches_gpus(&ps->p[0], 4));
+    assert_false(profiles_matches_gpus(&ps->p[0], 3));
+    assert_false(profiles_matches_gpus(&ps->p[0], 8));
+    profiles_free(ps);
+}
+
+TEST(test_gpus_list_refusals)
+{
+    static const char *const bad[] = {"[]", "[4,4]", "[4,'8']", "[0]", "[2.5]", "[[4]]",
+                                      "{'n':4}", "true"};
+    char doc[256], line[512];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','match':{'gpus':%s}}]}", bad[i]);
+        line_with(rejected(doc), "match.gpus", line, sizeof(line));
+        assert_contains(line, "profile \"p\"");
+    }
+    assert_contains(rejected("{'profiles':[{'name':'p','match':{'gpus':[4,4]}}]}"),
+                    "4 is listed twice");
+}
+
+TEST(test_gpus_list_at_most_32)
+{
+    char doc[1024] = "{'profiles':[{'name':'p','match':{'gpus':[";
+    struct profiles *ps;
+
+    for (int i = 1; i <= 32; i++)
+        snprintf(doc + strlen(doc), sizeof(doc) - strlen(doc), "%s%d", i > 1 ? "," : "", i);
+    ps = accepted(strcat(doc, "]}}]}"));
+    assert_int_equal(ps->p[0].n_gpus, 32);
+    profiles_free(ps);
+    strcpy(strstr(doc, ",32]"), ",32,33]}}]}");
+    assert_contains(rejected(doc), "1 to 32");
+}
+
 TEST(test_gpus_zero_and_string)
 {
     char line[512];
@@ -591,6 +684,129 @@ TEST(test_gpus_zero_and_string)
     e = rejected("{'profiles':[{'name':'p','match':{'gpus':'8'}}]}");
     line_with(e, "gpus", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
+}
+
+/* ---- match rules that can never win ---- */
+
+TEST(test_identical_match_rules_refused)
+{
+    char line[512];
+    const char *e = rejected(
+        "{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+        "{'name':'b','match':{'gpus':[8],'nodeLabels':{'t':'x'}}}]}");
+
+    line_with(e, "same match rules", line, sizeof(line));
+    assert_contains(line, "\"a\"");
+    assert_contains(line, "\"b\"");
+    /* One line for the pair, not one per rule. */
+    assert_null(strstr(e, "can never choose either"));
+    assert_null(strchr(strchr(e, '\n') + 1, '\n'));
+    e = rejected("{'profiles':[{'name':'a','match':{'gpus':[4,8]}},"
+                 "{'name':'b','match':{'gpus':[8,4]}}]}");
+    assert_contains(e, "same match rules");
+}
+
+TEST(test_profiles_without_match_rules_are_not_identical)
+{
+    /* Annotation-only profiles: nothing to tell apart. */
+    struct profiles *ps =
+        accepted("{'profiles':[{'name':'a'},{'name':'b','match':{}},{'name':'c','default':true}]}");
+
+    assert_int_equal(ps->n, 3);
+    profiles_free(ps);
+}
+
+TEST(test_same_node_labels_different_gpus_refused)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+                             "{'name':'b','match':{'gpus':4,'nodeLabels':{'t':'x'}}}]}");
+
+    line_with(e, "same match.nodeLabels", line, sizeof(line));
+    assert_contains(line, "\"a\" and \"b\"");
+}
+
+/* Every node with {pool: train, gpu.product: H100} also has {pool: train}:
+ * a pod that fits h100 fits train too, so node labels never find h100 alone. */
+TEST(test_node_labels_subset_of_another_refused)
+{
+    char line[512];
+    const char *e = rejected(
+        "{'profiles':[{'name':'train','match':{'nodeLabels':{'pool':'train'}}},"
+        "{'name':'h100','match':{'nodeLabels':{'pool':'train','gpu.product':'H100'}}}]}");
+
+    line_with(e, "profile \"h100\": match.nodeLabels can never win", line, sizeof(line));
+    assert_contains(line, "profile \"train\"");
+    assert_null(strstr(e, "profile \"train\": match.nodeLabels"));
+}
+
+TEST(test_shared_label_with_distinct_ones_accepted)
+{
+    struct profiles *ps = accepted(
+        "{'profiles':[{'name':'h100','match':{'gpus':8,'nodeLabels':{'p':'H100','pool':'t'}}},"
+        "{'name':'a100','match':{'gpus':[1,2,4],'nodeLabels':{'p':'A100','pool':'t'}}}]}");
+
+    profiles_free(ps);
+}
+
+/* A profile without nodeLabels is never excluded, so a labelled profile's
+ * count that it also takes is never found alone. */
+TEST(test_gpus_count_shadowed_by_a_label_less_profile_refused)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'any8','match':{'gpus':8}},"
+                             "{'name':'h100','match':{'gpus':[4,8],'nodeLabels':{'p':'H100'}}}]}");
+
+    line_with(e, "profile \"h100\": match.gpus 8 can never win", line, sizeof(line));
+    assert_contains(line, "\"any8\"");
+    assert_null(strstr(e, "match.gpus 4"));
+    assert_null(strstr(e, "profile \"any8\": match.gpus"));
+}
+
+TEST(test_gpus_count_overlap_with_distinct_labels_accepted)
+{
+    /* An 8-GPU pod without constraints is a tie (a warning), but each can
+     * win: a pod excluding the other's label. */
+    struct profiles *ps =
+        accepted("{'profiles':[{'name':'x','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+                 "{'name':'y','match':{'gpus':[4,8],'nodeLabels':{'t':'y'}}}]}");
+
+    profiles_free(ps);
+}
+
+TEST(test_same_gpus_without_labels_refused)
+{
+    const char *e = rejected("{'profiles':[{'name':'a','match':{'gpus':[2,4]}},"
+                             "{'name':'b','match':{'gpus':[4,8]}}]}");
+
+    assert_contains(e, "profiles \"a\" and \"b\": match.gpus 4 can never choose either");
+}
+
+TEST(test_pin)
+{
+    struct profiles *ps = accepted(
+        "{'profiles':[{'name':'a','pin':true,'match':{'gpus':4,'nodeLabels':{'t':'a'}}},"
+        "{'name':'d','default':true,'pin':true,'match':{'nodeLabels':{'t':'d'}}}]}");
+
+    assert_true(ps->p[0].pin);
+    assert_true(ps->p[1].pin);
+    profiles_free(ps);
+}
+
+TEST(test_pin_refusals)
+{
+    char line[512];
+
+    line_with(rejected("{'profiles':[{'name':'a','pin':true,'match':{'gpus':4}}]}"), "pin", line,
+              sizeof(line));
+    assert_contains(line, "profile \"a\"");
+    assert_contains(line, "nodeLabels");
+    line_with(rejected("{'profiles':[{'name':'a','pin':true,'match':{'nodeLabels':{'t':'a'}}}]}"),
+              "pin", line, sizeof(line));
+    assert_contains(line, "match.gpus or default");
+    line_with(rejected("{'profiles':[{'name':'a','pin':'yes','match':{'gpus':4}}]}"), "pin", line,
+              sizeof(line));
+    assert_contains(line, "true or false");
 }
 
 TEST(test_bad_profile_name)
@@ -789,6 +1005,22 @@ int main(void)
         cmocka_unit_test(test_env_value_not_a_string),
         cmocka_unit_test(test_hca_and_env_nccl_ib_hca_together),
         cmocka_unit_test(test_env_nccl_ib_hca_without_equals),
+        cmocka_unit_test(test_env_nccl_ib_hca_syntax),
+        cmocka_unit_test(test_hca_entries_with_ports),
+        cmocka_unit_test(test_hca_at_most_what_nccl_reads),
+        cmocka_unit_test(test_gpus_list),
+        cmocka_unit_test(test_gpus_list_refusals),
+        cmocka_unit_test(test_gpus_list_at_most_32),
+        cmocka_unit_test(test_identical_match_rules_refused),
+        cmocka_unit_test(test_profiles_without_match_rules_are_not_identical),
+        cmocka_unit_test(test_same_node_labels_different_gpus_refused),
+        cmocka_unit_test(test_node_labels_subset_of_another_refused),
+        cmocka_unit_test(test_shared_label_with_distinct_ones_accepted),
+        cmocka_unit_test(test_gpus_count_shadowed_by_a_label_less_profile_refused),
+        cmocka_unit_test(test_gpus_count_overlap_with_distinct_labels_accepted),
+        cmocka_unit_test(test_same_gpus_without_labels_refused),
+        cmocka_unit_test(test_pin),
+        cmocka_unit_test(test_pin_refusals),
         cmocka_unit_test(test_hca_entry_not_a_device_name),
         cmocka_unit_test(test_hca_empty_list),
         cmocka_unit_test(test_resource_quantity_abc),

@@ -340,6 +340,8 @@ TEST(test_pod_create_response_shape)
     assert_true(cJSON_IsString(get(response(), "patch")));
     assert_string_equal(cJSON_GetStringValue(get(get(response(), "auditAnnotations"), "profile")),
                         "roce-8card");
+    assert_string_equal(
+        cJSON_GetStringValue(get(get(response(), "auditAnnotations"), "selected-by")), "gpus");
 }
 
 TEST(test_pod_create_patch_decodes_and_applies)
@@ -394,6 +396,8 @@ TEST(test_summary_of_a_mutation)
     assert_int_equal(R.sum.reason, MUTATE_R_MUTATED);
     assert_non_null(R.sum.profile);
     assert_string_equal(R.sum.profile, "roce-4card");
+    assert_non_null(R.sum.selected_by);
+    assert_string_equal(R.sum.selected_by, "gpus");
     assert_true(R.sum.ops > 0);
 }
 

@@ -1,9 +1,12 @@
 /*
- * Unit tests for webhook/select.c (SPEC 1.3): the order annotation >
- * nodeSelector/required node affinity > Node labels (spec.nodeName, through a
- * fake hook) > GPU count > default; node affinity operators and terms (terms
- * are ORed, expressions within a term ANDed, as in Kubernetes); GPU count
- * summed over regular containers from limits (requests where no limit).
+ * Unit tests for webhook/select.c (SPEC 1.3): the order annotation > node
+ * labels (nodeSelector, required node affinity, and the Node's labels for
+ * spec.nodeName, through a fake hook) > GPU count > default; node affinity
+ * operators and terms (terms are ORed, expressions within a term ANDed, as in
+ * Kubernetes); no guessing: constraints consistent with several profiles are
+ * a tie, and the GPU count and default skip the profiles they exclude (the
+ * issue's mixed H100/A100 cluster); GPU count summed over regular containers
+ * from limits (requests where no limit).
  */
 #include "unit.h"
 
@@ -135,7 +138,7 @@ TEST(test_node_selector_beats_gpu_count)
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeSelector':{'count':'4'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
     assert_int_equal(r.gpus, 8);
 }
 
@@ -204,7 +207,7 @@ TEST(test_node_selector_with_one_of_two_labels)
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeSelector':{'type':'small'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_node_selector_contradicting_a_profile_label)
@@ -217,12 +220,15 @@ TEST(test_node_selector_contradicting_a_profile_label)
     assert_selects_none(&r);
 }
 
-TEST(test_node_selector_contradiction_falls_through_to_gpus)
+/* count 16 excludes both profiles, so the 8-GPU count cannot pick big. */
+TEST(test_node_selector_excluding_every_profile_leaves_gpus_nothing)
 {
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeSelector':{'count':'16'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "big", SELECT_BY_GPUS);
+    assert_selects_none(&r);
+    assert_int_equal(r.gpus, 8);
+    assert_int_equal(r.tie_labels.n, 0);
 }
 
 TEST(test_node_selector_on_unrelated_labels_is_no_demand)
@@ -241,7 +247,7 @@ TEST(test_shipped_style_gpu_count_label)
     run("{'profiles':[{'name':'roce-8card','match':{'nodeLabels':{'nvidia.com/gpu.count':'8'}}},"
         "{'name':'roce-4card','match':{'nodeLabels':{'nvidia.com/gpu.count':'4'}}}]}",
         "{}", "{'nodeSelector':{'nvidia.com/gpu.count':'4'},'containers':[]}", NULL, &r);
-    assert_selects(&r, "roce-4card", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "roce-4card", SELECT_BY_NODE_LABELS);
 }
 
 /* ---- required node affinity ---- */
@@ -253,7 +259,7 @@ TEST(test_affinity_in)
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['4']}]}]"), NULL,
         &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_in_with_no_matching_value)
@@ -266,14 +272,23 @@ TEST(test_affinity_in_with_no_matching_value)
     assert_selects_none(&r);
 }
 
-TEST(test_affinity_not_in)
+/* NotIn also holds on a node without the label at all: it excludes big but
+ * does not name small, so only the GPU count can choose small. */
+TEST(test_affinity_not_in_excludes_but_names_nothing)
 {
     struct select_result r;
 
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'type','operator':'NotIn','values':['big']}]}]"),
         NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects_none(&r);
+    assert_int_equal(r.tie_labels.n, 0);
+    run(NO_DEFAULT, "{}",
+        "{'containers':[" GPU8 "],'affinity':{'nodeAffinity':{'requiredDuringScheduling"
+        "IgnoredDuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{'key':'type',"
+        "'operator':'NotIn','values':['big']}]}]}}}}",
+        NULL, &r);
+    assert_selects_none(&r); /* big is excluded, small does not take 8 */
 }
 
 TEST(test_affinity_exists_with_in)
@@ -284,7 +299,7 @@ TEST(test_affinity_exists_with_in)
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Exists'},"
                  "{'key':'type','operator':'In','values':['small']}]}]"),
         NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_does_not_exist_contradicts)
@@ -303,7 +318,7 @@ TEST(test_affinity_gt)
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['6']}]}]"), NULL,
         &r);
-    assert_selects(&r, "big", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "big", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_gt_is_strict)
@@ -324,7 +339,7 @@ TEST(test_affinity_lt)
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Lt','values':['6']}]}]"), NULL,
         &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_gt_is_numeric_not_textual)
@@ -344,14 +359,14 @@ TEST(test_affinity_gt_is_numeric_not_textual)
 TEST(test_affinity_gt_lt_parse_as_kubernetes)
 {
     static const struct {
-        const char *op, *values, *want; /* want NULL: nothing selected */
+        const char *op, *values, *want; /* NULL: nothing fits; "tie": both fit */
     } cases[] = {
         {"Gt", "['6']", "big"},
         {"Gt", "['+6']", "big"},
         {"Gt", "['006']", "big"},
         {"Lt", "['-0']", NULL},
-        {"Gt", "['-9223372036854775808']", "big"},
-        {"Lt", "['9223372036854775807']", "big"},
+        {"Gt", "['-9223372036854775808']", "tie"},
+        {"Lt", "['9223372036854775807']", "tie"},
         {"Gt", "['']", NULL},
         {"Lt", "[' 6']", NULL},
         {"Lt", "['\\t6']", NULL},
@@ -380,10 +395,12 @@ TEST(test_affinity_gt_lt_parse_as_kubernetes)
                  "'operator':'%s','values':%s}]}]}}}}",
                  cases[i].op, cases[i].values);
         run(NO_DEFAULT, "{}", spec, NULL, &r);
-        if (cases[i].want ? !r.profile || strcmp(r.profile->name, cases[i].want) != 0
-                          : r.profile != NULL)
-            fail_msg("count %s %s: expected %s, got %s", cases[i].op, cases[i].values,
-                     cases[i].want ? cases[i].want : "none", r.profile ? r.profile->name : "none");
+        if (cases[i].want && strcmp(cases[i].want, "tie") == 0 ? r.tie_labels.n != 2
+            : cases[i].want ? !r.profile || strcmp(r.profile->name, cases[i].want) != 0
+                            : r.profile != NULL || r.tie_labels.n != 0)
+            fail_msg("count %s %s: expected %s, got %s (tie of %zu)", cases[i].op,
+                     cases[i].values, cases[i].want ? cases[i].want : "none",
+                     r.profile ? r.profile->name : "none", r.tie_labels.n);
         release();
     }
 }
@@ -399,7 +416,7 @@ TEST(test_affinity_gt_profile_label_must_be_an_integer)
     run(labels, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['6']}]}]"), NULL,
         &r);
-    assert_selects(&r, "plus", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "plus", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_terms_are_ored)
@@ -410,7 +427,7 @@ TEST(test_affinity_terms_are_ored)
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['16']}]},"
                  "{'matchExpressions':[{'key':'count','operator':'In','values':['4']}]}]"),
         NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_SELECTOR);
+    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_expressions_in_a_term_are_anded)
@@ -525,14 +542,254 @@ TEST(test_hook_not_called_without_node_name)
     assert_selects(&r, "big", SELECT_BY_GPUS);
 }
 
-TEST(test_node_selector_wins_over_node_name)
+/* The Node's labels and the pod's own constraints must both hold: a pod
+ * bound to a small node that demands big fits neither (the kubelet will
+ * refuse it anyway). */
+TEST(test_node_name_and_node_selector_must_agree)
 {
     struct fake_node f = {.labels = "{'type':'small','count':'4'}"};
     struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeName':'n','nodeSelector':{'type':'big'},'containers':[]}", &h, &r);
-    assert_selects(&r, "big", SELECT_BY_NODE_SELECTOR);
+    assert_selects_none(&r);
+    run(NO_DEFAULT, "{}", "{'nodeName':'n','nodeSelector':{'type':'small'},'containers':[]}", &h,
+        &r);
+    assert_selects(&r, "small", SELECT_BY_NODE);
+}
+
+/* ---- the mixed cluster ---- */
+
+/* 8-GPU H100 nodes with mlx5_0..mlx5_7 and 4-GPU A100 nodes with
+ * mlx5_1..mlx5_4, both in pool train; A100 also takes 1- and 2-GPU pods. */
+static const char *const MIXED =
+    "{'profiles':["
+    "{'name':'h100','match':{'gpus':8,'nodeLabels':{'gpu.product':'H100','pool':'train'}},"
+    "'hca':['mlx5_0','mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7']},"
+    "{'name':'a100','match':{'gpus':[1,2,4],'nodeLabels':{'gpu.product':'A100','pool':'train'}},"
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4']}]}";
+
+#define GPU1 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'1'}}}"
+#define GPU3 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'3'}}}"
+/* A spec with one required term of the given expressions and containers. */
+#define TERM(exprs, containers)                                                                    \
+    "{'containers':[" containers "],'affinity':{'nodeAffinity':"                                   \
+    "{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':"                      \
+    "[{'matchExpressions':[" exprs "]}]}}}}"
+
+static void assert_tie(const struct select_tie *t, const char *a, const char *b)
+{
+    if (t->n != 2)
+        fail_msg("tie of %zu profiles, want 2 (%s, %s)", t->n, a, b);
+    assert_string_equal(t->p[0]->name, a);
+    assert_string_equal(t->p[1]->name, b);
+}
+
+TEST(test_mixed_4gpu_pod_without_constraints_by_gpu_count)
+{
+    struct select_result r;
+
+    run(MIXED, "{}", "{'containers':[" GPU4 "]}", NULL, &r);
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    assert_int_equal(r.tie_labels.n, 0); /* no constraint at all: nothing ambiguous */
+    assert_int_equal(r.tie_gpus.n, 1);
+}
+
+TEST(test_mixed_in_h100_a100_is_ambiguous)
+{
+    struct select_result r;
+
+    run(MIXED, "{}",
+        TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU4), NULL, &r);
+    assert_tie(&r.tie_labels, "h100", "a100");
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    run(MIXED, "{}",
+        TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU8), NULL, &r);
+    assert_tie(&r.tie_labels, "h100", "a100");
+    assert_selects(&r, "h100", SELECT_BY_GPUS);
+}
+
+TEST(test_mixed_shared_label_only_is_ambiguous)
+{
+    struct select_result r;
+
+    run(MIXED, "{}", "{'nodeSelector':{'pool':'train'},'containers':[" GPU4 "]}", NULL, &r);
+    assert_tie(&r.tie_labels, "h100", "a100");
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    run(MIXED, "{}", TERM("{'key':'pool','operator':'In','values':['train']}", ""), NULL, &r);
+    assert_tie(&r.tie_labels, "h100", "a100");
+    assert_selects_none(&r);
+}
+
+TEST(test_mixed_exists_on_a_shared_key_is_ambiguous)
+{
+    struct select_result r;
+
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'Exists'}", ""), NULL, &r);
+    assert_tie(&r.tie_labels, "h100", "a100");
+}
+
+TEST(test_mixed_one_distinct_label_chooses)
+{
+    struct select_result r;
+
+    run(MIXED, "{}", "{'nodeSelector':{'gpu.product':'H100'},'containers':[" GPU4 "]}", NULL, &r);
+    assert_selects(&r, "h100", SELECT_BY_NODE_LABELS);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'In','values':['A100','L40']}", GPU8),
+        NULL, &r);
+    assert_selects(&r, "a100", SELECT_BY_NODE_LABELS);
+}
+
+/* A pod that demands A100 nodes never gets H100 from its GPU count, and one
+ * that demands neither gets nothing. */
+TEST(test_mixed_gpu_count_skips_excluded_profiles)
+{
+    struct select_result r;
+
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU8),
+        NULL, &r);
+    assert_selects_none(&r);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU4),
+        NULL, &r);
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    run(MIXED, "{}", "{'nodeSelector':{'gpu.product':'L40'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects_none(&r);
+    run(MIXED, "{}", TERM("{'key':'pool','operator':'DoesNotExist'}", GPU4), NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_mixed_1_and_2_gpu_pods_by_gpus_list)
+{
+    struct select_result r;
+
+    run(MIXED, "{}", "{'containers':[" GPU1 "]}", NULL, &r);
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    run(MIXED, "{}", "{'containers':[" GPU2 "]}", NULL, &r);
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    run(MIXED, "{}", "{'containers':[" GPU3 "]}", NULL, &r);
+    assert_selects_none(&r);
+    assert_int_equal(r.tie_gpus.n, 0);
+}
+
+TEST(test_mixed_bound_pod_uses_the_node)
+{
+    struct fake_node h100 = {.labels = "{'gpu.product':'H100','pool':'train','zone':'a'}"};
+    struct fake_node l40 = {.labels = "{'gpu.product':'L40','pool':'train'}"};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &h100};
+    struct select_result r;
+
+    run(MIXED, "{}", "{'nodeName':'n1','containers':[" GPU4 "]}", &h, &r);
+    assert_selects(&r, "h100", SELECT_BY_NODE);
+    h.ctx = &l40;
+    run(MIXED, "{}", "{'nodeName':'n2','containers':[" GPU4 "]}", &h, &r);
+    assert_selects_none(&r); /* the node is neither type: the 4-GPU count cannot pick a100 */
+}
+
+TEST(test_mixed_node_with_both_types_labels_is_ambiguous)
+{
+    static const char *const overlapping =
+        "{'profiles':[{'name':'a','match':{'nodeLabels':{'x':'1'}}},"
+        "{'name':'b','match':{'nodeLabels':{'y':'1'}}}]}";
+    struct fake_node f = {.labels = "{'x':'1','y':'1'}"};
+    struct select_hooks h = {.node_labels = fake_node_labels, .ctx = &f};
+    struct select_result r;
+
+    run(overlapping, "{}", "{'nodeName':'n','containers':[]}", &h, &r);
+    assert_tie(&r.tie_labels, "a", "b");
+    assert_selects_none(&r);
+}
+
+/* Terms are ORed: the pod may land where any of them holds, so a profile is
+ * named only when every term requires one of its keys. */
+TEST(test_every_term_must_name_the_profile)
+{
+    struct select_result r;
+
+    run(MIXED, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'gpu.product','operator':'In','values':['H100']}]},"
+                 "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}]}]"),
+        NULL, &r);
+    assert_selects_none(&r); /* zone a: any node type, without a warning */
+    assert_int_equal(r.tie_labels.n, 0);
+}
+
+TEST(test_empty_term_matches_no_node)
+{
+    struct select_result r;
+
+    run(MIXED, "{}",
+        "{'containers':[" GPU4 "],'affinity':{'nodeAffinity':{'requiredDuringScheduling"
+        "IgnoredDuringExecution':{'nodeSelectorTerms':[{}]}}}}",
+        NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_match_fields_term_constrains_no_label)
+{
+    struct select_result r;
+
+    run(MIXED, "{}",
+        "{'containers':[" GPU4 "],'affinity':{'nodeAffinity':{'requiredDuringScheduling"
+        "IgnoredDuringExecution':{'nodeSelectorTerms':[{'matchFields':[{'key':'metadata.name',"
+        "'operator':'In','values':['n1']}]}]}}}}",
+        NULL, &r);
+    assert_selects(&r, "a100", SELECT_BY_GPUS);
+}
+
+TEST(test_profile_without_node_labels_is_never_excluded)
+{
+    static const char *const plain =
+        "{'profiles':[{'name':'big','match':{'gpus':8,'nodeLabels':{'t':'big'}}},"
+        "{'name':'plain','match':{'gpus':4}}]}";
+    struct select_result r;
+
+    run(plain, "{}", "{'nodeSelector':{'t':'other'},'containers':[" GPU4 "]}", NULL, &r);
+    assert_selects(&r, "plain", SELECT_BY_GPUS);
+    run(plain, "{}", "{'nodeSelector':{'t':'other'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects_none(&r);
+}
+
+TEST(test_default_is_skipped_when_excluded)
+{
+    static const char *const with_default =
+        "{'profiles':[{'name':'std','default':true,'match':{'nodeLabels':{'t':'std'}}}]}";
+    struct select_result r;
+
+    run(with_default, "{}", "{'nodeSelector':{'t':'big'},'containers':[" GPU4 "]}", NULL, &r);
+    assert_selects_none(&r);
+    run(with_default, "{}", "{'nodeSelector':{'zone':'a'},'containers':[" GPU4 "]}", NULL, &r);
+    assert_selects(&r, "std", SELECT_BY_DEFAULT);
+}
+
+TEST(test_gpu_count_tie_chooses_none)
+{
+    static const char *const overlap =
+        "{'profiles':[{'name':'x','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+        "{'name':'y','match':{'gpus':[4,8],'nodeLabels':{'t':'y'}}},"
+        "{'name':'any','default':true}]}";
+    struct select_result r;
+
+    run(overlap, "{}", "{'containers':[" GPU8 "]}", NULL, &r);
+    assert_tie(&r.tie_gpus, "x", "y");
+    assert_selects(&r, "any", SELECT_BY_DEFAULT);
+    run(overlap, "{}", "{'nodeSelector':{'t':'y'},'containers':[" GPU8 "]}", NULL, &r);
+    assert_selects(&r, "y", SELECT_BY_NODE_LABELS);
+}
+
+TEST(test_tie_counts_past_what_it_lists)
+{
+    static const char *const five =
+        "{'profiles':[{'name':'p1','match':{'nodeLabels':{'k':'1','all':'y'}}},"
+        "{'name':'p2','match':{'nodeLabels':{'k':'2','all':'y'}}},"
+        "{'name':'p3','match':{'nodeLabels':{'k':'3','all':'y'}}},"
+        "{'name':'p4','match':{'nodeLabels':{'k':'4','all':'y'}}},"
+        "{'name':'p5','match':{'nodeLabels':{'k':'5','all':'y'}}}]}";
+    struct select_result r;
+
+    run(five, "{}", "{'nodeSelector':{'all':'y'},'containers':[]}", NULL, &r);
+    assert_int_equal(r.tie_labels.n, 5);
+    assert_string_equal(r.tie_labels.p[SELECT_TIE_LISTED - 1]->name, "p4");
+    assert_selects_none(&r);
 }
 
 /* ---- GPU count ---- */
@@ -615,6 +872,10 @@ TEST(test_gpus_as_json_number)
 TEST(test_rule_names)
 {
     assert_string_equal(select_rule_name(SELECT_BY_ANNOTATION), "annotation");
+    assert_string_equal(select_rule_name(SELECT_BY_NODE_LABELS), "node-labels");
+    assert_string_equal(select_rule_name(SELECT_BY_NODE), "node");
+    assert_string_equal(select_rule_name(SELECT_BY_GPUS), "gpus");
+    assert_string_equal(select_rule_name(SELECT_BY_DEFAULT), "default");
     assert_string_equal(select_rule_name(SELECT_NONE), "none");
     assert_string_equal(select_rule_name(SELECT_UNKNOWN_NAME), "unknown-name");
 }
@@ -632,12 +893,13 @@ int main(void)
         cmocka_unit_test_teardown(test_annotation_selects_profile_without_match, teardown),
         cmocka_unit_test_teardown(test_node_selector_with_one_of_two_labels, teardown),
         cmocka_unit_test_teardown(test_node_selector_contradicting_a_profile_label, teardown),
-        cmocka_unit_test_teardown(test_node_selector_contradiction_falls_through_to_gpus, teardown),
+        cmocka_unit_test_teardown(test_node_selector_excluding_every_profile_leaves_gpus_nothing,
+                                  teardown),
         cmocka_unit_test_teardown(test_node_selector_on_unrelated_labels_is_no_demand, teardown),
         cmocka_unit_test_teardown(test_shipped_style_gpu_count_label, teardown),
         cmocka_unit_test_teardown(test_affinity_in, teardown),
         cmocka_unit_test_teardown(test_affinity_in_with_no_matching_value, teardown),
-        cmocka_unit_test_teardown(test_affinity_not_in, teardown),
+        cmocka_unit_test_teardown(test_affinity_not_in_excludes_but_names_nothing, teardown),
         cmocka_unit_test_teardown(test_affinity_exists_with_in, teardown),
         cmocka_unit_test_teardown(test_affinity_does_not_exist_contradicts, teardown),
         cmocka_unit_test_teardown(test_affinity_gt, teardown),
@@ -654,7 +916,23 @@ int main(void)
                                   teardown),
         cmocka_unit_test_teardown(test_no_hook_is_not_a_failure, teardown),
         cmocka_unit_test_teardown(test_hook_not_called_without_node_name, teardown),
-        cmocka_unit_test_teardown(test_node_selector_wins_over_node_name, teardown),
+        cmocka_unit_test_teardown(test_node_name_and_node_selector_must_agree, teardown),
+        cmocka_unit_test_teardown(test_mixed_4gpu_pod_without_constraints_by_gpu_count, teardown),
+        cmocka_unit_test_teardown(test_mixed_in_h100_a100_is_ambiguous, teardown),
+        cmocka_unit_test_teardown(test_mixed_shared_label_only_is_ambiguous, teardown),
+        cmocka_unit_test_teardown(test_mixed_exists_on_a_shared_key_is_ambiguous, teardown),
+        cmocka_unit_test_teardown(test_mixed_one_distinct_label_chooses, teardown),
+        cmocka_unit_test_teardown(test_mixed_gpu_count_skips_excluded_profiles, teardown),
+        cmocka_unit_test_teardown(test_mixed_1_and_2_gpu_pods_by_gpus_list, teardown),
+        cmocka_unit_test_teardown(test_mixed_bound_pod_uses_the_node, teardown),
+        cmocka_unit_test_teardown(test_mixed_node_with_both_types_labels_is_ambiguous, teardown),
+        cmocka_unit_test_teardown(test_every_term_must_name_the_profile, teardown),
+        cmocka_unit_test_teardown(test_empty_term_matches_no_node, teardown),
+        cmocka_unit_test_teardown(test_match_fields_term_constrains_no_label, teardown),
+        cmocka_unit_test_teardown(test_profile_without_node_labels_is_never_excluded, teardown),
+        cmocka_unit_test_teardown(test_default_is_skipped_when_excluded, teardown),
+        cmocka_unit_test_teardown(test_gpu_count_tie_chooses_none, teardown),
+        cmocka_unit_test_teardown(test_tie_counts_past_what_it_lists, teardown),
         cmocka_unit_test_teardown(test_gpus_summed_over_containers, teardown),
         cmocka_unit_test_teardown(test_gpus_summed_over_gpu_resource_names, teardown),
         cmocka_unit_test_teardown(test_gpus_from_requests_when_no_limit, teardown),
