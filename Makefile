@@ -4,6 +4,8 @@
 # say which to install.
 
 CC      ?= cc
+# Debian installs clang-format-14 without the unversioned name.
+CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14 || echo clang-format)
 PKGS    := libmicrohttpd libcjson openssl gnutls libcurl
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
@@ -233,10 +235,10 @@ bench:
 	bench/run.sh
 
 format:
-	clang-format -i webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
+	$(CLANG_FORMAT) -i webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
 
 check-format:
-	clang-format --dry-run --Werror webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
+	$(CLANG_FORMAT) --dry-run --Werror webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -265,8 +265,8 @@ static int certs_mkdir_p(const char *dir, char *err, size_t errlen)
     }
     /* EEXIST also covers a regular file of that name. */
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        ret = err_set(err, errlen, ERR_FAIL, "%s is not a directory: choose another --out-dir",
-                      dir);
+        ret =
+            err_set(err, errlen, ERR_FAIL, "%s is not a directory: choose another --out-dir", dir);
 out:
     free(path);
     return ret;
@@ -584,8 +584,8 @@ static int certs_check_validity(const X509 *x, const char *path, char *err, size
 
 /* The check both entry points share: the key belongs to the certificate,
  * which is valid now. */
-static int certs_check_objects(X509 *x, EVP_PKEY *key, const char *cert_name,
-                               const char *key_name, char *err, size_t errlen)
+static int certs_check_objects(X509 *x, EVP_PKEY *key, const char *cert_name, const char *key_name,
+                               char *err, size_t errlen)
 {
     if (X509_check_private_key(x, key) != 1)
         return err_set(err, errlen, ERR_FAIL, "%s does not match %s: " CERTS_REGEN_HINT, key_name,
@@ -760,8 +760,8 @@ int certs_inspect_file(const char *cert_path, struct certs_info *info, char *err
     if (info != NULL)
         memset(info, 0, sizeof *info);
     if (cert_path == NULL || info == NULL) {
-        ret = err_set(err, errlen, ERR_FAIL,
-                      "no certificate file to inspect: pass --tls-cert-file");
+        ret =
+            err_set(err, errlen, ERR_FAIL, "no certificate file to inspect: pass --tls-cert-file");
         goto out;
     }
     if ((ret = certs_read_cert(cert_path, &x, err, errlen)) != ERR_OK)

@@ -258,8 +258,7 @@ int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *
 
     *out = NULL;
     if (!w)
-        return err_set(err, errlen, ERR_NOMEM, "cannot watch ConfigMap %s: out of memory",
-                       ns_name);
+        return err_set(err, errlen, ERR_NOMEM, "cannot watch ConfigMap %s: out of memory", ns_name);
     w->magic = CMWATCH_MAGIC;
     w->api = api;
     w->store = store;

@@ -122,8 +122,7 @@ static int filewatch_set_paths(struct filewatch *w, const char *const *paths, si
 }
 
 int filewatch_init(struct filewatch **out, const char *const *paths, size_t n_paths,
-                   int interval_ms, void (*changed)(void *ctx), void *ctx, char *err,
-                   size_t errlen)
+                   int interval_ms, void (*changed)(void *ctx), void *ctx, char *err, size_t errlen)
 {
     struct filewatch *w = calloc(1, sizeof(*w));
     int rc;

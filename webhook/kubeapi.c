@@ -154,8 +154,7 @@ static int kubeapi_failed(const char *verb, const char *path, CURLcode cc, int s
                           const char *what, size_t cap, char *err, size_t errlen)
 {
     if (sink_rc == ERR_NOMEM)
-        return err_set(err, errlen, ERR_NOMEM, "%s %s: out of memory reading %s", verb, path,
-                       what);
+        return err_set(err, errlen, ERR_NOMEM, "%s %s: out of memory reading %s", verb, path, what);
     if (sink_rc == ERR_TOO_BIG)
         return err_set(err, errlen, ERR_TOO_BIG, "%s %s: %s is larger than %zu bytes", verb, path,
                        what, cap);

@@ -220,8 +220,7 @@ void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long lon
     }
 }
 
-void log_msg(struct log *lg, enum log_level lvl, const char *msg, const char *key,
-             const char *val)
+void log_msg(struct log *lg, enum log_level lvl, const char *msg, const char *key, const char *val)
 {
     struct log_line l;
 

@@ -59,7 +59,6 @@ void log_end(struct log_line *l);
 void log_queue_sink(void *logger, const char *buf, size_t len, unsigned long long dropped);
 
 /* A line with just a message and one string field, for the common case. */
-void log_msg(struct log *lg, enum log_level lvl, const char *msg, const char *key,
-             const char *val);
+void log_msg(struct log *lg, enum log_level lvl, const char *msg, const char *key, const char *val);
 
 #endif

@@ -92,8 +92,7 @@ int lookups_init(struct lookups **out, const struct kubeapi *api, const struct l
                            cfg->fetch_node ? cfg->fetch_node : lookups_fetch_node))
         goto no_lock;
     if (lookups_cache_init(&lk->configmaps, cfg->configmap_ttl_s,
-                           cfg->fetch_configmap ? cfg->fetch_configmap
-                                                : lookups_fetch_configmap)) {
+                           cfg->fetch_configmap ? cfg->fetch_configmap : lookups_fetch_configmap)) {
         lookups_cache_free(&lk->nodes);
         goto no_lock;
     }

@@ -40,7 +40,7 @@ struct mctx {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
     static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile", "unknown_profile", "override",     "nccl_value",  "non_root",
+        "no_profile", "unknown_profile", "override",     "nccl_value",   "non_root",
         "envfrom",    "scheduler",       "host_network", "no_container", "node_lookup",
         "ambiguous",  "pinned",          "ib_disabled",  "error"};
 
@@ -343,8 +343,8 @@ static int mutate_envfrom_value(struct mctx *m, const cJSON *envfrom, char *out,
         if (!ref || !key)
             continue;
         if (i++ < MUTATE_ENVFROM_MAX && cm && ref_name && m->hooks && m->hooks->configmap_value)
-            answer = m->hooks->configmap_value(m->hooks->ctx, m->in->namespace_, ref_name, key,
-                                               out, len);
+            answer = m->hooks->configmap_value(m->hooks->ctx, m->in->namespace_, ref_name, key, out,
+                                               len);
         if (answer != MUTATE_ENVFROM_LACKS)
             known = answer == MUTATE_ENVFROM_HAS;
     }
@@ -716,8 +716,8 @@ static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *ou
 
     buf[0] = '\0';
     for (size_t i = 0; i < n && at < sizeof(buf); i++)
-        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s", i ? ", " : "",
-                               kv[i]->name, kv[i]->value);
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s", i ? ", " : "", kv[i]->name,
+                               kv[i]->value);
     mutate_short(buf, out, len);
 }
 

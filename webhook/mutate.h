@@ -28,7 +28,7 @@ struct profiles;
 
 #define MUTATE_ANNOTATION_INJECTED    "rdma-webhook.io/injected"
 #define MUTATE_ANNOTATION_SELECTED_BY "rdma-webhook.io/selected-by"
-#define MUTATE_MAX_WARNINGS        16
+#define MUTATE_MAX_WARNINGS           16
 /* kubectl prints each warning on one line: keep them short. */
 #define MUTATE_WARNING_MAX 120
 

@@ -174,8 +174,8 @@ int nccl_is_hca_entry(const char *s)
     if (name == 0 || name > 63)
         return 0;
     for (size_t i = 0; i < name; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-              nccl_is_digit(s[i]) || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || nccl_is_digit(s[i]) ||
+              s[i] == '_' || s[i] == '-' || s[i] == '.'))
             return 0;
     return s[name] == '\0' || nccl_hca_port_ok(s + name + 1, strlen(s + name + 1));
 }

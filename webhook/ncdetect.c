@@ -229,9 +229,7 @@ static int ncdetect_scan_gid(const char *sysroot, const char *portdir, unsigned 
         return 1;
     ncdetect_copy(g->ndev, sizeof(g->ndev), text);
     if (ncdetect_path(path, sizeof(path), "%s/class/net/%s", sysroot, g->ndev) == ERR_OK)
-        g->ndev_here = stat(path, &st) == 0                    ? 1
-                       : (errno == ENOENT || errno == ENOTDIR) ? 0
-                                                                : -1;
+        g->ndev_here = stat(path, &st) == 0 ? 1 : (errno == ENOENT || errno == ENOTDIR) ? 0 : -1;
     return 1;
 }
 
@@ -547,8 +545,8 @@ int ncdetect_hca_parse(const char *spec, struct ncdetect_hca *hca, char *err, si
         if (name < len) {
             errno = 0;
             port = strtoul(p + name + 1, &end, 10);
-            if (end != p + len || end == p + name + 1 || p[name + 1] < '1' ||
-                p[name + 1] > '9' || port > 255 || errno)
+            if (end != p + len || end == p + name + 1 || p[name + 1] < '1' || p[name + 1] > '9' ||
+                port > 255 || errno)
                 return err_set(err, errlen, ERR_FAIL, "--hca %s: a port is a number from 1 to 255",
                                spec);
             hca->e[hca->n].port = (int)port;
@@ -731,8 +729,7 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
                       "no NCCL_IB_GID_INDEX: the RoCE v2 IPv4 GID is %d on %s port %u but %d on "
                       "%s port %u; NCCL 2.21+ picks the GID per device itself",
                       index, s->ports[first_index].dev, s->ports[first_index].port,
-                      c->gid[first_other],
-                      s->ports[first_other].dev, s->ports[first_other].port);
+                      c->gid[first_other], s->ports[first_other].dev, s->ports[first_other].port);
         return;
     }
     c->gid_index = index;

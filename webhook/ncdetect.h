@@ -53,12 +53,12 @@
 #define NCDETECT_MAX_DIR_ENTRIES 4096 /* entries read from one directory */
 #define NCDETECT_MAX_LOCAL_ADDRS 256
 #define NCDETECT_MAX_HCA_ENTRIES 64
-#define NCDETECT_ATTR_MAX        256        /* a sysfs attribute's bytes */
+#define NCDETECT_ATTR_MAX        256          /* a sysfs attribute's bytes */
 #define NCDETECT_ROUTE_MAX       (64u << 10)  /* net/route */
 #define NCDETECT_FIB_MAX         (256u << 10) /* net/fib_trie */
 #define NCDETECT_NOTES_MAX       (64u << 10)
-#define NCDETECT_DEVNAME_MAX     64 /* IB_DEVICE_NAME_MAX, with the NUL */
-#define NCDETECT_IFNAME_MAX      16 /* IFNAMSIZ, with the NUL */
+#define NCDETECT_DEVNAME_MAX     64  /* IB_DEVICE_NAME_MAX, with the NUL */
+#define NCDETECT_IFNAME_MAX      16  /* IFNAMSIZ, with the NUL */
 #define NCDETECT_SOCKET_MAX      255 /* bytes of --socket-ifname */
 
 enum ncdetect_link {
@@ -86,7 +86,7 @@ struct ncdetect_gid {
 struct ncdetect_port {
     char dev[NCDETECT_DEVNAME_MAX];
     unsigned port;
-    int state;     /* the number in "4: ACTIVE"; -1 unreadable */
+    int state; /* the number in "4: ACTIVE"; -1 unreadable */
     enum ncdetect_link link;
     struct ncdetect_gid *gids; /* ascending index */
     size_t ngids;
@@ -97,7 +97,7 @@ struct ncdetect_scan {
     struct ncdetect_port *ports; /* by device (natural order: mlx5_2 before mlx5_10), then port */
     size_t nports;
     char default_ifname[NCDETECT_IFNAME_MAX]; /* "" when there is no IPv4 default route */
-    unsigned char (*locals)[4];             /* local IPv4 addresses from net/fib_trie */
+    unsigned char (*locals)[4];               /* local IPv4 addresses from net/fib_trie */
     size_t nlocals;
     int locals_complete; /* fib_trie read whole: an address not in locals is not ours */
     struct dynbuf notes; /* one line each: what could not be read or was left out */
@@ -139,12 +139,12 @@ enum ncdetect_verdict {
 };
 
 struct ncdetect_choice {
-    enum ncdetect_verdict *verdict; /* one per scanned port, in the scan's order */
-    int *gid;                       /* per port: its RoCE v2 IPv4 GID index, -1 none */
-    struct dynbuf hca;              /* NCCL_IB_HCA's value; empty: none */
-    int gid_index;                  /* NCCL_IB_GID_INDEX; -1: none */
+    enum ncdetect_verdict *verdict;              /* one per scanned port, in the scan's order */
+    int *gid;                                    /* per port: its RoCE v2 IPv4 GID index, -1 none */
+    struct dynbuf hca;                           /* NCCL_IB_HCA's value; empty: none */
+    int gid_index;                               /* NCCL_IB_GID_INDEX; -1: none */
     char socket_ifname[NCDETECT_SOCKET_MAX + 2]; /* NCCL_SOCKET_IFNAME's value; "": none */
-    struct dynbuf notes;                          /* why, one line each */
+    struct dynbuf notes;                         /* why, one line each */
 };
 
 void ncdetect_choice_init(struct ncdetect_choice *c);

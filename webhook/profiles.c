@@ -67,7 +67,7 @@ static void *profiles_calloc(struct pctx *c, size_t n, size_t size)
 /* Rejects keys outside known (a NULL-terminated list): a typo in a profile
  * must not silently turn a setting off. */
 static void profiles_check_keys(struct pctx *c, const cJSON *obj, const char *field,
-                        const char *const *known)
+                                const char *const *known)
 {
     const cJSON *it;
 
@@ -83,7 +83,7 @@ static void profiles_check_keys(struct pctx *c, const cJSON *obj, const char *fi
 }
 
 static const cJSON *profiles_get(struct pctx *c, const cJSON *obj, const char *key, int type,
-                         const char *type_name)
+                                 const char *type_name)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -103,7 +103,8 @@ static int profiles_get_bool(struct pctx *c, const cJSON *obj, const char *key, 
     return it ? cJSON_IsTrue(it) : dflt;
 }
 
-static const char *profiles_get_str(struct pctx *c, const cJSON *obj, const char *key, const char *dflt)
+static const char *profiles_get_str(struct pctx *c, const cJSON *obj, const char *key,
+                                    const char *dflt)
 {
     const cJSON *it = profiles_get(c, obj, key, cJSON_String, "a string");
 
@@ -111,7 +112,8 @@ static const char *profiles_get_str(struct pctx *c, const cJSON *obj, const char
 }
 
 /* Reads an object of string values into kvs, in document order. */
-static void profiles_read_kvs(struct pctx *c, const cJSON *obj, const char *field, struct profiles_kvs *kvs)
+static void profiles_read_kvs(struct pctx *c, const cJSON *obj, const char *field,
+                              struct profiles_kvs *kvs)
 {
     const cJSON *it;
     size_t n = (size_t)cJSON_GetArraySize(obj);
@@ -200,7 +202,7 @@ static void profiles_read_shm(struct pctx *c, const cJSON *shm, struct pcommon *
 
 /* Reads the overridable settings of obj on top of base (the defaults). */
 static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct pcommon *base,
-                         struct pcommon *out)
+                                 struct pcommon *out)
 {
     const cJSON *env = profiles_get(c, obj, "env", cJSON_Object, "an object of strings");
     const cJSON *hn = profiles_get(c, obj, "hostNetworkEnv", cJSON_Object, "an object of strings");
@@ -364,11 +366,11 @@ static int profiles_name_valid(const char *s)
 }
 
 static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
-                          const struct pcommon *defaults, struct profile *p)
+                                  const struct pcommon *defaults, struct profile *p)
 {
     static const char *const keys[] = {
-        "name",      "default",       "match",   "pin", "env",           "hostNetworkEnv",
-        "hca",       "resources",     "ipcLock", "shm", "schedulerName", "initContainers",
+        "name", "default",   "match",   "pin", "env",           "hostNetworkEnv",
+        "hca",  "resources", "ipcLock", "shm", "schedulerName", "initContainers",
         NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
@@ -410,7 +412,8 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
 static void profiles_read_gpu_resources(struct pctx *c, const cJSON *root)
 {
     static const char *const fallback = "nvidia.com/gpu";
-    const cJSON *arr = profiles_get(c, root, "gpuResources", cJSON_Array, "an array of resource names");
+    const cJSON *arr =
+        profiles_get(c, root, "gpuResources", cJSON_Array, "an array of resource names");
     const cJSON *it;
     size_t n = arr ? (size_t)cJSON_GetArraySize(arr) : 0;
 

@@ -60,9 +60,9 @@ struct select_tie {
 struct select_result {
     const struct profile *profile; /* NULL for SELECT_NONE and SELECT_UNKNOWN_NAME */
     enum select_rule rule;
-    long long gpus;           /* the pod's GPU count */
-    const char *unknown_name; /* the annotation's value, for SELECT_UNKNOWN_NAME */
-    int node_lookup_failed;   /* spec.nodeName was set but its labels could not be read */
+    long long gpus;               /* the pod's GPU count */
+    const char *unknown_name;     /* the annotation's value, for SELECT_UNKNOWN_NAME */
+    int node_lookup_failed;       /* spec.nodeName was set but its labels could not be read */
     struct select_tie tie_labels; /* rule 2 was ambiguous when n >= 2 */
     struct select_tie tie_gpus;   /* rule 3 was ambiguous when n >= 2 */
 };

@@ -331,8 +331,7 @@ TEST(test_overflow_past_an_allocation_is_caught)
          * allocation, and the unused rest of the block poisoned. */
         assert_null(__asan_region_is_poisoned(p, size));
         assert_true(__asan_address_is_poisoned(p + size));
-        assert_true((size_t)(q - p) >= size + REDZONE || !in_arena(&a, q) ||
-                    a.block[a.n - 1] == q);
+        assert_true((size_t)(q - p) >= size + REDZONE || !in_arena(&a, q) || a.block[a.n - 1] == q);
         assert_ptr_equal(__asan_region_is_poisoned(p + size, REDZONE), p + size);
         assert_true(__asan_address_is_poisoned(q + 16));
         assert_true(__asan_address_is_poisoned(a.end - 1) || a.next == a.end);

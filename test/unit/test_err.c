@@ -69,9 +69,9 @@ TEST(test_a_long_message_is_cut_and_terminated)
     char err[8];
 
     memset(err, 'X', sizeof(err));
-    assert_int_equal(err_set(err, sizeof(err), ERR_TOO_BIG, "%s is larger than %d bytes",
-                             "/some/long/path", 16),
-                     ERR_TOO_BIG);
+    assert_int_equal(
+        err_set(err, sizeof(err), ERR_TOO_BIG, "%s is larger than %d bytes", "/some/long/path", 16),
+        ERR_TOO_BIG);
     assert_string_equal(err, "/some/l");
     err_set(err, 1, ERR_FAIL, "anything");
     assert_string_equal(err, "");
@@ -89,7 +89,7 @@ TEST(test_no_buffer_writes_nothing)
 }
 
 __attribute__((format(printf, 4, 5))) static int vset(char *err, size_t errlen, int code,
-                                                     const char *fmt, ...)
+                                                      const char *fmt, ...)
 {
     va_list ap;
     int rc;

@@ -127,8 +127,7 @@ TEST(test_failed_init_leaves_null_and_closes_nothing)
     memset(long_path, 'a', sizeof(long_path) - 1);
     long_path[0] = '/';
     long_path[sizeof(long_path) - 1] = '\0';
-    assert_int_equal(filewatch_init(&w, longp, 1, 50, no_op, NULL, err, sizeof(err)),
-                     ERR_TOO_BIG);
+    assert_int_equal(filewatch_init(&w, longp, 1, 50, no_op, NULL, err, sizeof(err)), ERR_TOO_BIG);
     assert_null(w);
     filewatch_stop(&w);
     assert_fd0_open();

@@ -150,8 +150,7 @@ TEST(test_read_small_refuses_fifo_and_directory)
     assert_contains(err, "not a regular file");
     assert_int_equal(fsutil_read_small(dir, buf, sizeof(buf), &len, err, sizeof(err)), ERR_FAIL);
     assert_contains(err, "not a regular file");
-    assert_int_equal(fsutil_read_small("/nonexistent/x", buf, sizeof(buf), &len, err,
-                                       sizeof(err)),
+    assert_int_equal(fsutil_read_small("/nonexistent/x", buf, sizeof(buf), &len, err, sizeof(err)),
                      ERR_FAIL);
     assert_contains(err, "cannot open /nonexistent/x");
     assert_int_equal(unlink(fifo), 0);

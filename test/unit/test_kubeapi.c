@@ -45,9 +45,8 @@ TEST(test_init_keeps_the_settings)
     struct kubeapi k;
     char err[ERR_LEN] = "";
 
-    assert_int_equal(kubeapi_init(&k, "https://127.0.0.1:6443/?x", "/ca", token_path, err,
-                                  sizeof(err)),
-                     ERR_OK);
+    assert_int_equal(
+        kubeapi_init(&k, "https://127.0.0.1:6443/?x", "/ca", token_path, err, sizeof(err)), ERR_OK);
     assert_string_equal(k.base_url, "https://127.0.0.1:6443");
     assert_string_equal(k.ca_file, "/ca");
     assert_string_equal(k.token_file, token_path);

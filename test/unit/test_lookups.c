@@ -350,7 +350,7 @@ TEST(test_full_cache_evicts_the_first_to_expire)
     assert_int_equal(node_labels(last, 1000), 0);
     assert_int_equal(node_labels("n1", 1000), 0);
     assert_int_equal(atomic_load(&fake.calls), calls); /* all still cached */
-    assert_int_equal(node_labels("n0", 1000), 0);     /* evicted: asked again */
+    assert_int_equal(node_labels("n0", 1000), 0);      /* evicted: asked again */
     assert_int_equal(atomic_load(&fake.calls), calls + 1);
 }
 

@@ -117,8 +117,7 @@ TEST(test_pinned_pods_counted)
     metrics_admission(&m, 0, MUTATE_R_MUTATED, 1000, 4, kinds);
     render(&m, &out);
     assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_pinned_pods_total"), 1);
-    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"pinned\"}"),
-                     1);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"pinned\"}"), 1);
     assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"ambiguous\"}"),
                      2);
     dynbuf_free(&out);

@@ -1095,7 +1095,7 @@ TEST(test_annotation_names_the_chosen_profile)
     "{'name':'a100','pin':" pin ",'match':{'gpus':[1,2,4],'nodeLabels':"                           \
     "{'nvidia.com/gpu.product':'A100','pool':'train'}},"                                           \
     "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4'],'resources':{'rdma/hca':'1'}}]}"
-#define GPUS(n) "{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'" n "'}}}"
+#define GPUS(n)  "{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'" n "'}}}"
 #define A100_HCA "=mlx5_1,mlx5_2,mlx5_3,mlx5_4"
 #define PRODUCT_IN(values)                                                                         \
     "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"                \
@@ -1342,8 +1342,8 @@ TEST(test_ib_disable_last_env_entry_wins)
 TEST(test_ib_disable_per_container_device_goes_to_the_other)
 {
     /* Two containers of 4 GPUs each: 8 in all, roce-8card. */
-    run(POD("{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'}}" IB_OFF("1")
-            "},{'name':'b','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}"));
+    run(POD("{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'}}" IB_OFF(
+        "1") "},{'name':'b','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}"));
     assert_ib_left_out(C(0));
     assert_json_at(C(1), "/resources/limits/rdma~1hca", "'1'");
     assert_json_at(C(1), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
@@ -1357,8 +1357,8 @@ struct fake_cm_value {
     int calls;
 };
 
-static enum mutate_envfrom fake_value(void *ctx, const char *ns, const char *name,
-                                      const char *key, char *value, size_t len)
+static enum mutate_envfrom fake_value(void *ctx, const char *ns, const char *name, const char *key,
+                                      char *value, size_t len)
 {
     struct fake_cm_value *f = ctx;
 
@@ -1602,10 +1602,9 @@ TEST(test_implicit_target_template_with_metadata)
 {
     run_at(PYTORCHJOB("{'metadata':{'labels':{'app':'x'}},'spec':{'containers':[" C8("") "]}}"),
            WORKER_BASE, 1, shipped, NULL);
-    assert_json_at(
-        T.patched, WORKER_BASE "/metadata",
-        "{'labels':{'app':'x'},'annotations':{'rdma-webhook.io/injected':'roce-8card',"
-        "'rdma-webhook.io/selected-by':'gpus'}}");
+    assert_json_at(T.patched, WORKER_BASE "/metadata",
+                   "{'labels':{'app':'x'},'annotations':{'rdma-webhook.io/injected':'roce-8card',"
+                   "'rdma-webhook.io/selected-by':'gpus'}}");
 }
 
 TEST(test_template_without_implicit_target_is_not_a_target)
@@ -1748,9 +1747,8 @@ TEST(test_long_name_keeps_phrase_overrides)
 
 TEST(test_long_name_keeps_phrase_prefix)
 {
-    run(POD(
-        "{'containers':[" C8N(NAME63,
-                              ",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_10'}]") "]}"));
+    run(POD("{'containers':[" C8N(
+        NAME63, ",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_10'}]") "]}"));
     assert_warned("prefix");
 }
 

@@ -199,7 +199,7 @@ TEST(test_hca_port_suffix_names_the_device)
 TEST(test_hca_ports_nccl_cannot_use)
 {
     /* atoi() reads these as port 0, which no device has (ports start at 1). */
-    static const char *const bad[] = {"=mlx5_1:", "=mlx5_1:x", "=mlx5_1:0", "mlx5_1:256",
+    static const char *const bad[] = {"=mlx5_1:",    "=mlx5_1:x",  "=mlx5_1:0", "mlx5_1:256",
                                       "=mlx5_1:1:2", "=mlx5_1:-1", "=mlx5_1:1x"};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -275,8 +275,8 @@ TEST(test_hca_entry_form_of_a_profile)
 TEST(test_reads_nonzero_as_nccl_does)
 {
     static const char *const on[] = {"1", "2", "-1", "0x1", "01", " 1", "+1", "1abc", "1.5"};
-    static const char *const off[] = {"0", "", "true", "yes", "00", "0x0", "-0", " ",
-                                      "99999999999999999999"};
+    static const char *const off[] = {
+        "0", "", "true", "yes", "00", "0x0", "-0", " ", "99999999999999999999"};
 
     for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
         if (!nccl_reads_nonzero(on[i]))

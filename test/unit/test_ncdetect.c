@@ -179,8 +179,7 @@ static void tree_mkdirs(const char *path)
         fail_msg("mkdir %s: %s", p, strerror(errno));
 }
 
-__attribute__((format(printf, 2, 3))) static void tree_put(const char *text, const char *fmt,
-                                                           ...)
+__attribute__((format(printf, 2, 3))) static void tree_put(const char *text, const char *fmt, ...)
 {
     char path[PATH_MAX], *slash;
     va_list ap;
@@ -253,8 +252,7 @@ static void tree_gids(const char *show_gids, const char *link, unsigned table, i
         for (unsigned i = 0; i < table; i++) {
             char path[PATH_MAX];
 
-            tree_path(path, "%s/class/infiniband/%s/ports/%s/gids/%u", sys_root,
-                     tok[0], tok[1], i);
+            tree_path(path, "%s/class/infiniband/%s/ports/%s/gids/%u", sys_root, tok[0], tok[1], i);
             if (access(path, F_OK) != 0)
                 tree_put("0000:0000:0000:0000:0000:0000:0000:0000\n", "%s", path);
         }
@@ -316,8 +314,8 @@ static void read_into(const char *path, char *buf, size_t size)
  * written, in got_file ("(none)" otherwise). Returns the exit status. */
 static int run_detect(const char *extra, ...)
 {
-    char *argv[16] = {"nccl-detect", "--sysfs-root", sys_root, "--proc-root", proc_root,
-                      "--out",       out_file};
+    char *argv[16] = {"nccl-detect", "--sysfs-root", sys_root, "--proc-root",
+                      proc_root,     "--out",        out_file};
     char logpath[PATH_MAX];
     int argc = 7, saved, fd, rc;
     va_list ap;
@@ -422,8 +420,9 @@ TEST(test_seed_8card_scan_and_choice)
 TEST(test_seed_8card_with_the_profile_hca)
 {
     seed_node();
-    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                          "mlx5_8",
+    assert_int_equal(run_detect("--hca",
+                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
+                                "mlx5_8",
                                 NULL),
                      0);
     assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=3\n"
@@ -473,8 +472,9 @@ TEST(test_4card_node_with_the_8card_profile)
     tree_route("eth0");
     tree_fib();
     tree_out_dir();
-    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                          "mlx5_8",
+    assert_int_equal(run_detect("--hca",
+                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
+                                "mlx5_8",
                                 NULL),
                      0);
     assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
@@ -519,8 +519,8 @@ static void container(int with_fib)
                  "mlx5_%d 1 5 fe80:0000:0000:0000:6c2a:11ff:fe01:000%d v2 eth%d\n"
                  "mlx5_%d 1 6 0000:0000:0000:0000:0000:ffff:190b:80%02x 25.11.128.%d v1 eth%d\n"
                  "mlx5_%d 1 7 0000:0000:0000:0000:0000:ffff:190b:80%02x 25.11.128.%d v2 eth%d\n",
-                 d, d, d, d, d, d, d, (d - 1) * 32 + 2, (d - 1) * 32 + 2, d, d,
-                 (d - 1) * 32 + 2, (d - 1) * 32 + 2, d);
+                 d, d, d, d, d, d, d, (d - 1) * 32 + 2, (d - 1) * 32 + 2, d, d, (d - 1) * 32 + 2,
+                 (d - 1) * 32 + 2, d);
         snprintf(foreign, sizeof(foreign),
                  "mlx5_%d 1 0 fe80:0000:0000:0000:eaeb:d3ff:fecc:c9%02d v1 ens%df0np0\n"
                  "mlx5_%d 1 1 fe80:0000:0000:0000:eaeb:d3ff:fecc:c9%02d v2 ens%df0np0\n",
@@ -574,8 +574,9 @@ TEST(test_container_own_namespace_gaps)
     tree_route("eth0");
     tree_fib();
     tree_out_dir();
-    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                          "mlx5_8",
+    assert_int_equal(run_detect("--hca",
+                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
+                                "mlx5_8",
                                 NULL),
                      0);
     assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=5\n"
@@ -740,8 +741,8 @@ TEST(test_only_the_default_route_device)
 
 TEST(test_bad_roots_write_an_empty_file)
 {
-    char *argv[] = {"nccl-detect", "--sysfs-root", "/nonexistent/sys", "--proc-root",
-                    "/nonexistent/proc", "--out", out_file, NULL};
+    char *argv[] = {"nccl-detect",       "--sysfs-root", "/nonexistent/sys", "--proc-root",
+                    "/nonexistent/proc", "--out",        out_file,           NULL};
     int saved = dup(STDERR_FILENO), fd = open("/dev/null", O_WRONLY), rc;
 
     tree_out_dir();
@@ -772,9 +773,14 @@ TEST(test_unwritable_out_still_exits_0)
 TEST(test_usage_errors_write_nothing_and_exit_0)
 {
     static const char *const bad[][2] = {
-        {"--hca", ""},          {"--hca", "=mlx5_1:0"}, {"--hca", "=mlx5_1:x"},
-        {"--hca", "^=,"},       {"--socket-ifname", "eth0\nNCCL_IB_DISABLE=1"},
-        {"--socket-ifname", ""}, {"--out", ""},          {"--bogus", NULL},
+        {"--hca", ""},
+        {"--hca", "=mlx5_1:0"},
+        {"--hca", "=mlx5_1:x"},
+        {"--hca", "^=,"},
+        {"--socket-ifname", "eth0\nNCCL_IB_DISABLE=1"},
+        {"--socket-ifname", ""},
+        {"--out", ""},
+        {"--bogus", NULL},
     };
 
     seed_node();
@@ -844,8 +850,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_seed_8card_node, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_seed_8card_scan_and_choice, tree_setup,
-                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_seed_8card_scan_and_choice, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_seed_8card_with_the_profile_hca, tree_setup,
                                         tree_teardown),
         cmocka_unit_test_setup_teardown(test_seed_8card_without_a_default_route, tree_setup,
@@ -855,17 +860,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_4card_node_with_the_8card_profile, tree_setup,
                                         tree_teardown),
         cmocka_unit_test_setup_teardown(test_infiniband_node, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_container_sparse_gid_table, tree_setup,
-                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_container_sparse_gid_table, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_container_own_namespace_gaps, tree_setup,
                                         tree_teardown),
-        cmocka_unit_test_setup_teardown(test_container_without_fib_trie, tree_setup,
-                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_container_without_fib_trie, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_container_gid_index_differs, tree_setup,
                                         tree_teardown),
         cmocka_unit_test_setup_teardown(test_port_down, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_dual_port_device_one_down, tree_setup,
-                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_dual_port_device_one_down, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_gid_entry_unreadable, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_reads_are_bounded, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_no_rdma_devices, tree_setup, tree_teardown),

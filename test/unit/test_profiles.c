@@ -421,8 +421,7 @@ TEST(test_hca_and_env_nccl_ib_hca_together)
 TEST(test_env_nccl_ib_hca_without_equals)
 {
     char line[512];
-    const char *e =
-        rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_10'}}]}");
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_10'}}]}");
     struct profiles *ps;
 
     line_with(e, "NCCL_IB_HCA", line, sizeof(line));
@@ -647,8 +646,8 @@ TEST(test_gpus_list)
 
 TEST(test_gpus_list_refusals)
 {
-    static const char *const bad[] = {"[]", "[4,4]", "[4,'8']", "[0]", "[2.5]", "[[4]]",
-                                      "{'n':4}", "true"};
+    static const char *const bad[] = {"[]",    "[4,4]", "[4,'8']", "[0]",
+                                      "[2.5]", "[[4]]", "{'n':4}", "true"};
     char doc[256], line[512];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -691,9 +690,8 @@ TEST(test_gpus_zero_and_string)
 TEST(test_identical_match_rules_refused)
 {
     char line[512];
-    const char *e = rejected(
-        "{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
-        "{'name':'b','match':{'gpus':[8],'nodeLabels':{'t':'x'}}}]}");
+    const char *e = rejected("{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+                             "{'name':'b','match':{'gpus':[8],'nodeLabels':{'t':'x'}}}]}");
 
     line_with(e, "same match rules", line, sizeof(line));
     assert_contains(line, "\"a\"");
@@ -731,9 +729,9 @@ TEST(test_same_node_labels_different_gpus_refused)
 TEST(test_node_labels_subset_of_another_refused)
 {
     char line[512];
-    const char *e = rejected(
-        "{'profiles':[{'name':'train','match':{'nodeLabels':{'pool':'train'}}},"
-        "{'name':'h100','match':{'nodeLabels':{'pool':'train','gpu.product':'H100'}}}]}");
+    const char *e =
+        rejected("{'profiles':[{'name':'train','match':{'nodeLabels':{'pool':'train'}}},"
+                 "{'name':'h100','match':{'nodeLabels':{'pool':'train','gpu.product':'H100'}}}]}");
 
     line_with(e, "profile \"h100\": match.nodeLabels can never win", line, sizeof(line));
     assert_contains(line, "profile \"train\"");
@@ -784,9 +782,9 @@ TEST(test_same_gpus_without_labels_refused)
 
 TEST(test_pin)
 {
-    struct profiles *ps = accepted(
-        "{'profiles':[{'name':'a','pin':true,'match':{'gpus':4,'nodeLabels':{'t':'a'}}},"
-        "{'name':'d','default':true,'pin':true,'match':{'nodeLabels':{'t':'d'}}}]}");
+    struct profiles *ps =
+        accepted("{'profiles':[{'name':'a','pin':true,'match':{'gpus':4,'nodeLabels':{'t':'a'}}},"
+                 "{'name':'d','default':true,'pin':true,'match':{'nodeLabels':{'t':'d'}}}]}");
 
     assert_true(ps->p[0].pin);
     assert_true(ps->p[1].pin);

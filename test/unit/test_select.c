@@ -398,9 +398,9 @@ TEST(test_affinity_gt_lt_parse_as_kubernetes)
         if (cases[i].want && strcmp(cases[i].want, "tie") == 0 ? r.tie_labels.n != 2
             : cases[i].want ? !r.profile || strcmp(r.profile->name, cases[i].want) != 0
                             : r.profile != NULL || r.tie_labels.n != 0)
-            fail_msg("count %s %s: expected %s, got %s (tie of %zu)", cases[i].op,
-                     cases[i].values, cases[i].want ? cases[i].want : "none",
-                     r.profile ? r.profile->name : "none", r.tie_labels.n);
+            fail_msg("count %s %s: expected %s, got %s (tie of %zu)", cases[i].op, cases[i].values,
+                     cases[i].want ? cases[i].want : "none", r.profile ? r.profile->name : "none",
+                     r.tie_labels.n);
         release();
     }
 }
@@ -599,12 +599,12 @@ TEST(test_mixed_in_h100_a100_is_ambiguous)
 {
     struct select_result r;
 
-    run(MIXED, "{}",
-        TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU4), NULL, &r);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU4),
+        NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
     assert_selects(&r, "a100", SELECT_BY_GPUS);
-    run(MIXED, "{}",
-        TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU8), NULL, &r);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU8),
+        NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
     assert_selects(&r, "h100", SELECT_BY_GPUS);
 }
@@ -646,11 +646,11 @@ TEST(test_mixed_gpu_count_skips_excluded_profiles)
 {
     struct select_result r;
 
-    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU8),
-        NULL, &r);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU8), NULL,
+        &r);
     assert_selects_none(&r);
-    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU4),
-        NULL, &r);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU4), NULL,
+        &r);
     assert_selects(&r, "a100", SELECT_BY_GPUS);
     run(MIXED, "{}", "{'nodeSelector':{'gpu.product':'L40'},'containers':[" GPU8 "]}", NULL, &r);
     assert_selects_none(&r);
