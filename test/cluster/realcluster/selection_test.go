@@ -1,0 +1,161 @@
+package realcluster
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The mixed cluster of manifests/examples/profiles-mixed.json: 8-GPU H100
+// nodes on mlx5_0..7 and 4-GPU A100 nodes on mlx5_1..4, both pinned.
+const (
+	mixedH100    = "NVIDIA-H100-80GB-HBM3"
+	mixedA100    = "NVIDIA-A100-SXM4-80GB"
+	mixedHCAH100 = "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+	productKey   = "nvidia.com/gpu.product"
+)
+
+// useMixedProfiles serves the mixed-cluster example for the rest of the
+// test, and the shipped profiles again after it.
+func useMixedProfiles(t *testing.T, ns string) {
+	t.Helper()
+	text, err := os.ReadFile("../../../manifests/examples/profiles-mixed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := profilesConfigMap(t)
+	original := cm.Data["profiles.json"]
+	t.Cleanup(func() {
+		applyProfiles(t, cm, original)
+		waitFor(t, 10*time.Second, "the shipped profiles to serve again", func() (bool, string) {
+			got := dryRunHCA(t, ns)
+			return got == hca8, got
+		})
+	})
+	applyProfiles(t, cm, string(text))
+	waitFor(t, 10*time.Second, "the mixed-cluster profiles to serve", func() (bool, string) {
+		got := dryRunHCA(t, ns)
+		return got == mixedHCAH100, got
+	})
+}
+
+// withNodeAffinity requires the node's GPU product to be one of products.
+func withNodeAffinity(p *corev1.Pod, products ...string) *corev1.Pod {
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: productKey, Operator: corev1.NodeSelectorOpIn, Values: products,
+			}}}},
+		},
+	}}
+	return p
+}
+
+// createPod creates p with kubectl, as a user would, and returns the pod
+// the apiserver stored and kubectl's stderr (where the warnings are).
+func createPod(t *testing.T, ns string, p *corev1.Pod) (*corev1.Pod, string) {
+	t.Helper()
+	_, stderr := mustKubectl(t, toJSON(t, p), "create", "-n", ns, "-f", "-")
+	return getPod(t, ns, p.Name), stderr
+}
+
+func requireSelected(t *testing.T, p *corev1.Pod, profile, rule, hca string) {
+	t.Helper()
+	if got := p.Annotations["rdma-webhook.io/injected"]; got != profile {
+		t.Errorf("%s: profile %q, want %q", p.Name, got, profile)
+	}
+	if got := p.Annotations["rdma-webhook.io/selected-by"]; got != rule {
+		t.Errorf("%s: rdma-webhook.io/selected-by %q, want %q", p.Name, got, rule)
+	}
+	if got := envOf(container(t, p, "pytorch"))["NCCL_IB_HCA"]; len(got) != 1 || got[0] != hca {
+		t.Errorf("%s: NCCL_IB_HCA %q, want [%s]", p.Name, got, hca)
+	}
+}
+
+// TestMixedClusterSelection: on an H100/A100 cluster the stored pods get the
+// NICs of the node type they can land on, never a silent guess: the GPU
+// count only chooses among profiles the pod does not exclude and pins the
+// pod to that node type; node labels choose only when one profile fits;
+// a pod whose constraints fit both is told so.
+func TestMixedClusterSelection(t *testing.T) {
+	ns := newNamespace(t, nil)
+	useMixedProfiles(t, ns)
+
+	// 4 GPUs, no constraint: the A100 profile by GPU count, pinned there.
+	p, stderr := createPod(t, ns, gpuPod("four-free", 4))
+	requireSelected(t, p, "a100-4card", "gpus", hca4)
+	if p.Spec.NodeSelector[productKey] != mixedA100 || p.Spec.NodeSelector["node-pool"] != "train" {
+		t.Errorf("four-free: nodeSelector %v, want the a100-4card labels (pinned)", p.Spec.NodeSelector)
+	}
+	if !strings.Contains(stderr, "pinned") {
+		t.Errorf("four-free: no pin warning on kubectl's stderr:\n%s", stderr)
+	}
+
+	// In [H100, A100]: node labels fit both (a warning naming them); the GPU
+	// count then chooses A100, and pinning stays within the pod's own In.
+	p, stderr = createPod(t, ns, withNodeAffinity(gpuPod("four-either", 4), mixedH100, mixedA100))
+	requireSelected(t, p, "a100-4card", "gpus", hca4)
+	if !strings.Contains(stderr, "h100-8card") || !strings.Contains(stderr, "a100-4card") {
+		t.Errorf("four-either: the ambiguity warning does not name both profiles:\n%s", stderr)
+	}
+	if p.Spec.NodeSelector[productKey] != mixedA100 {
+		t.Errorf("four-either: nodeSelector %v, want pinned to %s", p.Spec.NodeSelector, mixedA100)
+	}
+
+	// A pod that demands A100 nodes gets the A100 profile from its
+	// constraints, whatever its GPU count, and is not pinned further.
+	demand := gpuPod("eight-on-a100", 8)
+	demand.Spec.NodeSelector = map[string]string{productKey: mixedA100}
+	p, _ = createPod(t, ns, demand)
+	requireSelected(t, p, "a100-4card", "node-labels", hca4)
+	if _, pinned := p.Spec.NodeSelector["node-pool"]; pinned {
+		t.Errorf("eight-on-a100: pinned although chosen by node labels: %v", p.Spec.NodeSelector)
+	}
+
+	// Only the shared label: both fit, none by node labels; 8 GPUs is H100's.
+	shared := gpuPod("eight-in-pool", 8)
+	shared.Spec.NodeSelector = map[string]string{"node-pool": "train"}
+	p, stderr = createPod(t, ns, shared)
+	requireSelected(t, p, "h100-8card", "gpus", mixedHCAH100)
+	if !strings.Contains(stderr, "ambiguous") {
+		t.Errorf("eight-in-pool: no ambiguity warning:\n%s", stderr)
+	}
+}
+
+// TestIBDisabledByTheUser: a job that chose TCP (NCCL_IB_DISABLE=1) gets no
+// HCA list, RDMA device or IPC_LOCK, one warning, and still the shared
+// memory and the scheduler.
+func TestIBDisabledByTheUser(t *testing.T) {
+	ns := newNamespace(t, nil)
+	p, stderr := createPod(t, ns, gpuPod("tcp-only", 8, corev1.EnvVar{Name: "NCCL_IB_DISABLE", Value: "1"}))
+	c := container(t, p, "pytorch")
+	env := envOf(c)
+	if v := env["NCCL_IB_DISABLE"]; len(v) != 1 || v[0] != "1" {
+		t.Errorf("NCCL_IB_DISABLE %q, want the user's [1] alone", v)
+	}
+	if _, ok := env["NCCL_IB_HCA"]; ok {
+		t.Errorf("NCCL_IB_HCA %q added to a container with InfiniBand disabled", env["NCCL_IB_HCA"])
+	}
+	for name := range c.Resources.Limits {
+		if strings.HasPrefix(string(name), "rdma/") {
+			t.Errorf("RDMA resource %s added to a container with InfiniBand disabled", name)
+		}
+	}
+	if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
+		for _, cap := range sc.Capabilities.Add {
+			if cap == "IPC_LOCK" {
+				t.Error("IPC_LOCK added to a container with InfiniBand disabled")
+			}
+		}
+	}
+	requireShm(t, p, c)
+	if p.Spec.SchedulerName != "volcano" {
+		t.Errorf("schedulerName %q, want volcano", p.Spec.SchedulerName)
+	}
+	if n := strings.Count(stderr, "NCCL_IB_DISABLE"); n != 1 {
+		t.Errorf("%d warnings about NCCL_IB_DISABLE on kubectl's stderr, want 1:\n%s", n, stderr)
+	}
+}
