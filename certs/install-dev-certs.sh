@@ -2,13 +2,15 @@
 # Makes the webhook's serving certificate with `rdma-webhook gen-certs` and
 # installs it: the TLS Secret rdma-webhook-tls in namespace rdma-webhook, and
 # the CA in the caBundle of every webhook of the MutatingWebhookConfiguration
-# rdma-webhook. Run it after `kubectl apply -k manifests/`, and again to rotate.
+# rdma-webhook and of the ValidatingWebhookConfiguration rdma-webhook (which
+# checks edits of the profiles ConfigMap). Run it after
+# `kubectl apply -k manifests/`, and again to rotate.
 #
 #   certs/install-dev-certs.sh [--print] [--out-dir DIR] [--days N]
 #
-# --print       make the certificates and print the Secret and the
-#               MutatingWebhookConfiguration (from manifests/) with the caBundle
-#               filled in, as YAML, instead of changing the cluster
+# --print       make the certificates and print the Secret and the two webhook
+#               configurations (from manifests/) with the caBundle filled in,
+#               as YAML, instead of changing the cluster
 # --out-dir DIR keep ca.crt, ca.key, tls.crt, tls.key in DIR (default: a
 #               temporary directory, removed at exit)
 # --days N      validity of the certificates (default 365)
@@ -29,7 +31,9 @@ mwc=rdma-webhook
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-mwc_file=$root/manifests/mutatingwebhookconfiguration.yaml
+# The webhook configurations, kind and manifest; both are named rdma-webhook.
+configs="mutatingwebhookconfiguration:$root/manifests/mutatingwebhookconfiguration.yaml
+validatingwebhookconfiguration:$root/manifests/validatingwebhookconfiguration.yaml"
 kubectl=${KUBECTL:-kubectl}
 
 usage() {
@@ -97,28 +101,28 @@ secret_yaml() {
         --dry-run=client -o yaml
 }
 
-# webhook_names: the names of the webhooks, one a line, in order; from the
-# manifest file (--print) or from the cluster.
+# webhook_names KIND FILE: the names of the webhooks, one a line, in order;
+# from the manifest file (--print) or from the cluster.
 webhook_names() {
     jp='{range .webhooks[*]}{.name}{"\n"}{end}'
     if [ "$print" = 1 ]; then
-        "$kubectl" patch --local -f "$mwc_file" --type merge -p '{}' -o jsonpath="$jp"
+        "$kubectl" patch --local -f "$2" --type merge -p '{}' -o jsonpath="$jp"
     else
-        "$kubectl" get mutatingwebhookconfiguration "$mwc" -o jsonpath="$jp"
+        "$kubectl" get "$1" "$mwc" -o jsonpath="$jp"
     fi
 }
 
-# ca_patch BUNDLE_B64: a JSON patch setting every webhook's caBundle, each
-# guarded by a test of the webhook's name at that index.
+# ca_patch KIND FILE BUNDLE_B64: a JSON patch setting every webhook's
+# caBundle, each guarded by a test of the webhook's name at that index.
 ca_patch() {
-    names=$(webhook_names) || die "cannot read the webhooks of $mwc"
-    [ -n "$names" ] || die "MutatingWebhookConfiguration $mwc has no webhooks"
+    names=$(webhook_names "$1" "$2") || die "cannot read the webhooks of $1 $mwc"
+    [ -n "$names" ] || die "$1 $mwc has no webhooks"
     i=0
     sep=
     printf '['
     for name in $names; do
         printf '%s{"op":"test","path":"/webhooks/%d/name","value":"%s"},' "$sep" "$i" "$name"
-        printf '{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":"%s"}' "$i" "$1"
+        printf '{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":"%s"}' "$i" "$3"
         sep=,
         i=$((i + 1))
     done
@@ -133,9 +137,11 @@ if [ "$print" = 1 ]; then
     bundle=$(b64 <"$out_dir/ca.crt")
     echo "# Secret $ns/$secret: the serving certificate and key"
     secret_yaml
-    echo "---"
-    echo "# MutatingWebhookConfiguration $mwc with the caBundle (base64 of ca.crt)"
-    "$kubectl" patch --local -f "$mwc_file" --type json -p "$(ca_patch "$bundle")" -o yaml
+    for c in $configs; do
+        echo "---"
+        echo "# ${c%%:*} $mwc with the caBundle (base64 of ca.crt)"
+        "$kubectl" patch --local -f "${c#*:}" --type json -p "$(ca_patch "${c%%:*}" "${c#*:}" "$bundle")" -o yaml
+    done
     exit 0
 fi
 
@@ -154,9 +160,19 @@ old=$("$kubectl" get mutatingwebhookconfiguration "$mwc" -o jsonpath='{.webhooks
     fi
 } >"$out_dir/bundle.crt"
 "$kubectl" patch mutatingwebhookconfiguration "$mwc" --type json \
-    -p "$(ca_patch "$(b64 <"$out_dir/bundle.crt")")"
+    -p "$(ca_patch mutatingwebhookconfiguration "" "$(b64 <"$out_dir/bundle.crt")")"
+# An install from before the profiles check has no ValidatingWebhookConfiguration
+# yet: `kubectl apply -k manifests/` adds it, and a run after that fills it in.
+if "$kubectl" get validatingwebhookconfiguration "$mwc" >/dev/null 2>&1; then
+    "$kubectl" patch validatingwebhookconfiguration "$mwc" --type json \
+        -p "$(ca_patch validatingwebhookconfiguration "" "$(b64 <"$out_dir/bundle.crt")")"
+    also=" and of the profiles check"
+else
+    echo "install-dev-certs: no ValidatingWebhookConfiguration $mwc (apply manifests/ again to add it)" >&2
+    also=
+fi
 secret_yaml | "$kubectl" apply -f -
 
-echo "installed: Secret $ns/$secret and the caBundle of $mwc" >&2
+echo "installed: Secret $ns/$secret and the caBundle of $mwc$also" >&2
 echo "the pods pick the new files up once the kubelet syncs the Secret (about a minute);" >&2
 echo "check with: $kubectl -n $ns rollout status deployment/$svc" >&2

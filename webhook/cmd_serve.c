@@ -159,6 +159,7 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
         log_msg(&app->log, LOG_WARN, "log queue unavailable; writing each line directly", "error",
                 err);
     cfg.cert_reload_interval_ms = o->reload_interval_ms;
+    cfg.profiles_key = o->profiles_key;
     if (cmd_serve_start_api(app, o, err, sizeof(err)) ||
         cmd_serve_start_profiles(app, o, err, sizeof(err)) ||
         server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, err, sizeof(err)) ||

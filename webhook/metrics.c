@@ -119,6 +119,13 @@ static void metrics_render_admissions(struct metrics *m, struct metrics_out *out
                 "# TYPE rdma_webhook_pinned_pods_total counter\n"
                 "rdma_webhook_pinned_pods_total %llu\n",
                 atomic_load(&m->pinned));
+    metrics_put(out,
+                "# HELP rdma_webhook_profile_reviews_total Edits of the profiles ConfigMap "
+                "checked at /validate-profiles, by result.\n"
+                "# TYPE rdma_webhook_profile_reviews_total counter\n"
+                "rdma_webhook_profile_reviews_total{result=\"allowed\"} %llu\n"
+                "rdma_webhook_profile_reviews_total{result=\"refused\"} %llu\n",
+                atomic_load(&m->profile_reviews[0]), atomic_load(&m->profile_reviews[1]));
 }
 
 static void metrics_render_latency(struct metrics *m, struct metrics_out *out)

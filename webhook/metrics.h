@@ -37,6 +37,7 @@ struct metrics {
     atomic_ullong latency_sum_ns;
     atomic_ullong patch_ops;
     atomic_ullong warnings[METRICS_WARNING_KINDS_MAX];
+    atomic_ullong profile_reviews[2]; /* /validate-profiles: allowed, refused */
     atomic_ullong pinned; /* admissions whose patch pins the pod (a MUTATE_W_PINNED warning) */
     atomic_int in_flight;
 };

@@ -263,42 +263,51 @@ static int review_check_json(const char *body, size_t len, struct jsoncheck_resu
     return -1;
 }
 
-int review_handle(const char *body, size_t len, const struct profiles *ps,
-                  const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum)
+/* Reads and checks the envelope: 0 with *root and env set, or the HTTP
+ * status (400, 500) with the reason in out. *root is the caller's to free,
+ * either way. */
+static int review_open(const char *body, size_t len, struct dynbuf *out, struct dynbuf *uid_buf,
+                       cJSON **root, struct review_envelope *env)
 {
-    struct review_envelope env;
     struct jsoncheck_result chk;
-    struct dynbuf uid_buf;
     const char *why, *end = NULL;
-    cJSON *root = NULL;
-    int status = 400, rc;
 
-    memset(sum, 0, sizeof(*sum));
-    sum->ignored = 1;
+    *root = NULL;
     if (review_check_json(body, len, &chk, out))
         return 400;
-    dynbuf_init(&uid_buf, len);
-    root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-    if (!root) {
+    *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!*root) {
         /* Strict JSON cJSON cannot read: out of memory, or a number longer
          * than the 63 characters cJSON 1.7.15 reads. */
         dynbuf_reset(out);
         dynbuf_printf(out, "body is JSON the parser cannot read (near byte %zu)",
                       end ? (size_t)(end - body) : (size_t)0);
-        goto out;
+        return 400;
     }
     if (chk.first_nul == JSONCHECK_NONE)
-        review_read_envelope(root, &env);
-    else if (review_read_envelope_exact(body, len, root, &uid_buf, &env)) {
-        status = 500;
+        review_read_envelope(*root, env);
+    else if (review_read_envelope_exact(body, len, *root, uid_buf, env)) {
         review_bad(out, "out of memory");
-        goto out;
+        return 500;
     }
-    why = review_check_envelope(&env);
-    if (why) {
-        review_bad(out, why);
+    why = review_check_envelope(env);
+    return why ? review_bad(out, why) : 0;
+}
+
+int review_handle(const char *body, size_t len, const struct profiles *ps,
+                  const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum)
+{
+    struct review_envelope env;
+    struct dynbuf uid_buf;
+    cJSON *root = NULL;
+    int status, rc;
+
+    memset(sum, 0, sizeof(*sum));
+    sum->ignored = 1;
+    dynbuf_init(&uid_buf, len);
+    status = review_open(body, len, out, &uid_buf, &root, &env);
+    if (status)
         goto out;
-    }
     utf8_shorten(env.uid, sizeof(sum->uid) - 1, sum->uid, sizeof(sum->uid));
     rc = review_answer(&env, ps, hooks, out, sum);
     status = rc ? 500 : 200;
@@ -307,5 +316,106 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
 out:
     arena_json_delete(root);
     dynbuf_free(&uid_buf);
+    return status;
+}
+
+/* The validating answer: allowed, or refused with the problems as the
+ * status message (kubectl prints it after "denied the request: "). */
+static int review_write_verdict(struct dynbuf *out, const struct review_envelope *env,
+                                const char *problems)
+{
+    struct jsonw w;
+
+    jsonw_init(&w, out);
+    jsonw_raw(&w, "{\"apiVersion\":");
+    jsonw_str(&w, env->api_version);
+    jsonw_raw(&w, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    jsonw_strn(&w, env->uid, env->uid_len);
+    if (!problems) {
+        jsonw_raw(&w, ",\"allowed\":true}}");
+        return jsonw_error(&w);
+    }
+    jsonw_raw(&w, ",\"allowed\":false,\"status\":{\"code\":422,\"reason\":\"Invalid\","
+                  "\"message\":");
+    jsonw_str(&w, problems);
+    jsonw_raw(&w, "}}}");
+    return jsonw_error(&w);
+}
+
+/* The problems of a ConfigMap's profiles text under key, into problems (the
+ * lines check-profiles prints); empty when it is valid. */
+static void review_check_profiles(const cJSON *object, const char *key, struct dynbuf *problems)
+{
+    const cJSON *data = podjson_member(object, "data");
+    const cJSON *text = podjson_member(data, key);
+    const cJSON *labels = podjson_member(podjson_member(object, "metadata"), "labels");
+    const char *label = cJSON_GetStringValue(podjson_member(labels, REVIEW_PROFILES_LABEL));
+    struct profiles *ps;
+
+    /* The webhook is called for an update that drops the label (the old
+     * object still has it), and for none after: refusing it keeps every
+     * later edit checked. A `kubectl apply` of a file without the label
+     * would drop it. */
+    if (!label || strcmp(label, "true") != 0) {
+        dynbuf_printf(problems,
+                      "keep the label %s: \"true\" on this ConfigMap: without it, later edits "
+                      "are not checked when they are applied",
+                      REVIEW_PROFILES_LABEL);
+        return;
+    }
+    if (!text) {
+        dynbuf_printf(problems,
+                      "the ConfigMap has no data key \"%s\", where the webhook reads "
+                      "its profiles (--profiles-key)",
+                      key);
+        return;
+    }
+    if (!cJSON_IsString(text)) {
+        dynbuf_printf(problems, "data key \"%s\" is not a string", key);
+        return;
+    }
+    dynbuf_printf(problems, "%s is not valid:\n", key);
+    ps = profiles_parse(text->valuestring, strlen(text->valuestring), problems);
+    if (ps)
+        dynbuf_reset(problems);
+    else if (dynbuf_len(problems) && dynbuf_ptr(problems)[dynbuf_len(problems) - 1] == '\n')
+        dynbuf_truncate(problems, dynbuf_len(problems) - 1);
+    profiles_free(ps);
+}
+
+int review_handle_profiles(const char *body, size_t len, const char *key, struct dynbuf *out,
+                           struct review_verdict *v)
+{
+    struct review_envelope env;
+    struct dynbuf uid_buf, problems;
+    const char *op;
+    cJSON *root = NULL;
+    int status, rc;
+
+    memset(v, 0, sizeof(*v));
+    v->allowed = 1;
+    dynbuf_init(&uid_buf, len);
+    dynbuf_init(&problems, REVIEW_PROBLEMS_MAX);
+    status = review_open(body, len, out, &uid_buf, &root, &env);
+    if (status)
+        goto out;
+    utf8_shorten(env.uid, sizeof(v->uid) - 1, v->uid, sizeof(v->uid));
+    op = cJSON_GetStringValue(podjson_member(env.req, "operation"));
+    review_copy(v->namespace_, sizeof(v->namespace_),
+                cJSON_GetStringValue(podjson_member(env.req, "namespace")));
+    review_copy(v->name, sizeof(v->name), cJSON_GetStringValue(podjson_member(env.req, "name")));
+    /* A delete, or a dry run's object, needs no check beyond the operation. */
+    if (op && (strcmp(op, "CREATE") == 0 || strcmp(op, "UPDATE") == 0))
+        review_check_profiles(podjson_member(env.req, "object"), key, &problems);
+    v->allowed = dynbuf_len(&problems) == 0;
+    review_copy(v->problems, sizeof(v->problems), dynbuf_ptr(&problems));
+    rc = review_write_verdict(out, &env, v->allowed ? NULL : dynbuf_ptr(&problems));
+    status = rc ? 500 : 200;
+    if (rc)
+        review_bad(out, rc == ERR_NOMEM ? "out of memory" : "response too large");
+out:
+    arena_json_delete(root);
+    dynbuf_free(&uid_buf);
+    dynbuf_free(&problems);
     return status;
 }

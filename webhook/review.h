@@ -41,6 +41,32 @@ struct review_summary {
 int review_handle(const char *body, size_t len, const struct profiles *ps,
                   const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum);
 
+/* What the caller logs and counts for one validation of the profiles
+ * ConfigMap (/validate-profiles). */
+struct review_verdict {
+    char uid[80];
+    char namespace_[64];
+    char name[256];
+    int allowed;
+    char problems[480]; /* the start of the message of a refusal */
+};
+
+/* The label that selects the profiles ConfigMap for /validate-profiles
+ * (manifests/validatingwebhookconfiguration.yaml). */
+#define REVIEW_PROFILES_LABEL "rdma-webhook.io/profiles"
+
+/* The most text of problems a refusal carries: every line check-profiles
+ * would print for a bad version, within what kubectl shows. */
+#define REVIEW_PROBLEMS_MAX (64u << 10)
+
+/* A ValidatingWebhook's review of the profiles ConfigMap: a CREATE or UPDATE
+ * whose data[key] profiles_parse() refuses (or that lacks the key) is
+ * refused, with check-profiles' lines as the message, and so is one that
+ * drops the REVIEW_PROFILES_LABEL that selects it; anything else is allowed. Statuses and out as
+ * review_handle(). */
+int review_handle_profiles(const char *body, size_t len, const char *key, struct dynbuf *out,
+                           struct review_verdict *v);
+
 /* Writes the response for a decoded request and a mutation result; used by
  * review_handle() and by the offline `mutate` command. */
 int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,

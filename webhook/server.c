@@ -76,7 +76,14 @@ struct server {
     struct bodybuf_pool bodies;
 };
 
-enum server_route { ROUTE_NONE, ROUTE_MUTATE, ROUTE_HEALTHZ, ROUTE_READYZ, ROUTE_METRICS };
+enum server_route {
+    ROUTE_NONE,
+    ROUTE_MUTATE,
+    ROUTE_VALIDATE_PROFILES,
+    ROUTE_HEALTHZ,
+    ROUTE_READYZ,
+    ROUTE_METRICS
+};
 
 /* Per-connection state, from the accept to the close: its deadlines, and
  * the certificate pair its TLS handshake was given (held until the close). */
@@ -175,6 +182,8 @@ static enum server_route server_route_of(const char *url, int tls)
 {
     if (tls && strcmp(url, "/mutate") == 0)
         return ROUTE_MUTATE;
+    if (tls && strcmp(url, "/validate-profiles") == 0)
+        return ROUTE_VALIDATE_PROFILES;
     if (strcmp(url, "/healthz") == 0)
         return ROUTE_HEALTHZ;
     if (strcmp(url, "/readyz") == 0)
@@ -358,6 +367,52 @@ struct server_te {
     size_t n;
 };
 
+static void server_log_verdict(struct server *s, const struct review_verdict *v)
+{
+    struct log_line l;
+
+    log_begin(&l, s->log, v->allowed ? LOG_INFO : LOG_WARN,
+              v->allowed ? "profiles edit allowed" : "profiles edit refused");
+    log_str(&l, "uid", v->uid);
+    log_str(&l, "namespace", v->namespace_);
+    log_str(&l, "configmap", v->name);
+    if (!v->allowed)
+        log_str(&l, "problems", v->problems);
+    log_end(&l);
+}
+
+/* /validate-profiles: the ValidatingWebhook on the profiles ConfigMap, so
+ * that `kubectl apply` or `edit` of a bad version fails with check-profiles'
+ * messages instead of being refused later by the loader. */
+static enum MHD_Result server_validate_profiles(struct server *s, struct MHD_Connection *conn,
+                                                struct server_request *req)
+{
+    struct review_verdict v;
+    struct dynbuf out;
+    struct arena arena;
+    size_t len;
+    int status;
+
+    dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
+    arena_begin(&arena);
+    status = review_handle_profiles(bodybuf_ptr(&req->body), bodybuf_len(&req->body),
+                                    s->cfg.profiles_key, &out, &v);
+    arena_end(&arena);
+    bodybuf_free(&req->body, &s->bodies);
+    if (status == MHD_HTTP_OK) {
+        atomic_fetch_add(&s->metrics.profile_reviews[v.allowed ? 0 : 1], 1);
+        server_log_verdict(s, &v);
+    } else {
+        log_msg(s->log, LOG_WARN, "bad profiles review request", "reason", dynbuf_ptr(&out));
+        dynbuf_addc(&out, '\n');
+    }
+    len = out.len;
+    return server_reply_buf(s, conn, (unsigned)status,
+                            status == MHD_HTTP_OK ? "application/json"
+                                                  : "text/plain; charset=utf-8",
+                            dynbuf_steal(&out), len);
+}
+
 static enum MHD_Result server_te_field(void *cls, enum MHD_ValueKind kind, const char *key,
                                        const char *value)
 {
@@ -386,14 +441,14 @@ static unsigned server_framing(struct MHD_Connection *conn, const char **why)
 
 /* The state of a /mutate request whose body is to be read: capped at the
  * declared length, or at --max-body-bytes when it comes in chunks. */
-static struct server_request *server_new_request(struct server *s, const char *clen,
-                                                 unsigned long long declared)
+static struct server_request *server_new_request(struct server *s, enum server_route route,
+                                                 const char *clen, unsigned long long declared)
 {
     struct server_request *req = calloc(1, sizeof(*req));
 
     if (!req)
         return NULL;
-    req->route = ROUTE_MUTATE;
+    req->route = route;
     bodybuf_init(&req->body, clen ? (size_t)declared : s->cfg.max_body);
     req->start_ns = monotime_now();
     return req;
@@ -415,12 +470,13 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
         return server_reply_text(s, conn, refused, why);
     if (route == ROUTE_NONE)
         return server_reply_text(s, conn, MHD_HTTP_NOT_FOUND,
-                                 tls ? "not found; the webhook path is /mutate\n"
+                                 tls ? "not found; the webhook paths are /mutate and "
+                                       "/validate-profiles\n"
                                      : "not found; try /metrics, /healthz or /readyz\n");
-    if (route != ROUTE_MUTATE)
+    if (route != ROUTE_MUTATE && route != ROUTE_VALIDATE_PROFILES)
         return server_simple_route(s, conn, route, method);
     if (strcmp(method, "POST") != 0)
-        return server_reply_405(s, conn, "/mutate takes POST with an AdmissionReview\n", "POST");
+        return server_reply_405(s, conn, "this path takes POST with an AdmissionReview\n", "POST");
     type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (!server_is_json(type))
         return server_reply_text(s, conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
@@ -432,7 +488,7 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
                                  "body exceeds --max-body-bytes\n");
     if (bodybuf_admit(&s->bodies, (size_t)declared))
         return server_reply_busy(s, conn);
-    req = server_new_request(s, clen, declared);
+    req = server_new_request(s, route, clen, declared);
     if (!req)
         return MHD_NO;
     *req_cls = req;
@@ -520,6 +576,8 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
     connguard_request_in(req->guard);
     if (req->early_status)
         return server_reply_early(s, conn, req->early_status);
+    if (req->route == ROUTE_VALIDATE_PROFILES)
+        return server_validate_profiles(s, conn, req);
     return server_admit(s, conn, req);
 }
 

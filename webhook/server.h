@@ -97,6 +97,7 @@ struct server_config {
     unsigned body_budget;      /* bytes of request bodies held at once, >= 2 * max_body */
     unsigned conn_limit;       /* at least 1 */
     unsigned cert_reload_interval_ms;
+    const char *profiles_key; /* the ConfigMap key /validate-profiles checks (--profiles-key) */
     unsigned cert_expiry_warn_days;
 };
 

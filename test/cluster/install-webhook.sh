@@ -49,6 +49,12 @@ patches:
   patch: |-
     - {op: replace, path: /webhooks/0/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
     - {op: replace, path: /webhooks/1/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
+- target:
+    group: admissionregistration.k8s.io
+    kind: ValidatingWebhookConfiguration
+    name: rdma-webhook
+  patch: |-
+    - {op: replace, path: /webhooks/0/clientConfig/url, value: "https://127.0.0.1:$port/validate-profiles"}
 EOF
 fi
 

@@ -94,15 +94,21 @@ func TestInstallDevCertsPrint(t *testing.T) {
 	dir := t.TempDir()
 	out := runInstallDevCerts(t, kubectl(t), nil, "--print", "--out-dir", dir)
 	objs := yamlObjects(t, out)
-	if len(objs) != 2 {
-		t.Fatalf("--print: expected a Secret and a MutatingWebhookConfiguration, got %d objects:\n%s", len(objs), cut(out))
+	if len(objs) != 3 {
+		t.Fatalf("--print: expected a Secret and the two webhook configurations, got %d objects:\n%s", len(objs), cut(out))
 	}
 	checkSchemas(t, namedObjects("install-dev-certs.sh --print: ", objs))
 	checkTLSSecret(t, findObject(t, objs, "Secret", tlsSecretName), dir)
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		checkPrintedBundle(t, objs, kind, dir)
+	}
+}
 
-	// The MutatingWebhookConfiguration of manifests/, every caBundle set to
-	// base64(ca.crt), nothing else changed.
-	mwc := findObject(t, objs, "MutatingWebhookConfiguration", webhookName)
+// checkPrintedBundle: the webhook configuration of manifests/ of kind, every
+// caBundle set to base64(ca.crt), nothing else changed.
+func checkPrintedBundle(t *testing.T, objs []obj, kind, dir string) {
+	t.Helper()
+	mwc := findObject(t, objs, kind, webhookName)
 	want := b64(readFile(t, filepath.Join(dir, "ca.crt")))
 	stripped := copyObject(mwc)
 	webhooks := pathArr(mwc, "webhooks")
@@ -116,9 +122,9 @@ func TestInstallDevCertsPrint(t *testing.T) {
 		}
 		delete(pathObj(pathArr(stripped, "webhooks")[i], "clientConfig"), "caBundle")
 	}
-	base := findObject(t, kustomize(t, manifestsDir), "MutatingWebhookConfiguration", webhookName)
+	base := findObject(t, kustomize(t, manifestsDir), kind, webhookName)
 	if !jsonEqual(base, stripped) {
-		t.Errorf("--print's MutatingWebhookConfiguration differs from manifests/ beyond the caBundle:\n%s", jsonDiff(base, stripped))
+		t.Errorf("--print's %s differs from manifests/ beyond the caBundle:\n%s", kind, jsonDiff(base, stripped))
 	}
 }
 
@@ -140,6 +146,17 @@ case "$1 $2" in
 "patch mutatingwebhookconfiguration")
     while [ $# -gt 0 ]; do
         [ "$1" = -p ] && printf '%s' "$2" >"$FAKE_DIR/patch.json"
+        shift
+    done
+    exit 0 ;;
+"get validatingwebhookconfiguration")
+    case "$*" in
+    *range*) exec "$REAL_KUBECTL" patch --local -f "$FAKE_DIR/vwc.json" --type merge -p '{}' -o "$5" ;;
+    *) exit 0 ;;
+    esac ;;
+"patch validatingwebhookconfiguration")
+    while [ $# -gt 0 ]; do
+        [ "$1" = -p ] && printf '%s' "$2" >"$FAKE_DIR/vpatch.json"
         shift
     done
     exit 0 ;;
@@ -181,13 +198,17 @@ func TestInstallDevCertsCluster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fake, "mwc.json"), mwcJSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	vwcJSON := mustMarshal(findObject(t, kustomize(t, manifestsDir), "ValidatingWebhookConfiguration", webhookName))
+	if err := os.WriteFile(filepath.Join(fake, "vwc.json"), vwcJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// run installs certificates while the caBundle holds old (base64 or "");
 	// it returns the patched MutatingWebhookConfiguration's caBundle (PEM),
 	// checking the Secret on the way.
 	run := func(old string) []byte {
 		t.Helper()
-		for _, f := range []string{"calls", "patch.json", "applied.yaml"} {
+		for _, f := range []string{"calls", "patch.json", "vpatch.json", "applied.yaml"} {
 			os.Remove(filepath.Join(fake, f))
 		}
 		dir := t.TempDir()
@@ -207,6 +228,21 @@ func TestInstallDevCertsCluster(t *testing.T) {
 		}
 		if patchAt < 0 || applyAt < 0 || patchAt > applyAt {
 			t.Fatalf("expected the caBundle patch before the Secret's apply; calls:\n%s", strings.Join(calls, "\n"))
+		}
+		// The profiles check's webhook gets the same bundle, by a patch that
+		// applies to its manifest.
+		vraw := readFile(t, filepath.Join(fake, "vpatch.json"))
+		vp, err := jsonpatch.DecodePatch(vraw)
+		if err != nil {
+			t.Fatalf("the ValidatingWebhookConfiguration's caBundle patch: %v\n%s", err, vraw)
+		}
+		vpatched, err := vp.Apply(vwcJSON)
+		if err != nil {
+			t.Fatalf("the caBundle patch does not apply to the ValidatingWebhookConfiguration: %v\n%s", err, vraw)
+		}
+		var vgot obj
+		if err := json.Unmarshal(vpatched, &vgot); err != nil {
+			t.Fatal(err)
 		}
 		applied := yamlObjects(t, readFile(t, filepath.Join(fake, "applied.yaml")))
 		if len(applied) != 1 {
@@ -236,6 +272,11 @@ func TestInstallDevCertsCluster(t *testing.T) {
 				t.Errorf("webhook %d: a different caBundle from webhook 0", i)
 			}
 			bundle = b
+		}
+		for _, w := range pathArr(vgot, "webhooks") {
+			if b, _ := pathStr(w, "clientConfig", "caBundle"); b != bundle {
+				t.Errorf("the profiles check's webhook has a different caBundle from /mutate's")
+			}
 		}
 		pemData, err := base64.StdEncoding.DecodeString(bundle)
 		if err != nil {

@@ -29,7 +29,7 @@ var wantServeArgs = []string{
 var wantBaseKinds = map[string]int{
 	"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ClusterRole": 1,
 	"ClusterRoleBinding": 1, "ConfigMap": 1, "Service": 1, "Deployment": 1,
-	"PodDisruptionBudget": 1, "MutatingWebhookConfiguration": 1,
+	"PodDisruptionBudget": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
 }
 
 // The kinds the cert-manager overlay adds.
@@ -79,7 +79,8 @@ func TestManifestsRenderAndValidate(t *testing.T) {
 	// Namespaced objects live in the webhook's namespace; cluster-scoped ones
 	// carry none.
 	clusterScoped := map[string]bool{"Namespace": true, "ClusterRole": true,
-		"ClusterRoleBinding": true, "MutatingWebhookConfiguration": true}
+		"ClusterRoleBinding": true, "MutatingWebhookConfiguration": true,
+		"ValidatingWebhookConfiguration": true}
 	for _, o := range overlay {
 		kind, _ := pathStr(o, "kind")
 		ns, hasNS := pathStr(o, "metadata", "namespace")
@@ -95,8 +96,8 @@ func TestManifestsRenderAndValidate(t *testing.T) {
 	}
 }
 
-// The overlay is the base plus cert-manager's objects, with only the
-// MutatingWebhookConfiguration changed (the CA injection annotation).
+// The overlay is the base plus cert-manager's objects, with only the two
+// webhook configurations changed (the CA injection annotation).
 func TestCertManagerOverlayKeepsTheBase(t *testing.T) {
 	base := kustomize(t, manifestsDir)
 	overlay := kustomize(t, certManagerDir)
@@ -110,7 +111,7 @@ func TestCertManagerOverlayKeepsTheBase(t *testing.T) {
 			t.Errorf("certs/cert-manager/ lacks %s", objKey(o))
 			continue
 		}
-		if k, _ := pathStr(o, "kind"); k == "MutatingWebhookConfiguration" {
+		if k, _ := pathStr(o, "kind"); k == "MutatingWebhookConfiguration" || k == "ValidatingWebhookConfiguration" {
 			got = copyObject(got)
 			anns := pathObj(got, "metadata", "annotations")
 			delete(anns, "cert-manager.io/inject-ca-from")

@@ -7,7 +7,7 @@ import { ConfigMap, Namespace, Pod, PodTemplate, Secret, Service, ServiceAccount
 import { Deployment } from "kubernetes-models/apps/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { MutatingWebhookConfiguration } from "kubernetes-models/admissionregistration.k8s.io/v1";
+import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from "kubernetes-models/admissionregistration.k8s.io/v1";
 import { Certificate, ClusterIssuer, Issuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 
 const MODELS = {
@@ -25,6 +25,7 @@ const MODELS = {
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
   "rbac.authorization.k8s.io/v1/ClusterRoleBinding": ClusterRoleBinding,
   "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": MutatingWebhookConfiguration,
+  "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": ValidatingWebhookConfiguration,
   "cert-manager.io/v1/Certificate": Certificate,
   "cert-manager.io/v1/Issuer": Issuer,
   "cert-manager.io/v1/ClusterIssuer": ClusterIssuer,

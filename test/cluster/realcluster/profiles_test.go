@@ -33,16 +33,22 @@ func profilesConfigMap(t testing.TB) *corev1.ConfigMap {
 	return nil
 }
 
+// profilesDoc is the profiles ConfigMap with text, as an admin keeps it in
+// a file: with the label that has its edits checked (README, "Profiles").
+func profilesDoc(t testing.TB, cm *corev1.ConfigMap, text string) string {
+	return toJSON(t, map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": cm.Name, "namespace": cm.Namespace,
+			"labels": map[string]string{"rdma-webhook.io/profiles": "true"}},
+		"data": map[string]string{"profiles.json": text},
+	})
+}
+
 // applyProfiles applies the ConfigMap with new profiles text, with kubectl
 // apply as an admin does.
 func applyProfiles(t testing.TB, cm *corev1.ConfigMap, text string) {
 	t.Helper()
-	doc := map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": cm.Name, "namespace": cm.Namespace},
-		"data":     map[string]string{"profiles.json": text},
-	}
-	mustKubectl(t, toJSON(t, doc), "apply", "-f", "-")
+	mustKubectl(t, profilesDoc(t, cm, text), "apply", "-f", "-")
 }
 
 // withHCA returns the profiles text with roce-8card's hca list replaced.
@@ -77,8 +83,9 @@ func dryRunHCA(t testing.TB, ns string) string {
 
 // TestProfilesEditedWithKubectl: a `kubectl apply` of the profiles
 // ConfigMap reaches the next pod within 2 s (the webhook watches it through
-// the API); an invalid edit is refused by the webhook, which keeps serving
-// the last good version.
+// the API); an invalid edit is refused by the apiserver with check-profiles'
+// messages (the ValidatingWebhookConfiguration), and the last good version
+// keeps serving.
 func TestProfilesEditedWithKubectl(t *testing.T) {
 	ns := newNamespace(t, nil)
 	cm := profilesConfigMap(t)
@@ -103,18 +110,37 @@ func TestProfilesEditedWithKubectl(t *testing.T) {
 	}
 	requireMutated(t, getPod(t, ns, "after-edit"), "pytorch", want{profile: "roce-8card", hca: "=mlx5_21,mlx5_22"})
 
-	// NCCL_IB_TIMEOUT 40 is out of NCCL's range: the whole version is refused.
-	mark := len(logLines(t))
-	applyProfiles(t, cm, strings.Replace(original, `"NCCL_IB_TIMEOUT": "22"`, `"NCCL_IB_TIMEOUT": "40"`, 1))
-	waitFor(t, 5*time.Second, `the webhook's "profiles rejected" line`, func() (bool, string) {
-		for _, l := range logLines(t)[mark:] {
-			if strings.HasPrefix(l["msg"].(string), "profiles rejected") {
-				return true, ""
-			}
+	// NCCL_IB_TIMEOUT 40 is out of NCCL's range: the apiserver refuses the
+	// apply itself (the ValidatingWebhookConfiguration on the ConfigMap),
+	// with the lines check-profiles prints, and nothing changes.
+	bad := strings.Replace(original, `"NCCL_IB_TIMEOUT": "22"`, `"NCCL_IB_TIMEOUT": "40"`, 1)
+	_, stderr, err := kubectl(profilesDoc(t, cm, bad), "apply", "-f", "-")
+	if err == nil {
+		t.Fatal("kubectl apply of an invalid profiles version succeeded")
+	}
+	for _, part := range []string{`admission webhook "profiles.rdma-webhook.io" denied the request`,
+		"profiles.json is not valid:", "NCCL_IB_TIMEOUT"} {
+		if !strings.Contains(stderr, part) {
+			t.Errorf("kubectl apply's error lacks %q:\n%s", part, stderr)
 		}
-		return false, "no such line"
-	})
+	}
+	stored := profilesConfigMap(t).Data["profiles.json"]
+	if strings.Contains(stored, `"NCCL_IB_TIMEOUT": "40"`) {
+		t.Error("the refused version was stored")
+	}
 	if got := dryRunHCA(t, ns); got != "=mlx5_21,mlx5_22" {
-		t.Errorf("after an invalid edit, NCCL_IB_HCA %q; want the last good version's =mlx5_21,mlx5_22", got)
+		t.Errorf("after a refused edit, NCCL_IB_HCA %q; want the last good version's =mlx5_21,mlx5_22", got)
+	}
+
+	// A file without the label would drop it, and with it the checks of
+	// every later edit: refused too, saying so.
+	unlabelled := toJSON(t, map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": cm.Name, "namespace": cm.Namespace},
+		"data":     map[string]string{"profiles.json": withHCA(t, original, []string{"mlx5_21", "mlx5_22"})},
+	})
+	if _, stderr, err := kubectl(unlabelled, "apply", "-f", "-"); err == nil ||
+		!strings.Contains(stderr, "keep the label rdma-webhook.io/profiles") {
+		t.Errorf("an apply that drops the label: err %v, stderr:\n%s", err, stderr)
 	}
 }
