@@ -98,6 +98,7 @@ struct server_config {
     unsigned conn_limit;       /* at least 1 */
     unsigned cert_reload_interval_ms;
     unsigned cert_expiry_warn_days;
+    const char *detect_image; /* mutate_options.detect_image; NULL: none (outlives the server) */
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,
