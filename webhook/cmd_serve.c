@@ -115,9 +115,10 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
 }
 
 /* One GET of Deployment ref ("NS/NAME", checked by the flags) and the image
- * of its first container into out: ERR_OK, or ERR_FAIL with why in err. */
+ * of its first container into out: ERR_OK, or ERR_FAIL with why in err;
+ * *final when trying again cannot help (404: no such Deployment). */
 static int cmd_serve_deployment_image(const struct kubeapi *api, const char *ref, char *out,
-                                      size_t outlen, char *err, size_t errlen)
+                                      size_t outlen, int *final, char *err, size_t errlen)
 {
     const char *slash = strchr(ref, '/');
     const cJSON *c, *image;
@@ -131,6 +132,7 @@ static int cmd_serve_deployment_image(const struct kubeapi *api, const char *ref
              ref, slash + 1);
     dynbuf_init(&body, CMD_SERVE_DEPLOYMENT_MAX);
     rc = kubeapi_get(api, path, CMD_SERVE_DETECT_GET_MS, NULL, &body, &status, err, errlen);
+    *final = rc == ERR_OK && (status == 200 || status == 404);
     if (rc == ERR_OK && status != 200)
         rc = err_set(err, errlen, ERR_FAIL, "GET deployment %s: HTTP %ld (%s)", ref, status,
                      status == 403 ? "the service account needs get on deployments there"
@@ -166,14 +168,16 @@ static void cmd_serve_detect_image(struct cmd_serve_app *app, const struct cmd_s
 {
     char err[ERR_LEN] = "";
     long waited = 0, pause = 200;
+    int final = 0;
 
     if (!o->detect_deployment)
         return;
     while (cmd_serve_deployment_image(&app->api, o->detect_deployment, app->detect_image,
-                                      sizeof(app->detect_image), err, sizeof(err)) != ERR_OK) {
+                                      sizeof(app->detect_image), &final, err,
+                                      sizeof(err)) != ERR_OK) {
         struct timespec ts = {pause / 1000, (pause % 1000) * 1000000L};
 
-        if (waited >= CMD_SERVE_DETECT_TRY_MS) {
+        if (final || waited >= CMD_SERVE_DETECT_TRY_MS) {
             log_msg(&app->log, LOG_ERROR,
                     "no detect image: profiles with detect get no init container", "error", err);
             return;

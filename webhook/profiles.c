@@ -201,21 +201,21 @@ static void profiles_read_shm(struct pctx *c, const cJSON *shm, struct pcommon *
     out->shm_size_limit = size;
 }
 
-/* A whole number (at most 9 digits) and one of the suffixes, times that
+/* A whole number (at most 15 digits) and one of the suffixes, times that
  * suffix's factor: the plain forms of cpu ("100m", "1") and memory ("32Mi")
- * an admin writes. -1 for anything else. */
+ * an admin writes. -1 for anything else, and for a product past 2^62. */
 static long long profiles_scaled(const char *s, const char *const *suffix, const long long *factor)
 {
     long long v = 0;
     size_t n = 0;
 
-    while (s[n] >= '0' && s[n] <= '9' && n < 10)
+    while (s[n] >= '0' && s[n] <= '9' && n < 16)
         v = v * 10 + (s[n++] - '0');
-    if (n == 0 || n > 9 || !quantity_valid(s))
+    if (n == 0 || n > 15 || !quantity_valid(s))
         return -1;
     for (size_t i = 0; suffix[i]; i++)
         if (strcmp(s + n, suffix[i]) == 0)
-            return v * factor[i];
+            return v > (1ll << 62) / factor[i] ? -1 : v * factor[i];
     return -1;
 }
 
