@@ -26,4 +26,13 @@ int cmd_nccl_detect(int argc, char **argv);
 int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out, char *err, size_t errlen);
 
+/* Most bytes of --detect-image. */
+#define CMD_IMAGE_MAX 1024
+
+/* Checks --detect-image's value (or the image read for
+ * --detect-image-from-deployment): 1 to CMD_IMAGE_MAX printable ASCII
+ * characters without spaces or '$' (a $(VAR) the kubelet did not expand).
+ * ERR_OK, or ERR_FAIL with a message that says what to fix. */
+int cmd_check_image(const char *image, char *err, size_t errlen);
+
 #endif

@@ -17,13 +17,17 @@
 static void cmd_mutate_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [FILE|-]\n"
+            "Usage: rdma-webhook mutate [--profiles FILE] [--detect-image IMAGE] [--patched] "
+            "[FILE|-]\n"
             "\n"
             "Runs the webhook offline on an AdmissionReview, a Pod or a PyTorchJob (JSON; stdin\n"
             "when FILE is - or absent), e.g. kubectl get pod P -o json | rdma-webhook mutate "
             "--patched\n"
             "\n"
             "  --profiles FILE   profiles JSON (default %s)\n"
+            "  --detect-image IMAGE\n"
+            "                    the image of the init container rdma-webhook-detect, as\n"
+            "                    serve --detect-image (without it: no run-time detection)\n"
             "  --patched         print the mutated object instead of the AdmissionReview "
             "response\n"
             "                    (always so for a PyTorchJob)\n"
@@ -62,10 +66,14 @@ static void cmd_mutate_print_warnings(const struct mutate_warnings *w)
 
 /* Mutates one pod or template inside doc and applies the patch to doc. */
 static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
-                                 int implicit, const struct profiles *ps)
+                                 int implicit, const struct profiles *ps,
+                                 const struct mutate_options *opts)
 {
-    struct mutate_input in = {
-        .object = object, .base = base, .namespace_ = ns, .implicit_target = implicit};
+    struct mutate_input in = {.object = object,
+                              .base = base,
+                              .namespace_ = ns,
+                              .implicit_target = implicit,
+                              .opts = opts};
     struct mutate_result res;
     cJSON *ops = NULL;
     char err[ERR_LEN];
@@ -89,7 +97,8 @@ static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *b
 }
 
 /* Each replica type's template is mutated as a pod the job would create. */
-static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps)
+static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps,
+                                 const struct mutate_options *opts)
 {
     const cJSON *specs = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "spec"), "pytorchReplicaSpecs");
@@ -109,7 +118,7 @@ static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps)
         if (!cJSON_IsObject(tmpl) || patch_escape_token(rs->string, tok, sizeof(tok)))
             continue;
         snprintf(base, sizeof(base), "/spec/pytorchReplicaSpecs/%s/template", tok);
-        if (cmd_mutate_apply_into(doc, tmpl, base, ns ? ns : "default", 1, ps))
+        if (cmd_mutate_apply_into(doc, tmpl, base, ns ? ns : "default", 1, ps, opts))
             return 1;
     }
     return 0;
@@ -129,7 +138,7 @@ static int cmd_mutate_print_doc(const cJSON *doc)
 /* A review: the response the server would send, or with --patched the
  * review's object with the patch applied. */
 static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const struct profiles *ps,
-                             int patched)
+                             const struct mutate_options *opts, int patched)
 {
     cJSON *req = cJSON_GetObjectItemCaseSensitive(*doc, "request");
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace"));
@@ -139,10 +148,10 @@ static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const stru
 
     if (patched)
         return cmd_mutate_apply_into(doc, cJSON_GetObjectItemCaseSensitive(req, "object"),
-                                     "/request/object", ns ? ns : "default", 0, ps) ||
+                                     "/request/object", ns ? ns : "default", 0, ps, opts) ||
                cmd_mutate_print_doc(cJSON_GetObjectItemCaseSensitive(req, "object"));
     dynbuf_init(&out, MUTATE_INPUT_MAX);
-    status = review_handle(dynbuf_ptr(input), dynbuf_len(input), ps, NULL, &out, &sum);
+    status = review_handle(dynbuf_ptr(input), dynbuf_len(input), ps, NULL, opts, &out, &sum);
     if (status == 200)
         puts(dynbuf_ptr(&out));
     else
@@ -152,17 +161,19 @@ static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const stru
 }
 
 /* A bare Pod: the response a review of it would get, or the patched Pod. */
-static int cmd_mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
+static int cmd_mutate_pod(cJSON **doc, const struct profiles *ps, const struct mutate_options *opts,
+                          int patched)
 {
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace"));
-    struct mutate_input in = {.object = *doc, .base = "", .namespace_ = ns ? ns : "default"};
+    struct mutate_input in = {
+        .object = *doc, .base = "", .namespace_ = ns ? ns : "default", .opts = opts};
     struct mutate_result res;
     struct dynbuf out;
     int rc = 1;
 
     if (patched)
-        return cmd_mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps) ||
+        return cmd_mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps, opts) ||
                cmd_mutate_print_doc(*doc);
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     dynbuf_init(&out, MUTATE_INPUT_MAX);
@@ -177,7 +188,8 @@ static int cmd_mutate_pod(cJSON **doc, const struct profiles *ps, int patched)
     return rc;
 }
 
-static int cmd_mutate_dispatch(const struct dynbuf *input, const struct profiles *ps, int patched)
+static int cmd_mutate_dispatch(const struct dynbuf *input, const struct profiles *ps,
+                               const struct mutate_options *opts, int patched)
 {
     cJSON *doc = cJSON_ParseWithLength(dynbuf_ptr(input), dynbuf_len(input));
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "kind"));
@@ -187,11 +199,11 @@ static int cmd_mutate_dispatch(const struct dynbuf *input, const struct profiles
         fprintf(stderr, "rdma-webhook: the input is not JSON (YAML: convert with "
                         "kubectl ... -o json)\n");
     else if (kind && strcmp(kind, "AdmissionReview") == 0)
-        rc = cmd_mutate_review(&doc, input, ps, patched);
+        rc = cmd_mutate_review(&doc, input, ps, opts, patched);
     else if (kind && strcmp(kind, "Pod") == 0)
-        rc = cmd_mutate_pod(&doc, ps, patched);
+        rc = cmd_mutate_pod(&doc, ps, opts, patched);
     else if (kind && strcmp(kind, "PyTorchJob") == 0)
-        rc = cmd_mutate_pytorchjob(&doc, ps) || cmd_mutate_print_doc(doc);
+        rc = cmd_mutate_pytorchjob(&doc, ps, opts) || cmd_mutate_print_doc(doc);
     else
         fprintf(stderr,
                 "rdma-webhook: input kind \"%s\" is not AdmissionReview, Pod or "
@@ -205,9 +217,11 @@ int cmd_mutate(int argc, char **argv)
 {
     static const struct option opts[] = {{"profiles", required_argument, NULL, 'p'},
                                          {"patched", no_argument, NULL, 'P'},
+                                         {"detect-image", required_argument, NULL, 'i'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
+    struct mutate_options mopts = {0};
     struct profiles *ps = NULL;
     struct dynbuf input;
     char err[ERR_LEN] = "";
@@ -218,6 +232,8 @@ int cmd_mutate(int argc, char **argv)
             profiles = optarg;
         else if (c == 'P')
             patched = 1;
+        else if (c == 'i')
+            mopts.detect_image = optarg;
         else if (c == 'h')
             return cmd_mutate_usage(stdout), 0;
         else
@@ -225,6 +241,10 @@ int cmd_mutate(int argc, char **argv)
     }
     if (argc - optind > 1)
         return cmd_mutate_usage(stderr), 2;
+    if (mopts.detect_image && cmd_check_image(mopts.detect_image, err, sizeof(err)) != ERR_OK) {
+        fprintf(stderr, "rdma-webhook mutate: %s\n", err);
+        return 2;
+    }
     if (optind < argc)
         path = argv[optind];
     dynbuf_init(&input, MUTATE_INPUT_MAX);
@@ -235,7 +255,7 @@ int cmd_mutate(int argc, char **argv)
         fprintf(stderr, "rdma-webhook: %s\n", err);
         goto out;
     }
-    rc = cmd_mutate_dispatch(&input, ps, patched);
+    rc = cmd_mutate_dispatch(&input, ps, &mopts, patched);
 out:
     profiles_free(ps);
     dynbuf_free(&input);

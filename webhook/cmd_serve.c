@@ -10,6 +10,7 @@
 #include "server.h"
 #include "store.h"
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,11 @@
 #define CMD_SERVE_LOGQ_FLUSH_MS 100u
 /* How long an exit waits for a stalled stderr reader. */
 #define CMD_SERVE_LOGQ_STOP_MS 2000u
+/* --detect-image-from-deployment: how long the start may try, each GET's
+ * timeout, and the most of the Deployment read. */
+#define CMD_SERVE_DETECT_TRY_MS  10000L
+#define CMD_SERVE_DETECT_GET_MS  3000L
+#define CMD_SERVE_DEPLOYMENT_MAX (4u << 20)
 
 /* The serve command's whole state: the log and the profiles store that
  * everything shares, the server, and the profiles' source. */
@@ -35,8 +41,9 @@ struct cmd_serve_app {
     struct cmwatch *cmwatch; /* from a ConfigMap */
     struct kubeapi api;
     struct lookups *lookups;
-    const char *profiles_path;        /* NULL with a ConfigMap */
-    struct store_source profiles_src; /* the file at profiles_path */
+    const char *profiles_path;            /* NULL with a ConfigMap */
+    struct store_source profiles_src;     /* the file at profiles_path */
+    char detect_image[CMD_IMAGE_MAX + 1]; /* read by --detect-image-from-deployment */
 };
 
 /* Reads the profiles file and publishes it; the old snapshot stays on error.
@@ -95,7 +102,8 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
                                 .node_ttl_s = o->node_cache_s,
                                 .configmap_ttl_s = o->configmap_cache_s};
 
-    if (o->no_kube_api || (!o->kube_api && !in_cluster && !o->profiles_configmap))
+    if (o->no_kube_api ||
+        (!o->kube_api && !in_cluster && !o->profiles_configmap && !o->detect_deployment))
         return 0;
     if (o->kube_api
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
@@ -104,6 +112,82 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
     if (lookups_init(&app->lookups, &app->api, &lc, err, errlen) != ERR_OK)
         return -1;
     return 0;
+}
+
+/* One GET of Deployment ref ("NS/NAME", checked by the flags) and the image
+ * of its first container into out: ERR_OK, or ERR_FAIL with why in err;
+ * *final when trying again cannot help (404: no such Deployment). */
+static int cmd_serve_deployment_image(const struct kubeapi *api, const char *ref, char *out,
+                                      size_t outlen, int *final, char *err, size_t errlen)
+{
+    const char *slash = strchr(ref, '/');
+    const cJSON *c, *image;
+    struct dynbuf body;
+    cJSON *doc = NULL;
+    char path[512];
+    long status = 0;
+    int rc;
+
+    snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%.*s/deployments/%s", (int)(slash - ref),
+             ref, slash + 1);
+    dynbuf_init(&body, CMD_SERVE_DEPLOYMENT_MAX);
+    rc = kubeapi_get(api, path, CMD_SERVE_DETECT_GET_MS, NULL, &body, &status, err, errlen);
+    *final = rc == ERR_OK && (status == 200 || status == 404);
+    if (rc == ERR_OK && status != 200)
+        rc = err_set(err, errlen, ERR_FAIL, "GET deployment %s: HTTP %ld (%s)", ref, status,
+                     status == 403 ? "the service account needs get on deployments there"
+                                   : "check the name");
+    if (rc == ERR_OK) {
+        doc = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
+        c = cJSON_GetArrayItem(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "spec"),
+                                                     "template"),
+                    "spec"),
+                "containers"),
+            0);
+        image = cJSON_GetObjectItemCaseSensitive(c, "image");
+        if (!cJSON_IsString(image))
+            rc = err_set(err, errlen, ERR_FAIL, "deployment %s has no image in its first container",
+                         ref);
+        else if ((rc = cmd_check_image(image->valuestring, err, errlen)) == ERR_OK)
+            snprintf(out, outlen, "%s", image->valuestring);
+    }
+    cJSON_Delete(doc);
+    dynbuf_free(&body);
+    return rc;
+}
+
+/* --detect-image-from-deployment: the image, tried for CMD_SERVE_DETECT_TRY_MS
+ * (the API may not answer yet as the pod starts). Without it the webhook
+ * still serves, only without run-time detection: each pod whose profile asks
+ * for it is told so. */
+static void cmd_serve_detect_image(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
+                                   struct server_config *cfg)
+{
+    char err[ERR_LEN] = "";
+    long waited = 0, pause = 200;
+    int final = 0;
+
+    if (!o->detect_deployment)
+        return;
+    while (cmd_serve_deployment_image(&app->api, o->detect_deployment, app->detect_image,
+                                      sizeof(app->detect_image), &final, err,
+                                      sizeof(err)) != ERR_OK) {
+        struct timespec ts = {pause / 1000, (pause % 1000) * 1000000L};
+
+        if (final || waited >= CMD_SERVE_DETECT_TRY_MS) {
+            log_msg(&app->log, LOG_ERROR,
+                    "no detect image: profiles with detect get no init container", "error", err);
+            return;
+        }
+        nanosleep(&ts, NULL);
+        waited += pause;
+        pause = pause * 2 > 2000 ? 2000 : pause * 2;
+    }
+    cfg->detect_image = app->detect_image;
+    log_msg(&app->log, LOG_INFO, "detect image", "image", app->detect_image);
 }
 
 /* Starts the profiles source: the ConfigMap watch, or the file (its identity
@@ -160,8 +244,12 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
                 err);
     cfg.cert_reload_interval_ms = o->reload_interval_ms;
     cfg.profiles_key = o->profiles_key;
-    if (cmd_serve_start_api(app, o, err, sizeof(err)) ||
-        cmd_serve_start_profiles(app, o, err, sizeof(err)) ||
+    if (cmd_serve_start_api(app, o, err, sizeof(err))) {
+        log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
+        goto out;
+    }
+    cmd_serve_detect_image(app, o, &cfg);
+    if (cmd_serve_start_profiles(app, o, err, sizeof(err)) ||
         server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, err, sizeof(err)) ||
         server_start(app->srv, err, sizeof(err))) {
         log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);

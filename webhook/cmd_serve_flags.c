@@ -1,6 +1,7 @@
 #include "cmd_serve_flags.h"
 
 #include "cmd.h"
+#include "k8sname.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -62,6 +63,15 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                (default 1000)\n"
         "  --log-level LEVEL             debug, info, warn or error (default info); debug\n"
         "                                adds libmicrohttpd's per-connection messages\n"
+        "  --detect-image IMAGE          the image of the init container rdma-webhook-detect\n"
+        "                                that profiles with \"detect\" add: this webhook's own\n"
+        "                                (the manifests set it from the Deployment's image);\n"
+        "                                without it such profiles get no detection, and a\n"
+        "                                warning\n"
+        "  --detect-image-from-deployment NS/NAME\n"
+        "                                instead of --detect-image: at start, the image of\n"
+        "                                the first container of Deployment NS/NAME, read\n"
+        "                                through the API (the manifests name their own)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "The certificate and key files are watched too and swapped without a restart.\n"
@@ -95,6 +105,8 @@ enum serve_flag {
     FLAG_HEADER_TIMEOUT,
     FLAG_BODY_TIMEOUT,
     FLAG_BODY_BUDGET,
+    FLAG_DETECT_IMAGE,
+    FLAG_DETECT_DEPLOYMENT,
 };
 
 static const struct option serve_options[] = {
@@ -123,6 +135,8 @@ static const struct option serve_options[] = {
     {"header-timeout", required_argument, NULL, FLAG_HEADER_TIMEOUT},
     {"body-timeout", required_argument, NULL, FLAG_BODY_TIMEOUT},
     {"body-budget-bytes", required_argument, NULL, FLAG_BODY_BUDGET},
+    {"detect-image", required_argument, NULL, FLAG_DETECT_IMAGE},
+    {"detect-image-from-deployment", required_argument, NULL, FLAG_DETECT_DEPLOYMENT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -189,6 +203,8 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case FLAG_NO_KUBE_API: o->no_kube_api = 1; break;
         case FLAG_PROFILES_CM: o->profiles_configmap = optarg; break;
         case FLAG_LOG_LEVEL: o->log_level = optarg; break;
+        case FLAG_DETECT_IMAGE: o->cfg.detect_image = optarg; break;
+        case FLAG_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
         case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
         default:
@@ -229,12 +245,34 @@ static void cmd_serve_flags_defaults(struct cmd_serve_flags *o)
     o->grace_s = 10;
 }
 
+/* 1 when s is NAMESPACE/NAME: a DNS label and a DNS subdomain. */
+static int cmd_serve_flags_ns_name(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    char ns[64];
+
+    if (!slash || (size_t)(slash - s) >= sizeof(ns))
+        return 0;
+    memcpy(ns, s, (size_t)(slash - s));
+    ns[slash - s] = '\0';
+    return k8sname_label(ns) && k8sname_subdomain(slash + 1);
+}
+
 /* Combinations of flags that cannot work, caught before anything starts. */
 static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
 {
     const char *why = NULL;
+    char err[ERR_LEN];
 
-    if (o->profiles_configmap && o->profiles_set)
+    if (o->cfg.detect_image && cmd_check_image(o->cfg.detect_image, err, sizeof(err)) != ERR_OK)
+        why = err;
+    else if (o->detect_deployment && !cmd_serve_flags_ns_name(o->detect_deployment))
+        why = "--detect-image-from-deployment takes NAMESPACE/NAME, e.g. rdma-webhook/rdma-webhook";
+    else if (o->detect_deployment && o->cfg.detect_image)
+        why = "--detect-image and --detect-image-from-deployment exclude each other; pick one";
+    else if (o->detect_deployment && o->no_kube_api)
+        why = "--detect-image-from-deployment needs the API; drop --no-kube-api";
+    else if (o->profiles_configmap && o->profiles_set)
         why = "--profiles and --profiles-configmap exclude each other; pick one source";
     else if (o->profiles_configmap && o->no_kube_api)
         why = "--profiles-configmap needs the API; drop --no-kube-api";

@@ -23,6 +23,9 @@ struct cmd_serve_flags {
     const char *log_level;
     unsigned reload_interval_ms;
     unsigned grace_s;
+    /* --detect-image-from-deployment NS/NAME: cfg.detect_image is read from
+     * that Deployment at start (cmd_serve.c). */
+    const char *detect_deployment;
 };
 
 /* Fills *o from the defaults and argv, and *level from --log-level. Returns 0

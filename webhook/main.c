@@ -44,6 +44,27 @@ int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsi
     return ERR_OK;
 }
 
+int cmd_check_image(const char *image, char *err, size_t errlen)
+{
+    size_t n = strlen(image);
+
+    if (strchr(image, '$'))
+        return err_set(err, errlen, ERR_FAIL,
+                       "--detect-image \"%s\" holds a '$' (a $(VAR) left unexpanded?); give the "
+                       "image itself, e.g. rdma-webhook:0.1.0",
+                       image);
+    if (n == 0 || n > CMD_IMAGE_MAX)
+        return err_set(err, errlen, ERR_FAIL,
+                       "--detect-image takes the webhook's image, 1 to %d bytes", CMD_IMAGE_MAX);
+    for (const char *p = image; *p; p++)
+        if (*p <= ' ' || *p > '~')
+            return err_set(err, errlen, ERR_FAIL,
+                           "--detect-image \"%s\": an image reference has no spaces or control "
+                           "characters",
+                           image);
+    return ERR_OK;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {

@@ -19,6 +19,15 @@
  * (their keys lose to the profile's, as an unreadable source's do), and one
  * warning per container says so. */
 #define MUTATE_ENVFROM_MAX 64
+#define MUTATE_CONF_FILE   "NCCL_CONF_FILE"
+
+/* Whether the pod gets run-time detection (mutate.h). */
+enum mutate_detect {
+    MUTATE_DETECT_OFF,      /* the profile does not ask for it */
+    MUTATE_DETECT_NO_IMAGE, /* it does, but there is no detect_image */
+    MUTATE_DETECT_TAKEN,    /* it does, but the pod has its own object of a name it adds */
+    MUTATE_DETECT_ON,
+};
 
 struct mctx {
     const struct mutate_input *in;
@@ -32,6 +41,12 @@ struct mctx {
     int host_network;
     enum select_rule rule; /* how m->p was chosen */
     char shm_volume[64];   /* "" until the volume is added */
+    int volumes;           /* spec.volumes exists, in the pod or made by the patch */
+    int dropped_ifname;    /* hostNetwork: the profile's NCCL_SOCKET_IFNAME left out */
+    enum mutate_detect detect;
+    const char *detect_taken; /* MUTATE_DETECT_TAKEN: what of the pod's has the name */
+    int detect_used;          /* some container reads the detected file */
+    int ib_on;                /* some regular target container has InfiniBand on */
     /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
     struct profiles_kv env[MUTATE_ENV_MAX];
     size_t n_env;
@@ -42,7 +57,7 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
     static const char *const names[MUTATE_W_KINDS] = {
         "no_profile", "unknown_profile", "override",     "nccl_value",   "non_root",
         "envfrom",    "scheduler",       "host_network", "no_container", "node_lookup",
-        "ambiguous",  "pinned",          "ib_disabled",  "error"};
+        "ambiguous",  "pinned",          "ib_disabled",  "detect",       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -159,14 +174,13 @@ static int mutate_item_path(struct mctx *m, char *out, const char *list, int idx
 static void mutate_effective_env(struct mctx *m)
 {
     const struct profiles_kvs *env = &m->p->env, *hn = &m->p->host_network_env;
-    int dropped_ifname = 0;
 
     m->n_env = 0;
     for (size_t i = 0; i < env->n; i++) {
         const char *over = m->host_network ? profiles_kv_get(hn, env->v[i].name) : NULL;
 
         if (m->host_network && !over && strcmp(env->v[i].name, "NCCL_SOCKET_IFNAME") == 0) {
-            dropped_ifname = 1;
+            m->dropped_ifname = 1;
             continue;
         }
         m->env[m->n_env].name = env->v[i].name;
@@ -175,7 +189,21 @@ static void mutate_effective_env(struct mctx *m)
     for (size_t i = 0; m->host_network && i < hn->n; i++)
         if (!profiles_kv_get(env, hn->v[i].name))
             m->env[m->n_env++] = hn->v[i];
-    if (dropped_ifname)
+}
+
+/* The pod's value of one of the profile's variables; NULL when it has none. */
+static const char *mutate_env_value(struct mctx *m, const char *name)
+{
+    const struct profiles_kvs kvs = {.v = m->env, .n = m->n_env};
+
+    return profiles_kv_get(&kvs, name);
+}
+
+/* Said once the containers are done: detection, when a container uses it,
+ * finds the interface on the node instead. */
+static void mutate_warn_host_network(struct mctx *m)
+{
+    if (m->dropped_ifname && !m->detect_used)
         mutate_warn(m, MUTATE_W_HOST_NETWORK,
                     "hostNetwork pod: NCCL_SOCKET_IFNAME not set (profile has no "
                     "hostNetworkEnv); set it to the node's NIC");
@@ -387,13 +415,40 @@ static void mutate_env_entry(struct mctx *m, const struct profiles_kv *kv)
     jsonw_raw(&m->res->patch.w, "}");
 }
 
-/* Appends the profile's variables the container does not declare; with
- * InfiniBand off (ib_off), none of its NCCL_IB_* variables. */
-static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const char *cname,
-                       int ib_off)
+/* The variables the detected file sets in place of the profile's: NCCL
+ * reads the file for what the environment lacks, so the env must lack them.
+ * NCCL_SOCKET_IFNAME stays: a profile's value goes to nccl-detect as it is
+ * (--socket-ifname), and without one the env has none either. */
+static int mutate_is_detected_var(const char *name)
 {
+    return strcmp(name, "NCCL_IB_HCA") == 0 || strcmp(name, "NCCL_IB_GID_INDEX") == 0;
+}
+
+/* The last env entry named name (the one the kubelet uses), or NULL. */
+static const cJSON *mutate_env_entry_named(struct mctx *m, const cJSON *env, const char *name)
+{
+    const cJSON *e, *last = NULL;
+
+    cJSON_ArrayForEach(e, env)
+    {
+        const char *n = podjson_str(&m->r, e, "name");
+
+        if (n && strcmp(n, name) == 0)
+            last = e;
+    }
+    return last;
+}
+
+/* Appends the profile's variables the container does not declare; with
+ * InfiniBand off (ib_off), none of its NCCL_IB_* variables; for a container
+ * that reads the detected file (detected), none of the detected variables,
+ * and NCCL_CONF_FILE unless it has it. */
+static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const char *cname,
+                       int ib_off, int detected)
+{
+    static const struct profiles_kv conf_file = {MUTATE_CONF_FILE, MUTATE_DETECT_FILE};
     const cJSON *env = podjson_arr(&m->r, c, "env");
-    const struct profiles_kv *adds[MUTATE_ENV_MAX];
+    const struct profiles_kv *adds[MUTATE_ENV_MAX + 1];
     const cJSON *decl[MUTATE_ENV_MAX], *envfrom = NULL;
     struct mutate_envfrom_warned warned = {0};
     size_t n = 0;
@@ -401,8 +456,12 @@ static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const 
     char path[PATCH_PATH_MAX];
 
     mutate_scan_user_env(m, env, cname, ib_off, decl);
+    /* mutate_detect_container() made sure an entry there is this one. */
+    if (detected && !mutate_env_entry_named(m, env, MUTATE_CONF_FILE))
+        adds[n++] = &conf_file;
     for (size_t i = 0; i < m->n_env; i++) {
-        if (ib_off && mutate_is_ib_var(m->env[i].name))
+        if ((ib_off && mutate_is_ib_var(m->env[i].name)) ||
+            (detected && mutate_is_detected_var(m->env[i].name)))
             continue;
         if (decl[i]) {
             mutate_env_declared(m, decl[i], &m->env[i], cname);
@@ -514,59 +573,116 @@ static int mutate_volume_exists(struct mctx *m, const char *name)
     return 0;
 }
 
+/* Begins an "add" of one item to the array parent + member (member starts
+ * with '/'): appended ("/-") when the array exists, in the pod or made by an
+ * earlier operation of this patch (*exists), else the array made with this
+ * item, since an add of a whole array over one would replace it. The caller
+ * writes the item and ends with mutate_append_end(m, the return value). */
+static int mutate_append_begin(struct mctx *m, const char *parent, const char *member, int *exists)
+{
+    char path[PATCH_PATH_MAX];
+    int make = !*exists;
+
+    mutate_join(m, path, parent, member, make ? NULL : "/-");
+    patch_op_begin(&m->res->patch, "add", path);
+    if (make)
+        jsonw_raw(&m->res->patch.w, "[");
+    *exists = 1;
+    return make;
+}
+
+static void mutate_append_end(struct mctx *m, int made)
+{
+    if (made)
+        jsonw_raw(&m->res->patch.w, "]");
+    patch_op_end(&m->res->patch);
+}
+
+/* spec.volumes, for mutate_append_begin(). */
+static int mutate_volume_begin(struct mctx *m)
+{
+    char spec[PATCH_PATH_MAX];
+
+    mutate_path(m, spec, "/spec", NULL);
+    return mutate_append_begin(m, spec, "/volumes", &m->volumes);
+}
+
 /* Adds the pod's memory-backed volume once, under a name no volume has. */
 static void mutate_shm_volume(struct mctx *m)
 {
-    const cJSON *volumes = podjson_arr(&m->r, m->spec, "volumes");
     struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX];
+    int made;
 
     if (m->shm_volume[0])
         return;
     snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
     for (int i = 1; mutate_volume_exists(m, m->shm_volume) && i < 1000; i++)
         snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
-    mutate_path(m, path, volumes ? "/spec/volumes/-" : "/spec/volumes", NULL);
-    patch_op_begin(p, "add", path);
-    jsonw_raw(&p->w, volumes ? "{\"name\":" : "[{\"name\":");
+    made = mutate_volume_begin(m);
+    jsonw_raw(&p->w, "{\"name\":");
     jsonw_str(&p->w, m->shm_volume);
     jsonw_raw(&p->w, ",\"emptyDir\":{\"medium\":\"Memory\"");
     if (m->p->shm_size_limit) {
         jsonw_raw(&p->w, ",\"sizeLimit\":");
         jsonw_str(&p->w, m->p->shm_size_limit);
     }
-    jsonw_raw(&p->w, volumes ? "}}" : "}}]");
-    patch_op_end(p);
+    jsonw_raw(&p->w, "}}");
+    mutate_append_end(m, made);
 }
 
-static int mutate_is_shm_path(const char *path)
+/* a and b name the same directory: equal, or one of them with a '/' more. */
+static int mutate_same_path(const char *a, const char *b)
 {
-    return strcmp(path, "/dev/shm") == 0 || strcmp(path, "/dev/shm/") == 0;
+    size_t la = strlen(a), lb = strlen(b);
+
+    la -= la > 1 && a[la - 1] == '/';
+    lb -= lb > 1 && b[lb - 1] == '/';
+    return la == lb && memcmp(a, b, la) == 0;
 }
 
-static void mutate_shm(struct mctx *m, const cJSON *c, const char *cpath)
+/* The container's mount at mount_path, or NULL. */
+static const cJSON *mutate_mount_at(struct mctx *m, const cJSON *c, const char *mount_path)
 {
-    const cJSON *mounts = podjson_arr(&m->r, c, "volumeMounts");
     const cJSON *mnt;
-    struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX];
 
-    if (!m->p->shm)
-        return;
-    cJSON_ArrayForEach(mnt, mounts)
+    cJSON_ArrayForEach(mnt, podjson_arr(&m->r, c, "volumeMounts"))
     {
         const char *mp = podjson_str(&m->r, mnt, "mountPath");
 
-        if (mp && mutate_is_shm_path(mp))
-            return;
+        if (mp && mutate_same_path(mp, mount_path))
+            return mnt;
     }
+    return NULL;
+}
+
+/* Appends {name, mountPath[, subPath][, readOnly]} to the container's mounts. */
+static void mutate_add_mount(struct mctx *m, const char *cpath, int *mounts, const char *volume,
+                             const char *mount_path, const char *sub_path, int read_only)
+{
+    struct patch *p = &m->res->patch;
+    int made = mutate_append_begin(m, cpath, "/volumeMounts", mounts);
+
+    jsonw_raw(&p->w, "{\"name\":");
+    jsonw_str(&p->w, volume);
+    jsonw_raw(&p->w, ",\"mountPath\":");
+    jsonw_str(&p->w, mount_path);
+    if (sub_path) {
+        jsonw_raw(&p->w, ",\"subPath\":");
+        jsonw_str(&p->w, sub_path);
+    }
+    if (read_only)
+        jsonw_raw(&p->w, ",\"readOnly\":true");
+    jsonw_raw(&p->w, "}");
+    mutate_append_end(m, made);
+}
+
+/* mounts: whether the container's volumeMounts exists (mutate_append_begin). */
+static void mutate_shm(struct mctx *m, const cJSON *c, const char *cpath, int *mounts)
+{
+    if (!m->p->shm || mutate_mount_at(m, c, "/dev/shm"))
+        return;
     mutate_shm_volume(m);
-    mutate_join(m, path, cpath, mounts ? "/volumeMounts/-" : "/volumeMounts", NULL);
-    patch_op_begin(p, "add", path);
-    jsonw_raw(&p->w, mounts ? "{\"name\":" : "[{\"name\":");
-    jsonw_str(&p->w, m->shm_volume);
-    jsonw_raw(&p->w, mounts ? ",\"mountPath\":\"/dev/shm\"}" : ",\"mountPath\":\"/dev/shm\"}]");
-    patch_op_end(p);
+    mutate_add_mount(m, cpath, mounts, m->shm_volume, "/dev/shm", NULL, 0);
 }
 
 static int mutate_any_container_asks(struct mctx *m, const char *prefix, size_t len)
@@ -770,6 +886,245 @@ static void mutate_pin(struct mctx *m)
                 m->p->name, shown);
 }
 
+/* ---- run-time detection (mutate.h) ---- */
+
+/* The memory the detected file's volume may take: the file is three lines. */
+#define MUTATE_DETECT_SIZE_LIMIT "1Mi"
+
+/* The init container this webhook adds: its name, running nccl-detect. */
+static int mutate_is_detect_container(struct mctx *m, const cJSON *c)
+{
+    const char *name = podjson_str(&m->r, c, "name");
+    const cJSON *first = cJSON_GetArrayItem(podjson_arr(&m->r, c, "args"), 0);
+
+    return name && strcmp(name, MUTATE_DETECT_CONTAINER) == 0 && cJSON_IsString(first) &&
+           strcmp(first->valuestring, "nccl-detect") == 0;
+}
+
+static int mutate_named(struct mctx *m, const cJSON *item, const char *name)
+{
+    const char *n = podjson_str(&m->r, item, "name");
+
+    return n && strcmp(n, name) == 0;
+}
+
+/* What of the pod's own has a name detection adds, as a warning names it;
+ * NULL when nothing has. What an earlier call added is the pod's no more
+ * than before: the init container that runs nccl-detect, an emptyDir. */
+static const char *mutate_detect_taken(struct mctx *m)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, podjson_arr(&m->r, m->spec, "initContainers"))
+    {
+        if (mutate_named(m, it, MUTATE_DETECT_CONTAINER) && !mutate_is_detect_container(m, it))
+            return "init container \"" MUTATE_DETECT_CONTAINER "\"";
+    }
+    /* Container names are unique across both lists. */
+    cJSON_ArrayForEach(it, podjson_arr(&m->r, m->spec, "containers"))
+    {
+        if (mutate_named(m, it, MUTATE_DETECT_CONTAINER))
+            return "container \"" MUTATE_DETECT_CONTAINER "\"";
+    }
+    cJSON_ArrayForEach(it, podjson_arr(&m->r, m->spec, "volumes"))
+    {
+        if (mutate_named(m, it, MUTATE_DETECT_VOLUME) && !podjson_obj(&m->r, it, "emptyDir"))
+            return "volume \"" MUTATE_DETECT_VOLUME "\"";
+    }
+    return NULL;
+}
+
+static void mutate_detect_plan(struct mctx *m)
+{
+    const char *image = m->in->opts ? m->in->opts->detect_image : NULL;
+
+    if (!m->p->detect.on)
+        m->detect = MUTATE_DETECT_OFF;
+    else if (!image || !*image)
+        m->detect = MUTATE_DETECT_NO_IMAGE;
+    else if ((m->detect_taken = mutate_detect_taken(m)))
+        m->detect = MUTATE_DETECT_TAKEN;
+    else
+        m->detect = MUTATE_DETECT_ON;
+}
+
+/* Whether a target container with InfiniBand on reads the detected file:
+ * not when it names its own NCCL_CONF_FILE (in env, or in an envFrom
+ * ConfigMap known to have it: NCCL 2.23+ reads that file instead, so the
+ * container keeps the profile's static values), nor when it mounts
+ * something else at MUTATE_DETECT_DIR. Each says so in a warning. An
+ * NCCL_CONF_FILE and a mount that are the ones detection adds are no
+ * obstacle (a second call). */
+static int mutate_detect_container(struct mctx *m, const cJSON *c, const char *cname)
+{
+    const cJSON *own = mutate_env_entry_named(m, podjson_arr(&m->r, c, "env"), MUTATE_CONF_FILE);
+    const cJSON *mnt = mutate_mount_at(m, c, MUTATE_DETECT_DIR);
+    const char *value = podjson_str(&m->r, own, "value");
+    struct mutate_envfrom_warned warned = {0};
+    int user_file;
+
+    if (own)
+        user_file = !value || podjson_obj(&m->r, own, "valueFrom") ||
+                    strcmp(value, MUTATE_DETECT_FILE) != 0;
+    else
+        user_file = mutate_envfrom_declares(m, podjson_arr(&m->r, c, "envFrom"), MUTATE_CONF_FILE,
+                                            cname, &warned);
+    if (user_file) {
+        mutate_warn(m, MUTATE_W_DETECT,
+                    "container \"%s\" has its own " MUTATE_CONF_FILE ": not detected at run time",
+                    cname);
+        return 0;
+    }
+    if (mnt && !mutate_named(m, mnt, MUTATE_DETECT_VOLUME)) {
+        mutate_warn(m, MUTATE_W_DETECT,
+                    "container \"%s\" mounts " MUTATE_DETECT_DIR
+                    " itself: not detected at run time",
+                    cname);
+        return 0;
+    }
+    return 1;
+}
+
+/* The detected file's mounts in a container that reads it, each unless its
+ * path is a mount already: the directory, read through NCCL_CONF_FILE; and
+ * in a root container the file at ~/.nccl.conf, where NCCL before 2.23 looks
+ * (not under a mount of /root, where the mount point would be made on the
+ * user's volume). */
+static void mutate_detect_mounts(struct mctx *m, const cJSON *c, const char *cpath, int *mounts)
+{
+    if (!mutate_mount_at(m, c, MUTATE_DETECT_DIR))
+        mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_DIR, NULL, 1);
+    if (!mutate_runs_as_non_root(m, podjson_obj(&m->r, c, "securityContext")) &&
+        !mutate_mount_at(m, c, MUTATE_DETECT_ROOT_CONF) && !mutate_mount_at(m, c, "/root"))
+        mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_ROOT_CONF,
+                         "nccl.conf", 1);
+}
+
+/* The volume the init container writes to and the targets read, unless the
+ * pod has it (an earlier call's: another one made detection TAKEN). */
+static void mutate_detect_volume(struct mctx *m)
+{
+    struct patch *p = &m->res->patch;
+    int made;
+
+    if (mutate_volume_exists(m, MUTATE_DETECT_VOLUME))
+        return;
+    made = mutate_volume_begin(m);
+    jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_VOLUME "\",\"emptyDir\":{\"medium\":\"Memory\","
+                     "\"sizeLimit\":\"" MUTATE_DETECT_SIZE_LIMIT "\"}}");
+    mutate_append_end(m, made);
+}
+
+/* One argument of the init container. The kubelet expands $(VAR) in args
+ * and reads $$ as $, so each '$' is doubled: NCCL_SOCKET_IFNAME may hold one
+ * (at most PROFILES_DETECT_IFNAME_MAX bytes with detect on); device names,
+ * the only other values, cannot. */
+static void mutate_detect_arg(struct mctx *m, const char *arg)
+{
+    char buf[2 * PROFILES_DETECT_IFNAME_MAX + 1];
+    size_t o = 0;
+
+    jsonw_raw(&m->res->patch.w, ",");
+    if (!strchr(arg, '$')) {
+        jsonw_str(&m->res->patch.w, arg);
+        return;
+    }
+    if (strlen(arg) > PROFILES_DETECT_IFNAME_MAX) {
+        podjson_fail(&m->r, "an argument of the detection is too long");
+        return;
+    }
+    for (; *arg; arg++) {
+        if (*arg == '$')
+            buf[o++] = '$';
+        buf[o++] = *arg;
+    }
+    buf[o] = '\0';
+    jsonw_str(&m->res->patch.w, buf);
+}
+
+/* requests and limits alike, so that a Guaranteed pod stays Guaranteed. */
+static void mutate_detect_resources(struct mctx *m)
+{
+    struct patch *p = &m->res->patch;
+
+    for (int i = 0; i < 2; i++) {
+        jsonw_raw(&p->w, i ? ",\"limits\":{\"cpu\":" : "{\"requests\":{\"cpu\":");
+        jsonw_str(&p->w, m->p->detect.cpu);
+        jsonw_raw(&p->w, ",\"memory\":");
+        jsonw_str(&p->w, m->p->detect.memory);
+        jsonw_raw(&p->w, "}");
+    }
+    jsonw_raw(&p->w, "}");
+}
+
+/* Pod Security "restricted" asks each of these of every container. */
+#define MUTATE_DETECT_SECURITY                                                                     \
+    "{\"runAsNonRoot\":true,\"runAsUser\":65532,\"runAsGroup\":65532,"                             \
+    "\"allowPrivilegeEscalation\":false,\"readOnlyRootFilesystem\":true,"                          \
+    "\"capabilities\":{\"drop\":[\"ALL\"]},\"seccompProfile\":{\"type\":\"RuntimeDefault\"}}"
+_Static_assert(MUTATE_DETECT_UID == 65532, "MUTATE_DETECT_SECURITY spells the uid out");
+
+/* The init container, after the pod's own: those may set up what it is to
+ * see (the network, say), and NCCL only runs in the regular containers.
+ * Unless the pod has it (an earlier call's). Its arguments hand nccl-detect
+ * the profile's NCCL_IB_HCA (to choose among those devices) and
+ * NCCL_SOCKET_IFNAME (to write instead of the default route's). */
+static void mutate_detect_init_container(struct mctx *m)
+{
+    const cJSON *inits = podjson_arr(&m->r, m->spec, "initContainers"), *it;
+    const char *hca = mutate_env_value(m, "NCCL_IB_HCA");
+    const char *ifname = mutate_env_value(m, "NCCL_SOCKET_IFNAME");
+    struct patch *p = &m->res->patch;
+    char spec[PATCH_PATH_MAX];
+    int exists = inits != NULL, made;
+
+    cJSON_ArrayForEach(it, inits)
+    {
+        if (mutate_is_detect_container(m, it))
+            return;
+    }
+    mutate_path(m, spec, "/spec", NULL);
+    made = mutate_append_begin(m, spec, "/initContainers", &exists);
+    jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_CONTAINER "\",\"image\":");
+    jsonw_str(&p->w, m->in->opts->detect_image);
+    jsonw_raw(&p->w, ",\"command\":[\"" MUTATE_DETECT_BINARY "\"],\"args\":[\"nccl-detect\","
+                     "\"--out\",\"" MUTATE_DETECT_FILE "\"");
+    if (hca) {
+        mutate_detect_arg(m, "--hca");
+        mutate_detect_arg(m, hca);
+    }
+    if (ifname) {
+        mutate_detect_arg(m, "--socket-ifname");
+        mutate_detect_arg(m, ifname);
+    }
+    jsonw_raw(&p->w, "],\"resources\":");
+    mutate_detect_resources(m);
+    jsonw_raw(&p->w, ",\"securityContext\":" MUTATE_DETECT_SECURITY
+                     ",\"volumeMounts\":[{\"name\":\"" MUTATE_DETECT_VOLUME
+                     "\",\"mountPath\":\"" MUTATE_DETECT_DIR "\"}]}");
+    mutate_append_end(m, made);
+}
+
+/* Once the containers are done: the volume and the init container when a
+ * container reads the file; else, when one could have, why not. */
+static void mutate_detect_pod(struct mctx *m)
+{
+    if (m->detect_used) {
+        mutate_detect_volume(m);
+        mutate_detect_init_container(m);
+        return;
+    }
+    if (!m->ib_on)
+        return;
+    if (m->detect == MUTATE_DETECT_NO_IMAGE)
+        mutate_warn(m, MUTATE_W_DETECT,
+                    "the profile asks for detect, but the webhook has no --detect-image: not "
+                    "detected at run time");
+    else if (m->detect == MUTATE_DETECT_TAKEN)
+        mutate_warn(m, MUTATE_W_DETECT, "the pod has its own %s: not detected at run time",
+                    m->detect_taken);
+}
+
 /* Container names in warnings are shortened so that a 63-character name
  * still leaves room for what the warning is about. */
 #define MUTATE_SHOWN_NAME 24
@@ -778,7 +1133,7 @@ static void mutate_pin(struct mctx *m)
 static int mutate_container(struct mctx *m, const cJSON *c, const char *list, int idx)
 {
     char cname[MUTATE_SHOWN_NAME], cpath[PATCH_PATH_MAX], value[64], shown[16];
-    int ib_off;
+    int ib_off, detected = 0, mounts = podjson_arr(&m->r, c, "volumeMounts") != NULL;
 
     mutate_short(mutate_name(m, c), cname, sizeof(cname));
     if (mutate_item_path(m, cpath, list, idx))
@@ -789,10 +1144,19 @@ static int mutate_container(struct mctx *m, const cJSON *c, const char *list, in
                     "container \"%s\" has NCCL_IB_DISABLE=%s: no RDMA device, NCCL_IB_* or "
                     "IPC_LOCK added",
                     cname, mutate_short(value, shown, sizeof(shown)));
-    mutate_env(m, c, cpath, cname, ib_off);
+    /* Init containers run before the detecting one: they keep the static env. */
+    if (!ib_off && strcmp(list, "containers") == 0) {
+        m->ib_on = 1;
+        detected = m->detect == MUTATE_DETECT_ON && mutate_detect_container(m, c, cname);
+    }
+    mutate_env(m, c, cpath, cname, ib_off, detected);
     if (!ib_off)
         mutate_ipc_lock(m, c, cpath, cname);
-    mutate_shm(m, c, cpath);
+    mutate_shm(m, c, cpath, &mounts);
+    if (detected) {
+        mutate_detect_mounts(m, c, cpath, &mounts);
+        m->detect_used = 1;
+    }
     return ib_off;
 }
 
@@ -853,11 +1217,15 @@ static void mutate_pod(struct mctx *m)
     struct mutate_regular first;
 
     m->host_network = podjson_bool(&m->r, m->spec, "hostNetwork");
+    m->volumes = podjson_arr(&m->r, m->spec, "volumes") != NULL;
     mutate_pin(m);
     mutate_effective_env(m);
+    mutate_detect_plan(m);
     first = mutate_regular_containers(m);
     if (m->p->init_containers)
         mutate_init_containers(m);
+    mutate_detect_pod(m);
+    mutate_warn_host_network(m);
     if (first.first && mutate_item_path(m, path, "containers", first.first_idx) == 0)
         mutate_resources(m, first.first, path);
     mutate_scheduler(m);

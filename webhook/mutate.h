@@ -13,6 +13,22 @@
  * the patch and calling again yields no operations. The function never fails
  * the admission: a pod it cannot read is reported as MUTATE_ERROR with no
  * patch and a warning.
+ *
+ * Run-time detection, for a profile with "detect" and a detect_image in the
+ * options: each regular target container with InfiniBand on gets the
+ * memory-backed volume MUTATE_DETECT_VOLUME mounted read-only at
+ * MUTATE_DETECT_DIR, NCCL_CONF_FILE=MUTATE_DETECT_FILE (NCCL 2.23+), and when
+ * it runs as root a read-only subPath mount of the file at
+ * MUTATE_DETECT_ROOT_CONF (~/.nccl.conf, older NCCL), each unless present;
+ * and the profile's NCCL_IB_HCA and NCCL_IB_GID_INDEX are left out of its
+ * env (NCCL fills in from the file only what the environment lacks). The pod
+ * gets the volume and, after its own init containers, the init container
+ * MUTATE_DETECT_CONTAINER, which runs `rdma-webhook nccl-detect` to write the
+ * file. Nothing of the user's is ever replaced: a container that names its
+ * own NCCL_CONF_FILE or mounts something else at MUTATE_DETECT_DIR keeps the
+ * static env in full, and a pod with its own container or volume of those
+ * names is not detected at all; each with a warning. So is a pod whose
+ * profile has detect while detect_image is NULL.
  */
 #ifndef RDMA_WEBHOOK_MUTATE_H
 #define RDMA_WEBHOOK_MUTATE_H
@@ -25,6 +41,16 @@
 struct cJSON;
 struct profile;
 struct profiles;
+
+/* What run-time detection adds. The binary is where the Dockerfile puts it,
+ * the user the Dockerfile's USER. */
+#define MUTATE_DETECT_CONTAINER "rdma-webhook-detect"
+#define MUTATE_DETECT_VOLUME    "rdma-webhook-nccl"
+#define MUTATE_DETECT_DIR       "/run/rdma-webhook"
+#define MUTATE_DETECT_FILE      MUTATE_DETECT_DIR "/nccl.conf"
+#define MUTATE_DETECT_ROOT_CONF "/root/.nccl.conf"
+#define MUTATE_DETECT_BINARY    "/usr/local/bin/rdma-webhook"
+#define MUTATE_DETECT_UID       65532
 
 #define MUTATE_ANNOTATION_INJECTED    "rdma-webhook.io/injected"
 #define MUTATE_ANNOTATION_SELECTED_BY "rdma-webhook.io/selected-by"
@@ -54,11 +80,21 @@ struct mutate_hooks {
     void *ctx;
 };
 
+/* What the webhook's operator configures for every admission (the flags of
+ * serve and mutate). */
+struct mutate_options {
+    /* The image of the init container MUTATE_DETECT_CONTAINER, the webhook's
+     * own (--detect-image). NULL: no run-time detection, and a profile that
+     * asks for it gets a warning instead. */
+    const char *detect_image;
+};
+
 struct mutate_input {
-    const struct cJSON *object; /* a Pod, or a pod template: metadata and spec */
-    const char *base;           /* JSON Pointer of object in the patched document */
-    const char *namespace_;     /* for envFrom lookups */
-    int implicit_target;        /* a PyTorchJob's template: a target by definition */
+    const struct cJSON *object;        /* a Pod, or a pod template: metadata and spec */
+    const char *base;                  /* JSON Pointer of object in the patched document */
+    const char *namespace_;            /* for envFrom lookups */
+    int implicit_target;               /* a PyTorchJob's template: a target by definition */
+    const struct mutate_options *opts; /* NULL: every option unset */
 };
 
 enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };
@@ -98,6 +134,7 @@ enum mutate_warning_kind {
     MUTATE_W_AMBIGUOUS,   /* node constraints or GPU count fit several profiles */
     MUTATE_W_PINNED,      /* the profile's nodeLabels were added to the nodeSelector */
     MUTATE_W_IB_DISABLED, /* a container's NCCL_IB_DISABLE was respected */
+    MUTATE_W_DETECT,      /* the profile's run-time detection was not added */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

@@ -175,6 +175,7 @@ struct pcommon {
     int shm;
     const char *shm_size_limit;
     int init_containers;
+    struct profiles_detect detect;
 };
 
 static void profiles_read_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
@@ -200,6 +201,92 @@ static void profiles_read_shm(struct pctx *c, const cJSON *shm, struct pcommon *
     out->shm_size_limit = size;
 }
 
+/* A whole number (at most 15 digits) and one of the suffixes, times that
+ * suffix's factor: the plain forms of cpu ("100m", "1") and memory ("32Mi")
+ * an admin writes. -1 for anything else, and for a product past 2^62. */
+static long long profiles_scaled(const char *s, const char *const *suffix, const long long *factor)
+{
+    long long v = 0;
+    size_t n = 0;
+
+    while (s[n] >= '0' && s[n] <= '9' && n < 16)
+        v = v * 10 + (s[n++] - '0');
+    if (n == 0 || n > 15 || !quantity_valid(s))
+        return -1;
+    for (size_t i = 0; suffix[i]; i++)
+        if (strcmp(s + n, suffix[i]) == 0)
+            return v > (1ll << 62) / factor[i] ? -1 : v * factor[i];
+    return -1;
+}
+
+/* detect.cpu in millicores, 10m..1: the init container runs for
+ * milliseconds, and a large request would raise the pod's own (the largest
+ * init container's counts when it is more than the containers' sum). */
+static void profiles_check_detect_cpu(struct pctx *c, const char *cpu)
+{
+    static const char *const suffix[] = {"m", "", NULL};
+    static const long long factor[] = {1, 1000};
+    long long v = profiles_scaled(cpu, suffix, factor);
+
+    if (v < 10 || v > 1000)
+        perr(c, "detect.cpu: \"%s\": write millicores or whole cores from 10m to 1 (\"100m\")",
+             cpu);
+}
+
+/* detect.memory in bytes, 16Mi..1Gi: nccl-detect needs about 9 MiB, and a
+ * limit it exceeds would kill it again at every try, keeping the pod from
+ * starting. */
+static void profiles_check_detect_memory(struct pctx *c, const char *mem)
+{
+    static const char *const suffix[] = {"", "k", "M", "G", "Ki", "Mi", "Gi", NULL};
+    static const long long factor[] = {1, 1000, 1000000, 1000000000, 1 << 10, 1 << 20, 1 << 30};
+    long long v = profiles_scaled(mem, suffix, factor);
+
+    if (v < 16ll << 20 || v > 1ll << 30)
+        perr(c,
+             "detect.memory: \"%s\": write a whole number with Mi or Gi from 16Mi to 1Gi "
+             "(\"32Mi\")",
+             mem);
+}
+
+/* A member of detect that must be a string; NULL when absent or not one. */
+static const char *profiles_detect_str(struct pctx *c, const cJSON *d, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(d, key);
+
+    if (it && !cJSON_IsString(it))
+        perr(c, "detect.%s: must be a string", key);
+    return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+/* "detect": true, false, or {"enabled", "cpu", "memory"} (on unless enabled
+ * is false, the fields it lacks taken from base). */
+static void profiles_read_detect(struct pctx *c, const cJSON *d, struct pcommon *out)
+{
+    static const char *const keys[] = {"enabled", "cpu", "memory", NULL};
+    const cJSON *enabled;
+    const char *v;
+
+    if (cJSON_IsBool(d)) {
+        out->detect.on = cJSON_IsTrue(d);
+        return;
+    }
+    if (!cJSON_IsObject(d)) {
+        perr(c, "detect: must be true, false or an object ({\"memory\": \"64Mi\"})");
+        return;
+    }
+    profiles_check_keys(c, d, "detect", keys);
+    enabled = cJSON_GetObjectItemCaseSensitive(d, "enabled");
+    if (enabled && !cJSON_IsBool(enabled))
+        perr(c, "detect.enabled: must be true or false");
+    out->detect.on = !cJSON_IsFalse(enabled);
+    /* Only the object's own values: inherited ones were checked in defaults. */
+    if ((v = profiles_detect_str(c, d, "cpu")))
+        profiles_check_detect_cpu(c, out->detect.cpu = v);
+    if ((v = profiles_detect_str(c, d, "memory")))
+        profiles_check_detect_memory(c, out->detect.memory = v);
+}
+
 /* Reads the overridable settings of obj on top of base (the defaults). */
 static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct pcommon *base,
                                  struct pcommon *out)
@@ -207,6 +294,7 @@ static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct 
     const cJSON *env = profiles_get(c, obj, "env", cJSON_Object, "an object of strings");
     const cJSON *hn = profiles_get(c, obj, "hostNetworkEnv", cJSON_Object, "an object of strings");
     const cJSON *shm = cJSON_GetObjectItemCaseSensitive(obj, "shm");
+    const cJSON *detect = cJSON_GetObjectItemCaseSensitive(obj, "detect");
     struct profiles_kvs own = {0}, own_hn = {0};
 
     *out = *base;
@@ -215,6 +303,8 @@ static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct 
     out->init_containers = profiles_get_bool(c, obj, "initContainers", base->init_containers);
     if (shm)
         profiles_read_shm(c, shm, out);
+    if (detect)
+        profiles_read_detect(c, detect, out);
     if (env)
         profiles_read_kvs(c, env, "env", &own);
     if (hn)
@@ -365,13 +455,76 @@ static int profiles_name_valid(const char *s)
     return 1;
 }
 
+/* 1 when nccl-detect's --hca takes an NCCL_IB_HCA value: after the optional
+ * ^ and =, entries (empty ones skipped, as NCCL does) that are each a device
+ * name as a profile's "hca" list has them, not starting with a dot. */
+static int profiles_hca_detectable(const char *v)
+{
+    char entry[80];
+    size_t n;
+
+    v += *v == '^';
+    v += *v == '=';
+    for (; *v; v += n + (v[n] == ',')) {
+        n = strcspn(v, ",");
+        if (n == 0)
+            continue;
+        if (n >= sizeof(entry))
+            return 0;
+        memcpy(entry, v, n);
+        entry[n] = '\0';
+        if (entry[0] == '.' || !nccl_is_hca_entry(entry))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when v fits on the command line of nccl-detect --socket-ifname: 1 to
+ * PROFILES_DETECT_IFNAME_MAX bytes, no control character. */
+static int profiles_ifname_detectable(const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n == 0 || n > PROFILES_DETECT_IFNAME_MAX)
+        return 0;
+    for (; *v; v++)
+        if ((unsigned char)*v < 0x20 || *v == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* With detect on, the values nccl-detect is given must be ones it takes:
+ * a usage error there writes no file, and the pod would run without the
+ * NCCL_IB_HCA that detection left out of its env. */
+static void profiles_check_detect(struct pctx *c, const struct profile *p)
+{
+    const struct profiles_kvs *lists[] = {&p->env, &p->host_network_env};
+    const char *field[] = {"env", "hostNetworkEnv"};
+    const char *v;
+
+    if (!p->detect.on)
+        return;
+    for (size_t i = 0; i < 2; i++) {
+        if ((v = profiles_kv_get(lists[i], "NCCL_IB_HCA")) && !profiles_hca_detectable(v))
+            perr(c,
+                 "detect: %s.NCCL_IB_HCA \"%s\" must list plain device names (letters, digits, "
+                 "_ - .) for nccl-detect --hca",
+                 field[i], v);
+        if ((v = profiles_kv_get(lists[i], "NCCL_SOCKET_IFNAME")) && !profiles_ifname_detectable(v))
+            perr(c,
+                 "detect: %s.NCCL_SOCKET_IFNAME must be 1 to %d bytes without control "
+                 "characters for nccl-detect --socket-ifname",
+                 field[i], PROFILES_DETECT_IFNAME_MAX);
+    }
+}
+
 static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
                                   const struct pcommon *defaults, struct profile *p)
 {
     static const char *const keys[] = {
-        "name", "default",   "match",   "pin", "env",           "hostNetworkEnv",
-        "hca",  "resources", "ipcLock", "shm", "schedulerName", "initContainers",
-        NULL};
+        "name",   "default",   "match",   "pin", "env",           "hostNetworkEnv",
+        "hca",    "resources", "ipcLock", "shm", "schedulerName", "initContainers",
+        "detect", NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
     struct pcommon common;
@@ -396,8 +549,10 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
     p->shm = common.shm;
     p->shm_size_limit = common.shm_size_limit;
     p->init_containers = common.init_containers;
+    p->detect = common.detect;
     if ((it = profiles_get(c, obj, "hca", cJSON_Array, "an array of device names")) && p->env.v)
         profiles_read_hca(c, it, &p->env);
+    profiles_check_detect(c, p);
     if ((it = cJSON_GetObjectItemCaseSensitive(obj, "match")))
         profiles_read_match(c, it, p);
     if ((it = profiles_get(c, obj, "resources", cJSON_Object, "an object of quantities")))
@@ -459,9 +614,12 @@ static void profiles_read_targets(struct pctx *c, const cJSON *root)
 
 static void profiles_read_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
 {
-    static const char *const keys[] = {
-        "env", "hostNetworkEnv", "schedulerName", "ipcLock", "shm", "initContainers", NULL};
-    const struct pcommon builtin = {.scheduler_name = "volcano", .ipc_lock = 1, .shm = 1};
+    static const char *const keys[] = {"env", "hostNetworkEnv", "schedulerName", "ipcLock",
+                                       "shm", "initContainers", "detect",        NULL};
+    const struct pcommon builtin = {.scheduler_name = "volcano",
+                                    .ipc_lock = 1,
+                                    .shm = 1,
+                                    .detect = {.on = 0, .cpu = "100m", .memory = "32Mi"}};
     const cJSON *obj = profiles_get(c, root, "defaults", cJSON_Object, "an object");
 
     *d = builtin;

@@ -22,6 +22,9 @@ struct cJSON;
 #define PROFILES_MAX_ENV 128
 /* Entries of match.gpus. */
 #define PROFILES_MAX_GPUS 32
+/* Bytes of NCCL_SOCKET_IFNAME in a profile with detect: what nccl-detect's
+ * --socket-ifname takes. */
+#define PROFILES_DETECT_IFNAME_MAX 255
 
 /* Job kinds beyond PyTorchJob whose pods are targets when enabled. */
 enum profiles_target {
@@ -39,6 +42,20 @@ struct profiles_kvs {
     size_t n;
 };
 
+/* "detect": the init container that reads the pod's RDMA set-up at run time
+ * (nccl-detect). cpu and memory are its requests and its limits alike, so a
+ * pod of Guaranteed QoS stays Guaranteed; both are whole numbers, cpu
+ * 10m..1 (milli or whole cores), memory 16Mi..1Gi (k, M, G, Ki, Mi, Gi or
+ * bytes). With on, the profile's NCCL_IB_HCA entries are plain device names
+ * and NCCL_SOCKET_IFNAME (env and hostNetworkEnv) is 1 to
+ * PROFILES_DETECT_IFNAME_MAX bytes without control characters: the values
+ * go to nccl-detect's --hca and --socket-ifname, which must take them. */
+struct profiles_detect {
+    int on;
+    const char *cpu;
+    const char *memory;
+};
+
 struct profile {
     const char *name;
     int is_default;
@@ -54,6 +71,7 @@ struct profile {
     int shm;
     const char *shm_size_limit; /* NULL: no sizeLimit */
     int init_containers;        /* also mutate matching init containers */
+    struct profiles_detect detect;
 };
 
 struct profiles {

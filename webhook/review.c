@@ -143,12 +143,12 @@ struct review_envelope {
 
 /* Mutates the request's pod (if it is a Pod CREATE) and writes the response. */
 static int review_answer(const struct review_envelope *env, const struct profiles *ps,
-                         const struct mutate_hooks *hooks, struct dynbuf *out,
-                         struct review_summary *sum)
+                         const struct mutate_hooks *hooks, const struct mutate_options *opts,
+                         struct dynbuf *out, struct review_summary *sum)
 {
     const cJSON *req = env->req;
     struct mutate_result res;
-    struct mutate_input in = {.base = ""};
+    struct mutate_input in = {.base = "", .opts = opts};
     int rc;
 
     mutate_result_init(&res, REVIEW_PATCH_MAX);
@@ -295,7 +295,8 @@ static int review_open(const char *body, size_t len, struct dynbuf *out, struct 
 }
 
 int review_handle(const char *body, size_t len, const struct profiles *ps,
-                  const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum)
+                  const struct mutate_hooks *hooks, const struct mutate_options *opts,
+                  struct dynbuf *out, struct review_summary *sum)
 {
     struct review_envelope env;
     struct dynbuf uid_buf;
@@ -309,7 +310,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
     if (status)
         goto out;
     utf8_shorten(env.uid, sizeof(sum->uid) - 1, sum->uid, sizeof(sum->uid));
-    rc = review_answer(&env, ps, hooks, out, sum);
+    rc = review_answer(&env, ps, hooks, opts, out, sum);
     status = rc ? 500 : 200;
     if (rc)
         review_bad(out, rc == ERR_NOMEM ? "out of memory" : "response too large");

@@ -37,9 +37,10 @@ struct review_summary {
 
 /* Returns the HTTP status and fills out with the body to send: JSON for 200,
  * otherwise the reason, one line without its newline. out's cap bounds the
- * response. */
+ * response. hooks and opts may be NULL (mutate.h). */
 int review_handle(const char *body, size_t len, const struct profiles *ps,
-                  const struct mutate_hooks *hooks, struct dynbuf *out, struct review_summary *sum);
+                  const struct mutate_hooks *hooks, const struct mutate_options *opts,
+                  struct dynbuf *out, struct review_summary *sum);
 
 /* What the caller logs and counts for one validation of the profiles
  * ConfigMap (/validate-profiles). */

@@ -74,6 +74,7 @@ struct server {
     struct filewatch *cert_watch;
     struct connguard *guard;
     struct bodybuf_pool bodies;
+    struct mutate_options mutate_opts; /* from cfg, the same for every admission */
 };
 
 enum server_route {
@@ -338,8 +339,8 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     if (s->lookups)
         lookups_begin(s->lookups, &lookups, &hooks);
     arena_begin(&arena);
-    status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks, &out,
-                           &sum);
+    status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks,
+                           &s->mutate_opts, &out, &sum);
     arena_end(&arena);
     store_release(snap);
     /* Parsed: its share of the budget is free for the next body. */
@@ -975,6 +976,7 @@ int server_init(struct server **out, const struct server_config *cfg, struct log
     if (!s)
         goto nomem;
     s->cfg = *cfg;
+    s->mutate_opts.detect_image = cfg->detect_image;
     s->log = log;
     s->store = store;
     s->lookups = lookups;

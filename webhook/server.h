@@ -99,6 +99,7 @@ struct server_config {
     unsigned cert_reload_interval_ms;
     const char *profiles_key; /* the ConfigMap key /validate-profiles checks (--profiles-key) */
     unsigned cert_expiry_warn_days;
+    const char *detect_image; /* mutate_options.detect_image; NULL: none (outlives the server) */
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,

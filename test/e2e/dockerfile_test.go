@@ -115,7 +115,7 @@ func TestDockerfileStages(t *testing.T) {
 		t.Fatalf("runtime stage: expected one CMD, got %d", len(cmds))
 	}
 	if got := execForm(t, cmds[0]); !sameStrings(got, wantServeArgs) {
-		t.Errorf("CMD %q, expected the Deployment's args %q", got, wantServeArgs)
+		t.Errorf("CMD %q, expected the serve args %q", got, wantServeArgs)
 	}
 	// The Deployment relies on the image for the preStop sleep.
 	dep := findObject(t, kustomize(t, manifestsDir), "Deployment", webhookName)

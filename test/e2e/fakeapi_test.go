@@ -110,6 +110,7 @@ type fakeAPI struct {
 	compacted int64 // a watch from an RV below this is "too old"
 	cms       map[string]*fakeConfigMap
 	nodes     map[string]obj
+	deploys   map[string]obj // "ns/name" -> Deployment
 	history   []fakeEvent
 	watchers  map[*fakeWatcher]struct{}
 	reqs      []*apiRequest
@@ -144,7 +145,7 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 	a := &fakeAPI{
 		t: t, dir: dir, caFile: filepath.Join(dir, "ca.crt"),
 		tokenFile: filepath.Join(dir, "token"), cert: cert,
-		rv: 1000, cms: map[string]*fakeConfigMap{}, nodes: map[string]obj{},
+		rv: 1000, cms: map[string]*fakeConfigMap{}, nodes: map[string]obj{}, deploys: map[string]obj{},
 		watchers: map[*fakeWatcher]struct{}{}, delivered: map[int64]time.Time{},
 		delays: map[string]time.Duration{}, failures: map[string]int{},
 		rbacByName: true,
@@ -761,6 +762,9 @@ func requestKind(r *http.Request) string {
 		return "get-node"
 	case len(parts) == 6 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps":
 		return "get-configmap"
+	case len(parts) == 7 && parts[0] == "apis" && parts[1] == "apps" && parts[2] == "v1" && parts[3] == "namespaces" &&
+		parts[5] == "deployments":
+		return "get-deployment"
 	case len(parts) == 5 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps":
 		if w := r.URL.Query().Get("watch"); w == "1" || w == "true" {
 			return "watch"
@@ -811,6 +815,8 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 		a.getNode(w, parts[3])
 	case "get-configmap":
 		a.getConfigMap(w, parts[3], parts[5])
+	case "get-deployment":
+		a.getDeployment(w, parts[4], parts[6])
 	case "list", "watch":
 		a.listOrWatch(w, r, rec, parts[3])
 	default:
@@ -883,6 +889,42 @@ func (a *fakeAPI) getNode(w http.ResponseWriter, name string) {
 	if !ok {
 		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("nodes %q not found", name),
 			&kubeStatusDetails{Name: name, Kind: "nodes"})
+		return
+	}
+	writeJSON(w, http.StatusOK, json.RawMessage(body))
+}
+
+// putDeployment stores a Deployment whose first container has image, as the
+// apiserver returns one (a second container after it).
+func (a *fakeAPI) putDeployment(ns, name, image string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rv++
+	a.deploys[ns+"/"+name] = obj{
+		"kind": "Deployment", "apiVersion": "apps/v1",
+		"metadata": obj{"name": name, "namespace": ns, "uid": a.newUID(),
+			"resourceVersion": strconv.FormatInt(a.rv, 10), "generation": 3},
+		"spec": obj{"replicas": 2, "template": obj{
+			"metadata": obj{"labels": obj{"app.kubernetes.io/name": name}},
+			"spec": obj{"containers": []interface{}{
+				obj{"name": name, "image": image, "args": []interface{}{"serve"}},
+				obj{"name": "sidecar", "image": "other:1"},
+			}}}},
+		"status": obj{"replicas": 2, "readyReplicas": 2},
+	}
+}
+
+func (a *fakeAPI) getDeployment(w http.ResponseWriter, ns, name string) {
+	a.mu.Lock()
+	d, ok := a.deploys[ns+"/"+name]
+	var body []byte
+	if ok {
+		body = mustMarshal(d)
+	}
+	a.mu.Unlock()
+	if !ok {
+		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("deployments.apps %q not found", name),
+			&kubeStatusDetails{Name: name, Kind: "deployments"})
 		return
 	}
 	writeJSON(w, http.StatusOK, json.RawMessage(body))

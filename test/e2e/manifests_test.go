@@ -15,7 +15,13 @@ import (
 	"testing"
 )
 
-// The Deployment's container arguments (SPEC 4; the same as the Dockerfile's CMD).
+// The Deployment's container arguments: the Dockerfile's CMD (SPEC 4) and
+// the image of the detection init container, which only the Deployment can
+// name (its own, read through the API).
+var wantDeploymentArgs = append(append([]string{}, wantServeArgs...),
+	"--detect-image-from-deployment", webhookNamespace+"/"+webhookName)
+
+// The Dockerfile's CMD.
 var wantServeArgs = []string{
 	"serve",
 	"--listen", ":8443",
@@ -236,11 +242,11 @@ func TestDeploymentManifest(t *testing.T) {
 		t.Fatalf("expected one container, got %d", len(containers))
 	}
 	c := containers[0].(obj)
-	if args := stringsOf(c["args"]); !sameStrings(args, wantServeArgs) {
-		t.Errorf("container args %q, expected %q", args, wantServeArgs)
+	if args := stringsOf(c["args"]); !sameStrings(args, wantDeploymentArgs) {
+		t.Errorf("container args %q, expected %q", args, wantDeploymentArgs)
 	}
 	help := serveHelp(t)
-	for _, a := range wantServeArgs {
+	for _, a := range wantDeploymentArgs {
 		if strings.HasPrefix(a, "--") && !strings.Contains(help, a+" ") {
 			t.Errorf("serve --help does not know flag %s", a)
 		}
@@ -587,10 +593,15 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
+	// The profiles ConfigMap, and the webhook's own Deployment (its image,
+	// for --detect-image-from-deployment), each by name.
 	role := findObject(t, objs, "Role", "")
-	if rs := rulesOf(role); len(rs) != 1 || !sameStrings(rs[0].resources, []string{"configmaps"}) ||
-		!sameStrings(rs[0].verbs, []string{"get", "list", "watch"}) || len(rs[0].names) != 1 {
-		t.Errorf("Role: expected one rule, get/list/watch configmaps by one resourceName; got %+v", rs)
+	if rs := rulesOf(role); len(rs) != 2 || !sameStrings(rs[0].resources, []string{"configmaps"}) ||
+		!sameStrings(rs[0].verbs, []string{"get", "list", "watch"}) || len(rs[0].names) != 1 ||
+		!sameStrings(rs[1].groups, []string{"apps"}) || !sameStrings(rs[1].resources, []string{"deployments"}) ||
+		!sameStrings(rs[1].verbs, []string{"get"}) || !sameStrings(rs[1].names, []string{webhookName}) {
+		t.Errorf("Role: expected get/list/watch of configmaps by one resourceName, and get of "+
+			"deployment %s; got %+v", webhookName, rs)
 	}
 	cr := findObject(t, objs, "ClusterRole", "")
 	want := map[string][]string{"nodes": {"get"}, "configmaps": {"get"}}

@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int status;
 
     dynbuf_init(&out, 16u << 20);
-    status = review_handle((const char *)data, size, fuzz_profiles(), NULL, &out, &sum);
+    status = review_handle((const char *)data, size, fuzz_profiles(), NULL, NULL, &out, &sum);
     if (status != 200 && status != 400)
         abort();
     if (status == 200) {

@@ -62,6 +62,7 @@ static struct {
     char *text;
     struct mutate_result again;
     int have_again;
+    const struct mutate_options *opts; /* for both calls; NULL: none */
 } T;
 
 /* ---- JSON helpers ---- */
@@ -289,8 +290,11 @@ static void assert_preserved(const cJSON *before, const cJSON *after, const char
 static void mutate_once(const cJSON *doc, const char *base, int implicit, const struct profiles *ps,
                         const struct mutate_hooks *hooks, struct mutate_result *res)
 {
-    struct mutate_input in = {
-        .object = at(doc, base), .base = base, .namespace_ = "ns", .implicit_target = implicit};
+    struct mutate_input in = {.object = at(doc, base),
+                              .base = base,
+                              .namespace_ = "ns",
+                              .implicit_target = implicit,
+                              .opts = T.opts};
 
     assert_non_null(in.object);
     mutate_result_init(res, 1 << 20);
@@ -1764,6 +1768,466 @@ TEST(test_long_name_keeps_phrase_non_root)
     assert_warned("non-root");
 }
 
+/* ================= run-time detection ================= */
+
+static const struct mutate_options detect_opts = {.detect_image = "reg.example/rdma-webhook:1.0"};
+
+/* One default profile with detect as given (true, false or an object). */
+#define DETECT_PROFILES(detect, extra)                                                             \
+    "{'defaults':{'env':{'NCCL_IB_DISABLE':'0','NCCL_SOCKET_IFNAME':'eth0',"                       \
+    "'NCCL_IB_TIMEOUT':'22','NCCL_IB_GID_INDEX':'3'}},"                                            \
+    "'profiles':[{'name':'roce','default':true,'detect':" detect ","                               \
+    "'hca':['mlx5_1','mlx5_2'],'resources':{'rdma/hca':'1'}" extra "}]}"
+
+#define DETECT_INIT                                                                                \
+    "{'name':'rdma-webhook-detect','image':'reg.example/rdma-webhook:1.0',"                        \
+    "'command':['/usr/local/bin/rdma-webhook'],"                                                   \
+    "'args':['nccl-detect','--out','/run/rdma-webhook/nccl.conf','--hca','=mlx5_1,mlx5_2',"        \
+    "'--socket-ifname','eth0'],"                                                                   \
+    "'resources':{'requests':{'cpu':'100m','memory':'32Mi'},'limits':{'cpu':'100m','memory':'"     \
+    "32Mi'}},"                                                                                     \
+    "'securityContext':{'runAsNonRoot':true,'runAsUser':65532,'runAsGroup':65532,"                 \
+    "'allowPrivilegeEscalation':false,'readOnlyRootFilesystem':true,"                              \
+    "'capabilities':{'drop':['ALL']},'seccompProfile':{'type':'RuntimeDefault'}},"                 \
+    "'volumeMounts':[{'name':'rdma-webhook-nccl','mountPath':'/run/rdma-webhook'}]}"
+#define DETECT_VOLUME                                                                              \
+    "{'name':'rdma-webhook-nccl','emptyDir':{'medium':'Memory','sizeLimit':'1Mi'}}"
+#define DIR_MOUNT "{'name':'rdma-webhook-nccl','mountPath':'/run/rdma-webhook','readOnly':true}"
+#define ROOT_MOUNT                                                                                 \
+    "{'name':'rdma-webhook-nccl','mountPath':'/root/.nccl.conf','subPath':'nccl.conf',"            \
+    "'readOnly':true}"
+
+static void run_detect(const char *profiles, const char *pod, const struct mutate_options *opts)
+{
+    T.opts = opts;
+    run_with(pod, profiles_from(profiles), NULL);
+}
+
+/* The mount of container c at mount_path, or NULL. */
+static const cJSON *mount_at(const cJSON *c, const char *mount_path)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "volumeMounts"))
+    {
+        const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "mountPath"));
+
+        if (p && strcmp(p, mount_path) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+static void assert_mount(const cJSON *c, const char *mount_path, const char *want)
+{
+    const cJSON *m = mount_at(c, mount_path);
+
+    cJSON_Delete(T.want);
+    T.want = J(want);
+    if (!m)
+        fail_msg("no mount at %s, want %s", mount_path, want);
+    if (!cJSON_Compare(m, T.want, 1)) {
+        free(T.text);
+        T.text = cJSON_PrintUnformatted(m);
+        fail_msg("mount at %s is %s, want %s", mount_path, T.text, want);
+    }
+}
+
+/* c reads the detected file: NCCL_CONF_FILE, the directory, no HCA or GID
+ * index of the profile; with root, ~/.nccl.conf too. */
+static void assert_detected(const cJSON *c, int root)
+{
+    assert_env(c, "NCCL_CONF_FILE", "/run/rdma-webhook/nccl.conf");
+    assert_null(env_of(c, "NCCL_IB_HCA"));
+    assert_null(env_of(c, "NCCL_IB_GID_INDEX"));
+    assert_env(c, "NCCL_SOCKET_IFNAME", "eth0");
+    assert_env(c, "NCCL_IB_TIMEOUT", "22");
+    assert_mount(c, "/run/rdma-webhook", DIR_MOUNT);
+    if (root)
+        assert_mount(c, "/root/.nccl.conf", ROOT_MOUNT);
+    else
+        assert_null(mount_at(c, "/root/.nccl.conf"));
+}
+
+/* c keeps the profile's static values and reads no file. */
+static void assert_static(const cJSON *c)
+{
+    assert_env(c, "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
+    assert_env(c, "NCCL_IB_GID_INDEX", "3");
+    assert_null(env_of(c, "NCCL_CONF_FILE"));
+    assert_null(mount_at(c, "/run/rdma-webhook"));
+    assert_null(mount_at(c, "/root/.nccl.conf"));
+}
+
+static void assert_no_detection(void)
+{
+    const cJSON *v;
+
+    assert_absent(T.patched, "/spec/initContainers");
+    cJSON_ArrayForEach(v, at(T.patched, "/spec/volumes"))
+    {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "name"));
+
+        if (n && strcmp(n, "rdma-webhook-nccl") == 0 &&
+            cJSON_GetObjectItemCaseSensitive(v, "emptyDir"))
+            fail_msg("the detection volume was added");
+    }
+}
+
+TEST(test_detect_adds_init_container_volume_mounts_env)
+{
+    run_detect(DETECT_PROFILES("true", ""), POD("{'containers':[" C8("") "]}"), &detect_opts);
+    assert_outcome(MUTATE_PATCHED);
+    assert_json_at(T.patched, "/spec/initContainers", "[" DETECT_INIT "]");
+    assert_json_at(T.patched, "/spec/volumes/1", DETECT_VOLUME);
+    assert_json_at(T.patched, "/spec/volumes/0/name", "'rdma-webhook-shm'");
+    assert_detected(C(0), 1);
+    /* The rest of the mutation is as without detect. */
+    assert_json_at(C(0), "/securityContext/capabilities/add", "['IPC_LOCK']");
+    assert_json_at(C(0), "/resources/limits/rdma~1hca", "'1'");
+    assert_mount(C(0), "/dev/shm", "{'name':'rdma-webhook-shm','mountPath':'/dev/shm'}");
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+/* Reinvocation: the pod as the first call left it gets nothing (the harness
+ * checks that for every run); here also a pod whose init container came
+ * from an older image keeps it. */
+TEST(test_detect_present_init_container_is_kept)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'initContainers':[{'name':'rdma-webhook-detect','image':'old:0.9',"
+                   "'args':['nccl-detect','--out','/run/rdma-webhook/nccl.conf']}],"
+                   "'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/initContainers")), 1);
+    assert_json_at(T.patched, "/spec/initContainers/0/image", "'old:0.9'");
+    assert_json_at(T.patched, "/spec/volumes/1", DETECT_VOLUME);
+    assert_detected(C(0), 1);
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_detect_off_keeps_static_env)
+{
+    run_detect(DETECT_PROFILES("false", ""), POD("{'containers':[" C8("") "]}"), &detect_opts);
+    assert_no_detection();
+    assert_static(C(0));
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_detect_object_enabled_false_is_off)
+{
+    run_detect(DETECT_PROFILES("{'enabled':false}", ""), POD("{'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_no_detection();
+    assert_static(C(0));
+}
+
+/* The shipped profiles have no detect: the image alone adds nothing. */
+TEST(test_detect_shipped_profiles_unchanged_by_the_image)
+{
+    T.opts = &detect_opts;
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_no_detection();
+    assert_profile_env_8card(C(0));
+    assert_int_equal(env_len(C(0)), 5);
+}
+
+/* Without the image: no init container, the static env, and one warning
+ * however many containers there are. */
+TEST(test_detect_without_image_warns_once)
+{
+    static const struct mutate_options no_image = {0};
+
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'containers':[" C8N("a", "") "," C8N("b", "") "]}"), &no_image);
+    assert_no_detection();
+    assert_static(C(0));
+    assert_static(C(1));
+    assert_int_equal(warned("--detect-image"), 1);
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_int_equal(T.res.warnings.kind[0], MUTATE_W_DETECT);
+}
+
+TEST(test_detect_without_options_warns)
+{
+    run_detect(DETECT_PROFILES("true", ""), POD("{'containers':[" C8("") "]}"), NULL);
+    assert_no_detection();
+    assert_static(C(0));
+    assert_warned("no --detect-image");
+}
+
+TEST(test_detect_skips_ib_disabled_container)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'containers':[" C8N("tcp", IB_OFF("1")) "," C8N("rdma", "") "]}"),
+               &detect_opts);
+    assert_null(env_of(C(0), "NCCL_CONF_FILE"));
+    assert_null(env_of(C(0), "NCCL_IB_HCA"));
+    assert_null(mount_at(C(0), "/run/rdma-webhook"));
+    assert_null(mount_at(C(0), "/root/.nccl.conf"));
+    assert_detected(C(1), 1);
+    assert_json_at(T.patched, "/spec/initContainers/0/name", "'rdma-webhook-detect'");
+}
+
+/* Every target with InfiniBand off: nothing to detect for, no warning
+ * about it, even without the image. */
+TEST(test_detect_all_ib_disabled_adds_nothing)
+{
+    run_detect(DETECT_PROFILES("true", ""), POD("{'containers':[" C8(IB_OFF("1")) "]}"),
+               &detect_opts);
+    assert_no_detection();
+    assert_int_equal(warned("NCCL_IB_DISABLE=1"), 1);
+    assert_int_equal(T.res.warnings.n, 1);
+    teardown(NULL);
+    run_detect(DETECT_PROFILES("true", ""), POD("{'containers':[" C8(IB_OFF("1")) "]}"), NULL);
+    assert_not_warned("detect");
+}
+
+TEST(test_detect_non_root_container_no_root_conf_mount)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'containers':[" C8N("uid", ",'securityContext':{'runAsUser':1000}") "," C8N(
+                   "root", ",'securityContext':{'runAsUser':0}") "]}"),
+               &detect_opts);
+    assert_detected(C(0), 0);
+    assert_detected(C(1), 1);
+}
+
+TEST(test_detect_pod_run_as_non_root_no_root_conf_mount)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_detected(C(0), 0);
+}
+
+/* A mount the container has at ~/.nccl.conf, or over /root, stays alone. */
+TEST(test_detect_root_conf_mount_of_the_user_kept)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'volumes':[{'name':'home','emptyDir':{}}],'containers':[" C8N(
+                   "a", ",'volumeMounts':[{'name':'home','mountPath':'/root/.nccl.conf',"
+                        "'subPath':'mine'}]") "," C8N("b", ",'volumeMounts':[{'name':'home',"
+                                                           "'mountPath':'/root'}]") "]}"),
+               &detect_opts);
+    assert_mount(C(0), "/root/.nccl.conf",
+                 "{'name':'home','mountPath':'/root/.nccl.conf','subPath':'mine'}");
+    assert_mount(C(0), "/run/rdma-webhook", DIR_MOUNT);
+    assert_null(mount_at(C(1), "/root/.nccl.conf"));
+    assert_mount(C(1), "/run/rdma-webhook", DIR_MOUNT);
+    assert_json_at(T.patched, "/spec/volumes/2", DETECT_VOLUME);
+}
+
+TEST(test_detect_user_conf_file_wins)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'containers':[" C8N("own", ",'env':[{'name':'NCCL_CONF_FILE','value':'/etc/"
+                                                "my.conf'}]") "]}"),
+               &detect_opts);
+    assert_env(C(0), "NCCL_CONF_FILE", "/etc/my.conf");
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
+    assert_null(mount_at(C(0), "/run/rdma-webhook"));
+    assert_no_detection();
+    assert_int_equal(warned("container \"own\" has its own NCCL_CONF_FILE"), 1);
+    assert_int_equal(T.res.warnings.kind[0], MUTATE_W_DETECT);
+}
+
+TEST(test_detect_user_conf_file_value_from_wins)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'containers':[" C8N(
+                   "own", ",'env':[{'name':'NCCL_CONF_FILE','valueFrom':{"
+                          "'configMapKeyRef':{'name':'c','key':'k'}}}]") "," C8N("plain", "") "]}"),
+               &detect_opts);
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
+    assert_int_equal(env_count(C(0), "NCCL_CONF_FILE"), 1);
+    assert_null(mount_at(C(0), "/run/rdma-webhook"));
+    assert_detected(C(1), 1);
+    assert_warned("has its own NCCL_CONF_FILE");
+}
+
+TEST(test_detect_user_conf_file_from_envfrom_configmap_wins)
+{
+    struct fake_cm f = {.has_key = "NCCL_CONF_FILE"};
+    struct mutate_hooks h = {.configmap_has_key = fake_has_key, .ctx = &f};
+
+    T.opts = &detect_opts;
+    run_with(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'nccl'}}]") "]}"),
+             profiles_from(DETECT_PROFILES("true", "")), &h);
+    assert_null(env_of(C(0), "NCCL_CONF_FILE"));
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
+    assert_no_detection();
+    assert_warned("has its own NCCL_CONF_FILE");
+}
+
+TEST(test_detect_name_clash_init_container)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'initContainers':[{'name':'rdma-webhook-detect','image':'mine'}],"
+                   "'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/initContainers")), 1);
+    assert_static(C(0));
+    assert_int_equal(warned("own init container \"rdma-webhook-detect\""), 1);
+}
+
+TEST(test_detect_name_clash_container)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'containers':[" C8("") ",{'name':'rdma-webhook-detect','image':'x'}]}"),
+               &detect_opts);
+    assert_no_detection();
+    assert_static(C(0));
+    assert_warned("own container \"rdma-webhook-detect\"");
+}
+
+TEST(test_detect_name_clash_volume)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'volumes':[{'name':'rdma-webhook-nccl','configMap':{'name':'x'}}],"
+                   "'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_absent(T.patched, "/spec/initContainers");
+    assert_json_at(T.patched, "/spec/volumes/0",
+                   "{'name':'rdma-webhook-nccl','configMap':{'name':'x'}}");
+    assert_static(C(0));
+    assert_warned("own volume \"rdma-webhook-nccl\"");
+}
+
+TEST(test_detect_mount_path_taken_skips_that_container)
+{
+    run_detect(
+        DETECT_PROFILES("true", ""),
+        POD("{'volumes':[{'name':'run','emptyDir':{}}],'containers':[" C8N(
+            "taken",
+            ",'volumeMounts':[{'name':'run','mountPath':'/run/rdma-webhook/'}]") "," C8N("free",
+                                                                                         "") "]}"),
+        &detect_opts);
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
+    assert_null(env_of(C(0), "NCCL_CONF_FILE"));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(C(0), "volumeMounts")), 2);
+    assert_detected(C(1), 1);
+    assert_warned("container \"taken\" mounts /run/rdma-webhook itself");
+}
+
+/* The user's init containers run first, and are left as they were; one
+ * that asks for devices keeps the static env (it runs before detection). */
+TEST(test_detect_after_the_user_s_init_containers)
+{
+    run_detect(DETECT_PROFILES("true", ",'initContainers':true"),
+               POD("{'initContainers':[{'name':'wait','image':'busybox'},"
+                   "{'name':'warmup','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'}}}],"
+                   "'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_json_at(T.patched, "/spec/initContainers/0", "{'name':'wait','image':'busybox'}");
+    assert_json_at(T.patched, "/spec/initContainers/2/name", "'rdma-webhook-detect'");
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/initContainers")), 3);
+    assert_static(at(T.patched, "/spec/initContainers/1"));
+    assert_detected(C(0), 1);
+}
+
+/* Volumes and mounts that exist get appended to; with /dev/shm off the
+ * detection volume makes the list. */
+TEST(test_detect_appends_to_existing_lists)
+{
+    run_detect(DETECT_PROFILES("true", ""),
+               POD("{'volumes':[{'name':'data','emptyDir':{}}],'containers':[" C8(
+                   ",'volumeMounts':[{'name':'data','mountPath':'/data'}]") "]}"),
+               &detect_opts);
+    assert_json_at(T.patched, "/spec/volumes/0/name", "'data'");
+    assert_json_at(T.patched, "/spec/volumes/2", DETECT_VOLUME);
+    assert_json_at(C(0), "/volumeMounts/0/mountPath", "'/data'");
+    assert_detected(C(0), 1);
+    teardown(NULL);
+    run_detect(DETECT_PROFILES("true", ",'shm':false"), POD("{'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_json_at(T.patched, "/spec/volumes", "[" DETECT_VOLUME "]");
+    assert_json_at(C(0), "/volumeMounts", "[" DIR_MOUNT "," ROOT_MOUNT "]");
+}
+
+TEST(test_detect_options_resources)
+{
+    run_detect(DETECT_PROFILES("{'cpu':'50m','memory':'64Mi'}", ""),
+               POD("{'containers':[" C8("") "]}"), &detect_opts);
+    assert_json_at(
+        T.patched, "/spec/initContainers/0/resources",
+        "{'requests':{'cpu':'50m','memory':'64Mi'},'limits':{'cpu':'50m','memory':'64Mi'}}");
+}
+
+/* hostNetwork without hostNetworkEnv: no NCCL_SOCKET_IFNAME to pass, and no
+ * warning about it, since the detection finds the node's interface; with
+ * hostNetworkEnv, its value is passed. */
+TEST(test_detect_host_network)
+{
+    run_detect(DETECT_PROFILES("true", ""), POD("{'hostNetwork':true,'containers':[" C8("") "]}"),
+               &detect_opts);
+    assert_json_at(
+        T.patched, "/spec/initContainers/0/args",
+        "['nccl-detect','--out','/run/rdma-webhook/nccl.conf','--hca','=mlx5_1,mlx5_2']");
+    assert_null(env_of(C(0), "NCCL_SOCKET_IFNAME"));
+    assert_not_warned("hostNetwork");
+    teardown(NULL);
+    run_detect(DETECT_PROFILES("true", ",'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0'}"),
+               POD("{'hostNetwork':true,'containers':[" C8("") "]}"), &detect_opts);
+    assert_json_at(T.patched, "/spec/initContainers/0/args/6", "'bond0'");
+    assert_env(C(0), "NCCL_SOCKET_IFNAME", "bond0");
+}
+
+/* Without detection the hostNetwork warning stays. */
+TEST(test_detect_host_network_without_image_still_warns)
+{
+    run_detect(DETECT_PROFILES("true", ""), POD("{'hostNetwork':true,'containers':[" C8("") "]}"),
+               NULL);
+    assert_warned("hostNetwork pod");
+    assert_warned("--detect-image");
+}
+
+/* The kubelet expands $(VAR) in args: a '$' goes as "$$". */
+TEST(test_detect_dollar_in_socket_ifname_is_escaped)
+{
+    run_detect("{'profiles':[{'name':'p','default':true,'detect':true,"
+               "'env':{'NCCL_SOCKET_IFNAME':'$(IF)'}}]}",
+               POD("{'containers':[" C8("") "]}"), &detect_opts);
+    assert_json_at(
+        T.patched, "/spec/initContainers/0/args",
+        "['nccl-detect','--out','/run/rdma-webhook/nccl.conf','--socket-ifname','$$(IF)']");
+}
+
+/* NCCL_IB_HCA from env, a pattern, goes to --hca as written. */
+TEST(test_detect_env_hca_pattern)
+{
+    run_detect("{'profiles':[{'name':'p','default':true,'detect':true,"
+               "'env':{'NCCL_IB_HCA':'^=mlx5_0'}}]}",
+               POD("{'containers':[" C8("") "]}"), &detect_opts);
+    assert_json_at(T.patched, "/spec/initContainers/0/args/4", "'^=mlx5_0'");
+    assert_null(env_of(C(0), "NCCL_IB_HCA"));
+}
+
+/* A PyTorchJob's template: the paths are under its base. */
+TEST(test_detect_in_a_pytorchjob_template)
+{
+    T.opts = &detect_opts;
+    run_at(PYTORCHJOB("{'spec':{'containers':[" C8("") "]}}"), WORKER_BASE, 1,
+           profiles_from(DETECT_PROFILES("true", "")), NULL);
+    assert_json_at(T.patched, WORKER_BASE "/spec/initContainers", "[" DETECT_INIT "]");
+    assert_detected(at(T.patched, WORKER_BASE "/spec/containers/0"), 1);
+}
+
+TEST(test_detect_warnings_bounded_with_long_names)
+{
+    run_detect(
+        DETECT_PROFILES("true", ""),
+        POD("{'volumes':[{'name':'run','emptyDir':{}}],'containers':[" C8N(
+            NAME63,
+            ",'env':[{'name':'NCCL_CONF_FILE','value':'x'}]") "," C8N(NAME63 "b",
+                                                                      ",'volumeMounts':[{'name':'"
+                                                                      "run','mountPath':'/run/"
+                                                                      "rdma-webhook'}]") "]}"),
+        &detect_opts);
+    assert_warned("has its own NCCL_CONF_FILE");
+    assert_warned("itself: not detected");
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_teardown(name, teardown)
@@ -1894,6 +2358,34 @@ int main(void)
         T_(test_long_name_keeps_phrase_prefix),
         T_(test_long_name_keeps_phrase_envfrom_secret),
         T_(test_long_name_keeps_phrase_non_root),
+        T_(test_detect_adds_init_container_volume_mounts_env),
+        T_(test_detect_present_init_container_is_kept),
+        T_(test_detect_off_keeps_static_env),
+        T_(test_detect_object_enabled_false_is_off),
+        T_(test_detect_shipped_profiles_unchanged_by_the_image),
+        T_(test_detect_without_image_warns_once),
+        T_(test_detect_without_options_warns),
+        T_(test_detect_skips_ib_disabled_container),
+        T_(test_detect_all_ib_disabled_adds_nothing),
+        T_(test_detect_non_root_container_no_root_conf_mount),
+        T_(test_detect_pod_run_as_non_root_no_root_conf_mount),
+        T_(test_detect_root_conf_mount_of_the_user_kept),
+        T_(test_detect_user_conf_file_wins),
+        T_(test_detect_user_conf_file_value_from_wins),
+        T_(test_detect_user_conf_file_from_envfrom_configmap_wins),
+        T_(test_detect_name_clash_init_container),
+        T_(test_detect_name_clash_container),
+        T_(test_detect_name_clash_volume),
+        T_(test_detect_mount_path_taken_skips_that_container),
+        T_(test_detect_after_the_user_s_init_containers),
+        T_(test_detect_appends_to_existing_lists),
+        T_(test_detect_options_resources),
+        T_(test_detect_host_network),
+        T_(test_detect_host_network_without_image_still_warns),
+        T_(test_detect_dollar_in_socket_ifname_is_escaped),
+        T_(test_detect_env_hca_pattern),
+        T_(test_detect_in_a_pytorchjob_template),
+        T_(test_detect_warnings_bounded_with_long_names),
     };
 #undef T_
 

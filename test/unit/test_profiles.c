@@ -968,6 +968,120 @@ TEST(test_whitespace_around_the_document_is_fine)
     profiles_free(accepted(" \t\r\n{'profiles':[{'name':'p'}]}\r\n \t"));
 }
 
+/* ---- detect ---- */
+
+TEST(test_detect_off_by_default_with_builtin_resources)
+{
+    struct profiles *ps = accepted("{'profiles':[{'name':'p'}]}");
+
+    assert_false(ps->p[0].detect.on);
+    assert_string_equal(ps->p[0].detect.cpu, "100m");
+    assert_string_equal(ps->p[0].detect.memory, "32Mi");
+    profiles_free(ps);
+}
+
+/* true, false, an object (on unless enabled is false), inherited from
+ * defaults field by field. */
+TEST(test_detect_forms_and_inheritance)
+{
+    struct profiles *ps =
+        accepted("{'defaults':{'detect':{'memory':'64Mi'}},'profiles':["
+                 "{'name':'inherits'},{'name':'off','detect':false},"
+                 "{'name':'disabled','detect':{'enabled':false}},"
+                 "{'name':'cpu','detect':{'cpu':'1'}},{'name':'plain','detect':true}]}");
+    const struct profile *in = profiles_find(ps, "inherits"), *cpu = profiles_find(ps, "cpu");
+
+    assert_true(in->detect.on);
+    assert_string_equal(in->detect.memory, "64Mi");
+    assert_string_equal(in->detect.cpu, "100m");
+    assert_false(profiles_find(ps, "off")->detect.on);
+    assert_false(profiles_find(ps, "disabled")->detect.on);
+    assert_true(cpu->detect.on);
+    assert_string_equal(cpu->detect.cpu, "1");
+    assert_string_equal(cpu->detect.memory, "64Mi");
+    assert_true(profiles_find(ps, "plain")->detect.on);
+    profiles_free(ps);
+}
+
+TEST(test_detect_quantities_in_range_accepted)
+{
+    static const char *const ok[] = {
+        "{'cpu':'10m','memory':'16Mi'}", "{'cpu':'1000m','memory':'1Gi'}",
+        "{'cpu':'250m','memory':'32M'}", "{'memory':'20000Ki'}",
+        "{'memory':'1073741824'}",
+    };
+    char doc[256];
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','detect':%s}]}", ok[i]);
+        profiles_free(accepted(doc));
+    }
+}
+
+TEST(test_detect_refusals_name_profile_and_field)
+{
+    static const struct {
+        const char *detect, *words;
+    } bad[] = {
+        {"'yes'", "detect: must be true, false or an object"},
+        {"1", "detect: must be true, false or an object"},
+        {"{'cpus':'1'}", "detect: unknown field \"cpus\""},
+        {"{'enabled':'no'}", "detect.enabled: must be true or false"},
+        {"{'cpu':100}", "detect.cpu: must be a string"},
+        {"{'memory':64}", "detect.memory: must be a string"},
+        {"{'cpu':'5m'}", "detect.cpu: \"5m\""},
+        {"{'cpu':'2'}", "detect.cpu: \"2\""},
+        {"{'cpu':'0.1'}", "detect.cpu: \"0.1\""},
+        {"{'cpu':'100x'}", "detect.cpu: \"100x\""},
+        {"{'cpu':''}", "detect.cpu: \"\""},
+        {"{'memory':'8Mi'}", "detect.memory: \"8Mi\""},
+        {"{'memory':'2Gi'}", "detect.memory: \"2Gi\""},
+        {"{'memory':'1e9'}", "detect.memory: \"1e9\""},
+        {"{'memory':'32MiB'}", "detect.memory: \"32MiB\""},
+        {"{'memory':'9999999999Mi'}", "detect.memory: \"9999999999Mi\""},
+    };
+    char doc[256], line[512];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','detect':%s}]}", bad[i].detect);
+        line_with(rejected(doc), bad[i].words, line, sizeof(line));
+        assert_contains(line, "profile \"p\"");
+    }
+}
+
+TEST(test_detect_refused_in_defaults_names_defaults)
+{
+    char line[512];
+
+    line_with(rejected("{'defaults':{'detect':{'memory':'1Mi'}},'profiles':[{'name':'p'}]}"),
+              "detect.memory", line, sizeof(line));
+    assert_contains(line, "defaults");
+}
+
+/* nccl-detect must take the values it is given: --hca device names, a
+ * --socket-ifname of 1 to 255 bytes without control characters. */
+TEST(test_detect_values_nccl_detect_takes)
+{
+    char line[512];
+
+    profiles_free(
+        accepted("{'profiles':[{'name':'p','detect':true,"
+                 "'env':{'NCCL_IB_HCA':'^=mlx5_0,,mlx5_9:1','NCCL_SOCKET_IFNAME':'=eth0'}}]}"));
+    line_with(rejected("{'profiles':[{'name':'p','detect':true,'env':{'NCCL_IB_HCA':'=mlx5@1'}}]}"),
+              "env.NCCL_IB_HCA", line, sizeof(line));
+    assert_contains(line, "nccl-detect --hca");
+    line_with(rejected("{'profiles':[{'name':'p','detect':true,'env':{'NCCL_IB_HCA':'.hidden'}}]}"),
+              "env.NCCL_IB_HCA", line, sizeof(line));
+    line_with(rejected("{'profiles':[{'name':'p','detect':true,"
+                       "'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0\\nNCCL_X=1'}}]}"),
+              "hostNetworkEnv.NCCL_SOCKET_IFNAME", line, sizeof(line));
+    assert_contains(line, "--socket-ifname");
+    line_with(rejected("{'profiles':[{'name':'p','detect':true,'env':{'NCCL_SOCKET_IFNAME':''}}]}"),
+              "NCCL_SOCKET_IFNAME", line, sizeof(line));
+    /* The same values without detect are not nccl-detect's business. */
+    profiles_free(accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'=mlx5@1'}}]}"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1046,6 +1160,12 @@ int main(void)
         cmocka_unit_test(test_each_error_line_names_its_own_profile),
         cmocka_unit_test(test_null_errors_buffer_is_allowed),
         cmocka_unit_test(test_parse_respects_length),
+        cmocka_unit_test(test_detect_off_by_default_with_builtin_resources),
+        cmocka_unit_test(test_detect_forms_and_inheritance),
+        cmocka_unit_test(test_detect_quantities_in_range_accepted),
+        cmocka_unit_test(test_detect_refusals_name_profile_and_field),
+        cmocka_unit_test(test_detect_refused_in_defaults_names_defaults),
+        cmocka_unit_test(test_detect_values_nccl_detect_takes),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

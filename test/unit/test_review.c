@@ -98,7 +98,7 @@ static int handle_raw(const char *body, size_t len)
                                                "warnings", "auditAnnotations", NULL};
 
     dynbuf_init(&R.out, 1 << 22);
-    R.status = review_handle(body, len, shipped, NULL, &R.out, &R.sum);
+    R.status = review_handle(body, len, shipped, NULL, NULL, &R.out, &R.sum);
     if (R.status != 200)
         return R.status;
     R.resp = cJSON_Parse(dynbuf_ptr(&R.out));
