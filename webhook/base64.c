@@ -5,29 +5,32 @@
 
 /* The character of 6-bit value x, as an integer constant expression so the
  * pair table below is built by the compiler. */
-#define B64_CHAR(x)                                                                                \
+#define BASE64_CHAR(x)                                                                             \
     ((x) < 26    ? 'A' + (x)                                                                       \
      : (x) < 52  ? 'a' + (x)-26                                                                    \
      : (x) < 62  ? '0' + (x)-52                                                                    \
      : (x) == 62 ? '+'                                                                             \
                  : '/')
-#define B64_PAIR(i)                                                                                \
+#define BASE64_PAIR(i)                                                                             \
     {                                                                                              \
-        B64_CHAR((i) >> 6), B64_CHAR((i)&63)                                                       \
+        BASE64_CHAR((i) >> 6), BASE64_CHAR((i)&63)                                                 \
     }
-#define B64_PAIR4(i)  B64_PAIR(i), B64_PAIR((i) + 1), B64_PAIR((i) + 2), B64_PAIR((i) + 3)
-#define B64_PAIR16(i) B64_PAIR4(i), B64_PAIR4((i) + 4), B64_PAIR4((i) + 8), B64_PAIR4((i) + 12)
-#define B64_PAIR64(i)                                                                              \
-    B64_PAIR16(i), B64_PAIR16((i) + 16), B64_PAIR16((i) + 32), B64_PAIR16((i) + 48)
-#define B64_PAIR256(i)                                                                             \
-    B64_PAIR64(i), B64_PAIR64((i) + 64), B64_PAIR64((i) + 128), B64_PAIR64((i) + 192)
-#define B64_PAIR1024(i)                                                                            \
-    B64_PAIR256(i), B64_PAIR256((i) + 256), B64_PAIR256((i) + 512), B64_PAIR256((i) + 768)
+#define BASE64_PAIR4(i)                                                                            \
+    BASE64_PAIR(i), BASE64_PAIR((i) + 1), BASE64_PAIR((i) + 2), BASE64_PAIR((i) + 3)
+#define BASE64_PAIR16(i)                                                                           \
+    BASE64_PAIR4(i), BASE64_PAIR4((i) + 4), BASE64_PAIR4((i) + 8), BASE64_PAIR4((i) + 12)
+#define BASE64_PAIR64(i)                                                                           \
+    BASE64_PAIR16(i), BASE64_PAIR16((i) + 16), BASE64_PAIR16((i) + 32), BASE64_PAIR16((i) + 48)
+#define BASE64_PAIR256(i)                                                                          \
+    BASE64_PAIR64(i), BASE64_PAIR64((i) + 64), BASE64_PAIR64((i) + 128), BASE64_PAIR64((i) + 192)
+#define BASE64_PAIR1024(i)                                                                         \
+    BASE64_PAIR256(i), BASE64_PAIR256((i) + 256), BASE64_PAIR256((i) + 512),                       \
+        BASE64_PAIR256((i) + 768)
 
 /* Two output characters per 12 input bits: half the lookups and stores of
  * one character at a time, on the patch of every admission. 8 KiB. */
-static const char base64_pairs[4096][2] = {B64_PAIR1024(0), B64_PAIR1024(1024), B64_PAIR1024(2048),
-                                           B64_PAIR1024(3072)};
+static const char base64_pairs[4096][2] = {BASE64_PAIR1024(0), BASE64_PAIR1024(1024),
+                                           BASE64_PAIR1024(2048), BASE64_PAIR1024(3072)};
 
 int base64_append(struct dynbuf *out, const void *data, size_t len)
 {

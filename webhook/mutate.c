@@ -29,10 +29,10 @@ enum mutate_detect {
     MUTATE_DETECT_ON,
 };
 
-struct mctx {
+struct mutate_ctx {
     const struct mutate_input *in;
     const struct profiles *ps;
-    const struct profile *p;
+    const struct profiles_entry *p;
     const struct mutate_hooks *hooks;
     struct mutate_result *res;
     struct podjson r;
@@ -100,7 +100,7 @@ void mutate_result_free(struct mutate_result *res)
 
 /* Keeps the first MUTATE_WARNING_MAX-1 bytes, cut on a UTF-8 boundary. */
 __attribute__((format(printf, 3, 4))) static void
-mutate_warn(struct mctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
+mutate_warn(struct mutate_ctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
 {
     struct mutate_warnings *w = &m->res->warnings;
     char buf[512], text[MUTATE_WARNING_MAX];
@@ -129,7 +129,8 @@ static const char *mutate_short(const char *s, char *out, size_t outlen)
 
 /* out = prefix + a + b (b may be NULL); 0, or -1 when it does not fit: that
  * fails the pod rather than patching the wrong place. out may be prefix. */
-static int mutate_join(struct mctx *m, char *out, const char *prefix, const char *a, const char *b)
+static int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a,
+                       const char *b)
 {
     size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
 
@@ -146,7 +147,7 @@ static int mutate_join(struct mctx *m, char *out, const char *prefix, const char
     return 0;
 }
 
-static const char *mutate_name(struct mctx *m, const cJSON *container)
+static const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
 {
     const char *name = podjson_str(&m->r, container, "name");
 
@@ -154,13 +155,13 @@ static const char *mutate_name(struct mctx *m, const cJSON *container)
 }
 
 /* base + suffix (+ tail, may be NULL), as mutate_join(). */
-static int mutate_path(struct mctx *m, char *out, const char *suffix, const char *tail)
+static int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail)
 {
     return mutate_join(m, out, m->in->base, suffix, tail);
 }
 
 /* base + "/spec/" + list + "/" + idx: a container's path. */
-static int mutate_item_path(struct mctx *m, char *out, const char *list, int idx)
+static int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx)
 {
     char tail[DECIMAL_MAX + 2] = "/";
 
@@ -171,7 +172,7 @@ static int mutate_item_path(struct mctx *m, char *out, const char *list, int idx
 /* hostNetwork pods see the node's interfaces, where eth0 may be the wrong
  * NIC: there the profile's hostNetworkEnv replaces values, and without an
  * override NCCL_SOCKET_IFNAME is better left to NCCL than guessed. */
-static void mutate_effective_env(struct mctx *m)
+static void mutate_effective_env(struct mutate_ctx *m)
 {
     const struct profiles_kvs *env = &m->p->env, *hn = &m->p->host_network_env;
 
@@ -192,7 +193,7 @@ static void mutate_effective_env(struct mctx *m)
 }
 
 /* The pod's value of one of the profile's variables; NULL when it has none. */
-static const char *mutate_env_value(struct mctx *m, const char *name)
+static const char *mutate_env_value(struct mutate_ctx *m, const char *name)
 {
     const struct profiles_kvs kvs = {.v = m->env, .n = m->n_env};
 
@@ -201,7 +202,7 @@ static const char *mutate_env_value(struct mctx *m, const char *name)
 
 /* Said once the containers are done: detection, when a container uses it,
  * finds the interface on the node instead. */
-static void mutate_warn_host_network(struct mctx *m)
+static void mutate_warn_host_network(struct mutate_ctx *m)
 {
     if (m->dropped_ifname && !m->detect_used)
         mutate_warn(m, MUTATE_W_HOST_NETWORK,
@@ -219,7 +220,7 @@ static int mutate_is_ib_var(const char *name)
 
 /* A user's NCCL_IB_HCA prefix collides only with devices that exist: those
  * the profile names are the ones known. Returns 1 with msg on a problem. */
-static int mutate_check_nccl(struct mctx *m, const char *name, const char *value, char *msg,
+static int mutate_check_nccl(struct mutate_ctx *m, const char *name, const char *value, char *msg,
                              size_t msglen)
 {
     if (strcmp(name, "NCCL_IB_HCA") == 0)
@@ -232,8 +233,8 @@ static int mutate_check_nccl(struct mctx *m, const char *name, const char *value
  * that NCCL will read differently (with InfiniBand off, NCCL reads no other
  * NCCL_IB_* variable), and finds, for each of the profile's variables, the
  * first entry declaring it (decl[i], NULL when none). */
-static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *cname, int ib_off,
-                                 const cJSON **decl)
+static void mutate_scan_user_env(struct mutate_ctx *m, const cJSON *env, const char *cname,
+                                 int ib_off, const cJSON **decl)
 {
     const cJSON *e;
     char msg[200];
@@ -258,7 +259,7 @@ static void mutate_scan_user_env(struct mctx *m, const cJSON *env, const char *c
 
 /* The user's entry e declares the profile's variable kv: the user's value
  * wins, with a warning when it differs. */
-static void mutate_env_declared(struct mctx *m, const cJSON *e, const struct profiles_kv *kv,
+static void mutate_env_declared(struct mutate_ctx *m, const cJSON *e, const struct profiles_kv *kv,
                                 const char *cname)
 {
     const char *value = podjson_str(&m->r, e, "value");
@@ -277,7 +278,7 @@ static void mutate_env_declared(struct mctx *m, const cJSON *e, const struct pro
 
 /* The key an envFrom source would give variable name, or NULL when its
  * prefix rules it out. */
-static const char *mutate_envfrom_key(struct mctx *m, const cJSON *src, const char *name)
+static const char *mutate_envfrom_key(struct mutate_ctx *m, const cJSON *src, const char *name)
 {
     const char *prefix = podjson_str(&m->r, src, "prefix");
     size_t n = prefix ? strlen(prefix) : 0;
@@ -295,7 +296,7 @@ struct mutate_envfrom_warned {
 };
 _Static_assert(MUTATE_ENVFROM_MAX <= 64, "one bit of mutate_envfrom_warned.source per source");
 
-static void mutate_envfrom_warn(struct mctx *m, const char *cname, const cJSON *cm,
+static void mutate_envfrom_warn(struct mutate_ctx *m, const char *cname, const cJSON *cm,
                                 const char *ref_name)
 {
     char shown[48];
@@ -312,7 +313,7 @@ static void mutate_envfrom_warn(struct mctx *m, const char *cname, const cJSON *
  * available) declares nothing but earns one warning, since the profile's
  * value, being in env, would silently win over it; so do the sources past
  * MUTATE_ENVFROM_MAX, which are not checked at all. */
-static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const char *name,
+static int mutate_envfrom_declares(struct mutate_ctx *m, const cJSON *envfrom, const char *name,
                                    const char *cname, struct mutate_envfrom_warned *warned)
 {
     const cJSON *src;
@@ -354,7 +355,7 @@ static int mutate_envfrom_declares(struct mctx *m, const cJSON *envfrom, const c
 /* NCCL_IB_DISABLE from envFrom as the kubelet resolves it, the last source
  * that has the key winning: 1 with its value in out when a readable
  * ConfigMap gives it and no later source might, 0 otherwise. */
-static int mutate_envfrom_value(struct mctx *m, const cJSON *envfrom, char *out, size_t len)
+static int mutate_envfrom_value(struct mutate_ctx *m, const cJSON *envfrom, char *out, size_t len)
 {
     const cJSON *src;
     int known = 0;
@@ -383,7 +384,7 @@ static int mutate_envfrom_value(struct mctx *m, const cJSON *envfrom, char *out,
  * as non-zero. The last env entry wins, as in the kubelet, then envFrom; a
  * valueFrom or a source that cannot be read leaves it on. value gets the
  * user's text. */
-static int mutate_ib_off(struct mctx *m, const cJSON *c, char *value, size_t len)
+static int mutate_ib_off(struct mutate_ctx *m, const cJSON *c, char *value, size_t len)
 {
     const cJSON *e, *last = NULL;
     const char *v;
@@ -406,7 +407,7 @@ static int mutate_ib_off(struct mctx *m, const cJSON *c, char *value, size_t len
            nccl_reads_nonzero(value);
 }
 
-static void mutate_env_entry(struct mctx *m, const struct profiles_kv *kv)
+static void mutate_env_entry(struct mutate_ctx *m, const struct profiles_kv *kv)
 {
     jsonw_raw(&m->res->patch.w, "{\"name\":");
     jsonw_str(&m->res->patch.w, kv->name);
@@ -425,7 +426,7 @@ static int mutate_is_detected_var(const char *name)
 }
 
 /* The last env entry named name (the one the kubelet uses), or NULL. */
-static const cJSON *mutate_env_entry_named(struct mctx *m, const cJSON *env, const char *name)
+static const cJSON *mutate_env_entry_named(struct mutate_ctx *m, const cJSON *env, const char *name)
 {
     const cJSON *e, *last = NULL;
 
@@ -443,7 +444,7 @@ static const cJSON *mutate_env_entry_named(struct mctx *m, const cJSON *env, con
  * InfiniBand off (ib_off), none of its NCCL_IB_* variables; for a container
  * that reads the detected file (detected), none of the detected variables,
  * and NCCL_CONF_FILE unless it has it. */
-static void mutate_env(struct mctx *m, const cJSON *c, const char *cpath, const char *cname,
+static void mutate_env(struct mutate_ctx *m, const cJSON *c, const char *cpath, const char *cname,
                        int ib_off, int detected)
 {
     static const struct profiles_kv conf_file = {MUTATE_CONF_FILE, MUTATE_DETECT_FILE};
@@ -508,7 +509,7 @@ static int mutate_has_string(const cJSON *arr, const char *a, const char *b)
 }
 
 /* runAsNonRoot or a non-zero runAsUser, the container's setting over the pod's. */
-static int mutate_runs_as_non_root(struct mctx *m, const cJSON *sc)
+static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
 {
     const cJSON *psc = podjson_obj(&m->r, m->spec, "securityContext");
     long long uid;
@@ -522,7 +523,8 @@ static int mutate_runs_as_non_root(struct mctx *m, const cJSON *sc)
 
 /* Adds IPC_LOCK, creating securityContext, capabilities and add as needed,
  * since an "add" under a missing parent fails in the apiserver. */
-static void mutate_ipc_lock(struct mctx *m, const cJSON *c, const char *cpath, const char *cname)
+static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath,
+                            const char *cname)
 {
     const cJSON *sc = podjson_obj(&m->r, c, "securityContext");
     const cJSON *caps = podjson_obj(&m->r, sc, "capabilities");
@@ -559,7 +561,7 @@ static void mutate_ipc_lock(struct mctx *m, const cJSON *c, const char *cpath, c
     patch_op_end(p);
 }
 
-static int mutate_volume_exists(struct mctx *m, const char *name)
+static int mutate_volume_exists(struct mutate_ctx *m, const char *name)
 {
     const cJSON *v;
 
@@ -578,7 +580,8 @@ static int mutate_volume_exists(struct mctx *m, const char *name)
  * earlier operation of this patch (*exists), else the array made with this
  * item, since an add of a whole array over one would replace it. The caller
  * writes the item and ends with mutate_append_end(m, the return value). */
-static int mutate_append_begin(struct mctx *m, const char *parent, const char *member, int *exists)
+static int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member,
+                               int *exists)
 {
     char path[PATCH_PATH_MAX];
     int make = !*exists;
@@ -591,7 +594,7 @@ static int mutate_append_begin(struct mctx *m, const char *parent, const char *m
     return make;
 }
 
-static void mutate_append_end(struct mctx *m, int made)
+static void mutate_append_end(struct mutate_ctx *m, int made)
 {
     if (made)
         jsonw_raw(&m->res->patch.w, "]");
@@ -599,7 +602,7 @@ static void mutate_append_end(struct mctx *m, int made)
 }
 
 /* spec.volumes, for mutate_append_begin(). */
-static int mutate_volume_begin(struct mctx *m)
+static int mutate_volume_begin(struct mutate_ctx *m)
 {
     char spec[PATCH_PATH_MAX];
 
@@ -608,7 +611,7 @@ static int mutate_volume_begin(struct mctx *m)
 }
 
 /* Adds the pod's memory-backed volume once, under a name no volume has. */
-static void mutate_shm_volume(struct mctx *m)
+static void mutate_shm_volume(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
     int made;
@@ -641,7 +644,7 @@ static int mutate_same_path(const char *a, const char *b)
 }
 
 /* The container's mount at mount_path, or NULL. */
-static const cJSON *mutate_mount_at(struct mctx *m, const cJSON *c, const char *mount_path)
+static const cJSON *mutate_mount_at(struct mutate_ctx *m, const cJSON *c, const char *mount_path)
 {
     const cJSON *mnt;
 
@@ -656,8 +659,9 @@ static const cJSON *mutate_mount_at(struct mctx *m, const cJSON *c, const char *
 }
 
 /* Appends {name, mountPath[, subPath][, readOnly]} to the container's mounts. */
-static void mutate_add_mount(struct mctx *m, const char *cpath, int *mounts, const char *volume,
-                             const char *mount_path, const char *sub_path, int read_only)
+static void mutate_add_mount(struct mutate_ctx *m, const char *cpath, int *mounts,
+                             const char *volume, const char *mount_path, const char *sub_path,
+                             int read_only)
 {
     struct patch *p = &m->res->patch;
     int made = mutate_append_begin(m, cpath, "/volumeMounts", mounts);
@@ -677,7 +681,7 @@ static void mutate_add_mount(struct mctx *m, const char *cpath, int *mounts, con
 }
 
 /* mounts: whether the container's volumeMounts exists (mutate_append_begin). */
-static void mutate_shm(struct mctx *m, const cJSON *c, const char *cpath, int *mounts)
+static void mutate_shm(struct mutate_ctx *m, const cJSON *c, const char *cpath, int *mounts)
 {
     if (!m->p->shm || mutate_mount_at(m, c, "/dev/shm"))
         return;
@@ -685,7 +689,7 @@ static void mutate_shm(struct mctx *m, const cJSON *c, const char *cpath, int *m
     mutate_add_mount(m, cpath, mounts, m->shm_volume, "/dev/shm", NULL, 0);
 }
 
-static int mutate_any_container_asks(struct mctx *m, const char *prefix, size_t len)
+static int mutate_any_container_asks(struct mutate_ctx *m, const char *prefix, size_t len)
 {
     static const char *const lists[] = {"containers", "initContainers"};
     const cJSON *c;
@@ -710,7 +714,7 @@ static void mutate_resource_map(struct patch *p, const struct profiles_kv **adds
 }
 
 /* Adds the entries to one of limits/requests (which), creating it if absent. */
-static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *rpath,
+static void mutate_resource_list(struct mutate_ctx *m, const cJSON *res, const char *rpath,
                                  const char *which, const struct profiles_kv **adds, size_t n)
 {
     struct patch *p = &m->res->patch;
@@ -738,7 +742,7 @@ static void mutate_resource_list(struct mctx *m, const cJSON *res, const char *r
 /* The RDMA device goes to the first target container, unless some container
  * already asks for anything under the same prefix (a pod asking for
  * rdma/hca_shared_devices_all keeps just that). */
-static void mutate_resources(struct mctx *m, const cJSON *c, const char *cpath)
+static void mutate_resources(struct mutate_ctx *m, const cJSON *c, const char *cpath)
 {
     const cJSON *res = podjson_obj(&m->r, c, "resources");
     const struct profiles_kv *adds[PROFILES_MAX_ENV];
@@ -770,7 +774,7 @@ static void mutate_resources(struct mctx *m, const cJSON *c, const char *cpath)
     mutate_resource_list(m, res, path, "requests", adds, n);
 }
 
-static void mutate_scheduler(struct mctx *m)
+static void mutate_scheduler(struct mutate_ctx *m)
 {
     const char *have = podjson_str(&m->r, m->spec, "schedulerName");
     const char *want = m->p->scheduler_name;
@@ -790,7 +794,7 @@ static void mutate_scheduler(struct mctx *m)
 }
 
 /* The two annotations, rdma-webhook.io/injected and .../selected-by. */
-static void mutate_annotation_pairs(struct mctx *m)
+static void mutate_annotation_pairs(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
 
@@ -801,7 +805,7 @@ static void mutate_annotation_pairs(struct mctx *m)
     jsonw_str(&p->w, select_rule_name(m->rule));
 }
 
-static void mutate_annotate(struct mctx *m)
+static void mutate_annotate(struct mutate_ctx *m)
 {
     const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
     struct patch *p = &m->res->patch;
@@ -843,7 +847,7 @@ static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *ou
  * profile; a key the pod sets is kept (and, being consistent, has the same
  * value). A pod bound to a node (spec.nodeName) is left as it is: the
  * kubelet would only reject it. */
-static void mutate_pin(struct mctx *m)
+static void mutate_pin(struct mutate_ctx *m)
 {
     const cJSON *selector = podjson_obj(&m->r, m->spec, "nodeSelector");
     const struct profiles_kv *adds[PROFILES_MAX_ENV];
@@ -892,7 +896,7 @@ static void mutate_pin(struct mctx *m)
 #define MUTATE_DETECT_SIZE_LIMIT "1Mi"
 
 /* The init container this webhook adds: its name, running nccl-detect. */
-static int mutate_is_detect_container(struct mctx *m, const cJSON *c)
+static int mutate_is_detect_container(struct mutate_ctx *m, const cJSON *c)
 {
     const char *name = podjson_str(&m->r, c, "name");
     const cJSON *first = cJSON_GetArrayItem(podjson_arr(&m->r, c, "args"), 0);
@@ -901,7 +905,7 @@ static int mutate_is_detect_container(struct mctx *m, const cJSON *c)
            strcmp(first->valuestring, "nccl-detect") == 0;
 }
 
-static int mutate_named(struct mctx *m, const cJSON *item, const char *name)
+static int mutate_named(struct mutate_ctx *m, const cJSON *item, const char *name)
 {
     const char *n = podjson_str(&m->r, item, "name");
 
@@ -911,7 +915,7 @@ static int mutate_named(struct mctx *m, const cJSON *item, const char *name)
 /* What of the pod's own has a name detection adds, as a warning names it;
  * NULL when nothing has. What an earlier call added is the pod's no more
  * than before: the init container that runs nccl-detect, an emptyDir. */
-static const char *mutate_detect_taken(struct mctx *m)
+static const char *mutate_detect_taken(struct mutate_ctx *m)
 {
     const cJSON *it;
 
@@ -934,7 +938,7 @@ static const char *mutate_detect_taken(struct mctx *m)
     return NULL;
 }
 
-static void mutate_detect_plan(struct mctx *m)
+static void mutate_detect_plan(struct mutate_ctx *m)
 {
     const char *image = m->in->opts ? m->in->opts->detect_image : NULL;
 
@@ -955,7 +959,7 @@ static void mutate_detect_plan(struct mctx *m)
  * something else at MUTATE_DETECT_DIR. Each says so in a warning. An
  * NCCL_CONF_FILE and a mount that are the ones detection adds are no
  * obstacle (a second call). */
-static int mutate_detect_container(struct mctx *m, const cJSON *c, const char *cname)
+static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
 {
     const cJSON *own = mutate_env_entry_named(m, podjson_arr(&m->r, c, "env"), MUTATE_CONF_FILE);
     const cJSON *mnt = mutate_mount_at(m, c, MUTATE_DETECT_DIR);
@@ -990,7 +994,8 @@ static int mutate_detect_container(struct mctx *m, const cJSON *c, const char *c
  * in a root container the file at ~/.nccl.conf, where NCCL before 2.23 looks
  * (not under a mount of /root, where the mount point would be made on the
  * user's volume). */
-static void mutate_detect_mounts(struct mctx *m, const cJSON *c, const char *cpath, int *mounts)
+static void mutate_detect_mounts(struct mutate_ctx *m, const cJSON *c, const char *cpath,
+                                 int *mounts)
 {
     if (!mutate_mount_at(m, c, MUTATE_DETECT_DIR))
         mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_DIR, NULL, 1);
@@ -1002,7 +1007,7 @@ static void mutate_detect_mounts(struct mctx *m, const cJSON *c, const char *cpa
 
 /* The volume the init container writes to and the targets read, unless the
  * pod has it (an earlier call's: another one made detection TAKEN). */
-static void mutate_detect_volume(struct mctx *m)
+static void mutate_detect_volume(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
     int made;
@@ -1019,7 +1024,7 @@ static void mutate_detect_volume(struct mctx *m)
  * and reads $$ as $, so each '$' is doubled: NCCL_SOCKET_IFNAME may hold one
  * (at most PROFILES_DETECT_IFNAME_MAX bytes with detect on); device names,
  * the only other values, cannot. */
-static void mutate_detect_arg(struct mctx *m, const char *arg)
+static void mutate_detect_arg(struct mutate_ctx *m, const char *arg)
 {
     char buf[2 * PROFILES_DETECT_IFNAME_MAX + 1];
     size_t o = 0;
@@ -1043,7 +1048,7 @@ static void mutate_detect_arg(struct mctx *m, const char *arg)
 }
 
 /* requests and limits alike, so that a Guaranteed pod stays Guaranteed. */
-static void mutate_detect_resources(struct mctx *m)
+static void mutate_detect_resources(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
 
@@ -1069,7 +1074,7 @@ _Static_assert(MUTATE_DETECT_UID == 65532, "MUTATE_DETECT_SECURITY spells the ui
  * Unless the pod has it (an earlier call's). Its arguments hand nccl-detect
  * the profile's NCCL_IB_HCA (to choose among those devices) and
  * NCCL_SOCKET_IFNAME (to write instead of the default route's). */
-static void mutate_detect_init_container(struct mctx *m)
+static void mutate_detect_init_container(struct mutate_ctx *m)
 {
     const cJSON *inits = podjson_arr(&m->r, m->spec, "initContainers"), *it;
     const char *hca = mutate_env_value(m, "NCCL_IB_HCA");
@@ -1107,7 +1112,7 @@ static void mutate_detect_init_container(struct mctx *m)
 
 /* Once the containers are done: the volume and the init container when a
  * container reads the file; else, when one could have, why not. */
-static void mutate_detect_pod(struct mctx *m)
+static void mutate_detect_pod(struct mutate_ctx *m)
 {
     if (m->detect_used) {
         mutate_detect_volume(m);
@@ -1130,7 +1135,7 @@ static void mutate_detect_pod(struct mctx *m)
 #define MUTATE_SHOWN_NAME 24
 
 /* Mutates one target container; returns 1 when it has InfiniBand off. */
-static int mutate_container(struct mctx *m, const cJSON *c, const char *list, int idx)
+static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *list, int idx)
 {
     char cname[MUTATE_SHOWN_NAME], cpath[PATCH_PATH_MAX], value[64], shown[16];
     int ib_off, detected = 0, mounts = podjson_arr(&m->r, c, "volumeMounts") != NULL;
@@ -1161,7 +1166,7 @@ static int mutate_container(struct mctx *m, const cJSON *c, const char *list, in
 }
 
 struct mutate_regular {
-    struct mctx *m;
+    struct mutate_ctx *m;
     const cJSON *first; /* the first target container that has InfiniBand on */
     int first_idx;
 };
@@ -1178,7 +1183,7 @@ static void mutate_regular_container(void *ctx, const cJSON *c, int idx)
 
 /* Mutates the regular containers target_each_container() picks and returns
  * the first of them that has InfiniBand on (NULL: none has). */
-static struct mutate_regular mutate_regular_containers(struct mctx *m)
+static struct mutate_regular mutate_regular_containers(struct mutate_ctx *m)
 {
     struct mutate_regular reg = {.m = m};
 
@@ -1187,7 +1192,7 @@ static struct mutate_regular mutate_regular_containers(struct mctx *m)
     return reg;
 }
 
-static void mutate_init_containers(struct mctx *m)
+static void mutate_init_containers(struct mutate_ctx *m)
 {
     const cJSON *c;
     int idx = 0;
@@ -1200,7 +1205,7 @@ static void mutate_init_containers(struct mctx *m)
     }
 }
 
-static int mutate_has_target_container(struct mctx *m)
+static int mutate_has_target_container(struct mutate_ctx *m)
 {
     if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
         return 1;
@@ -1211,7 +1216,7 @@ static int mutate_has_target_container(struct mctx *m)
     return 0;
 }
 
-static void mutate_pod(struct mctx *m)
+static void mutate_pod(struct mutate_ctx *m)
 {
     char path[PATCH_PATH_MAX];
     struct mutate_regular first;
@@ -1249,7 +1254,7 @@ static void mutate_tie_text(const struct select_tie *t, char *out, size_t len)
 }
 
 /* Says which rules found several profiles and chose none of them. */
-static void mutate_warn_ties(struct mctx *m, const struct select_result *sel)
+static void mutate_warn_ties(struct mutate_ctx *m, const struct select_result *sel)
 {
     char names[80];
 
@@ -1268,7 +1273,7 @@ static void mutate_warn_ties(struct mctx *m, const struct select_result *sel)
 }
 
 /* Picks the profile; returns 0 when there is one to apply. */
-static int mutate_choose(struct mctx *m)
+static int mutate_choose(struct mutate_ctx *m)
 {
     struct select_result sel;
     char shown[48];
@@ -1300,7 +1305,7 @@ static int mutate_choose(struct mctx *m)
     return 0;
 }
 
-static int mutate_is_target(struct mctx *m)
+static int mutate_is_target(struct mutate_ctx *m)
 {
     enum target_verdict v;
 
@@ -1313,7 +1318,7 @@ static int mutate_is_target(struct mctx *m)
 
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
  * block training even under failurePolicy: Ignore. */
-static void mutate_fail(struct mctx *m, const char *why)
+static void mutate_fail(struct mutate_ctx *m, const char *why)
 {
     struct mutate_result *res = m->res;
 
@@ -1331,7 +1336,7 @@ static void mutate_fail(struct mctx *m, const char *why)
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,
                    const struct mutate_hooks *hooks, struct mutate_result *res)
 {
-    struct mctx m = {.in = in, .ps = ps, .hooks = hooks, .res = res};
+    struct mutate_ctx m = {.in = in, .ps = ps, .hooks = hooks, .res = res};
 
     podjson_init(&m.r);
     res->outcome = MUTATE_SKIPPED;

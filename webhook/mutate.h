@@ -39,7 +39,7 @@
 #include <stddef.h>
 
 struct cJSON;
-struct profile;
+struct profiles_entry;
 struct profiles;
 
 /* What run-time detection adds. The binary is where the Dockerfile puts it,
@@ -152,7 +152,7 @@ struct mutate_result {
     enum mutate_outcome outcome;
     enum mutate_reason reason;
     char error[160]; /* for MUTATE_ERROR: what could not be read */
-    const struct profile *profile;
+    const struct profiles_entry *profile;
     enum select_rule rule; /* which rule chose profile (when not NULL) */
     int pinned;            /* the patch adds the profile's nodeLabels to the nodeSelector */
     struct patch patch;    /* valid JSON Patch text when outcome is MUTATE_PATCHED */

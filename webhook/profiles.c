@@ -16,7 +16,7 @@
 #define PROFILES_MAX_HCA 32
 
 /* Parse state: the snapshot being built and where problems are reported. */
-struct pctx {
+struct profiles_ctx {
     struct profiles *ps;
     struct dynbuf *errors;
     int n_errors;
@@ -25,7 +25,7 @@ struct pctx {
     char where_buf[160];
 };
 
-__attribute__((format(printf, 2, 3))) static void perr(struct pctx *c, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void perr(struct profiles_ctx *c, const char *fmt, ...)
 {
     va_list ap;
 
@@ -40,7 +40,7 @@ __attribute__((format(printf, 2, 3))) static void perr(struct pctx *c, const cha
     dynbuf_addc(c->errors, '\n');
 }
 
-static char *profiles_owned(struct pctx *c, char *s)
+static char *profiles_owned(struct profiles_ctx *c, char *s)
 {
     char **grown;
 
@@ -59,14 +59,14 @@ static char *profiles_owned(struct pctx *c, char *s)
     return s;
 }
 
-static void *profiles_calloc(struct pctx *c, size_t n, size_t size)
+static void *profiles_calloc(struct profiles_ctx *c, size_t n, size_t size)
 {
     return profiles_owned(c, calloc(n ? n : 1, size));
 }
 
 /* Rejects keys outside known (a NULL-terminated list): a typo in a profile
  * must not silently turn a setting off. */
-static void profiles_check_keys(struct pctx *c, const cJSON *obj, const char *field,
+static void profiles_check_keys(struct profiles_ctx *c, const cJSON *obj, const char *field,
                                 const char *const *known)
 {
     const cJSON *it;
@@ -82,8 +82,8 @@ static void profiles_check_keys(struct pctx *c, const cJSON *obj, const char *fi
     }
 }
 
-static const cJSON *profiles_get(struct pctx *c, const cJSON *obj, const char *key, int type,
-                                 const char *type_name)
+static const cJSON *profiles_get(struct profiles_ctx *c, const cJSON *obj, const char *key,
+                                 int type, const char *type_name)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -96,14 +96,14 @@ static const cJSON *profiles_get(struct pctx *c, const cJSON *obj, const char *k
     return it;
 }
 
-static int profiles_get_bool(struct pctx *c, const cJSON *obj, const char *key, int dflt)
+static int profiles_get_bool(struct profiles_ctx *c, const cJSON *obj, const char *key, int dflt)
 {
     const cJSON *it = profiles_get(c, obj, key, cJSON_True | cJSON_False, "true or false");
 
     return it ? cJSON_IsTrue(it) : dflt;
 }
 
-static const char *profiles_get_str(struct pctx *c, const cJSON *obj, const char *key,
+static const char *profiles_get_str(struct profiles_ctx *c, const cJSON *obj, const char *key,
                                     const char *dflt)
 {
     const cJSON *it = profiles_get(c, obj, key, cJSON_String, "a string");
@@ -112,7 +112,7 @@ static const char *profiles_get_str(struct pctx *c, const cJSON *obj, const char
 }
 
 /* Reads an object of string values into kvs, in document order. */
-static void profiles_read_kvs(struct pctx *c, const cJSON *obj, const char *field,
+static void profiles_read_kvs(struct profiles_ctx *c, const cJSON *obj, const char *field,
                               struct profiles_kvs *kvs)
 {
     const cJSON *it;
@@ -134,7 +134,8 @@ static void profiles_read_kvs(struct pctx *c, const cJSON *obj, const char *fiel
     }
 }
 
-static void profiles_check_env(struct pctx *c, const struct profiles_kvs *env, const char *field)
+static void profiles_check_env(struct profiles_ctx *c, const struct profiles_kvs *env,
+                               const char *field)
 {
     char msg[200];
 
@@ -167,7 +168,7 @@ static void profiles_merge_kvs(struct profiles_kvs *dst, const struct profiles_k
 }
 
 /* The settings a profile inherits from "defaults" and may override. */
-struct pcommon {
+struct profiles_common {
     struct profiles_kvs env;
     struct profiles_kvs host_network_env;
     const char *scheduler_name;
@@ -178,7 +179,7 @@ struct pcommon {
     struct profiles_detect detect;
 };
 
-static void profiles_read_shm(struct pctx *c, const cJSON *shm, struct pcommon *out)
+static void profiles_read_shm(struct profiles_ctx *c, const cJSON *shm, struct profiles_common *out)
 {
     static const char *const keys[] = {"enabled", "sizeLimit", NULL};
     const char *size;
@@ -222,7 +223,7 @@ static long long profiles_scaled(const char *s, const char *const *suffix, const
 /* detect.cpu in millicores, 10m..1: the init container runs for
  * milliseconds, and a large request would raise the pod's own (the largest
  * init container's counts when it is more than the containers' sum). */
-static void profiles_check_detect_cpu(struct pctx *c, const char *cpu)
+static void profiles_check_detect_cpu(struct profiles_ctx *c, const char *cpu)
 {
     static const char *const suffix[] = {"m", "", NULL};
     static const long long factor[] = {1, 1000};
@@ -236,7 +237,7 @@ static void profiles_check_detect_cpu(struct pctx *c, const char *cpu)
 /* detect.memory in bytes, 16Mi..1Gi: nccl-detect needs about 9 MiB, and a
  * limit it exceeds would kill it again at every try, keeping the pod from
  * starting. */
-static void profiles_check_detect_memory(struct pctx *c, const char *mem)
+static void profiles_check_detect_memory(struct profiles_ctx *c, const char *mem)
 {
     static const char *const suffix[] = {"", "k", "M", "G", "Ki", "Mi", "Gi", NULL};
     static const long long factor[] = {1, 1000, 1000000, 1000000000, 1 << 10, 1 << 20, 1 << 30};
@@ -250,7 +251,7 @@ static void profiles_check_detect_memory(struct pctx *c, const char *mem)
 }
 
 /* A member of detect that must be a string; NULL when absent or not one. */
-static const char *profiles_detect_str(struct pctx *c, const cJSON *d, const char *key)
+static const char *profiles_detect_str(struct profiles_ctx *c, const cJSON *d, const char *key)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(d, key);
 
@@ -261,7 +262,8 @@ static const char *profiles_detect_str(struct pctx *c, const cJSON *d, const cha
 
 /* "detect": true, false, or {"enabled", "cpu", "memory"} (on unless enabled
  * is false, the fields it lacks taken from base). */
-static void profiles_read_detect(struct pctx *c, const cJSON *d, struct pcommon *out)
+static void profiles_read_detect(struct profiles_ctx *c, const cJSON *d,
+                                 struct profiles_common *out)
 {
     static const char *const keys[] = {"enabled", "cpu", "memory", NULL};
     const cJSON *enabled;
@@ -288,8 +290,8 @@ static void profiles_read_detect(struct pctx *c, const cJSON *d, struct pcommon 
 }
 
 /* Reads the overridable settings of obj on top of base (the defaults). */
-static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct pcommon *base,
-                                 struct pcommon *out)
+static void profiles_read_common(struct profiles_ctx *c, const cJSON *obj,
+                                 const struct profiles_common *base, struct profiles_common *out)
 {
     const cJSON *env = profiles_get(c, obj, "env", cJSON_Object, "an object of strings");
     const cJSON *hn = profiles_get(c, obj, "hostNetworkEnv", cJSON_Object, "an object of strings");
@@ -327,7 +329,7 @@ static void profiles_read_common(struct pctx *c, const cJSON *obj, const struct 
 }
 
 /* Builds NCCL_IB_HCA in NCCL's exact-match form "=mlx5_1,mlx5_2" from "hca". */
-static void profiles_read_hca(struct pctx *c, const cJSON *hca, struct profiles_kvs *env)
+static void profiles_read_hca(struct profiles_ctx *c, const cJSON *hca, struct profiles_kvs *env)
 {
     struct dynbuf b;
     const cJSON *it;
@@ -372,7 +374,7 @@ static int profiles_gpu_count(const cJSON *n, long long *out)
 }
 
 /* match.gpus: one count, or a list of distinct counts. */
-static void profiles_read_gpus(struct pctx *c, const cJSON *gpus, struct profile *p)
+static void profiles_read_gpus(struct profiles_ctx *c, const cJSON *gpus, struct profiles_entry *p)
 {
     const cJSON *it;
     long long g;
@@ -404,7 +406,8 @@ static void profiles_read_gpus(struct pctx *c, const cJSON *gpus, struct profile
     }
 }
 
-static void profiles_read_match(struct pctx *c, const cJSON *match, struct profile *p)
+static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
+                                struct profiles_entry *p)
 {
     static const char *const keys[] = {"gpus", "nodeLabels", NULL};
     const cJSON *gpus, *labels;
@@ -422,7 +425,8 @@ static void profiles_read_match(struct pctx *c, const cJSON *match, struct profi
         profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
 }
 
-static void profiles_read_resources(struct pctx *c, const cJSON *res, struct profile *p)
+static void profiles_read_resources(struct profiles_ctx *c, const cJSON *res,
+                                    struct profiles_entry *p)
 {
     long long whole;
 
@@ -496,7 +500,7 @@ static int profiles_ifname_detectable(const char *v)
 /* With detect on, the values nccl-detect is given must be ones it takes:
  * a usage error there writes no file, and the pod would run without the
  * NCCL_IB_HCA that detection left out of its env. */
-static void profiles_check_detect(struct pctx *c, const struct profile *p)
+static void profiles_check_detect(struct profiles_ctx *c, const struct profiles_entry *p)
 {
     const struct profiles_kvs *lists[] = {&p->env, &p->host_network_env};
     const char *field[] = {"env", "hostNetworkEnv"};
@@ -518,8 +522,8 @@ static void profiles_check_detect(struct pctx *c, const struct profile *p)
     }
 }
 
-static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
-                                  const struct pcommon *defaults, struct profile *p)
+static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size_t idx,
+                                  const struct profiles_common *defaults, struct profiles_entry *p)
 {
     static const char *const keys[] = {
         "name",   "default",   "match",   "pin", "env",           "hostNetworkEnv",
@@ -527,7 +531,7 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
         "detect", NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
-    struct pcommon common;
+    struct profiles_common common;
 
     snprintf(c->where_buf, sizeof(c->where_buf), "profiles[%zu]", idx);
     if (cJSON_IsString(name) && profiles_name_valid(name->valuestring))
@@ -564,7 +568,7 @@ static void profiles_read_profile(struct pctx *c, const cJSON *obj, size_t idx,
                 "match.gpus or default: true");
 }
 
-static void profiles_read_gpu_resources(struct pctx *c, const cJSON *root)
+static void profiles_read_gpu_resources(struct profiles_ctx *c, const cJSON *root)
 {
     static const char *const fallback = "nvidia.com/gpu";
     const cJSON *arr =
@@ -591,7 +595,7 @@ static void profiles_read_gpu_resources(struct pctx *c, const cJSON *root)
         perr(c, "gpuResources: must name at least one resource");
 }
 
-static void profiles_read_targets(struct pctx *c, const cJSON *root)
+static void profiles_read_targets(struct profiles_ctx *c, const cJSON *root)
 {
     static const char *const keys[] = {"mpijob", "trainjob", "volcanojob", NULL};
     const cJSON *t = profiles_get(c, root, "targets", cJSON_Object, "an object of booleans");
@@ -612,14 +616,15 @@ static void profiles_read_targets(struct pctx *c, const cJSON *root)
         c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
 }
 
-static void profiles_read_defaults(struct pctx *c, const cJSON *root, struct pcommon *d)
+static void profiles_read_defaults(struct profiles_ctx *c, const cJSON *root,
+                                   struct profiles_common *d)
 {
     static const char *const keys[] = {"env", "hostNetworkEnv", "schedulerName", "ipcLock",
                                        "shm", "initContainers", "detect",        NULL};
-    const struct pcommon builtin = {.scheduler_name = "volcano",
-                                    .ipc_lock = 1,
-                                    .shm = 1,
-                                    .detect = {.on = 0, .cpu = "100m", .memory = "32Mi"}};
+    const struct profiles_common builtin = {.scheduler_name = "volcano",
+                                            .ipc_lock = 1,
+                                            .shm = 1,
+                                            .detect = {.on = 0, .cpu = "100m", .memory = "32Mi"}};
     const cJSON *obj = profiles_get(c, root, "defaults", cJSON_Object, "an object");
 
     *d = builtin;
@@ -631,13 +636,13 @@ static void profiles_read_defaults(struct pctx *c, const cJSON *root, struct pco
     c->where = NULL;
 }
 
-static void profiles_check_names(struct pctx *c)
+static void profiles_check_names(struct profiles_ctx *c)
 {
     const char *first_default = NULL;
 
     c->where = NULL;
     for (size_t i = 0; i < c->ps->n; i++) {
-        const struct profile *p = &c->ps->p[i];
+        const struct profiles_entry *p = &c->ps->p[i];
 
         if (!p->name)
             continue;
@@ -664,7 +669,7 @@ static int profiles_labels_within(const struct profiles_kvs *a, const struct pro
     return 1;
 }
 
-static int profiles_same_gpus(const struct profile *p, const struct profile *q)
+static int profiles_same_gpus(const struct profiles_entry *p, const struct profiles_entry *q)
 {
     if (p->n_gpus != q->n_gpus)
         return 0;
@@ -675,7 +680,8 @@ static int profiles_same_gpus(const struct profile *p, const struct profile *q)
 }
 
 /* The first count of p that q also lists, or 0. */
-static long long profiles_shared_gpus(const struct profile *p, const struct profile *q)
+static long long profiles_shared_gpus(const struct profiles_entry *p,
+                                      const struct profiles_entry *q)
 {
     for (size_t i = 0; i < p->n_gpus; i++)
         if (profiles_matches_gpus(q, p->gpus[i]))
@@ -685,8 +691,8 @@ static long long profiles_shared_gpus(const struct profile *p, const struct prof
 
 /* p's rules against q's (q any other profile); a pair with the same labels
  * is reported once, from the later of the two. */
-static void profiles_check_pair(struct pctx *c, const struct profile *p, const struct profile *q,
-                                int p_is_later)
+static void profiles_check_pair(struct profiles_ctx *c, const struct profiles_entry *p,
+                                const struct profiles_entry *q, int p_is_later)
 {
     int q_within_p = profiles_labels_within(&q->node_labels, &p->node_labels);
     int same_labels = q_within_p && profiles_labels_within(&p->node_labels, &q->node_labels);
@@ -724,7 +730,7 @@ static void profiles_check_pair(struct pctx *c, const struct profile *p, const s
 }
 
 /* Match rules that can never choose their profile (see profiles.h). */
-static void profiles_check_rules(struct pctx *c)
+static void profiles_check_rules(struct profiles_ctx *c)
 {
     c->where = NULL;
     for (size_t i = 0; i < c->ps->n; i++)
@@ -733,11 +739,11 @@ static void profiles_check_rules(struct pctx *c)
                 profiles_check_pair(c, &c->ps->p[i], &c->ps->p[j], i > j);
 }
 
-static void profiles_read_profiles(struct pctx *c, const cJSON *root)
+static void profiles_read_profiles(struct profiles_ctx *c, const cJSON *root)
 {
     const cJSON *arr = profiles_get(c, root, "profiles", cJSON_Array, "an array of profiles");
     const cJSON *it;
-    struct pcommon defaults;
+    struct profiles_common defaults;
     size_t i = 0;
 
     profiles_read_defaults(c, root, &defaults);
@@ -762,7 +768,7 @@ static void profiles_read_profiles(struct pctx *c, const cJSON *root)
         profiles_check_rules(c);
 }
 
-static void profiles_read_root(struct pctx *c, const cJSON *root)
+static void profiles_read_root(struct profiles_ctx *c, const cJSON *root)
 {
     static const char *const keys[] = {"gpuResources", "rdmaResourcePrefix", "targets",
                                        "defaults",     "profiles",           NULL};
@@ -781,7 +787,7 @@ static void profiles_read_root(struct pctx *c, const cJSON *root)
 /* The text must be strict JSON (RFC 8259) and valid UTF-8, which cJSON does
  * not check; and hold no \u0000, at which cJSON would end the string: a
  * value would load shorter than the admin wrote it. Returns 0 or -1. */
-static int profiles_check_text(struct pctx *c, const char *text, size_t len)
+static int profiles_check_text(struct profiles_ctx *c, const char *text, size_t len)
 {
     struct jsoncheck_result chk;
     char why[96];
@@ -801,7 +807,7 @@ static int profiles_check_text(struct pctx *c, const char *text, size_t len)
 
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors)
 {
-    struct pctx c = {.errors = errors};
+    struct profiles_ctx c = {.errors = errors};
     const char *end = NULL;
 
     c.ps = calloc(1, sizeof(*c.ps));
@@ -849,7 +855,7 @@ void profiles_free(struct profiles *ps)
     free(ps);
 }
 
-const struct profile *profiles_find(const struct profiles *ps, const char *name)
+const struct profiles_entry *profiles_find(const struct profiles *ps, const char *name)
 {
     for (size_t i = 0; i < ps->n; i++)
         if (ps->p[i].name && strcmp(ps->p[i].name, name) == 0)
@@ -857,7 +863,7 @@ const struct profile *profiles_find(const struct profiles *ps, const char *name)
     return NULL;
 }
 
-int profiles_matches_gpus(const struct profile *p, long long gpus)
+int profiles_matches_gpus(const struct profiles_entry *p, long long gpus)
 {
     for (size_t i = 0; i < p->n_gpus; i++)
         if (p->gpus[i] == gpus)

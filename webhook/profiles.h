@@ -56,7 +56,7 @@ struct profiles_detect {
     const char *memory;
 };
 
-struct profile {
+struct profiles_entry {
     const char *name;
     int is_default;
     long long gpus[PROFILES_MAX_GPUS];    /* match.gpus: GPU counts that select it */
@@ -79,7 +79,7 @@ struct profiles {
     size_t n_gpu_resources;
     const char *rdma_prefix;
     unsigned targets; /* enum profiles_target bits */
-    struct profile *p;
+    struct profiles_entry *p;
     size_t n;
     /* Private: what the const char pointers above point into. */
     struct cJSON *root;
@@ -107,9 +107,9 @@ struct profiles {
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors);
 void profiles_free(struct profiles *ps);
 
-const struct profile *profiles_find(const struct profiles *ps, const char *name);
+const struct profiles_entry *profiles_find(const struct profiles *ps, const char *name);
 /* 1 when gpus is one of the profile's match.gpus counts. */
-int profiles_matches_gpus(const struct profile *p, long long gpus);
+int profiles_matches_gpus(const struct profiles_entry *p, long long gpus);
 /* Looks name up in a kv list; NULL when absent. */
 const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name);
 

@@ -85,7 +85,7 @@ static int select_term_empty(struct select_ctx *x, const cJSON *term)
 
 /* Whether a node with p's labels could meet every requirement of the term
  * (ANDed) on a key p names; requirements on other keys could hold. */
-static int select_term_fits(struct select_ctx *x, const cJSON *term, const struct profile *p)
+static int select_term_fits(struct select_ctx *x, const cJSON *term, const struct profiles_entry *p)
 {
     const cJSON *expr;
 
@@ -103,7 +103,8 @@ static int select_term_fits(struct select_ctx *x, const cJSON *term, const struc
 }
 
 /* Whether the term requires one of p's keys to be on the node. */
-static int select_term_names(struct select_ctx *x, const cJSON *term, const struct profile *p)
+static int select_term_names(struct select_ctx *x, const cJSON *term,
+                             const struct profiles_entry *p)
 {
     const cJSON *expr;
 
@@ -119,7 +120,7 @@ static int select_term_names(struct select_ctx *x, const cJSON *term, const stru
 
 /* Required affinity: some term fits p (none given: no constraint), and
  * whether every term that can match a node names one of p's keys. */
-static int select_affinity_fits(struct select_ctx *x, const struct profile *p, int *names)
+static int select_affinity_fits(struct select_ctx *x, const struct profiles_entry *p, int *names)
 {
     const cJSON *term;
     int any = 0, fits = 0, all_name = 1;
@@ -136,7 +137,7 @@ static int select_affinity_fits(struct select_ctx *x, const struct profile *p, i
     return fits || cJSON_GetArraySize(x->terms) == 0;
 }
 
-static int select_node_has(const cJSON *labels, const struct profile *p)
+static int select_node_has(const cJSON *labels, const struct profiles_entry *p)
 {
     for (size_t i = 0; i < p->node_labels.n; i++) {
         const char *v = cJSON_GetStringValue(podjson_member(labels, p->node_labels.v[i].name));
@@ -149,7 +150,7 @@ static int select_node_has(const cJSON *labels, const struct profile *p)
 
 /* Whether the pod's constraints are consistent with profile p, which has
  * nodeLabels, and (*names) whether they name it. */
-static int select_fits(struct select_ctx *x, const struct profile *p, int *names)
+static int select_fits(struct select_ctx *x, const struct profiles_entry *p, int *names)
 {
     int affinity_names;
 
@@ -173,14 +174,14 @@ static int select_fits(struct select_ctx *x, const struct profile *p, int *names
 }
 
 /* Excluded: a profile with nodeLabels the constraints are not consistent with. */
-static int select_excluded(struct select_ctx *x, const struct profile *p)
+static int select_excluded(struct select_ctx *x, const struct profiles_entry *p)
 {
     int names;
 
     return p->node_labels.n > 0 && !select_fits(x, p, &names);
 }
 
-static void select_tie_add(struct select_tie *t, const struct profile *p)
+static void select_tie_add(struct select_tie *t, const struct profiles_entry *p)
 {
     if (t->n < SELECT_TIE_LISTED)
         t->p[t->n] = p;
@@ -188,10 +189,10 @@ static void select_tie_add(struct select_tie *t, const struct profile *p)
 }
 
 /* Rule 2: the one profile with nodeLabels the constraints fit, if named. */
-static const struct profile *select_by_labels(struct select_ctx *x, const struct profiles *ps,
-                                              struct select_tie *tie)
+static const struct profiles_entry *
+select_by_labels(struct select_ctx *x, const struct profiles *ps, struct select_tie *tie)
 {
-    const struct profile *only = NULL;
+    const struct profiles_entry *only = NULL;
     int named_any = 0, only_named = 0;
 
     for (size_t i = 0; i < ps->n; i++) {
@@ -212,8 +213,8 @@ static const struct profile *select_by_labels(struct select_ctx *x, const struct
 }
 
 /* Rule 3: the one profile not excluded whose match.gpus has the count. */
-static const struct profile *select_by_gpus(struct select_ctx *x, const struct profiles *ps,
-                                            long long gpus, struct select_tie *tie)
+static const struct profiles_entry *select_by_gpus(struct select_ctx *x, const struct profiles *ps,
+                                                   long long gpus, struct select_tie *tie)
 {
     for (size_t i = 0; i < ps->n && gpus > 0; i++)
         if (profiles_matches_gpus(&ps->p[i], gpus) && !select_excluded(x, &ps->p[i]))
@@ -221,7 +222,7 @@ static const struct profile *select_by_gpus(struct select_ctx *x, const struct p
     return tie->n == 1 ? tie->p[0] : NULL;
 }
 
-static const struct profile *select_default(struct select_ctx *x, const struct profiles *ps)
+static const struct profiles_entry *select_default(struct select_ctx *x, const struct profiles *ps)
 {
     for (size_t i = 0; i < ps->n; i++)
         if (ps->p[i].is_default)

@@ -26,7 +26,7 @@
 
 struct cJSON;
 struct podjson;
-struct profile;
+struct profiles_entry;
 struct profiles;
 
 #define SELECT_ANNOTATION_PROFILE "rdma-webhook.io/profile"
@@ -53,12 +53,12 @@ enum select_rule {
 
 /* The profiles one rule found and could not choose between. */
 struct select_tie {
-    const struct profile *p[SELECT_TIE_LISTED]; /* the first ones, in file order */
-    size_t n;                                   /* how many; 2 or more is a tie */
+    const struct profiles_entry *p[SELECT_TIE_LISTED]; /* the first ones, in file order */
+    size_t n;                                          /* how many; 2 or more is a tie */
 };
 
 struct select_result {
-    const struct profile *profile; /* NULL for SELECT_NONE and SELECT_UNKNOWN_NAME */
+    const struct profiles_entry *profile; /* NULL for SELECT_NONE and SELECT_UNKNOWN_NAME */
     enum select_rule rule;
     long long gpus;               /* the pod's GPU count */
     const char *unknown_name;     /* the annotation's value, for SELECT_UNKNOWN_NAME */

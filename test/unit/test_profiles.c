@@ -92,7 +92,7 @@ static struct profiles *load_shipped(void)
     return ps;
 }
 
-static void assert_env(const struct profile *p, const char *name, const char *want)
+static void assert_env(const struct profiles_entry *p, const char *name, const char *want)
 {
     const char *got = profiles_kv_get(&p->env, name);
 
@@ -119,7 +119,7 @@ TEST(test_shipped_has_two_profiles)
 TEST(test_shipped_8card_env_merged_from_defaults)
 {
     struct profiles *ps = load_shipped();
-    const struct profile *p = profiles_find(ps, "roce-8card");
+    const struct profiles_entry *p = profiles_find(ps, "roce-8card");
 
     assert_env(p, "NCCL_IB_DISABLE", "0");
     assert_env(p, "NCCL_SOCKET_IFNAME", "eth0");
@@ -134,7 +134,7 @@ TEST(test_shipped_8card_env_merged_from_defaults)
 TEST(test_shipped_4card_hca)
 {
     struct profiles *ps = load_shipped();
-    const struct profile *p = profiles_find(ps, "roce-4card");
+    const struct profiles_entry *p = profiles_find(ps, "roce-4card");
 
     assert_env(p, "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4");
     assert_env(p, "NCCL_IB_TIMEOUT", "22");
@@ -144,8 +144,8 @@ TEST(test_shipped_4card_hca)
 TEST(test_shipped_match_and_resources)
 {
     struct profiles *ps = load_shipped();
-    const struct profile *p8 = profiles_find(ps, "roce-8card");
-    const struct profile *p4 = profiles_find(ps, "roce-4card");
+    const struct profiles_entry *p8 = profiles_find(ps, "roce-8card");
+    const struct profiles_entry *p4 = profiles_find(ps, "roce-4card");
 
     assert_int_equal(p8->n_gpus, 1);
     assert_int_equal(p8->gpus[0], 8);
@@ -162,7 +162,7 @@ TEST(test_shipped_match_and_resources)
 TEST(test_shipped_common_settings)
 {
     struct profiles *ps = load_shipped();
-    const struct profile *p = profiles_find(ps, "roce-8card");
+    const struct profiles_entry *p = profiles_find(ps, "roce-8card");
 
     assert_string_equal(p->scheduler_name, "volcano");
     assert_true(p->ipc_lock);
@@ -249,7 +249,7 @@ TEST(test_profile_overrides_scheduler_ipclock_shm_init)
         accepted("{'defaults':{'schedulerName':'volcano','ipcLock':true,'shm':{'sizeLimit':'1Gi'}},"
                  "'profiles':[{'name':'p','schedulerName':'','ipcLock':false,'shm':false,"
                  "'initContainers':true},{'name':'q'}]}");
-    const struct profile *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
+    const struct profiles_entry *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
 
     assert_string_equal(p->scheduler_name, "");
     assert_false(p->ipc_lock);
@@ -279,7 +279,7 @@ TEST(test_host_network_env_merges_defaults_and_profile)
     struct profiles *ps =
         accepted("{'defaults':{'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0','A':'1'}},"
                  "'profiles':[{'name':'p','hostNetworkEnv':{'A':'2','B':'3'}},{'name':'q'}]}");
-    const struct profile *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
+    const struct profiles_entry *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
 
     assert_int_equal(p->host_network_env.n, 3);
     assert_string_equal(profiles_kv_get(&p->host_network_env, "NCCL_SOCKET_IFNAME"), "bond0");
@@ -989,7 +989,8 @@ TEST(test_detect_forms_and_inheritance)
                  "{'name':'inherits'},{'name':'off','detect':false},"
                  "{'name':'disabled','detect':{'enabled':false}},"
                  "{'name':'cpu','detect':{'cpu':'1'}},{'name':'plain','detect':true}]}");
-    const struct profile *in = profiles_find(ps, "inherits"), *cpu = profiles_find(ps, "cpu");
+    const struct profiles_entry *in = profiles_find(ps, "inherits"),
+                                *cpu = profiles_find(ps, "cpu");
 
     assert_true(in->detect.on);
     assert_string_equal(in->detect.memory, "64Mi");
