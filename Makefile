@@ -6,7 +6,7 @@
 CC      ?= cc
 # Debian installs clang-format-14 without the unversioned name.
 CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14 || echo clang-format)
-PKGS    := libmicrohttpd libcjson openssl gnutls libcurl
+PKGS    := libmicrohttpd libcjson openssl gnutls libcurl yaml-0.1
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
 BASE    := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -fstack-protector-strong -fPIE
