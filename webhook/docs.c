@@ -394,30 +394,41 @@ static int docs_key_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Each key once: sorted, so a mapping of many keys costs n log n. */
-static int docs_unique_keys(struct docs_yaml *y, const struct docs_frame *f)
+/* A key object holds twice, in *dup (NULL: none); sorted, so an object of
+ * many keys costs n log n. ERR_OK or ERR_NOMEM. */
+static int docs_duplicate_key(const cJSON *object, const char **dup)
 {
     const char **keys;
     size_t n = 0, i = 0;
-    char what[160];
-    int rc = ERR_OK;
 
-    for (const cJSON *c = f->node->child; c; c = c->next)
+    *dup = NULL;
+    for (const cJSON *c = object->child; c; c = c->next)
         n++;
     if (n < 2)
         return ERR_OK;
     if (!(keys = malloc(n * sizeof(*keys))))
-        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
-    for (const cJSON *c = f->node->child; c; c = c->next)
+        return ERR_NOMEM;
+    for (const cJSON *c = object->child; c; c = c->next)
         keys[i++] = c->string;
     qsort(keys, n, sizeof(*keys), docs_key_cmp);
-    for (i = 1; i < n && rc == ERR_OK; i++)
-        if (strcmp(keys[i - 1], keys[i]) == 0) {
-            snprintf(what, sizeof(what), "key \"%.64s\" twice in the mapping", keys[i]);
-            rc = docs_at(y, ERR_FAIL, &f->mark, what);
-        }
+    for (i = 1; i < n && !*dup; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0)
+            *dup = keys[i]; /* points into object, which outlives the call */
     free(keys);
-    return rc;
+    return ERR_OK;
+}
+
+static int docs_unique_keys(struct docs_yaml *y, const struct docs_frame *f)
+{
+    const char *dup;
+    char what[160];
+
+    if (docs_duplicate_key(f->node, &dup) != ERR_OK)
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    if (!dup)
+        return ERR_OK;
+    snprintf(what, sizeof(what), "key \"%.64s\" twice in the mapping", dup);
+    return docs_at(y, ERR_FAIL, &f->mark, what);
 }
 
 static int docs_end(struct docs_yaml *y)
@@ -671,12 +682,39 @@ static void docs_measure(const cJSON *v, size_t level, size_t *nodes, size_t *de
         docs_measure(c, level + 1, nodes, depth);
 }
 
+/* Each key once in every object of v, as for YAML; path says where v is
+ * (".spec.containers[0]"), for the message. */
+static int docs_json_unique(const cJSON *v, char *path, size_t pathlen, char *err, size_t errlen)
+{
+    size_t at = strlen(path), i = 0;
+    const char *dup;
+    int rc = ERR_OK;
+
+    if (cJSON_IsObject(v)) {
+        if (docs_duplicate_key(v, &dup) != ERR_OK)
+            return err_set(err, errlen, ERR_NOMEM, "out of memory reading JSON");
+        if (dup)
+            return err_set(err, errlen, ERR_FAIL, "key \"%.64s\" twice in the object at %s", dup,
+                           at ? path : "the top");
+    }
+    for (const cJSON *c = cJSON_IsObject(v) || cJSON_IsArray(v) ? v->child : NULL;
+         c && rc == ERR_OK; c = c->next, i++) {
+        if (cJSON_IsObject(v))
+            snprintf(path + at, pathlen - at, ".%.64s", c->string);
+        else
+            snprintf(path + at, pathlen - at, "[%zu]", i);
+        rc = docs_json_unique(c, path, pathlen, err, errlen);
+        path[at] = '\0';
+    }
+    return rc;
+}
+
 static int docs_read_json(struct docs *d, const char *text, size_t len,
                           const struct docs_limits *lim, char *err, size_t errlen)
 {
     struct jsoncheck_result chk;
     size_t line, column, nodes = 0, depth = 0;
-    char why[128];
+    char why[128], path[256];
     cJSON *v;
     int rc;
 
@@ -704,9 +742,10 @@ static int docs_read_json(struct docs *d, const char *text, size_t len,
                    ? err_set(err, errlen, ERR_TOO_BIG, "JSON nested deeper than %zu", lim->depth)
                    : err_set(err, errlen, ERR_TOO_BIG, "JSON of more than %zu values", lim->nodes);
     }
-    if (cJSON_IsNull(v)) {
+    path[0] = '\0';
+    if ((rc = docs_json_unique(v, path, sizeof(path), err, errlen)) != ERR_OK || cJSON_IsNull(v)) {
         cJSON_Delete(v);
-        return ERR_OK;
+        return rc;
     }
     if ((rc = docs_push(d, v, 1)) != ERR_OK) {
         cJSON_Delete(v);

@@ -26,8 +26,9 @@
  * Refused, with the line and column (as ERR_FAIL): syntax errors; NaN and
  * infinities (JSON has none); !!binary; a string holding NUL; a key that is
  * null, a float, a mapping or a sequence; a key twice in one mapping (the
- * apiserver's strict field validation refuses it too); merge keys (`<<`);
- * an alias to an anchor not yet complete or not defined.
+ * apiserver's strict field validation refuses it too; in JSON as well,
+ * named by its path); merge keys (`<<`); an alias to an anchor not yet
+ * complete or not defined.
  *
  * Bounded (ERR_TOO_BIG, naming the limit): the nesting depth, the values in
  * the whole stream and the anchors and aliases in it, aliases counted as the

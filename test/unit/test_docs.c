@@ -171,6 +171,9 @@ TEST(test_refusals_name_the_place)
     assert_refused("a: &x [1, *x]\n", ERR_FAIL, "alias *x is inside its own anchor");
     assert_refused("&k a: 1\n", ERR_FAIL, "an anchor on a key");
     assert_refused("{\"a\": \"x\\u0000y\"}", ERR_FAIL, "\\u0000 at line 1, column 9");
+    assert_refused("{\"a\": 1, \"a\": 2}", ERR_FAIL, "key \"a\" twice in the object at the top");
+    assert_refused("{\"s\": {\"c\": [{}, {\"r\": 1, \"v\": 2, \"r\": 3}]}}", ERR_FAIL,
+                   "key \"r\" twice in the object at .s.c[1]");
 }
 
 /* Text after the value is an error, in either format, and names where. */
