@@ -2,7 +2,8 @@
 #
 # Build stage: Debian 12 with the -dev packages, installed by the same
 # script CI uses (.ci/deps build: gcc make pkg-config libmicrohttpd-dev
-# libcjson-dev libssl-dev libcurl4-openssl-dev openssl), then the same `make build`.
+# libgnutls28-dev libcjson-dev libssl-dev libcurl4-openssl-dev libyaml-dev
+# openssl), then the same `make build`.
 FROM debian:12 AS build
 WORKDIR /src
 COPY .ci/deps .ci/deps
@@ -19,7 +20,7 @@ RUN make build \
 # shell use at run time beyond the Deployment's preStop sleep.
 FROM debian:12-slim
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libmicrohttpd12 libcjson1 libssl3 libcurl4 ca-certificates \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libmicrohttpd12 libcjson1 libssl3 libcurl4 libyaml-0-2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/rdma-webhook /usr/local/bin/rdma-webhook
 # The shipped profiles at the default path; the Deployment mounts the

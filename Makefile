@@ -6,7 +6,7 @@
 CC      ?= cc
 # Debian installs clang-format-14 without the unversioned name.
 CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14 || echo clang-format)
-PKGS    := libmicrohttpd libcjson openssl gnutls libcurl
+PKGS    := libmicrohttpd libcjson openssl gnutls libcurl yaml-0.1
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla
 BASE    := -std=c11 -D_GNU_SOURCE -pthread $(WARN) -fstack-protector-strong -fPIE
@@ -174,7 +174,7 @@ FUZZ_CC      ?= clang-14
 FUZZ_SECONDS ?= 300
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=all
-FUZZ_TARGETS := build-fuzz/fuzz_review build-fuzz/fuzz_profiles
+FUZZ_TARGETS := build-fuzz/fuzz_review build-fuzz/fuzz_profiles build-fuzz/fuzz_docs
 
 build-fuzz/%.o: webhook/%.c $(HDRS)
 	@mkdir -p build-fuzz
@@ -183,8 +183,10 @@ build-fuzz/%.o: webhook/%.c $(HDRS)
 build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(patsubst webhook/%.c,build-fuzz/%.o,$(LIB_SRCS))
 	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -o $@
 
-build-fuzz/corpus/.seeded: test/fuzz/make-seeds.mjs $(wildcard test/pods/*.json) $(PROFILES)
-	node test/fuzz/make-seeds.mjs build-fuzz/corpus test/pods $(PROFILES)
+FUZZ_YAML_SEEDS := $(wildcard manifests/*.yaml manifests/examples/*.yaml)
+
+build-fuzz/corpus/.seeded: test/fuzz/make-seeds.mjs $(wildcard test/pods/*.json) $(PROFILES) $(FUZZ_YAML_SEEDS)
+	node test/fuzz/make-seeds.mjs build-fuzz/corpus test/pods $(PROFILES) $(FUZZ_YAML_SEEDS)
 	@touch $@
 
 fuzz-build: $(FUZZ_TARGETS) build-fuzz/corpus/.seeded
@@ -192,7 +194,7 @@ fuzz-build: $(FUZZ_TARGETS) build-fuzz/corpus/.seeded
 # Each run starts from the seeds plus what earlier runs found; a crash, leak,
 # sanitizer report or broken property stops it with a non-zero status.
 fuzz: fuzz-build
-	@set -e; for t in review profiles; do \
+	@set -e; for t in review profiles docs; do \
 	  mkdir -p build-fuzz/found/$$t; \
 	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	  if ! build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \

@@ -1,19 +1,29 @@
 #!/bin/sh
 # Makes the webhook's serving certificate with `rdma-webhook gen-certs` and
-# installs it: the TLS Secret rdma-webhook-tls in namespace rdma-webhook, and
+# installs it: the TLS Secret rdma-webhook-tls in the webhook's namespace, and
 # the CA in the caBundle of every webhook of the MutatingWebhookConfiguration
 # rdma-webhook and of the ValidatingWebhookConfiguration rdma-webhook (which
 # checks edits of the profiles ConfigMap). Run it after
 # `kubectl apply -k manifests/`, and again to rotate.
 #
-#   certs/install-dev-certs.sh [--print] [--out-dir DIR] [--days N]
+#   certs/install-dev-certs.sh [--namespace NS] [--service NAME] [--out-dir DIR]
+#                              [--days N] [--force] [--print]
 #
-# --print       make the certificates and print the Secret and the two webhook
-#               configurations (from manifests/) with the caBundle filled in,
-#               as YAML, instead of changing the cluster
-# --out-dir DIR keep ca.crt, ca.key, tls.crt, tls.key in DIR (default: a
-#               temporary directory, removed at exit)
-# --days N      validity of the certificates (default 365)
+# --namespace NS  the webhook's namespace, where the Secret goes (default
+#                 rdma-webhook)
+# --service NAME  the webhook's Service (default rdma-webhook); the
+#                 certificate's DNS names are NAME, NAME.NS, NAME.NS.svc and
+#                 NAME.NS.svc.cluster.local
+# --out-dir DIR   keep ca.crt, ca.key, tls.crt, tls.key in DIR (default: a
+#                 temporary directory, removed at exit)
+# --days N        validity of the certificates (default 365)
+# --force         replace the certificates DIR already holds (without it, a DIR
+#                 that holds any is refused and nothing changes)
+# --print         change nothing in the cluster: make the certificates in
+#                 --out-dir DIR (required) and print the two webhook configurations
+#                 of manifests/ with the caBundle filled in (and their Service set
+#                 to NAME in NS) as YAML, and, as a comment, the command that makes
+#                 the Secret from DIR. The private key is never printed.
 #
 # Env: KUBECTL (default kubectl), RDMA_WEBHOOK_BIN (default build/rdma-webhook
 # of this repository, else rdma-webhook on PATH).
@@ -32,8 +42,8 @@ mwc=rdma-webhook
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 # The webhook configurations, kind and manifest; both are named rdma-webhook.
-configs="mutatingwebhookconfiguration:$root/manifests/mutatingwebhookconfiguration.yaml
-validatingwebhookconfiguration:$root/manifests/validatingwebhookconfiguration.yaml"
+mwc_file=$root/manifests/mutatingwebhookconfiguration.yaml
+vwc_file=$root/manifests/validatingwebhookconfiguration.yaml
 kubectl=${KUBECTL:-kubectl}
 
 usage() {
@@ -46,11 +56,25 @@ die() {
 }
 
 print=0
+force=
 out_dir=
 days=365
 while [ $# -gt 0 ]; do
     case $1 in
     --print) print=1 ;;
+    --force) force=--force ;;
+    --namespace)
+        [ $# -ge 2 ] || die "--namespace needs a namespace"
+        ns=$2
+        shift
+        ;;
+    --namespace=*) ns=${1#--namespace=} ;;
+    --service)
+        [ $# -ge 2 ] || die "--service needs a Service name"
+        svc=$2
+        shift
+        ;;
+    --service=*) svc=${1#--service=} ;;
     --out-dir)
         [ $# -ge 2 ] || die "--out-dir needs a directory"
         out_dir=$2
@@ -84,12 +108,15 @@ fi
 command -v "$kubectl" >/dev/null 2>&1 || die "$kubectl not found (set KUBECTL)"
 
 if [ -z "$out_dir" ]; then
+    # --print shows no key, so the files must stay where the admin can use them.
+    [ "$print" = 0 ] || die "--print needs --out-dir DIR: the private key is written there, never printed"
     out_dir=$(mktemp -d "${TMPDIR:-/tmp}/rdma-webhook-certs.XXXXXX")
     trap 'rm -rf "$out_dir"' EXIT
     trap 'exit 1' HUP INT TERM
 fi
-"$bin" gen-certs --out-dir "$out_dir" --service "$svc" --namespace "$ns" --days "$days" >&2 ||
-    die "gen-certs failed"
+# shellcheck disable=SC2086 # $force is empty or one word
+"$bin" gen-certs --out-dir "$out_dir" --service "$svc" --namespace "$ns" --days "$days" $force >&2 ||
+    die "gen-certs failed (see above)"
 for f in ca.crt tls.crt tls.key; do
     [ -s "$out_dir/$f" ] || die "gen-certs wrote no $out_dir/$f"
 done
@@ -112,8 +139,10 @@ webhook_names() {
     fi
 }
 
-# ca_patch KIND FILE BUNDLE_B64: a JSON patch setting every webhook's
-# caBundle, each guarded by a test of the webhook's name at that index.
+# ca_patch KIND FILE BUNDLE_B64 [service]: a JSON patch setting every
+# webhook's caBundle, each guarded by a test of the webhook's name at that
+# index; with "service", also its clientConfig.service name and namespace
+# (--print, where the object comes from manifests/ and its default names).
 ca_patch() {
     names=$(webhook_names "$1" "$2") || die "cannot read the webhooks of $1 $mwc"
     [ -n "$names" ] || die "$1 $mwc has no webhooks"
@@ -123,6 +152,10 @@ ca_patch() {
     for name in $names; do
         printf '%s{"op":"test","path":"/webhooks/%d/name","value":"%s"},' "$sep" "$i" "$name"
         printf '{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":"%s"}' "$i" "$3"
+        if [ "${4:-}" = service ]; then
+            printf ',{"op":"replace","path":"/webhooks/%d/clientConfig/service/name","value":"%s"}' "$i" "$svc"
+            printf ',{"op":"replace","path":"/webhooks/%d/clientConfig/service/namespace","value":"%s"}' "$i" "$ns"
+        fi
         sep=,
         i=$((i + 1))
     done
@@ -135,13 +168,16 @@ b64() {
 
 if [ "$print" = 1 ]; then
     bundle=$(b64 <"$out_dir/ca.crt")
-    echo "# Secret $ns/$secret: the serving certificate and key"
-    secret_yaml
-    for c in $configs; do
-        echo "---"
-        echo "# ${c%%:*} $mwc with the caBundle (base64 of ca.crt)"
-        "$kubectl" patch --local -f "${c#*:}" --type json -p "$(ca_patch "${c%%:*}" "${c#*:}" "$bundle")" -o yaml
-    done
+    dir=$(cd "$out_dir" && pwd)
+    echo "# Secret $ns/$secret holds the private key, so it is not printed; make it from $dir:"
+    echo "#   $kubectl create secret tls $secret --namespace $ns --cert '$dir/tls.crt' --key '$dir/tls.key'"
+    echo "# MutatingWebhookConfiguration $mwc with the caBundle (base64 of ca.crt), calling Service $ns/$svc"
+    "$kubectl" patch --local -f "$mwc_file" --type json \
+        -p "$(ca_patch mutatingwebhookconfiguration "$mwc_file" "$bundle" service)" -o yaml
+    echo "---"
+    echo "# ValidatingWebhookConfiguration $mwc (checks edits of the profiles ConfigMap), the same"
+    "$kubectl" patch --local -f "$vwc_file" --type json \
+        -p "$(ca_patch validatingwebhookconfiguration "$vwc_file" "$bundle" service)" -o yaml
     exit 0
 fi
 

@@ -45,6 +45,7 @@ bodybuf 2
 certs 2
 cmwatch 2
 connguard 2
+docs 2
 filewatch 2
 framing 2
 fsutil 2
@@ -62,6 +63,7 @@ cmd 4
 cmd_certs 4
 cmd_mutate 4
 cmd_nccl_detect 4
+cmd_profiles 4
 cmd_serve 4
 cmd_serve_flags 4
 main 4

@@ -415,6 +415,34 @@ static int certs_commit_all(const char *dir, struct certs_staged *files, char *e
     return certs_fsync_dir(dir, err, errlen);
 }
 
+/* Without force none of the four files may exist yet: replacing the CA
+ * unasked would break every webhook configuration that trusts it. Checked
+ * before anything is made; a file that appears meanwhile is still replaced
+ * (rename), which only a concurrent gen-certs into the same directory does. */
+static int certs_refuse_existing(const char *dir, char *err, size_t errlen)
+{
+    static const char *const names[] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
+    char found[64] = "";
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char *path = certs_join_path(dir, names[i]);
+
+        if (path == NULL)
+            return err_set(err, errlen, ERR_NOMEM, "out of memory: free memory and retry");
+        if (lstat(path, &st) == 0)
+            snprintf(found + strlen(found), sizeof(found) - strlen(found), "%s%s",
+                     found[0] ? ", " : "", names[i]);
+        free(path);
+    }
+    if (found[0])
+        return err_set(err, errlen, ERR_FAIL,
+                       "%s already holds %s: pass --force to replace them (a new CA: install "
+                       "its ca.crt as the caBundle again), or choose another --out-dir",
+                       dir, found);
+    return ERR_OK;
+}
+
 static void certs_unstage_all(struct certs_staged *files)
 {
     for (int i = 0; i < CERTS_F_COUNT; i++) {
@@ -436,6 +464,7 @@ int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
 
     memset(files, 0, sizeof files);
     if ((ret = certs_resolve_opts(o, &p, err, errlen)) != ERR_OK ||
+        (!o->force && (ret = certs_refuse_existing(p.dir, err, errlen)) != ERR_OK) ||
         (ret = certs_make_key(&ca_key, err, errlen)) != ERR_OK ||
         (ret = certs_make_key(&tls_key, err, errlen)) != ERR_OK)
         goto out;

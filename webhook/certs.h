@@ -28,6 +28,7 @@ struct certs_gen_opts {
     const char *service;    /* NULL: "rdma-webhook" */
     const char *namespace_; /* NULL: "rdma-webhook" */
     int days;               /* 0: 365; validity of both certificates */
+    int force;              /* replace files out_dir already holds */
 };
 
 /*
@@ -51,6 +52,9 @@ struct certs_gen_opts {
  * service and namespace_ must be DNS-1123 labels (lowercase letters, digits
  * and '-', at most 63 characters, alphanumeric at both ends); days must be in
  * 1..36500.  Invalid options are rejected before anything is written.
+ *
+ * Unless force is set, it refuses (ERR_FAIL, naming the files and --force)
+ * when out_dir already holds any of the four, before writing anything.
  *
  * Each file is replaced atomically (temporary file in out_dir, fsync,
  * rename), and all four are staged before the first rename, so a failure

@@ -21,6 +21,13 @@ int cmd_check_profiles(int argc, char **argv);
 int cmd_gen_certs(int argc, char **argv);
 int cmd_nccl_detect(int argc, char **argv);
 
+struct profiles;
+
+/* Loads and validates the profiles file at path for a subcommand; on
+ * failure prints why on stderr (hint, e.g. "pass --profiles FILE", follows
+ * an unreadable file) and returns NULL. */
+struct profiles *cmd_profiles_load(const char *path, const char *hint);
+
 /* Parses a whole decimal number in [min, max] for --flag into *out: ERR_OK, or
  * ERR_FAIL with a message naming the flag and its range. */
 int cmd_parse_uint(const char *flag, const char *s, unsigned long long min, unsigned long long max,

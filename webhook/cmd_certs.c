@@ -8,7 +8,7 @@
 static void cmd_certs_usage(FILE *f)
 {
     fprintf(f, "Usage: rdma-webhook gen-certs [--out-dir DIR] [--service NAME] [--namespace NS]\n"
-               "                              [--days N]\n"
+               "                              [--days N] [--force]\n"
                "\n"
                "Writes a CA (ca.crt, ca.key) and a serving certificate signed by it (tls.crt,\n"
                "tls.key), ECDSA P-256, with SANs NAME, NAME.NS, NAME.NS.svc,\n"
@@ -18,6 +18,8 @@ static void cmd_certs_usage(FILE *f)
                "  --service NAME    the webhook's Service name (default rdma-webhook)\n"
                "  --namespace NS    its namespace (default rdma-webhook)\n"
                "  --days N          validity in days (default 365)\n"
+               "  --force           replace the files DIR already holds (without it,\n"
+               "                    gen-certs writes nothing if any of the four exists)\n"
                "  -h, --help        show this help\n");
 }
 
@@ -27,6 +29,7 @@ int cmd_gen_certs(int argc, char **argv)
                                          {"service", required_argument, NULL, 's'},
                                          {"namespace", required_argument, NULL, 'n'},
                                          {"days", required_argument, NULL, 'd'},
+                                         {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct certs_gen_opts o = {.out_dir = "certs/dev"};
@@ -46,6 +49,7 @@ int cmd_gen_certs(int argc, char **argv)
             }
             o.days = (int)days;
             break;
+        case 'f': o.force = 1; break;
         case 'h': cmd_certs_usage(stdout); return 0;
         default: cmd_certs_usage(stderr); return 2;
         }

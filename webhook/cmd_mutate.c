@@ -1,10 +1,11 @@
 #include "cmd.h"
 
+#include "docs.h"
 #include "fsutil.h"
+#include "k8sname.h"
 #include "mutate.h"
 #include "profiles.h"
 #include "review.h"
-#include "store.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -12,93 +13,260 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MUTATE_INPUT_MAX (64u << 20)
+#define CMD_MUTATE_INPUT_MAX (64u << 20)
+/* One printed document: the input's largest, as YAML, with its patches. */
+#define CMD_MUTATE_OUTPUT_MAX (256u << 20)
+/* Labels one --node-labels or --namespace-labels may give. */
+#define CMD_MUTATE_LABELS_MAX 64
+/* Where --node-labels puts a pod that names no node: any name will do, the
+ * hook answers for every node. */
+#define CMD_MUTATE_OFFLINE_NODE "rdma-webhook-offline-node"
+
+/* The run: what every object is mutated with, and where it is printed. */
+struct cmd_mutate_ctx {
+    const struct profiles *ps;
+    struct mutate_options opts; /* --detect-image */
+    int patched;
+    enum docs_format format; /* what is printed */
+    cJSON *node_labels;      /* --node-labels, or NULL */
+    cJSON *namespace_labels; /* --namespace-labels, or NULL */
+    struct mutate_hooks hooks;
+    size_t objects;  /* in the whole input: above one, messages say which */
+    size_t printed;  /* documents printed so far */
+    char where[192]; /* "document 2 (Pod ns/name): ", or "" */
+    char which[192]; /* " [document 2, Pod ns/name]", or "" */
+};
 
 static void cmd_mutate_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: rdma-webhook mutate [--profiles FILE] [--detect-image IMAGE] [--patched] "
-            "[FILE|-]\n"
+            "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml]\n"
+            "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
+            "                           [--detect-image IMAGE] [FILE|-]\n"
             "\n"
-            "Runs the webhook offline on an AdmissionReview, a Pod or a PyTorchJob (JSON; stdin\n"
-            "when FILE is - or absent), e.g. kubectl get pod P -o json | rdma-webhook mutate "
-            "--patched\n"
+            "Runs the webhook offline on AdmissionReviews, Pods and PyTorchJobs: JSON, or YAML\n"
+            "(one document or several, separated by ---), Lists of them too (kind: List,\n"
+            "PodList, ...); stdin when FILE is - or absent. E.g.\n"
+            "  kubectl get pod P -o yaml | rdma-webhook mutate --patched\n"
             "\n"
-            "  --profiles FILE   profiles JSON (default %s)\n"
-            "  --detect-image IMAGE\n"
-            "                    the image of the init container rdma-webhook-detect, as\n"
-            "                    serve --detect-image (without it: no run-time detection)\n"
-            "  --patched         print the mutated object instead of the AdmissionReview "
-            "response\n"
-            "                    (always so for a PyTorchJob)\n"
-            "  -h, --help        show this help\n"
+            "  --profiles FILE           profiles JSON (default %s)\n"
+            "  --patched                 print each object mutated instead of the\n"
+            "                            AdmissionReview response (always so for a PyTorchJob)\n"
+            "  -o, --output json|yaml    what to print (default: the input's format with\n"
+            "                            --patched, else JSON)\n"
+            "  --node-labels K=V,...     take each pod to run on a node with these labels: they\n"
+            "                            choose the profile as a bound pod's Node does\n"
+            "                            (selected-by: node), and nothing is pinned\n"
+            "  --namespace-labels K=V,...\n"
+            "                            the labels of the pods' namespace, handed to the\n"
+            "                            admission; no rule reads them yet, so today they\n"
+            "                            change nothing\n"
+            "  --detect-image IMAGE      the image of the init container rdma-webhook-detect,\n"
+            "                            as serve --detect-image (without it: no run-time\n"
+            "                            detection)\n"
+            "  -h, --help                show this help\n"
             "\n"
-            "Warnings go to stderr as kubectl would print them.\n",
+            "Warnings go to stderr as kubectl would print them. Exit status: 0 when every\n"
+            "object was processed, 1 when one could not be (the others are still printed),\n"
+            "2 for a usage error.\n",
             CMD_DEFAULT_PROFILES);
 }
 
-static struct profiles *cmd_mutate_load_profiles(const char *path)
-{
-    struct dynbuf text, errors;
-    struct profiles *ps = NULL;
-    char err[ERR_LEN] = "";
+/* ---- labels ---- */
 
-    dynbuf_init(&text, STORE_TEXT_MAX);
-    dynbuf_init(&errors, 65536);
-    if (fsutil_read(path, &text, err, sizeof(err))) {
-        fprintf(stderr, "rdma-webhook: %s; pass --profiles FILE\n", err);
-        goto out;
+/* Adds "k=v,k2=v2" to *labels (made when NULL): keys are label keys
+ * (qualified names), values label values, each key once. */
+static int cmd_mutate_parse_labels(const char *flag, const char *arg, cJSON **labels, char *err,
+                                   size_t errlen)
+{
+    char *copy = strdup(arg), *save = NULL, *kv;
+    int rc = ERR_OK;
+
+    if (!copy || (!*labels && !(*labels = cJSON_CreateObject()))) {
+        free(copy);
+        return err_set(err, errlen, ERR_NOMEM, "out of memory");
     }
-    ps = profiles_parse(dynbuf_ptr(&text), dynbuf_len(&text), &errors);
-    if (!ps)
-        fprintf(stderr, "rdma-webhook: %s is not valid:\n%s", path, dynbuf_ptr(&errors));
-out:
-    dynbuf_free(&text);
-    dynbuf_free(&errors);
-    return ps;
+    for (kv = strtok_r(copy, ",", &save); kv && rc == ERR_OK; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+
+        if (!eq) {
+            rc = err_set(err, errlen, ERR_FAIL, "--%s: \"%s\" is not KEY=VALUE", flag, kv);
+            break;
+        }
+        *eq = '\0';
+        if (!k8sname_qualified(kv))
+            rc = err_set(err, errlen, ERR_FAIL,
+                         "--%s: \"%s\" is not a label key ([prefix/]name, e.g. "
+                         "nvidia.com/gpu.product)",
+                         flag, kv);
+        else if (!k8sname_label_value(eq + 1))
+            rc = err_set(err, errlen, ERR_FAIL,
+                         "--%s: \"%s\" is not a label value (at most 63 letters, digits, "
+                         "'-', '_' or '.', alphanumeric at both ends)",
+                         flag, eq + 1);
+        else if (cJSON_GetObjectItemCaseSensitive(*labels, kv))
+            rc = err_set(err, errlen, ERR_FAIL, "--%s: the key \"%s\" is given twice", flag, kv);
+        else if (cJSON_GetArraySize(*labels) >= CMD_MUTATE_LABELS_MAX)
+            rc = err_set(err, errlen, ERR_FAIL, "--%s: more than %d labels", flag,
+                         CMD_MUTATE_LABELS_MAX);
+        else if (!cJSON_AddStringToObject(*labels, kv, eq + 1))
+            rc = err_set(err, errlen, ERR_NOMEM, "out of memory");
+    }
+    free(copy);
+    return rc;
 }
 
-static void cmd_mutate_print_warnings(const struct mutate_warnings *w)
+/* The hooks answer every node, or namespace, with the flag's labels. */
+static int cmd_mutate_node_labels(void *ctx, const char *name, cJSON **labels)
+{
+    const struct cmd_mutate_ctx *c = ctx;
+
+    (void)name;
+    return (*labels = cJSON_Duplicate(c->node_labels, 1)) ? 0 : -1;
+}
+
+static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labels)
+{
+    const struct cmd_mutate_ctx *c = ctx;
+
+    (void)name;
+    return (*labels = cJSON_Duplicate(c->namespace_labels, 1)) ? 0 : -1;
+}
+
+/* With --node-labels, the pod (or template) the admission reads names a
+ * node, so that its labels choose the profile as for a bound pod; a name it
+ * has is kept. Changes object in place. */
+static int cmd_mutate_bind(const struct cmd_mutate_ctx *c, cJSON *object)
+{
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(object, "spec");
+    cJSON *node = cJSON_GetObjectItemCaseSensitive(spec, "nodeName");
+    cJSON *name;
+
+    if (!c->node_labels || !cJSON_IsObject(spec) ||
+        (node && !cJSON_IsNull(node) && !(cJSON_IsString(node) && !*node->valuestring)))
+        return 0; /* no flag; a spec mutate will refuse; a node named, or a non-string */
+    if (!(name = cJSON_CreateString(CMD_MUTATE_OFFLINE_NODE)))
+        return -1;
+    if (node)
+        return cJSON_ReplaceItemViaPointer(spec, node, name) ? 0 : (cJSON_Delete(name), -1);
+    return cJSON_AddItemToObject(spec, "nodeName", name) ? 0 : (cJSON_Delete(name), -1);
+}
+
+/* ---- output ---- */
+
+static void cmd_mutate_print_warnings(const struct cmd_mutate_ctx *c,
+                                      const struct mutate_warnings *w)
 {
     for (size_t i = 0; i < w->n; i++)
-        fprintf(stderr, "Warning: %s\n", w->text[i]);
+        fprintf(stderr, "Warning: %s%s\n", w->text[i], c->which);
 }
 
-/* Mutates one pod or template inside doc and applies the patch to doc. */
-static int cmd_mutate_apply_into(cJSON **doc, const cJSON *object, const char *base, const char *ns,
-                                 int implicit, const struct profiles *ps,
-                                 const struct mutate_options *opts)
+static int cmd_mutate_fail(const struct cmd_mutate_ctx *c, const char *what)
 {
-    struct mutate_input in = {.object = object,
+    fprintf(stderr, "rdma-webhook: %s%s\n", c->where, what);
+    return 1;
+}
+
+/* Prints v as the next document: YAML ones separated by "---". */
+static int cmd_mutate_print(struct cmd_mutate_ctx *c, const cJSON *v)
+{
+    struct dynbuf out;
+    char err[ERR_LEN] = "";
+    int rc = ERR_OK;
+
+    dynbuf_init(&out, CMD_MUTATE_OUTPUT_MAX);
+    if (c->format == DOCS_YAML && c->printed)
+        rc = dynbuf_addstr(&out, "---\n");
+    if (rc == ERR_OK)
+        rc = docs_write(&out, v, c->format, err, sizeof(err));
+    if (rc == ERR_OK) {
+        fwrite(dynbuf_ptr(&out), 1, dynbuf_len(&out), stdout);
+        c->printed++;
+    }
+    dynbuf_free(&out);
+    return rc == ERR_OK ? 0 : cmd_mutate_fail(c, err[0] ? err : err_name(rc));
+}
+
+/* A response's JSON text: printed as it is, or as YAML. */
+static int cmd_mutate_print_text(struct cmd_mutate_ctx *c, const char *json)
+{
+    cJSON *v;
+    int rc;
+
+    if (c->format == DOCS_JSON) {
+        puts(json);
+        c->printed++;
+        return 0;
+    }
+    if (!(v = cJSON_Parse(json)))
+        return cmd_mutate_fail(c, "out of memory");
+    rc = cmd_mutate_print(c, v);
+    cJSON_Delete(v);
+    return rc;
+}
+
+/* ---- one object ---- */
+
+static int cmd_mutate_replaces_root(const cJSON *ops)
+{
+    const cJSON *op;
+
+    cJSON_ArrayForEach(op, ops)
+    {
+        const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "path"));
+
+        if (!path || !*path)
+            return 1;
+    }
+    return 0;
+}
+
+/* Mutates one pod or template inside doc (at base) and applies the patch to
+ * doc. With --node-labels the admission reads a bound copy of the object;
+ * the patch never touches spec.nodeName, so it applies to doc as it is. */
+static int cmd_mutate_apply_into(struct cmd_mutate_ctx *c, cJSON **doc, const cJSON *object,
+                                 const char *base, const char *ns, int implicit)
+{
+    cJSON *bound = c->node_labels ? cJSON_Duplicate(object, 1) : NULL;
+    struct mutate_input in = {.object = bound ? bound : object,
                               .base = base,
                               .namespace_ = ns,
                               .implicit_target = implicit,
-                              .opts = opts};
+                              .opts = &c->opts};
     struct mutate_result res;
     cJSON *ops = NULL;
     char err[ERR_LEN];
     int rc = 0;
 
+    if (c->node_labels && (!bound || cmd_mutate_bind(c, bound))) {
+        cJSON_Delete(bound);
+        return cmd_mutate_fail(c, "out of memory");
+    }
     mutate_result_init(&res, REVIEW_PATCH_MAX);
-    mutate_object(&in, ps, NULL, &res);
-    cmd_mutate_print_warnings(&res.warnings);
+    mutate_object(&in, c->ps, &c->hooks, &res);
+    cmd_mutate_print_warnings(c, &res.warnings);
     if (res.outcome == MUTATE_PATCHED) {
         /* cJSON_Parse says NULL both out of memory and on text it cannot
-         * read, which a patch the webhook wrote would be a bug. */
+         * read, which a patch the webhook wrote would be a bug. So would an
+         * operation on the whole document: patch_apply() would free *doc,
+         * which may be an item of a List. */
         ops = cJSON_Parse(dynbuf_ptr(&res.patch.out));
-        rc = !ops || patch_apply(doc, ops, err, sizeof(err));
+        rc = !ops || cmd_mutate_replaces_root(ops) || patch_apply(doc, ops, err, sizeof(err));
         if (rc)
-            fprintf(stderr, "rdma-webhook: cannot apply the patch: %s\n",
-                    ops ? err : "out of memory, or unparsable (an internal error)");
+            fprintf(stderr, "rdma-webhook: %scannot apply the patch: %s\n", c->where,
+                    !ops ? "out of memory, or unparsable (an internal error)"
+                    : cmd_mutate_replaces_root(ops)
+                        ? "it replaces the whole object (an internal error)"
+                        : err);
     }
     cJSON_Delete(ops);
+    cJSON_Delete(bound);
     mutate_result_free(&res);
     return rc;
 }
 
 /* Each replica type's template is mutated as a pod the job would create. */
-static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps,
-                                 const struct mutate_options *opts)
+static int cmd_mutate_pytorchjob(struct cmd_mutate_ctx *c, cJSON **doc)
 {
     const cJSON *specs = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "spec"), "pytorchReplicaSpecs");
@@ -107,10 +275,8 @@ static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps,
     const cJSON *rs;
     char base[PATCH_PATH_MAX / 2], tok[128];
 
-    if (!cJSON_IsObject(specs)) {
-        fprintf(stderr, "rdma-webhook: PyTorchJob has no spec.pytorchReplicaSpecs\n");
-        return 1;
-    }
+    if (!cJSON_IsObject(specs))
+        return cmd_mutate_fail(c, "PyTorchJob has no spec.pytorchReplicaSpecs");
     cJSON_ArrayForEach(rs, specs)
     {
         const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(rs, "template");
@@ -118,168 +284,276 @@ static int cmd_mutate_pytorchjob(cJSON **doc, const struct profiles *ps,
         if (!cJSON_IsObject(tmpl) || patch_escape_token(rs->string, tok, sizeof(tok)))
             continue;
         snprintf(base, sizeof(base), "/spec/pytorchReplicaSpecs/%s/template", tok);
-        if (cmd_mutate_apply_into(doc, tmpl, base, ns ? ns : "default", 1, ps, opts))
+        if (cmd_mutate_apply_into(c, doc, tmpl, base, ns ? ns : "default", 1))
             return 1;
     }
-    return 0;
-}
-
-static int cmd_mutate_print_doc(const cJSON *doc)
-{
-    char *text = cJSON_Print(doc);
-
-    if (!text)
-        return 1;
-    puts(text);
-    free(text);
-    return 0;
+    return c->patched ? 0 : cmd_mutate_print(c, *doc);
 }
 
 /* A review: the response the server would send, or with --patched the
- * review's object with the patch applied. */
-static int cmd_mutate_review(cJSON **doc, const struct dynbuf *input, const struct profiles *ps,
-                             const struct mutate_options *opts, int patched)
+ * review's object with the patch applied (which then replaces *doc). */
+static int cmd_mutate_review(struct cmd_mutate_ctx *c, cJSON **doc)
 {
     cJSON *req = cJSON_GetObjectItemCaseSensitive(*doc, "request");
+    cJSON *object = cJSON_GetObjectItemCaseSensitive(req, "object");
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace"));
     struct review_summary sum;
     struct dynbuf out;
+    char *text;
     int status;
 
-    if (patched)
-        return cmd_mutate_apply_into(doc, cJSON_GetObjectItemCaseSensitive(req, "object"),
-                                     "/request/object", ns ? ns : "default", 0, ps, opts) ||
-               cmd_mutate_print_doc(cJSON_GetObjectItemCaseSensitive(req, "object"));
-    dynbuf_init(&out, MUTATE_INPUT_MAX);
-    status = review_handle(dynbuf_ptr(input), dynbuf_len(input), ps, NULL, opts, &out, &sum);
+    if (c->patched) {
+        if (!cJSON_IsObject(object))
+            return cmd_mutate_fail(c, "the AdmissionReview has no request.object to patch");
+        if (cmd_mutate_apply_into(c, doc, object, "/request/object", ns ? ns : "default", 0))
+            return 1;
+        *doc = cJSON_DetachItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(*doc, "request"), "object");
+        return 0;
+    }
+    /* The review is not printed: binding its pod in place is safe. */
+    if (cmd_mutate_bind(c, object) || !(text = cJSON_PrintUnformatted(*doc)))
+        return cmd_mutate_fail(c, "out of memory");
+    dynbuf_init(&out, CMD_MUTATE_INPUT_MAX);
+    status = review_handle(text, strlen(text), c->ps, &c->hooks, &c->opts, &out, &sum);
+    free(text);
     if (status == 200)
-        puts(dynbuf_ptr(&out));
+        status = cmd_mutate_print_text(c, dynbuf_ptr(&out)) ? 500 : 200;
     else
-        fprintf(stderr, "rdma-webhook: HTTP %d: %s\n", status, dynbuf_ptr(&out));
+        fprintf(stderr, "rdma-webhook: %sHTTP %d: %s\n", c->where, status, dynbuf_ptr(&out));
     dynbuf_free(&out);
     return status != 200;
 }
 
 /* A bare Pod: the response a review of it would get, or the patched Pod. */
-static int cmd_mutate_pod(cJSON **doc, const struct profiles *ps, const struct mutate_options *opts,
-                          int patched)
+static int cmd_mutate_pod(struct cmd_mutate_ctx *c, cJSON **doc)
 {
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace"));
-    struct mutate_input in = {
-        .object = *doc, .base = "", .namespace_ = ns ? ns : "default", .opts = opts};
+    struct mutate_input in = {.base = "", .namespace_ = ns ? ns : "default", .opts = &c->opts};
     struct mutate_result res;
     struct dynbuf out;
     int rc = 1;
 
-    if (patched)
-        return cmd_mutate_apply_into(doc, *doc, "", in.namespace_, 0, ps, opts) ||
-               cmd_mutate_print_doc(*doc);
+    if (c->patched)
+        return cmd_mutate_apply_into(c, doc, *doc, "", in.namespace_, 0);
+    if (cmd_mutate_bind(c, *doc))
+        return cmd_mutate_fail(c, "out of memory");
+    in.object = *doc;
     mutate_result_init(&res, REVIEW_PATCH_MAX);
-    dynbuf_init(&out, MUTATE_INPUT_MAX);
-    mutate_object(&in, ps, NULL, &res);
-    cmd_mutate_print_warnings(&res.warnings);
-    if (review_write_response(&out, "admission.k8s.io/v1", "offline", &res) == 0) {
-        puts(dynbuf_ptr(&out));
-        rc = 0;
-    }
+    dynbuf_init(&out, CMD_MUTATE_INPUT_MAX);
+    mutate_object(&in, c->ps, &c->hooks, &res);
+    cmd_mutate_print_warnings(c, &res.warnings);
+    if (review_write_response(&out, "admission.k8s.io/v1", "offline", &res) == 0)
+        rc = cmd_mutate_print_text(c, dynbuf_ptr(&out));
+    else
+        cmd_mutate_fail(c, "the response does not fit");
     dynbuf_free(&out);
     mutate_result_free(&res);
     return rc;
 }
 
-static int cmd_mutate_dispatch(const struct dynbuf *input, const struct profiles *ps,
-                               const struct mutate_options *opts, int patched)
+/* Which object this is, for messages, when the input holds several. */
+static void cmd_mutate_where(struct cmd_mutate_ctx *c, size_t doc, size_t item, int in_list,
+                             const char *kind, const cJSON *o)
 {
-    cJSON *doc = cJSON_ParseWithLength(dynbuf_ptr(input), dynbuf_len(input));
-    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "kind"));
-    int rc = 1;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
+    char at[48] = "";
 
-    if (!doc)
-        fprintf(stderr, "rdma-webhook: the input is not JSON (YAML: convert with "
-                        "kubectl ... -o json)\n");
-    else if (kind && strcmp(kind, "AdmissionReview") == 0)
-        rc = cmd_mutate_review(&doc, input, ps, opts, patched);
-    else if (kind && strcmp(kind, "Pod") == 0)
-        rc = cmd_mutate_pod(&doc, ps, opts, patched);
-    else if (kind && strcmp(kind, "PyTorchJob") == 0)
-        rc = cmd_mutate_pytorchjob(&doc, ps, opts) || cmd_mutate_print_doc(doc);
-    else
-        fprintf(stderr,
-                "rdma-webhook: input kind \"%s\" is not AdmissionReview, Pod or "
-                "PyTorchJob\n",
-                kind ? kind : "");
-    cJSON_Delete(doc);
+    c->where[0] = c->which[0] = '\0';
+    if (c->objects < 2)
+        return;
+    if (in_list)
+        snprintf(at, sizeof(at), ", item %zu", item + 1);
+    snprintf(c->where, sizeof(c->where), "document %zu%s (%.40s %.63s%s%.63s): ", doc + 1, at,
+             kind && *kind ? kind : "no kind", ns ? ns : "", ns ? "/" : "", name ? name : "");
+    /* Warnings keep their own words first, as kubectl prints them. */
+    snprintf(c->which, sizeof(c->which), " [document %zu%s, %.40s %.63s%s%.63s]", doc + 1, at,
+             kind && *kind ? kind : "no kind", ns ? ns : "", ns ? "/" : "", name ? name : "");
+}
+
+/* One object, by its kind (or the kind its List gives). With --patched,
+ * *obj becomes the mutated object (a new one for a review: the caller frees
+ * the old); otherwise what it gives is printed here. An object of another
+ * kind (a ConfigMap next to the job) is left as it is, as the webhook,
+ * which only sees Pods, would leave it. 0, or 1 when it could not be
+ * processed (*obj is then as it was). */
+static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *list_kind,
+                             size_t doc, size_t item)
+{
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*obj, "kind"));
+
+    if (!kind && list_kind && *list_kind)
+        kind = list_kind;
+    cmd_mutate_where(c, doc, item, list_kind != NULL, kind, *obj);
+    if (!cJSON_IsObject(*obj))
+        return cmd_mutate_fail(c, "not an object");
+    if (kind && strcmp(kind, "AdmissionReview") == 0)
+        return cmd_mutate_review(c, obj);
+    if (kind && strcmp(kind, "Pod") == 0)
+        return cmd_mutate_pod(c, obj);
+    if (kind && strcmp(kind, "PyTorchJob") == 0)
+        return cmd_mutate_pytorchjob(c, obj);
+    if (!kind || !*kind)
+        return cmd_mutate_fail(c, "no kind: an AdmissionReview, a Pod or a PyTorchJob says which "
+                                  "it is in \"kind\"");
+    fprintf(stderr,
+            "rdma-webhook: %sleft as it is: the webhook mutates Pods (and, offline, PyTorchJob "
+            "templates), not a %.64s\n",
+            c->where, kind);
+    return 0;
+}
+
+/* A List's items one by one; a mutated item takes its place. */
+static int cmd_mutate_list(struct cmd_mutate_ctx *c, cJSON *items, const char *kind, size_t doc)
+{
+    cJSON *it = items->child;
+    size_t i = 0;
+    int rc = 0;
+
+    while (it) {
+        cJSON *next = it->next, *cur = it;
+
+        rc |= cmd_mutate_object(c, &cur, kind, doc, i++);
+        if (cur != it && !cJSON_ReplaceItemViaPointer(items, it, cur))
+            rc |= cmd_mutate_fail(c, "out of memory"); /* cannot happen: it is in items */
+        it = next;
+    }
     return rc;
+}
+
+static size_t cmd_mutate_count(const struct docs *d)
+{
+    size_t n = 0;
+    char kind[64];
+
+    for (size_t i = 0; i < d->n; i++) {
+        cJSON *items = docs_list_items(d->v[i], kind, sizeof(kind));
+
+        n += items ? (size_t)cJSON_GetArraySize(items) : 1;
+    }
+    return n;
+}
+
+/* Every object of every document; with --patched, every document printed
+ * (one that could not be processed as it was). */
+static int cmd_mutate_docs(struct cmd_mutate_ctx *c, struct docs *d)
+{
+    int rc = 0;
+
+    c->objects = cmd_mutate_count(d);
+    if (c->objects == 0) {
+        fprintf(stderr, "rdma-webhook: no object in the input\n");
+        return 1;
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        char kind[64];
+        cJSON *items = docs_list_items(d->v[i], kind, sizeof(kind));
+        cJSON *cur = d->v[i];
+
+        if (items)
+            rc |= cmd_mutate_list(c, items, kind, i);
+        else
+            rc |= cmd_mutate_object(c, &cur, NULL, i, 0);
+        if (cur != d->v[i]) {
+            cJSON_Delete(d->v[i]);
+            d->v[i] = cur;
+        }
+        if (c->patched)
+            rc |= cmd_mutate_print(c, d->v[i]);
+    }
+    return rc;
+}
+
+/* -o json|yaml into *format. */
+static int cmd_mutate_format(const char *arg, int *format)
+{
+    if (strcmp(arg, "json") == 0)
+        *format = DOCS_JSON;
+    else if (strcmp(arg, "yaml") == 0)
+        *format = DOCS_YAML;
+    else
+        return fprintf(stderr, "rdma-webhook mutate: -o takes json or yaml, not \"%s\"\n", arg), -1;
+    return 0;
 }
 
 int cmd_mutate(int argc, char **argv)
 {
     static const struct option opts[] = {{"profiles", required_argument, NULL, 'p'},
                                          {"patched", no_argument, NULL, 'P'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"node-labels", required_argument, NULL, 'N'},
+                                         {"namespace-labels", required_argument, NULL, 'S'},
                                          {"detect-image", required_argument, NULL, 'i'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
-    struct mutate_options mopts = {0};
+    struct cmd_mutate_ctx ctx = {0};
     struct profiles *ps = NULL;
     struct dynbuf input;
+    struct docs d;
     char err[ERR_LEN] = "";
-    int c, patched = 0, rc = 1;
+    int c, format = -1, rc = 2;
 
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'p')
+    docs_init(&d);
+    dynbuf_init(&input, CMD_MUTATE_INPUT_MAX);
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        if (c == 'p') {
             profiles = optarg;
-        else if (c == 'P')
-            patched = 1;
-        else if (c == 'i')
-            mopts.detect_image = optarg;
-        else if (c == 'h')
-            return cmd_mutate_usage(stdout), 0;
-        else
-            return cmd_mutate_usage(stderr), 2;
+        } else if (c == 'P') {
+            ctx.patched = 1;
+        } else if (c == 'o') {
+            if (cmd_mutate_format(optarg, &format))
+                goto out;
+        } else if (c == 'N' || c == 'S') {
+            if (cmd_mutate_parse_labels(c == 'N' ? "node-labels" : "namespace-labels", optarg,
+                                        c == 'N' ? &ctx.node_labels : &ctx.namespace_labels, err,
+                                        sizeof(err))) {
+                fprintf(stderr, "rdma-webhook mutate: %s\n", err);
+                goto out;
+            }
+        } else if (c == 'i') {
+            if (cmd_check_image(optarg, err, sizeof(err)) != ERR_OK) {
+                fprintf(stderr, "rdma-webhook mutate: %s\n", err);
+                goto out;
+            }
+            ctx.opts.detect_image = optarg;
+        } else if (c == 'h') {
+            cmd_mutate_usage(stdout);
+            rc = 0;
+            goto out;
+        } else {
+            cmd_mutate_usage(stderr);
+            goto out;
+        }
     }
-    if (argc - optind > 1)
-        return cmd_mutate_usage(stderr), 2;
-    if (mopts.detect_image && cmd_check_image(mopts.detect_image, err, sizeof(err)) != ERR_OK) {
-        fprintf(stderr, "rdma-webhook mutate: %s\n", err);
-        return 2;
+    if (argc - optind > 1) {
+        cmd_mutate_usage(stderr);
+        goto out;
     }
     if (optind < argc)
         path = argv[optind];
-    dynbuf_init(&input, MUTATE_INPUT_MAX);
-    ps = cmd_mutate_load_profiles(profiles);
-    if (!ps)
+    rc = 1;
+    if (!(ps = cmd_profiles_load(profiles, "pass --profiles FILE")))
         goto out;
-    if (fsutil_read(path, &input, err, sizeof(err))) {
-        fprintf(stderr, "rdma-webhook: %s\n", err);
+    if (fsutil_read(path, &input, err, sizeof(err)) ||
+        docs_read(&d, dynbuf_ptr(&input), dynbuf_len(&input), NULL, err, sizeof(err))) {
+        fprintf(stderr, "rdma-webhook: %s: %s\n", strcmp(path, "-") ? path : "stdin", err);
         goto out;
     }
-    rc = cmd_mutate_dispatch(&input, ps, &mopts, patched);
+    ctx.ps = ps;
+    ctx.format = format >= 0 ? (enum docs_format)format : ctx.patched ? d.format : DOCS_JSON;
+    ctx.hooks.select.node_labels = ctx.node_labels ? cmd_mutate_node_labels : NULL;
+    ctx.hooks.select.namespace_labels = ctx.namespace_labels ? cmd_mutate_namespace_labels : NULL;
+    ctx.hooks.select.ctx = &ctx;
+    rc = cmd_mutate_docs(&ctx, &d);
 out:
+    docs_free(&d);
     profiles_free(ps);
     dynbuf_free(&input);
+    cJSON_Delete(ctx.node_labels);
+    cJSON_Delete(ctx.namespace_labels);
     return rc;
-}
-
-int cmd_check_profiles(int argc, char **argv)
-{
-    struct profiles *ps;
-
-    if (argc != 2 || argv[1][0] == '-') {
-        fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
-                "Usage: rdma-webhook check-profiles FILE\n\n"
-                "Validates a profiles file exactly as serve does; exits 1 with one line per "
-                "problem.\n");
-        return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
-    }
-    ps = cmd_mutate_load_profiles(argv[1]);
-    if (!ps)
-        return 1;
-    printf("%s: %zu profiles OK:", argv[1], ps->n);
-    for (size_t i = 0; i < ps->n; i++)
-        printf(" %s", ps->p[i].name);
-    printf("\n");
-    profiles_free(ps);
-    return 0;
 }

@@ -140,7 +140,10 @@ static int cmwatch_event(void *arg, const char *line, size_t len)
         end = 1;
     } else if (strcmp(type, "DELETED") == 0) {
         cmwatch_set_rv(w, obj);
-        log_msg(w->log, LOG_ERROR, "profiles ConfigMap deleted; the previous version keeps serving",
+        log_msg(w->log, LOG_ERROR,
+                store_ready(w->store)
+                    ? "profiles ConfigMap deleted; the previous version keeps serving"
+                    : "profiles ConfigMap deleted; " STORE_NONE_YET,
                 "source", w->origin);
     } else {
         cmwatch_set_rv(w, obj);

@@ -403,7 +403,9 @@ int jsoncheck_text(const char *s, size_t len, struct jsoncheck_result *r)
     return p ? 0 : -1;
 }
 
-void jsoncheck_describe(const struct jsoncheck_result *r, char *out, size_t outlen)
+/* The problem's words, and where it is ("byte 17", "line 2, column 5"). */
+static void jsoncheck_describe_at(const struct jsoncheck_result *r, const char *where, char *out,
+                                  size_t outlen)
 {
     static const char *const what[] = {
         [JSONCHECK_OK] = "no problem",
@@ -422,9 +424,44 @@ void jsoncheck_describe(const struct jsoncheck_result *r, char *out, size_t outl
     const char *w = r->problem <= JSONCHECK_DEPTH ? what[r->problem] : "a problem";
 
     if (r->problem == JSONCHECK_CONTROL)
-        snprintf(out, outlen, "%s U+%04X at byte %zu", w, r->byte, r->at);
+        snprintf(out, outlen, "%s U+%04X at %s", w, r->byte, where);
     else if (r->problem == JSONCHECK_UNEXPECTED && r->byte >= 0x21 && r->byte < 0x7f)
-        snprintf(out, outlen, "%s '%c' at byte %zu", w, r->byte, r->at);
+        snprintf(out, outlen, "%s '%c' at %s", w, r->byte, where);
     else
-        snprintf(out, outlen, "%s at byte %zu", w, r->at);
+        snprintf(out, outlen, "%s at %s", w, where);
+}
+
+void jsoncheck_describe(const struct jsoncheck_result *r, char *out, size_t outlen)
+{
+    char where[32];
+
+    snprintf(where, sizeof(where), "byte %zu", r->at);
+    jsoncheck_describe_at(r, where, out, outlen);
+}
+
+void jsoncheck_line_column(const char *s, size_t len, size_t at, size_t *line, size_t *column)
+{
+    size_t l = 1, c = 1;
+
+    for (size_t i = 0; i < at && i < len; i++) {
+        if (s[i] == '\n') {
+            l++;
+            c = 1;
+        } else if (((unsigned char)s[i] & 0xc0) != 0x80) {
+            c++; /* a continuation byte is part of the character before it */
+        }
+    }
+    *line = l;
+    *column = c;
+}
+
+void jsoncheck_describe_text(const struct jsoncheck_result *r, const char *s, size_t len, char *out,
+                             size_t outlen)
+{
+    char where[64];
+    size_t line, column;
+
+    jsoncheck_line_column(s, len, r->at, &line, &column);
+    snprintf(where, sizeof(where), "line %zu, column %zu (byte %zu)", line, column, r->at);
+    jsoncheck_describe_at(r, where, out, outlen);
 }

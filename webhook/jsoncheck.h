@@ -55,4 +55,13 @@ int jsoncheck_text(const char *s, size_t len, struct jsoncheck_result *r);
 /* One line for a problem: "raw control character U+0001 at byte 17". */
 void jsoncheck_describe(const struct jsoncheck_result *r, char *out, size_t outlen);
 
+/* The same for a text people edit (a file), placed by line and column too:
+ * "unexpected character 'x' at line 3, column 7 (byte 27)". */
+void jsoncheck_describe_text(const struct jsoncheck_result *r, const char *s, size_t len, char *out,
+                             size_t outlen);
+
+/* The line and column of byte offset at in s[0..len), both counted from 1;
+ * the column counts characters (a UTF-8 sequence is one), as editors do. */
+void jsoncheck_line_column(const char *s, size_t len, size_t at, size_t *line, size_t *column);
+
 #endif

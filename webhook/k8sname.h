@@ -28,4 +28,7 @@ int k8sname_subdomain(const char *s);
  * names and label keys follow it. */
 int k8sname_qualified(const char *s);
 
+/* Label value: empty, or the name part of a qualified name. */
+int k8sname_label_value(const char *s);
+
 #endif

@@ -784,17 +784,50 @@ static void profiles_read_root(struct profiles_ctx *c, const cJSON *root)
     profiles_read_profiles(c, root);
 }
 
+/* Whether a text that is not JSON looks like YAML, so the message can say
+ * so: its first line that is neither blank nor a comment is a document
+ * marker or a directive, or a plain "key:". */
+static int profiles_looks_like_yaml(const char *text, size_t len)
+{
+    const char *p = text, *end = text + len, *eol;
+
+    while (p < end) {
+        eol = memchr(p, '\n', (size_t)(end - p));
+        eol = eol ? eol : end;
+        while (p < eol && (*p == ' ' || *p == '\t' || *p == '\r'))
+            p++;
+        if (p < eol && *p != '#')
+            break;
+        p = eol + (eol < end);
+    }
+    if (p >= end || *p == '{' || *p == '[' || *p == '"')
+        return 0;
+    if ((end - p >= 3 && memcmp(p, "---", 3) == 0) || *p == '%')
+        return 1;
+    for (const char *q = p; q < eol; q++)
+        if (*q == ':' && (q + 1 == eol || q[1] == ' ' || q[1] == '\t' || q[1] == '\r'))
+            return 1;
+    return 0;
+}
+
 /* The text must be strict JSON (RFC 8259) and valid UTF-8, which cJSON does
  * not check; and hold no \u0000, at which cJSON would end the string: a
- * value would load shorter than the admin wrote it. Returns 0 or -1. */
+ * value would load shorter than the admin wrote it. Returns 0 or -1. The
+ * place is a line and column: the admin edits the file in an editor. */
 static int profiles_check_text(struct profiles_ctx *c, const char *text, size_t len)
 {
     struct jsoncheck_result chk;
     char why[96];
 
     if (jsoncheck_text(text, len, &chk)) {
-        jsoncheck_describe(&chk, why, sizeof(why));
-        perr(c, "not valid JSON: %s", why);
+        jsoncheck_describe_text(&chk, text, len, why, sizeof(why));
+        if (profiles_looks_like_yaml(text, len))
+            perr(c,
+                 "not valid JSON: %s; it looks like YAML, and profiles are JSON only: "
+                 "convert it (e.g. yq -o json), see README \"Profiles\"",
+                 why);
+        else
+            perr(c, "not valid JSON: %s", why);
         return -1;
     }
     if (chk.first_nul != JSONCHECK_NONE) {

@@ -147,8 +147,10 @@ static void store_log_rejected(struct store *s, const char *origin, const struct
     const char *line = dynbuf_ptr(errors);
     char one[512];
 
-    log_msg(s->log, LOG_ERROR, "profiles rejected; the previous version keeps serving", "source",
-            origin);
+    log_msg(s->log, LOG_ERROR,
+            store_ready(s) ? "profiles rejected; the previous version keeps serving"
+                           : "profiles rejected; " STORE_NONE_YET,
+            "source", origin);
     while (*line) {
         size_t n = strcspn(line, "\n");
         size_t keep = n < sizeof(one) ? n : utf8_cut(line, sizeof(one) - 1);
@@ -243,7 +245,9 @@ static void store_log_unreadable(struct store *s, const char *origin, const char
 {
     struct log_line l;
 
-    log_begin(&l, s->log, LOG_ERROR, "cannot read profiles; the previous version keeps serving");
+    log_begin(&l, s->log, LOG_ERROR,
+              store_ready(s) ? "cannot read profiles; the previous version keeps serving"
+                             : "cannot read profiles; " STORE_NONE_YET);
     log_str(&l, "source", origin);
     log_str(&l, "error", err);
     log_end(&l);

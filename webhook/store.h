@@ -4,7 +4,7 @@
  * and drop it (store_release); a new version is validated before it is
  * published, and the old snapshot is freed by whichever reader drops the last
  * reference. A version that fails validation is logged and dropped, and the
- * previous one keeps serving.
+ * previous one keeps serving (the log line says so only when there is one).
  *
  * Every source (the profiles file on a change or a SIGHUP, the ConfigMap
  * watch) publishes through store_reload(): the read of a version and its
@@ -30,6 +30,10 @@
 
 /* The most bytes a version of the profiles may have. */
 #define STORE_TEXT_MAX (1u << 20)
+
+/* What a log line says instead of "the previous version keeps serving"
+ * when there is none: before the first valid version. */
+#define STORE_NONE_YET "none loaded yet: /mutate answers 503 until a valid version loads"
 
 struct profiles;
 

@@ -61,7 +61,8 @@ fi
 "$KUBECTL" apply -k "$kustomize_dir" >"$dir/logs/apply.log" 2>&1 ||
     { cat "$dir/logs/apply.log" >&2; die "kubectl apply -k $kustomize_dir failed"; }
 mkdir -p "$dir/certs"
+# --force: DIR/certs is this install's own, and a second install rotates it.
 RDMA_WEBHOOK_BIN=${RDMA_WEBHOOK_BIN:-$root/build/rdma-webhook} \
-    "$root/certs/install-dev-certs.sh" --out-dir "$dir/certs" >"$dir/logs/install-dev-certs.log" 2>&1 ||
+    "$root/certs/install-dev-certs.sh" --out-dir "$dir/certs" --force >"$dir/logs/install-dev-certs.log" 2>&1 ||
     { cat "$dir/logs/install-dev-certs.log" >&2; die "certs/install-dev-certs.sh failed"; }
 "$here/webhook.sh" start "$dir"

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,17 +91,89 @@ func checkTLSSecret(t *testing.T, secret obj, dir string) {
 	}
 }
 
+// runInstallDevCertsResult runs the script as runInstallDevCerts does and
+// returns its exit status and output, for the runs that must fail.
+func runInstallDevCertsResult(t *testing.T, args ...string) (int, []byte, []byte) {
+	t.Helper()
+	bin, err := filepath.Abs(binaryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", append([]string{installDevCerts}, args...)...)
+	cmd.Env = append(os.Environ(), "RDMA_WEBHOOK_BIN="+bin, "KUBECTL="+kubectl(t))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	code := 0
+	if exit != nil {
+		code = exit.ExitCode()
+	}
+	return code, stdout.Bytes(), stderr.Bytes()
+}
+
+// printedSecret runs the `kubectl create secret tls` line --print gives (as
+// a comment) with --dry-run, and returns the Secret it makes.
+func printedSecret(t *testing.T, out []byte) obj {
+	t.Helper()
+	var line string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "#   ") && strings.Contains(l, " create secret tls ") {
+			line = strings.TrimPrefix(l, "#   ")
+		}
+	}
+	if line == "" {
+		t.Fatalf("--print: no `kubectl create secret tls` line:\n%s", cut(out))
+	}
+	made, err := exec.Command("sh", "-c", line+" --dry-run=client -o json").Output()
+	if err != nil {
+		t.Fatalf("--print's line %q: %v", line, err)
+	}
+	secret, err := decodeObject(made)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+// checkNoPrivateKey: nothing of the keys in dir, PEM or base64, is in out.
+func checkNoPrivateKey(t *testing.T, out []byte, dir string) {
+	t.Helper()
+	if bytes.Contains(out, []byte("PRIVATE KEY")) {
+		t.Errorf("--print prints a private key:\n%s", cut(out))
+	}
+	for _, f := range []string{"tls.key", "ca.key"} {
+		key := readFile(t, filepath.Join(dir, f))
+		if bytes.Contains(out, []byte(b64(key))) || bytes.Contains(out, []byte(b64(key)[:40])) {
+			t.Errorf("--print prints %s (base64)", f)
+		}
+	}
+}
+
+// TestInstallDevCertsPrint: --print changes nothing, prints the
+// MutatingWebhookConfiguration of manifests/ with the caBundle filled in
+// and, instead of the Secret with its private key, the command that makes
+// the Secret from --out-dir, which makes the Secret the Deployment mounts.
 func TestInstallDevCertsPrint(t *testing.T) {
 	dir := t.TempDir()
 	out := runInstallDevCerts(t, kubectl(t), nil, "--print", "--out-dir", dir)
+	checkNoPrivateKey(t, out, dir)
 	objs := yamlObjects(t, out)
-	if len(objs) != 3 {
-		t.Fatalf("--print: expected a Secret and the two webhook configurations, got %d objects:\n%s", len(objs), cut(out))
+	if len(objs) != 2 {
+		t.Fatalf("--print: expected the two webhook configurations only, got %d objects:\n%s", len(objs), cut(out))
 	}
 	checkSchemas(t, namedObjects("install-dev-certs.sh --print: ", objs))
-	checkTLSSecret(t, findObject(t, objs, "Secret", tlsSecretName), dir)
+	checkTLSSecret(t, printedSecret(t, out), dir)
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		checkPrintedBundle(t, objs, kind, dir)
+	}
+	// Without --out-dir the key would be gone at exit: refused.
+	code, _, stderr := runInstallDevCertsResult(t, "--print")
+	if code == 0 || !strings.Contains(string(stderr), "--print needs --out-dir DIR") {
+		t.Errorf("--print without --out-dir: expected a failure naming --out-dir, got %d: %s", code, stderr)
 	}
 }
 
@@ -125,6 +198,87 @@ func checkPrintedBundle(t *testing.T, objs []obj, kind, dir string) {
 	base := findObject(t, kustomize(t, manifestsDir), kind, webhookName)
 	if !jsonEqual(base, stripped) {
 		t.Errorf("--print's %s differs from manifests/ beyond the caBundle:\n%s", kind, jsonDiff(base, stripped))
+	}
+}
+
+// TestInstallDevCertsNamespaceService: the certificate's names follow
+// --namespace and --service, and so do the Secret's namespace and the
+// Service the printed webhook configuration calls.
+func TestInstallDevCertsNamespaceService(t *testing.T) {
+	dir := t.TempDir()
+	out := runInstallDevCerts(t, kubectl(t), nil, "--print", "--namespace", "ml-infra", "--service=rdma-hook", "--out-dir", dir)
+	checkNoPrivateKey(t, out, dir)
+	cert := readCert(t, filepath.Join(dir, "tls.crt"))
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(readFile(t, filepath.Join(dir, "ca.crt")))
+	for _, name := range []string{"rdma-hook", "rdma-hook.ml-infra", "rdma-hook.ml-infra.svc", "rdma-hook.ml-infra.svc.cluster.local"} {
+		if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: roots}); err != nil {
+			t.Errorf("certificate for %s: %v (SANs %v)", name, err, cert.DNSNames)
+		}
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: webhookName + "." + webhookNamespace + ".svc", Roots: roots}); err == nil {
+		t.Errorf("the certificate is still valid for the default Service name")
+	}
+	if ns, _ := pathStr(printedSecret(t, out), "metadata", "namespace"); ns != "ml-infra" {
+		t.Errorf("the Secret's namespace %q, expected ml-infra", ns)
+	}
+	mwc := findObject(t, yamlObjects(t, out), "MutatingWebhookConfiguration", webhookName)
+	for _, w := range pathArr(mwc, "webhooks") {
+		name, _ := pathStr(w, "clientConfig", "service", "name")
+		ns, _ := pathStr(w, "clientConfig", "service", "namespace")
+		if name != "rdma-hook" || ns != "ml-infra" {
+			t.Errorf("webhook calls Service %s/%s, expected ml-infra/rdma-hook", ns, name)
+		}
+	}
+	// The cluster path, against the stand-in kubectl: the namespace it
+	// checks and the Secret it applies follow --namespace.
+	fake := t.TempDir()
+	script := filepath.Join(fake, "kubectl")
+	if err := os.WriteFile(script, []byte(fakeKubectl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fake, "mwc.json"), mustMarshal(mwcOfManifests(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runInstallDevCerts(t, script, []string{"FAKE_DIR=" + fake, "REAL_KUBECTL=" + kubectl(t), "FAKE_OLD_BUNDLE="},
+		"--namespace", "ml-infra", "--service", "rdma-hook", "--out-dir", t.TempDir())
+	if calls := string(readFile(t, filepath.Join(fake, "calls"))); !strings.Contains(calls, "get namespace ml-infra") {
+		t.Errorf("the cluster path did not check namespace ml-infra; calls:\n%s", calls)
+	}
+	applied := yamlObjects(t, readFile(t, filepath.Join(fake, "applied.yaml")))
+	if len(applied) != 1 {
+		t.Fatalf("expected one Secret applied, got %d", len(applied))
+	}
+	if ns, _ := pathStr(applied[0], "metadata", "namespace"); ns != "ml-infra" {
+		t.Errorf("the applied Secret's namespace %q, expected ml-infra", ns)
+	}
+	if code, _, stderr := runInstallDevCertsResult(t, "--print", "--namespace", "Bad_NS", "--out-dir", t.TempDir()); code == 0 ||
+		!strings.Contains(string(stderr), "Bad_NS") {
+		t.Errorf("an invalid namespace: expected a failure naming it, got %d: %s", code, stderr)
+	}
+}
+
+func mwcOfManifests(t *testing.T) obj {
+	t.Helper()
+	return findObject(t, kustomize(t, manifestsDir), "MutatingWebhookConfiguration", webhookName)
+}
+
+// TestInstallDevCertsForce: an --out-dir that holds certificates is
+// refused, naming --force, and left as it was; --force replaces them.
+func TestInstallDevCertsForce(t *testing.T) {
+	dir := t.TempDir()
+	runInstallDevCerts(t, kubectl(t), nil, "--print", "--out-dir", dir)
+	before := readFile(t, filepath.Join(dir, "ca.key"))
+	code, _, stderr := runInstallDevCertsResult(t, "--print", "--out-dir", dir)
+	if code == 0 || !strings.Contains(string(stderr), "--force") {
+		t.Errorf("a full --out-dir: expected a failure naming --force, got %d: %s", code, stderr)
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(dir, "ca.key")), before) {
+		t.Errorf("ca.key changed without --force")
+	}
+	runInstallDevCerts(t, kubectl(t), nil, "--print", "--force", "--out-dir", dir)
+	if bytes.Equal(readFile(t, filepath.Join(dir, "ca.key")), before) {
+		t.Errorf("--force did not replace ca.key")
 	}
 }
 

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,4 +122,69 @@ func templateAsPod(tmpl obj) obj {
 		meta = obj{}
 	}
 	return obj{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": tmpl["spec"]}
+}
+
+// kubectlYAML is kubectl's YAML for one object: a writer independent of
+// the binary under test.
+func kubectlYAML(t testing.TB, o obj) []byte {
+	t.Helper()
+	return runKubectl(t, mustMarshal(o), "patch", "--local", "-f", "-", "--type", "merge", "-p", "{}", "-o", "yaml")
+}
+
+// yamlListItem indents one object's block YAML as an item of "items:".
+func yamlListItem(doc []byte) string {
+	lines := strings.Split(strings.TrimRight(string(doc), "\n"), "\n")
+	for i := range lines {
+		if i == 0 {
+			lines[i] = "- " + lines[i]
+		} else {
+			lines[i] = "  " + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// jsonValues decodes a stream of JSON values printed one after another.
+func jsonValues(t testing.TB, data []byte) []interface{} {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out []interface{}
+	for {
+		var v interface{}
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("not a stream of JSON values: %v\n%s", err, cut(data))
+		}
+		out = append(out, v)
+	}
+}
+
+// mutateRun runs `mutate --profiles <shipped>` with args on the input.
+func mutateRun(t testing.TB, input []byte, args ...string) cmdResult {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "input")
+	if err := os.WriteFile(file, input, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runBinary(t, nil, append(append([]string{"mutate", "--profiles", profilesPath}, args...), file)...)
+}
+
+// offlinePatch is the decoded patch of one offline response (nil: none).
+func offlinePatch(t testing.TB, response interface{}) []byte {
+	t.Helper()
+	o, ok := response.(obj)
+	if !ok || o["kind"] != "AdmissionReview" {
+		t.Fatalf("expected an AdmissionReview response, got %s", compact(response))
+	}
+	return decodePatchField(t, pathObj(o, "response"))
+}
+
+// servedPod is what the served patch makes of a fixture's pod.
+func servedPod(t testing.TB, f fixture) obj {
+	t.Helper()
+	return applyPatch(t, f.object, srv.review(t, podCreate(f.namespace, copyObject(f.object))).patch)
 }

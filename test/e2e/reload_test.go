@@ -212,6 +212,19 @@ func TestStartWithoutValidProfiles(t *testing.T) {
 			if rep.status != http.StatusServiceUnavailable {
 				t.Errorf("POST /mutate without valid profiles: expected 503, got %d %q", rep.status, cut(rep.body))
 			}
+			// The log says what is so: nothing serves yet.
+			line, _ := in.waitLog(t, 0, pickUpWithin, "the profiles refused at start", func(l obj) bool {
+				m, _ := pathStr(l, "msg")
+				return strings.HasPrefix(m, "profiles rejected") || strings.HasPrefix(m, "cannot read profiles")
+			})
+			if m, _ := pathStr(line, "msg"); !strings.HasSuffix(m, "; none loaded yet: /mutate answers 503 until a valid version loads") {
+				t.Errorf("start-up log line %q: expected it to say none is loaded yet", m)
+			}
+			for _, l := range in.logText() {
+				if strings.Contains(l, "keeps serving") {
+					t.Errorf("with no version loaded, the log claims one keeps serving: %s", l)
+				}
+			}
 
 			mark := in.logMark()
 			c.fix(t, file, shippedProfiles(t))

@@ -75,6 +75,12 @@ static int gen(const char *dir, const char *svc, const char *ns, int days, char 
     return certs_generate(&o, err, len);
 }
 
+static int gen_force(const char *dir, char *err, size_t len)
+{
+    struct certs_gen_opts o = {.out_dir = dir, .force = 1};
+    return certs_generate(&o, err, len);
+}
+
 static X509 *load_cert(const char *dir, const char *name)
 {
     char p[256];
@@ -679,11 +685,31 @@ static void test_regenerate_replaces_files(void **state)
     assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), 0);
     assert_int_equal(
         certs_inspect_file(path_in(dir, "tls.crt", p, sizeof p), &before, err, sizeof err), 0);
-    assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(gen_force(dir, err, sizeof err), 0);
     assert_int_equal(certs_inspect_file(p, &after, err, sizeof err), 0);
     assert_string_not_equal(before.serial_hex, after.serial_hex);
     assert_int_equal(count_entries(dir), 4);
     assert_int_equal(certs_check_pair(p, path_in(dir, "tls.key", k, sizeof k), err, sizeof err), 0);
+}
+
+/* Without force, one file already there is enough to write nothing. */
+static void test_existing_files_need_force(void **state)
+{
+    struct fixture *fx = *state;
+    char dir[256], p[256], out[64], err[512];
+
+    path_in(fx->root, "keep", dir, sizeof dir);
+    assert_int_equal(run(out, sizeof out, "mkdir -p '%s' && echo mine > '%s/ca.key'", dir, dir), 0);
+    assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), ERR_FAIL);
+    assert_contains(err, dir);
+    assert_contains(err, "ca.key");
+    assert_contains(err, "--force");
+    assert_true(strstr(err, "tls.crt") == NULL);
+    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(run(out, sizeof out, "cat '%s'", path_in(dir, "ca.key", p, sizeof p)), 0);
+    assert_string_equal(out, "mine\n");
+    assert_int_equal(gen_force(dir, err, sizeof err), 0);
+    assert_int_equal(count_entries(dir), 4);
 }
 
 static void test_unwritable_out_dir(void **state)
@@ -835,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_custom_service_namespace_days),
         cmocka_unit_test(test_long_names_fall_back_to_short_cn),
         cmocka_unit_test(test_regenerate_replaces_files),
+        cmocka_unit_test(test_existing_files_need_force),
         cmocka_unit_test(test_unwritable_out_dir),
         cmocka_unit_test(test_check_pem_in_memory),
         cmocka_unit_test(test_invalid_options_write_nothing),

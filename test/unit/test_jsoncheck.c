@@ -243,6 +243,28 @@ TEST(test_describe)
     assert_string_equal(msg, "invalid UTF-8 at byte 1");
 }
 
+/* For files: line and column from 1, the column in characters. */
+TEST(test_describe_text_by_line_and_column)
+{
+    static const char text[] = "{\n  \"a\": 1,\n  \"\xc3\xa9\": 2 x\n}";
+    size_t line, column;
+    char msg[96];
+
+    assert_int_equal(jsoncheck_text(text, strlen(text), &r), -1);
+    jsoncheck_describe_text(&r, text, strlen(text), msg, sizeof(msg));
+    assert_string_equal(msg, "unexpected character 'x' at line 3, column 10 (byte 22)");
+    jsoncheck_line_column(text, strlen(text), 0, &line, &column);
+    assert_int_equal(line, 1);
+    assert_int_equal(column, 1);
+    jsoncheck_line_column(text, strlen(text), 2, &line, &column);
+    assert_int_equal(line, 2);
+    assert_int_equal(column, 1);
+    /* Past the end: the end of the text. */
+    jsoncheck_line_column("a\nbc", 4, 99, &line, &column);
+    assert_int_equal(line, 2);
+    assert_int_equal(column, 3);
+}
+
 /* Random texts over JSON's own characters: whatever passes, cJSON parses
  * to the end (cJSON is looser, so the converse does not hold). */
 TEST(test_accepted_texts_parse_with_cjson)
@@ -283,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_first_nul_escape_is_reported),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_describe_text_by_line_and_column),
         cmocka_unit_test(test_accepted_texts_parse_with_cjson),
     };
 

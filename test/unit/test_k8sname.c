@@ -86,12 +86,32 @@ TEST(test_qualified)
     assert_false(k8sname_qualified(s));
 }
 
+TEST(test_label_value)
+{
+    char s[80];
+
+    assert_true(k8sname_label_value(""));
+    assert_true(k8sname_label_value("8"));
+    assert_true(k8sname_label_value("H100_80GB.v-2"));
+    assert_false(k8sname_label_value("-a"));
+    assert_false(k8sname_label_value("a."));
+    assert_false(k8sname_label_value("a/b"));
+    assert_false(k8sname_label_value("a b"));
+    memset(s, 'v', 63);
+    s[63] = '\0';
+    assert_true(k8sname_label_value(s));
+    s[63] = 'v';
+    s[64] = '\0';
+    assert_false(k8sname_label_value(s));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_label),
         cmocka_unit_test(test_subdomain),
         cmocka_unit_test(test_qualified),
+        cmocka_unit_test(test_label_value),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

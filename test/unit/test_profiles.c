@@ -830,6 +830,40 @@ TEST(test_not_json)
     assert_contains(e, "JSON");
 }
 
+/* A syntax error is placed by line and column, as the admin's editor shows
+ * the file. */
+TEST(test_syntax_error_line_and_column)
+{
+    const char *e = rejected("{\n  'profiles': [\n    {'name': 'a',}\n  ]\n}");
+
+    assert_contains(e, "not valid JSON: unexpected character '}' at line 3, column 18 (byte 35)");
+    assert_true(strstr(e, "YAML") == NULL);
+}
+
+/* YAML is recognised and refused with what to do; JSON that merely has an
+ * error is not taken for YAML. */
+TEST(test_yaml_is_recognised)
+{
+    static const char *const yaml[] = {
+        "profiles:\n- name: a\n",
+        "# the profiles\n\n---\nprofiles: []\n",
+        "%YAML 1.2\n---\nprofiles: []\n",
+        "  gpuResources: [nvidia.com/gpu]\n",
+        "defaults:\n",
+    };
+    static const char *const not_yaml[] = {"{'profiles': [", "['a: b']", "'profiles: x'", "hello"};
+
+    for (size_t i = 0; i < sizeof(yaml) / sizeof(yaml[0]); i++) {
+        const char *e = rejected(yaml[i]);
+
+        assert_contains(e, "; it looks like YAML, and profiles are JSON only: convert it");
+        assert_contains(e, "yq -o json");
+    }
+    for (size_t i = 0; i < sizeof(not_yaml) / sizeof(not_yaml[0]); i++)
+        if (strstr(rejected(not_yaml[i]), "YAML"))
+            fail_msg("%s taken for YAML: %s", not_yaml[i], dynbuf_ptr(&errors));
+}
+
 TEST(test_not_an_object)
 {
     rejected("[{'name':'p'}]");
@@ -1153,6 +1187,8 @@ int main(void)
         cmocka_unit_test(test_bad_profile_name),
         cmocka_unit_test(test_missing_profile_name),
         cmocka_unit_test(test_not_json),
+        cmocka_unit_test(test_syntax_error_line_and_column),
+        cmocka_unit_test(test_yaml_is_recognised),
         cmocka_unit_test(test_not_an_object),
         cmocka_unit_test(test_empty_profiles),
         cmocka_unit_test(test_missing_profiles),

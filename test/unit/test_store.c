@@ -206,6 +206,22 @@ TEST(test_unreadable_source_is_logged_not_counted)
                                 "\"source\":\"fake\",\"error\":\"cannot open fake: gone\"");
 }
 
+/* Before the first valid version nothing serves, and the log does not
+ * claim that something does. */
+TEST(test_rejected_first_version_says_none_serves)
+{
+    struct fixture *fx = *state;
+    struct store_source src = {.origin = "fake", .read = read_fails};
+
+    assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
+    assert_int_equal(store_reload(fx->s, &src), ERR_FAIL);
+    store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
+    assert_false(store_ready(fx->s));
+    assert_int_equal(count_lines(logged(fx), "keeps serving"), 0);
+    assert_int_equal(count_lines(logged(fx), "\"profiles rejected; " STORE_NONE_YET "\""), 2);
+    assert_int_equal(count_lines(logged(fx), "\"cannot read profiles; " STORE_NONE_YET "\""), 1);
+}
+
 TEST(test_file_source)
 {
     struct fixture *fx = *state;
@@ -396,6 +412,7 @@ int main(void)
         T_(test_long_problem_is_cut_between_characters),
         T_(test_short_problem_is_whole),
         T_(test_unreadable_source_is_logged_not_counted),
+        T_(test_rejected_first_version_says_none_serves),
         T_(test_file_source),
         T_(test_replaced_snapshot_lives_until_its_last_release),
         T_(test_racing_reloads_leave_the_newest_serving),

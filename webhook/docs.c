@@ -1,0 +1,943 @@
+#include "docs.h"
+
+#include "jsoncheck.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define DOCS_TAG_PREFIX "tag:yaml.org,2002:"
+
+static const struct docs_limits docs_limits_default = {DOCS_MAX_DEPTH, DOCS_MAX_NODES,
+                                                       DOCS_MAX_ALIASES};
+
+void docs_init(struct docs *d)
+{
+    memset(d, 0, sizeof(*d));
+}
+
+void docs_free(struct docs *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        cJSON_Delete(d->v[i]);
+    free(d->v);
+    free(d->line);
+    docs_init(d);
+}
+
+static int docs_push(struct docs *d, cJSON *v, size_t line)
+{
+    if (d->n == d->alloc) {
+        size_t n = d->alloc ? d->alloc * 2 : 8;
+        cJSON **nv = realloc(d->v, n * sizeof(*nv));
+        size_t *nl;
+
+        if (!nv)
+            return ERR_NOMEM;
+        d->v = nv;
+        if (!(nl = realloc(d->line, n * sizeof(*nl))))
+            return ERR_NOMEM;
+        d->line = nl;
+        d->alloc = n;
+    }
+    d->v[d->n] = v;
+    d->line[d->n++] = line;
+    return ERR_OK;
+}
+
+/* ---- scalars, as go-yaml v2 resolves them ---- */
+
+enum docs_kind { DOCS_K_STR, DOCS_K_NULL, DOCS_K_BOOL, DOCS_K_INT, DOCS_K_FLOAT, DOCS_K_NONFINITE };
+
+struct docs_scalar {
+    enum docs_kind kind;
+    int truth;              /* DOCS_K_BOOL */
+    double num;             /* DOCS_K_INT and DOCS_K_FLOAT */
+    int negative;           /* DOCS_K_INT: the value is -mag */
+    unsigned long long mag; /* DOCS_K_INT: its magnitude, exactly */
+};
+
+static int docs_word_in(const char *s, size_t len, const char *const *words)
+{
+    for (; *words; words++)
+        if (strlen(*words) == len && memcmp(s, *words, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The words go-yaml v2 looks up before anything else. */
+static int docs_lookup(const char *s, size_t len, struct docs_scalar *out)
+{
+    static const char *const nulls[] = {"~", "null", "Null", "NULL", NULL};
+    static const char *const trues[] = {"y",  "Y",  "yes",  "Yes",  "YES",  "on",
+                                        "On", "ON", "true", "True", "TRUE", NULL};
+    static const char *const falses[] = {"n",   "N",   "no",    "No",    "NO",    "off",
+                                         "Off", "OFF", "false", "False", "FALSE", NULL};
+    static const char *const nonfinite[] = {".nan",  ".NaN",  ".NAN",  ".inf",  ".Inf",
+                                            ".INF",  "+.inf", "+.Inf", "+.INF", "-.inf",
+                                            "-.Inf", "-.INF", NULL};
+
+    if (len == 0 || docs_word_in(s, len, nulls))
+        out->kind = DOCS_K_NULL;
+    else if (docs_word_in(s, len, trues) || docs_word_in(s, len, falses))
+        out->kind = DOCS_K_BOOL, out->truth = docs_word_in(s, len, trues);
+    else if (docs_word_in(s, len, nonfinite))
+        out->kind = DOCS_K_NONFINITE;
+    else
+        return 0;
+    return 1;
+}
+
+static int docs_digit(char c, unsigned base)
+{
+    unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                 : c >= 'a' && c <= 'z' ? (unsigned)(c - 'a' + 10)
+                 : c >= 'A' && c <= 'Z' ? (unsigned)(c - 'A' + 10)
+                                        : 99;
+
+    return d < base ? (int)d : -1;
+}
+
+/* Go's strconv.ParseInt(s, 0, 64), then ParseUint for a larger one without
+ * a sign: [+-], then 0x, 0o, 0b or a leading 0 (octal), then digits. */
+static int docs_int(const char *s, size_t len, struct docs_scalar *out)
+{
+    size_t i = 0;
+    unsigned base = 10;
+    unsigned long long v = 0;
+    int sign = 0;
+
+    if (len && (s[0] == '+' || s[0] == '-'))
+        sign = s[i++] == '-' ? -1 : 1;
+    if (i == len)
+        return 0;
+    if (s[i] == '0') {
+        char p = len - i >= 3 ? (char)(s[i + 1] | 0x20) : 0;
+
+        base = p == 'x' ? 16 : p == 'b' ? 2 : 8;
+        i += p == 'x' || p == 'b' || p == 'o' ? 2 : 1;
+    }
+    for (; i < len; i++) {
+        int d = docs_digit(s[i], base);
+
+        if (d < 0 || v > (~0ull - (unsigned)d) / base)
+            return 0;
+        v = v * base + (unsigned)d;
+    }
+    /* int64 with a sign; up to uint64 without one. */
+    if ((sign < 0 && v > (1ull << 63)) || (sign > 0 && v > (1ull << 63) - 1))
+        return 0;
+    out->kind = DOCS_K_INT;
+    out->negative = sign < 0 && v != 0;
+    out->mag = v;
+    out->num = out->negative ? -(double)v : (double)v;
+    return 1;
+}
+
+/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? (go-yaml's
+ * yamlStyleFloat), read as strconv.ParseFloat does; one beyond a double's
+ * range stays a string there too. */
+static int docs_float(const char *s, size_t len, struct docs_scalar *out)
+{
+    size_t i = 0, digits = 0;
+    char *end;
+    double v;
+
+    if (i < len && (s[i] == '+' || s[i] == '-'))
+        i++;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+        digits++;
+    if (i < len && s[i] == '.') {
+        size_t frac = 0;
+
+        for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+            frac++;
+        if (!digits && !frac)
+            return 0;
+    } else if (!digits) {
+        return 0;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        size_t exp = 0;
+
+        if (++i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+            exp++;
+        if (!exp)
+            return 0;
+    }
+    if (i != len)
+        return 0;
+    v = strtod(s, &end); /* s is NUL-terminated right after len */
+    if (isinf(v))
+        return 0;
+    out->kind = DOCS_K_FLOAT;
+    out->num = v;
+    return 1;
+}
+
+/* A plain, untagged scalar (or one tagged !!int, !!float, !!bool, !!null:
+ * go-yaml resolves those the same way, then checks the type). s[len] is
+ * NUL. Returns ERR_NOMEM or ERR_OK. */
+static int docs_resolve(const char *s, size_t len, struct docs_scalar *out)
+{
+    char small[128], *plain = small;
+    size_t n = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (docs_lookup(s, len, out))
+        return ERR_OK;
+    if (s[0] == '.') {
+        docs_float(s, len, out); /* ".5": read as written, without '_' removed */
+        return ERR_OK;
+    }
+    if (!(s[0] == '+' || s[0] == '-' || (s[0] >= '0' && s[0] <= '9')))
+        return ERR_OK;
+    /* go-yaml drops every '_' before reading a number. */
+    if (len >= sizeof(small) && !(plain = malloc(len + 1)))
+        return ERR_NOMEM;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != '_')
+            plain[n++] = s[i];
+    plain[n] = '\0';
+    if (!docs_int(plain, n, out))
+        docs_float(plain, n, out);
+    if (plain != small)
+        free(plain);
+    return ERR_OK;
+}
+
+/* ---- YAML in ---- */
+
+struct docs_anchor {
+    char *name;
+    cJSON *node;   /* in the document being built */
+    size_t nodes;  /* the values a copy holds */
+    size_t height; /* its nesting: 0 for a scalar */
+    int done;      /* its end was seen, so an alias may copy it */
+};
+
+struct docs_frame {
+    cJSON *node;           /* an object or an array, already in the tree */
+    char *key;             /* an object's key that waits for its value */
+    size_t nodes_at_start; /* for its anchor's count */
+    size_t height;         /* the tallest child so far */
+    size_t anchor;         /* its anchor's index plus 1, or 0 */
+    yaml_mark_t mark;
+};
+
+struct docs_yaml {
+    yaml_parser_t parser;
+    const struct docs_limits *lim;
+    struct docs *out;
+    struct docs_frame *stack; /* lim->depth of them */
+    size_t depth;
+    struct docs_anchor *anchors; /* lim->aliases of them */
+    size_t n_anchors;
+    size_t nodes, aliases;
+    cJSON *root;
+    size_t root_line;
+    char *err;
+    size_t errlen;
+};
+
+static int docs_at(struct docs_yaml *y, int code, const yaml_mark_t *m, const char *what)
+{
+    return err_set(y->err, y->errlen, code, "%s at line %zu, column %zu", what, m->line + 1,
+                   m->column + 1);
+}
+
+static int docs_syntax(struct docs_yaml *y, const char *text, size_t len)
+{
+    const yaml_parser_t *p = &y->parser;
+    size_t line, column;
+
+    if (p->error == YAML_MEMORY_ERROR)
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    if (p->error == YAML_READER_ERROR) {
+        jsoncheck_line_column(text, len, p->problem_offset, &line, &column);
+        return err_set(
+            y->err, y->errlen, ERR_FAIL, "not valid YAML: %s at line %zu, column %zu (byte %zu)",
+            p->problem ? p->problem : "unreadable input", line, column, p->problem_offset);
+    }
+    if (p->context)
+        return err_set(y->err, y->errlen, ERR_FAIL,
+                       "not valid YAML at line %zu, column %zu: %s (%s at line %zu, column %zu)",
+                       p->problem_mark.line + 1, p->problem_mark.column + 1,
+                       p->problem ? p->problem : "syntax error", p->context,
+                       p->context_mark.line + 1, p->context_mark.column + 1);
+    return err_set(y->err, y->errlen, ERR_FAIL, "not valid YAML at line %zu, column %zu: %s",
+                   p->problem_mark.line + 1, p->problem_mark.column + 1,
+                   p->problem ? p->problem : "syntax error");
+}
+
+static struct docs_frame *docs_top(struct docs_yaml *y)
+{
+    return y->depth ? &y->stack[y->depth - 1] : NULL;
+}
+
+/* In a mapping, before its key: the next event is a key. */
+static int docs_wants_key(struct docs_yaml *y)
+{
+    struct docs_frame *f = docs_top(y);
+
+    return f && cJSON_IsObject(f->node) && !f->key;
+}
+
+static int docs_count(struct docs_yaml *y, size_t n, const yaml_mark_t *m)
+{
+    char what[96];
+
+    if (n > y->lim->nodes - y->nodes) {
+        snprintf(what, sizeof(what), "more than %zu values (aliases expanded)", y->lim->nodes);
+        return docs_at(y, ERR_TOO_BIG, m, what);
+    }
+    y->nodes += n;
+    return ERR_OK;
+}
+
+static int docs_nest(struct docs_yaml *y, size_t height, const yaml_mark_t *m)
+{
+    char what[96];
+
+    if (height > y->lim->depth || y->depth > y->lim->depth - height) {
+        snprintf(what, sizeof(what), "nested deeper than %zu", y->lim->depth);
+        return docs_at(y, ERR_TOO_BIG, m, what);
+    }
+    return ERR_OK;
+}
+
+/* Hangs v where the stream is: the root, a sequence's next item or the
+ * pending key's value. v is the tree's (or freed) either way. */
+static int docs_attach(struct docs_yaml *y, cJSON *v, size_t height, const yaml_mark_t *m)
+{
+    struct docs_frame *f = docs_top(y);
+    int ok;
+
+    if (!f) {
+        y->root = v;
+        y->root_line = m->line + 1;
+        return ERR_OK;
+    }
+    ok = cJSON_IsArray(f->node) ? cJSON_AddItemToArray(f->node, v)
+                                : cJSON_AddItemToObject(f->node, f->key, v);
+    free(f->key);
+    f->key = NULL;
+    if (!ok) {
+        cJSON_Delete(v);
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    }
+    if (height > f->height)
+        f->height = height;
+    return ERR_OK;
+}
+
+static int docs_anchor(struct docs_yaml *y, const yaml_char_t *name, cJSON *node, size_t *index,
+                       const yaml_mark_t *m)
+{
+    char what[64];
+
+    *index = 0;
+    if (!name)
+        return ERR_OK;
+    if (y->n_anchors == y->lim->aliases) {
+        snprintf(what, sizeof(what), "more than %zu anchors", y->lim->aliases);
+        return docs_at(y, ERR_TOO_BIG, m, what);
+    }
+    if (!(y->anchors[y->n_anchors].name = strdup((const char *)name)))
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    y->anchors[y->n_anchors].node = node;
+    y->anchors[y->n_anchors].done = 0;
+    *index = ++y->n_anchors;
+    return ERR_OK;
+}
+
+static void docs_drop_anchors(struct docs_yaml *y)
+{
+    for (size_t i = 0; i < y->n_anchors; i++)
+        free(y->anchors[i].name);
+    y->n_anchors = 0;
+}
+
+static int docs_start(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    int map = ev->type == YAML_MAPPING_START_EVENT;
+    const yaml_char_t *anchor =
+        map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+    struct docs_frame *f;
+    cJSON *node;
+    int rc;
+
+    if (docs_wants_key(y))
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       map ? "a mapping as a key" : "a sequence as a key");
+    if ((rc = docs_nest(y, 1, &ev->start_mark)) || (rc = docs_count(y, 1, &ev->start_mark)))
+        return rc;
+    if (!(node = map ? cJSON_CreateObject() : cJSON_CreateArray()))
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    if ((rc = docs_attach(y, node, 0, &ev->start_mark)))
+        return rc;
+    f = &y->stack[y->depth++];
+    memset(f, 0, sizeof(*f));
+    f->node = node;
+    f->nodes_at_start = y->nodes - 1;
+    f->mark = ev->start_mark;
+    return docs_anchor(y, anchor, node, &f->anchor, &ev->start_mark);
+}
+
+static int docs_key_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A key object holds twice, in *dup (NULL: none); sorted, so an object of
+ * many keys costs n log n. ERR_OK or ERR_NOMEM. */
+static int docs_duplicate_key(const cJSON *object, const char **dup)
+{
+    const char **keys;
+    size_t n = 0, i = 0;
+
+    *dup = NULL;
+    for (const cJSON *c = object->child; c; c = c->next)
+        n++;
+    if (n < 2)
+        return ERR_OK;
+    if (!(keys = malloc(n * sizeof(*keys))))
+        return ERR_NOMEM;
+    for (const cJSON *c = object->child; c; c = c->next)
+        keys[i++] = c->string;
+    qsort(keys, n, sizeof(*keys), docs_key_cmp);
+    for (i = 1; i < n && !*dup; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0)
+            *dup = keys[i]; /* points into object, which outlives the call */
+    free(keys);
+    return ERR_OK;
+}
+
+static int docs_unique_keys(struct docs_yaml *y, const struct docs_frame *f)
+{
+    const char *dup;
+    char what[160];
+
+    if (docs_duplicate_key(f->node, &dup) != ERR_OK)
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    if (!dup)
+        return ERR_OK;
+    snprintf(what, sizeof(what), "key \"%.64s\" twice in the mapping", dup);
+    return docs_at(y, ERR_FAIL, &f->mark, what);
+}
+
+static int docs_end(struct docs_yaml *y)
+{
+    struct docs_frame *f = docs_top(y);
+    struct docs_frame *parent;
+    size_t height = f->height + 1;
+    int rc = cJSON_IsObject(f->node) ? docs_unique_keys(y, f) : ERR_OK;
+
+    if (f->anchor) {
+        struct docs_anchor *a = &y->anchors[f->anchor - 1];
+
+        a->nodes = y->nodes - f->nodes_at_start;
+        a->height = height;
+        a->done = 1;
+    }
+    free(f->key);
+    y->depth--;
+    parent = docs_top(y);
+    if (parent && height > parent->height)
+        parent->height = height;
+    return rc;
+}
+
+static int docs_tag_is(const yaml_char_t *tag, const char *name)
+{
+    return tag && strncmp((const char *)tag, DOCS_TAG_PREFIX, strlen(DOCS_TAG_PREFIX)) == 0 &&
+           strcmp((const char *)tag + strlen(DOCS_TAG_PREFIX), name) == 0;
+}
+
+/* What a scalar event is: a string, or what its plain text or its
+ * !!int/!!float/!!bool/!!null tag resolves to. libyaml's values are
+ * NUL-terminated after their length (its string buffers are zero-filled and
+ * always keep room), which the string functions here rely on. */
+static int docs_classify(struct docs_yaml *y, const yaml_event_t *ev, struct docs_scalar *s)
+{
+    const yaml_char_t *tag = ev->data.scalar.tag;
+    const char *v = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    enum docs_kind want;
+    int rc;
+
+    memset(s, 0, sizeof(*s));
+    if (memchr(v, '\0', len))
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "a string holds NUL (\\0), which this tool cannot keep,");
+    if (docs_tag_is(tag, "binary"))
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "!!binary is not supported: give the base64 text as a plain string");
+    if (!tag && !ev->data.scalar.plain_implicit)
+        return ERR_OK; /* quoted, literal or folded */
+    want = docs_tag_is(tag, "int")     ? DOCS_K_INT
+           : docs_tag_is(tag, "float") ? DOCS_K_FLOAT
+           : docs_tag_is(tag, "bool")  ? DOCS_K_BOOL
+           : docs_tag_is(tag, "null")  ? DOCS_K_NULL
+                                       : DOCS_K_STR;
+    if (tag && want == DOCS_K_STR)
+        return ERR_OK; /* !!str, !!timestamp, !, !own: the text */
+    if ((rc = docs_resolve(v, len, s)))
+        return err_set(y->err, y->errlen, rc, "out of memory reading YAML");
+    if (s->kind == DOCS_K_NONFINITE)
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "NaN or an infinity, which JSON cannot hold (quote it for a string),");
+    if (want == DOCS_K_FLOAT && s->kind == DOCS_K_INT)
+        s->kind = DOCS_K_FLOAT;
+    if (tag && s->kind != want)
+        return docs_at(y, ERR_FAIL, &ev->start_mark, "a scalar that does not fit its tag");
+    return ERR_OK;
+}
+
+static int docs_set_key(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    const char *v = (const char *)ev->data.scalar.value;
+    struct docs_frame *f = docs_top(y);
+    struct docs_scalar s;
+    char num[32];
+    int rc;
+
+    if (ev->data.scalar.anchor)
+        return docs_at(y, ERR_FAIL, &ev->start_mark, "an anchor on a key is not supported");
+    if (!ev->data.scalar.tag && ev->data.scalar.plain_implicit && strcmp(v, "<<") == 0)
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "merge keys (<<) are not supported: write the keys out");
+    if ((rc = docs_classify(y, ev, &s)))
+        return rc;
+    if (s.kind == DOCS_K_NULL || s.kind == DOCS_K_FLOAT)
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       s.kind == DOCS_K_NULL ? "a null key" : "a number key (quote it)");
+    if (s.kind == DOCS_K_BOOL)
+        v = s.truth ? "true" : "false";
+    if (s.kind == DOCS_K_INT) {
+        snprintf(num, sizeof(num), "%s%llu", s.negative ? "-" : "", s.mag);
+        v = num;
+    }
+    if (!(f->key = strdup(v)))
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    return ERR_OK;
+}
+
+static cJSON *docs_node_of(const struct docs_scalar *s, const char *text)
+{
+    switch (s->kind) {
+    case DOCS_K_NULL: return cJSON_CreateNull();
+    case DOCS_K_BOOL: return cJSON_CreateBool(s->truth);
+    case DOCS_K_INT:
+    case DOCS_K_FLOAT: return cJSON_CreateNumber(s->num);
+    default: return cJSON_CreateString(text);
+    }
+}
+
+static int docs_scalar(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    struct docs_scalar s;
+    size_t index;
+    cJSON *node;
+    int rc;
+
+    if (docs_wants_key(y))
+        return docs_set_key(y, ev);
+    if ((rc = docs_classify(y, ev, &s)) || (rc = docs_count(y, 1, &ev->start_mark)))
+        return rc;
+    if (!(node = docs_node_of(&s, (const char *)ev->data.scalar.value)))
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    if ((rc = docs_attach(y, node, 0, &ev->start_mark)) ||
+        (rc = docs_anchor(y, ev->data.scalar.anchor, node, &index, &ev->start_mark)))
+        return rc;
+    if (index) {
+        y->anchors[index - 1].nodes = 1;
+        y->anchors[index - 1].height = 0;
+        y->anchors[index - 1].done = 1;
+    }
+    return ERR_OK;
+}
+
+/* An alias is a copy of its anchor's value, counted as the values it holds,
+ * before it is made. */
+static int docs_alias(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    const char *name = (const char *)ev->data.alias.anchor;
+    const struct docs_anchor *a = NULL;
+    char what[128];
+    cJSON *copy;
+    int rc;
+
+    for (size_t i = y->n_anchors; i > 0 && !a; i--)
+        if (strcmp(y->anchors[i - 1].name, name) == 0)
+            a = &y->anchors[i - 1];
+    snprintf(what, sizeof(what), "alias *%.64s", name);
+    if (!a)
+        return docs_at(y, ERR_FAIL, &ev->start_mark, strcat(what, " names no anchor before it"));
+    if (!a->done)
+        return docs_at(y, ERR_FAIL, &ev->start_mark, strcat(what, " is inside its own anchor"));
+    if (y->aliases == y->lim->aliases) {
+        snprintf(what, sizeof(what), "more than %zu aliases", y->lim->aliases);
+        return docs_at(y, ERR_TOO_BIG, &ev->start_mark, what);
+    }
+    y->aliases++;
+    if (docs_wants_key(y)) {
+        if (!cJSON_IsString(a->node))
+            return docs_at(y, ERR_FAIL, &ev->start_mark, strcat(what, " as a key is no string"));
+        if (!(docs_top(y)->key = strdup(a->node->valuestring)))
+            return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+        return ERR_OK;
+    }
+    if ((rc = docs_nest(y, a->height, &ev->start_mark)) ||
+        (rc = docs_count(y, a->nodes, &ev->start_mark)))
+        return rc;
+    if (!(copy = cJSON_Duplicate(a->node, 1)))
+        return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
+    return docs_attach(y, copy, a->height, &ev->start_mark);
+}
+
+static int docs_document_end(struct docs_yaml *y)
+{
+    cJSON *root = y->root;
+    int rc = ERR_OK;
+
+    y->root = NULL;
+    docs_drop_anchors(y);
+    /* An empty document (or one that is null): kubectl skips it. */
+    if (!root || cJSON_IsNull(root))
+        cJSON_Delete(root);
+    else if ((rc = docs_push(y->out, root, y->root_line)) != ERR_OK) {
+        cJSON_Delete(root);
+        rc = err_set(y->err, y->errlen, rc, "out of memory reading YAML");
+    }
+    return rc;
+}
+
+static int docs_event(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT: return docs_start(y, ev);
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT: return docs_end(y);
+    case YAML_SCALAR_EVENT: return docs_scalar(y, ev);
+    case YAML_ALIAS_EVENT: return docs_alias(y, ev);
+    case YAML_DOCUMENT_END_EVENT: return docs_document_end(y);
+    default: return ERR_OK; /* stream and document starts, the stream's end */
+    }
+}
+
+static int docs_read_yaml(struct docs *d, const char *text, size_t len,
+                          const struct docs_limits *lim, char *err, size_t errlen)
+{
+    struct docs_yaml y = {.lim = lim, .out = d, .err = err, .errlen = errlen};
+    yaml_event_t ev;
+    int rc = ERR_OK, done = 0;
+
+    if (!yaml_parser_initialize(&y.parser))
+        return err_set(err, errlen, ERR_NOMEM, "out of memory reading YAML");
+    y.stack = calloc(lim->depth ? lim->depth : 1, sizeof(*y.stack));
+    y.anchors = calloc(lim->aliases ? lim->aliases : 1, sizeof(*y.anchors));
+    if (!y.stack || !y.anchors) {
+        rc = err_set(err, errlen, ERR_NOMEM, "out of memory reading YAML");
+        goto out;
+    }
+    yaml_parser_set_input_string(&y.parser, (const unsigned char *)text, len);
+    while (rc == ERR_OK && !done) {
+        if (!yaml_parser_parse(&y.parser, &ev)) {
+            rc = docs_syntax(&y, text, len);
+            break;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        rc = docs_event(&y, &ev);
+        yaml_event_delete(&ev);
+    }
+out:
+    while (y.depth)
+        free(y.stack[--y.depth].key);
+    cJSON_Delete(y.root);
+    docs_drop_anchors(&y);
+    free(y.stack);
+    free(y.anchors);
+    yaml_parser_delete(&y.parser);
+    return rc;
+}
+
+/* ---- JSON in ---- */
+
+/* The values in v and its nesting (0 for a scalar). */
+static void docs_measure(const cJSON *v, size_t level, size_t *nodes, size_t *depth)
+{
+    (*nodes)++;
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
+        return;
+    if (level + 1 > *depth)
+        *depth = level + 1;
+    for (const cJSON *c = v->child; c; c = c->next)
+        docs_measure(c, level + 1, nodes, depth);
+}
+
+/* Each key once in every object of v, as for YAML; path says where v is
+ * (".spec.containers[0]"), for the message. */
+static int docs_json_unique(const cJSON *v, char *path, size_t pathlen, char *err, size_t errlen)
+{
+    size_t at = strlen(path), i = 0;
+    const char *dup;
+    int rc = ERR_OK;
+
+    if (cJSON_IsObject(v)) {
+        if (docs_duplicate_key(v, &dup) != ERR_OK)
+            return err_set(err, errlen, ERR_NOMEM, "out of memory reading JSON");
+        if (dup)
+            return err_set(err, errlen, ERR_FAIL, "key \"%.64s\" twice in the object at %s", dup,
+                           at ? path : "the top");
+    }
+    for (const cJSON *c = cJSON_IsObject(v) || cJSON_IsArray(v) ? v->child : NULL;
+         c && rc == ERR_OK; c = c->next, i++) {
+        if (cJSON_IsObject(v))
+            snprintf(path + at, pathlen - at, ".%.64s", c->string);
+        else
+            snprintf(path + at, pathlen - at, "[%zu]", i);
+        rc = docs_json_unique(c, path, pathlen, err, errlen);
+        path[at] = '\0';
+    }
+    return rc;
+}
+
+static int docs_read_json(struct docs *d, const char *text, size_t len,
+                          const struct docs_limits *lim, char *err, size_t errlen)
+{
+    struct jsoncheck_result chk;
+    size_t line, column, nodes = 0, depth = 0;
+    char why[128], path[256];
+    cJSON *v;
+    int rc;
+
+    if (jsoncheck_text(text, len, &chk)) {
+        jsoncheck_describe_text(&chk, text, len, why, sizeof(why));
+        return err_set(err, errlen, ERR_FAIL, "not valid JSON: %s", why);
+    }
+    if (chk.first_nul != JSONCHECK_NONE) {
+        jsoncheck_line_column(text, len, chk.first_nul, &line, &column);
+        return err_set(err, errlen, ERR_FAIL,
+                       "a string holds \\u0000 at line %zu, column %zu, which this tool cannot "
+                       "keep",
+                       line, column);
+    }
+    /* Strict JSON cJSON cannot read: out of memory, or a number longer than
+     * the 63 characters cJSON 1.7.15 reads. */
+    if (!(v = cJSON_ParseWithLength(text, len)))
+        return err_set(err, errlen, ERR_FAIL,
+                       "the JSON parser cannot read the input: out of memory, or a number "
+                       "longer than 63 characters");
+    docs_measure(v, 0, &nodes, &depth);
+    if (depth > lim->depth || nodes > lim->nodes) {
+        cJSON_Delete(v);
+        return depth > lim->depth
+                   ? err_set(err, errlen, ERR_TOO_BIG, "JSON nested deeper than %zu", lim->depth)
+                   : err_set(err, errlen, ERR_TOO_BIG, "JSON of more than %zu values", lim->nodes);
+    }
+    path[0] = '\0';
+    if ((rc = docs_json_unique(v, path, sizeof(path), err, errlen)) != ERR_OK || cJSON_IsNull(v)) {
+        cJSON_Delete(v);
+        return rc;
+    }
+    if ((rc = docs_push(d, v, 1)) != ERR_OK) {
+        cJSON_Delete(v);
+        return err_set(err, errlen, rc, "out of memory reading JSON");
+    }
+    return ERR_OK;
+}
+
+int docs_read(struct docs *d, const char *text, size_t len, const struct docs_limits *lim,
+              char *err, size_t errlen)
+{
+    size_t i = 0;
+    int rc;
+
+    if (!lim)
+        lim = &docs_limits_default;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+        i++;
+    d->format = i < len && (text[i] == '{' || text[i] == '[') ? DOCS_JSON : DOCS_YAML;
+    rc = d->format == DOCS_JSON ? docs_read_json(d, text, len, lim, err, errlen)
+                                : docs_read_yaml(d, text, len, lim, err, errlen);
+    if (rc != ERR_OK) {
+        enum docs_format f = d->format;
+
+        docs_free(d);
+        d->format = f;
+    }
+    return rc;
+}
+
+cJSON *docs_list_items(const cJSON *doc, char *kind, size_t kindlen)
+{
+    const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "kind"));
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(doc, "items");
+    size_t n = k ? strlen(k) : 0;
+
+    if (n < 4 || strcmp(k + n - 4, "List") != 0 || !cJSON_IsArray(items))
+        return NULL;
+    snprintf(kind, kindlen, "%.*s", (int)(n - 4), k);
+    return items;
+}
+
+/* ---- out ---- */
+
+struct docs_sink {
+    struct dynbuf *b;
+    int rc;
+};
+
+static int docs_sink_write(void *data, unsigned char *buf, size_t size)
+{
+    struct docs_sink *s = data;
+
+    s->rc = dynbuf_add(s->b, buf, size);
+    return s->rc == ERR_OK;
+}
+
+/* 1 when s written plain would be read back as something other than this
+ * string: by the rules above, or as YAML 1.1 readers (PyYAML) read a
+ * timestamp or a base-60 number ("1:20"), "=" or "<<". */
+static int docs_needs_quotes(const char *s)
+{
+    struct docs_scalar r;
+    size_t len = strlen(s);
+    const char *p = s + (*s == '+' || *s == '-');
+
+    if (docs_resolve(s, len, &r) != ERR_OK || r.kind != DOCS_K_STR)
+        return 1;
+    if (strcmp(s, "=") == 0 || strcmp(s, "<<") == 0)
+        return 1;
+    if (*p >= '0' && *p <= '9' && strspn(p, "0123456789_:.+-eE") == strlen(p) && strchr(p, ':'))
+        return 1;
+    return len >= 5 && strspn(s, "0123456789") == 4 && s[4] == '-';
+}
+
+/* Like cJSON_Print: 15 digits, or 17 when 15 do not read back the same. */
+static void docs_number_text(double v, char *out, size_t outlen)
+{
+    if (!isfinite(v)) {
+        snprintf(out, outlen, "null");
+        return;
+    }
+    snprintf(out, outlen, "%1.15g", v);
+    if (strtod(out, NULL) != v)
+        snprintf(out, outlen, "%1.17g", v);
+}
+
+static int docs_emit_scalar(yaml_emitter_t *e, const char *text, yaml_scalar_style_t style)
+{
+    yaml_event_t ev;
+
+    return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text), 1,
+                                        1, style) &&
+           yaml_emitter_emit(e, &ev);
+}
+
+static int docs_emit_string(yaml_emitter_t *e, const char *s, int key)
+{
+    yaml_scalar_style_t style = docs_needs_quotes(s)      ? YAML_DOUBLE_QUOTED_SCALAR_STYLE
+                                : !key && strchr(s, '\n') ? YAML_LITERAL_SCALAR_STYLE
+                                                          : YAML_ANY_SCALAR_STYLE;
+
+    return docs_emit_scalar(e, s, style);
+}
+
+/* Returns 1, or 0 when the emitter failed (it says why). */
+static int docs_emit_value(yaml_emitter_t *e, const cJSON *v)
+{
+    char num[32];
+    yaml_event_t ev;
+    int ok;
+
+    if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+        int map = cJSON_IsObject(v);
+
+        ok = map ? yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                                       v->child ? YAML_BLOCK_MAPPING_STYLE
+                                                                : YAML_FLOW_MAPPING_STYLE)
+                 : yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+                                                        v->child ? YAML_BLOCK_SEQUENCE_STYLE
+                                                                 : YAML_FLOW_SEQUENCE_STYLE);
+        ok = ok && yaml_emitter_emit(e, &ev);
+        for (const cJSON *c = v->child; ok && c; c = c->next)
+            ok = (!map || docs_emit_string(e, c->string, 1)) && docs_emit_value(e, c);
+        ok = ok && (map ? yaml_mapping_end_event_initialize(&ev)
+                        : yaml_sequence_end_event_initialize(&ev));
+        return ok && yaml_emitter_emit(e, &ev);
+    }
+    if (cJSON_IsString(v))
+        return docs_emit_string(e, v->valuestring, 0);
+    if (cJSON_IsNumber(v))
+        docs_number_text(v->valuedouble, num, sizeof(num));
+    else
+        snprintf(num, sizeof(num), "%s",
+                 cJSON_IsTrue(v)    ? "true"
+                 : cJSON_IsFalse(v) ? "false"
+                                    : "null");
+    return docs_emit_scalar(e, num, YAML_PLAIN_SCALAR_STYLE);
+}
+
+static int docs_write_yaml(struct dynbuf *out, const cJSON *v, char *err, size_t errlen)
+{
+    struct docs_sink sink = {out, ERR_OK};
+    yaml_emitter_t e;
+    yaml_event_t ev;
+    int ok;
+
+    if (!yaml_emitter_initialize(&e))
+        return err_set(err, errlen, ERR_NOMEM, "out of memory writing YAML");
+    yaml_emitter_set_output(&e, docs_sink_write, &sink);
+    yaml_emitter_set_unicode(&e, 1);
+    yaml_emitter_set_indent(&e, 2);
+    yaml_emitter_set_width(&e, -1); /* never fold a long value */
+    ok = yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&e, &ev);
+    ok = ok && yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) &&
+         yaml_emitter_emit(&e, &ev);
+    ok = ok && docs_emit_value(&e, v);
+    ok = ok && yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&e, &ev);
+    ok = ok && yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&e, &ev);
+    ok = ok && yaml_emitter_flush(&e);
+    if (!ok) {
+        int rc = sink.rc != ERR_OK ? sink.rc : e.error == YAML_MEMORY_ERROR ? ERR_NOMEM : ERR_FAIL;
+
+        /* e.problem is static text, but yaml_emitter_delete() clears e. */
+        err_set(err, errlen, rc, "cannot write YAML: %s",
+                rc == ERR_FAIL && e.problem ? e.problem : err_name(rc));
+        yaml_emitter_delete(&e);
+        return rc;
+    }
+    yaml_emitter_delete(&e);
+    return ERR_OK;
+}
+
+int docs_write(struct dynbuf *out, const cJSON *v, enum docs_format format, char *err,
+               size_t errlen)
+{
+    size_t was = dynbuf_len(out);
+    char *text;
+    int rc;
+
+    if (format == DOCS_YAML) {
+        rc = docs_write_yaml(out, v, err, errlen);
+    } else if (!(text = cJSON_Print(v))) {
+        rc = err_set(err, errlen, ERR_NOMEM, "out of memory writing JSON");
+    } else {
+        rc = dynbuf_addstr(out, text);
+        rc = rc ? rc : dynbuf_addc(out, '\n');
+        free(text);
+        if (rc)
+            err_set(err, errlen, rc, "cannot write JSON: %s", err_name(rc));
+    }
+    if (rc != ERR_OK)
+        dynbuf_truncate(out, was);
+    return rc;
+}
