@@ -263,6 +263,16 @@ static int review_check_json(const char *body, size_t len, struct jsoncheck_resu
     return -1;
 }
 
+/* The status for a response that was written (rc 0) or could not be: 500,
+ * with the reason in out instead. */
+static int review_status_of_write(int rc, struct dynbuf *out)
+{
+    if (rc == ERR_OK)
+        return 200;
+    review_bad(out, rc == ERR_NOMEM ? "out of memory" : "response too large");
+    return 500;
+}
+
 /* Reads and checks the envelope: 0 with *root and env set, or the HTTP
  * status (400, 500) with the reason in out. *root is the caller's to free,
  * either way. */
@@ -311,9 +321,7 @@ int review_handle(const char *body, size_t len, const struct profiles *ps,
         goto out;
     utf8_shorten(env.uid, sizeof(sum->uid) - 1, sum->uid, sizeof(sum->uid));
     rc = review_answer(&env, ps, hooks, opts, out, sum);
-    status = rc ? 500 : 200;
-    if (rc)
-        review_bad(out, rc == ERR_NOMEM ? "out of memory" : "response too large");
+    status = review_status_of_write(rc, out);
 out:
     arena_json_delete(root);
     dynbuf_free(&uid_buf);
@@ -411,9 +419,7 @@ int review_handle_profiles(const char *body, size_t len, const char *key, struct
     v->allowed = dynbuf_len(&problems) == 0;
     review_copy(v->problems, sizeof(v->problems), dynbuf_ptr(&problems));
     rc = review_write_verdict(out, &env, v->allowed ? NULL : dynbuf_ptr(&problems));
-    status = rc ? 500 : 200;
-    if (rc)
-        review_bad(out, rc == ERR_NOMEM ? "out of memory" : "response too large");
+    status = review_status_of_write(rc, out);
 out:
     arena_json_delete(root);
     dynbuf_free(&uid_buf);

@@ -318,6 +318,24 @@ static void server_count(struct server *s, const struct review_summary *sum, lon
 }
 
 /* The whole body is in: answer the review with the current profiles. */
+/* Sends a review's answer: the JSON for 200; otherwise the reason, logged
+ * with what, as one line of text. out is taken over. */
+static enum MHD_Result server_reply_review(struct server *s, struct MHD_Connection *conn,
+                                           int status, struct dynbuf *out, const char *what)
+{
+    size_t len;
+
+    if (status != MHD_HTTP_OK) {
+        log_msg(s->log, LOG_WARN, what, "reason", dynbuf_ptr(out));
+        dynbuf_addc(out, '\n');
+    }
+    len = out->len;
+    return server_reply_buf(s, conn, (unsigned)status,
+                            status == MHD_HTTP_OK ? "application/json"
+                                                  : "text/plain; charset=utf-8",
+                            dynbuf_steal(out), len);
+}
+
 static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *conn,
                                     struct server_request *req)
 {
@@ -327,7 +345,6 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     struct arena arena;
     struct review_summary sum;
     struct dynbuf out;
-    size_t len;
     int status;
 
     if (!snap)
@@ -351,22 +368,9 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
         server_count(s, &sum, ns);
         if (!sum.ignored)
             server_log_admission(s, &sum, ns / 1000);
-    } else {
-        log_msg(s->log, LOG_WARN, "bad admission request", "reason", dynbuf_ptr(&out));
-        dynbuf_addc(&out, '\n');
     }
-    len = out.len;
-    return server_reply_buf(s, conn, (unsigned)status,
-                            status == MHD_HTTP_OK ? "application/json"
-                                                  : "text/plain; charset=utf-8",
-                            dynbuf_steal(&out), len);
+    return server_reply_review(s, conn, status, &out, "bad admission request");
 }
-
-/* The request's Transfer-Encoding fields, as framing_check() takes them. */
-struct server_te {
-    const char *values[FRAMING_MAX_FIELDS];
-    size_t n;
-};
 
 static void server_log_verdict(struct server *s, const struct review_verdict *v)
 {
@@ -391,7 +395,6 @@ static enum MHD_Result server_validate_profiles(struct server *s, struct MHD_Con
     struct review_verdict v;
     struct dynbuf out;
     struct arena arena;
-    size_t len;
     int status;
 
     dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
@@ -403,16 +406,15 @@ static enum MHD_Result server_validate_profiles(struct server *s, struct MHD_Con
     if (status == MHD_HTTP_OK) {
         atomic_fetch_add(&s->metrics.profile_reviews[v.allowed ? 0 : 1], 1);
         server_log_verdict(s, &v);
-    } else {
-        log_msg(s->log, LOG_WARN, "bad profiles review request", "reason", dynbuf_ptr(&out));
-        dynbuf_addc(&out, '\n');
     }
-    len = out.len;
-    return server_reply_buf(s, conn, (unsigned)status,
-                            status == MHD_HTTP_OK ? "application/json"
-                                                  : "text/plain; charset=utf-8",
-                            dynbuf_steal(&out), len);
+    return server_reply_review(s, conn, status, &out, "bad profiles review request");
 }
+
+/* The request's Transfer-Encoding fields, as framing_check() takes them. */
+struct server_te {
+    const char *values[FRAMING_MAX_FIELDS];
+    size_t n;
+};
 
 static enum MHD_Result server_te_field(void *cls, enum MHD_ValueKind kind, const char *key,
                                        const char *value)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,17 +151,10 @@ func TestRunTimeDetection(t *testing.T) {
 		t.Fatalf("the webhook did not log the Deployment's image %q as its detect image", image)
 	}
 	ns := newNamespace(t, nil)
-	cm := profilesConfigMap(t)
-	original := cm.Data["profiles.json"]
-	t.Cleanup(func() {
-		applyProfiles(t, cm, original)
-		waitFor(t, 10*time.Second, "the shipped profiles to serve again", func() (bool, string) {
-			return dryRunInit(t, ns) == nil, "the init container is still added"
-		})
-	})
-	applyProfiles(t, cm, withDetect(t, original))
-	waitFor(t, 10*time.Second, "the profiles with detect in the next pod", func() (bool, string) {
+	serveProfiles(t, ns, withDetect(t, profilesConfigMap(t).Data["profiles.json"]), func() (bool, string) {
 		return dryRunInit(t, ns) != nil, "no init container yet"
+	}, func() (bool, string) {
+		return dryRunInit(t, ns) == nil, "the init container is still added"
 	})
 
 	mustKubectl(t, jobYAML("detect", 8, ""), "apply", "-n", ns, "-f", "-")

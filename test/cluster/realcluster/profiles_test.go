@@ -51,6 +51,29 @@ func applyProfiles(t testing.TB, cm *corev1.ConfigMap, text string) {
 	mustKubectl(t, profilesDoc(t, cm, text), "apply", "-f", "-")
 }
 
+// serveProfiles applies text as the profiles for the rest of the test, and
+// the version serving before it afterwards: each waits until ready(),
+// probing in namespace ns, says the wanted version serves.
+func serveProfiles(t *testing.T, ns, text string, ready, restored func() (bool, string)) {
+	t.Helper()
+	cm := profilesConfigMap(t)
+	original := cm.Data["profiles.json"]
+	t.Cleanup(func() {
+		applyProfiles(t, cm, original)
+		waitFor(t, 10*time.Second, "the shipped profiles to serve again", restored)
+	})
+	applyProfiles(t, cm, text)
+	waitFor(t, 10*time.Second, "the new profiles to serve", ready)
+}
+
+// shippedServing is serveProfiles' restored for the shipped profiles.
+func shippedServing(t testing.TB, ns string) func() (bool, string) {
+	return func() (bool, string) {
+		got := dryRunHCA(t, ns)
+		return got == hca8, got
+	}
+}
+
 // withHCA returns the profiles text with roce-8card's hca list replaced.
 func withHCA(t testing.TB, text string, hca []string) string {
 	t.Helper()
@@ -92,10 +115,7 @@ func TestProfilesEditedWithKubectl(t *testing.T) {
 	original := cm.Data["profiles.json"]
 	t.Cleanup(func() {
 		applyProfiles(t, cm, original)
-		waitFor(t, 10*time.Second, "the shipped profiles to serve again", func() (bool, string) {
-			got := dryRunHCA(t, ns)
-			return got == hca8, got
-		})
+		waitFor(t, 10*time.Second, "the shipped profiles to serve again", shippedServing(t, ns))
 	})
 
 	applyProfiles(t, cm, withHCA(t, original, []string{"mlx5_21", "mlx5_22"}))

@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -26,20 +25,10 @@ func useMixedProfiles(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := profilesConfigMap(t)
-	original := cm.Data["profiles.json"]
-	t.Cleanup(func() {
-		applyProfiles(t, cm, original)
-		waitFor(t, 10*time.Second, "the shipped profiles to serve again", func() (bool, string) {
-			got := dryRunHCA(t, ns)
-			return got == hca8, got
-		})
-	})
-	applyProfiles(t, cm, string(text))
-	waitFor(t, 10*time.Second, "the mixed-cluster profiles to serve", func() (bool, string) {
+	serveProfiles(t, ns, string(text), func() (bool, string) {
 		got := dryRunHCA(t, ns)
 		return got == mixedHCAH100, got
-	})
+	}, shippedServing(t, ns))
 }
 
 // withNodeAffinity requires the node's GPU product to be one of products.
