@@ -45,6 +45,7 @@ bodybuf 2
 certs 2
 cmwatch 2
 connguard 2
+events 2
 filewatch 2
 framing 2
 fsutil 2

@@ -248,6 +248,11 @@ func TestDeploymentManifest(t *testing.T) {
 		t.Errorf("serviceAccountName %q, expected %q", sa, webhookName)
 	}
 	findObject(t, objs, "ServiceAccount", webhookName)
+	// The Events' reportingInstance: the pod's name, from the downward API.
+	wantEnv := []interface{}{obj{"name": "POD_NAME", "valueFrom": obj{"fieldRef": obj{"fieldPath": "metadata.name"}}}}
+	if !jsonEqual(normalize(c["env"]), normalize(wantEnv)) {
+		t.Errorf("container env %s, expected %s", compact(c["env"]), compact(wantEnv))
+	}
 
 	ports := containerPorts(c)
 	if ports["https"] != 8443 || ports["metrics"] != 9090 {
@@ -575,10 +580,15 @@ func TestRBACLeastPrivilege(t *testing.T) {
 						t.Errorf("%s: wildcard in %v", objKey(o), r)
 					}
 				}
+				// The one write: Events (events.k8s.io), create and patch.
+				events := sameStrings(r.groups, []string{"events.k8s.io"}) && sameStrings(r.resources, []string{"events"})
 				for _, v := range r.verbs {
-					if v != "get" && v != "list" && v != "watch" {
-						t.Errorf("%s: write verb %q", objKey(o), v)
+					if v != "get" && v != "list" && v != "watch" && !(events && (v == "create" || v == "patch")) {
+						t.Errorf("%s: write verb %q in %+v", objKey(o), v, r)
 					}
+				}
+				if events && !sameStrings(r.verbs, []string{"create", "patch"}) {
+					t.Errorf("%s: Events need exactly create and patch, got %v", objKey(o), r.verbs)
 				}
 				if contains(r.resources, "secrets") {
 					t.Errorf("%s: grants secrets", objKey(o))
@@ -592,14 +602,16 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		t.Errorf("Role: expected one rule, get/list/watch configmaps by one resourceName; got %+v", rs)
 	}
 	cr := findObject(t, objs, "ClusterRole", "")
-	want := map[string][]string{"nodes": {"get"}, "configmaps": {"get"}}
+	want := map[string][]string{"/nodes": {"get"}, "/configmaps": {"get"}, "events.k8s.io/events": {"create", "patch"}}
 	got := map[string][]string{}
 	for _, r := range rulesOf(cr) {
 		if len(r.names) != 0 {
 			continue
 		}
-		for _, res := range r.resources {
-			got[res] = append(got[res], r.verbs...)
+		for _, g := range r.groups {
+			for _, res := range r.resources {
+				got[g+"/"+res] = append(got[g+"/"+res], r.verbs...)
+			}
 		}
 	}
 	if !jsonEqual(normalize(want), normalize(got)) {
@@ -687,7 +699,9 @@ func TestWebhookConfiguration(t *testing.T) {
 		}
 		for field, want := range map[string]interface{}{
 			"admissionReviewVersions": []interface{}{"v1"},
-			"sideEffects":             "None",
+			// An Event is written for an admission with warnings, never
+			// for a dry run.
+			"sideEffects":             "NoneOnDryRun",
 			"failurePolicy":           "Ignore",
 			"matchPolicy":             "Equivalent",
 			"reinvocationPolicy":      "IfNeeded",
