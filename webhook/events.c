@@ -700,7 +700,7 @@ int events_report(struct events *ev, const struct review_summary *sum)
     struct events_item it;
 
     assert(ev->magic == EVENTS_MAGIC);
-    if (sum->ignored || sum->dry_run || sum->warning_texts.n == 0)
+    if (sum->ignored || sum->dry_run || sum->called_again || sum->warning_texts.n == 0)
         return ERR_OK;
     events_item_fill(&it, sum);
     pthread_mutex_lock(&ev->mu);

@@ -13,7 +13,9 @@
  * A full queue drops the report and counts it. Admissions without warnings,
  * requests that were not a Pod CREATE, and dryRun requests report nothing:
  * a dry run must have no side effects (the webhook configuration says
- * sideEffects: NoneOnDryRun).
+ * sideEffects: NoneOnDryRun). Nor does a call for a pod the webhook has
+ * mutated already (a reinvocation, or its second webhook entry): the first
+ * call reported, and one pod counts once.
  *
  * Aggregation: reports with the same regarding object, reason and warnings
  * (the note without the pod's name) are one Event while each comes within

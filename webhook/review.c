@@ -151,6 +151,8 @@ static void review_summarize_request(const cJSON *req, const cJSON *object,
     review_copy(sum->namespace_, sizeof(sum->namespace_),
                 cJSON_GetStringValue(podjson_member(req, "namespace")));
     sum->dry_run = cJSON_IsTrue(podjson_member(req, "dryRun"));
+    sum->called_again =
+        podjson_member(podjson_member(meta, "annotations"), MUTATE_ANNOTATION_INJECTED) != NULL;
     review_summarize_owner(meta, &sum->owner);
     review_copy(sum->replica_type, sizeof(sum->replica_type),
                 cJSON_GetStringValue(podjson_member(labels, "training.kubeflow.org/replica-type")));

@@ -32,8 +32,12 @@ struct review_summary {
     char uid[80];
     char namespace_[64];
     char name[256];
-    int name_generated;        /* name is metadata.generateName: the pod's own is not known yet */
-    int dry_run;               /* request.dryRun: nothing may be written for it */
+    int name_generated; /* name is metadata.generateName: the pod's own is not known yet */
+    int dry_run;        /* request.dryRun: nothing may be written for it */
+    /* The pod carries rdma-webhook.io/injected already: an earlier call for
+     * this admission mutated it (a reinvocation, or the second webhook
+     * entry), and that call reported its warnings. */
+    int called_again;
     int ignored;               /* not a Pod CREATE: only uid is filled */
     enum mutate_reason reason; /* the outcome is mutate_reason_outcome(reason) */
     char profile[64];          /* "" when none; a copy, so it outlives the snapshot */

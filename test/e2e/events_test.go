@@ -175,6 +175,30 @@ func TestEventsNotForDryRun(t *testing.T) {
 	}
 }
 
+// TestEventsOncePerPod: the apiserver calls the webhook again for a pod it
+// mutated (reinvocation, or the second webhook entry); that call's warnings
+// are the first call's, and the pod counts once.
+func TestEventsOncePerPod(t *testing.T) {
+	a := startFakeAPI(t)
+	in := startLookupInstance(t, a)
+	octal := jobPod("again", "master", 0, 8)
+	c := pathArr(octal, "spec", "containers")[0].(obj)
+	c["env"] = append(c["env"].([]interface{}), obj{"name": "NCCL_IB_TIMEOUT", "value": "022"})
+	first := in.admit(t, octal)
+	second := in.admit(t, first.patched)
+	if first.rr.patch == nil || second.rr.patch != nil || len(second.rr.warnings) == 0 {
+		t.Fatalf("the test needs a mutation, then a call again with no patch and warnings: %s / %s %q",
+			first.rr.patch, second.rr.patch, second.rr.warnings)
+	}
+	if got := in.metric(t, "rdma_webhook_event_reports_total"); got != "1" {
+		t.Errorf("rdma_webhook_event_reports_total after a pod and its call again: expected 1, got %q", got)
+	}
+	a.waitRequest(t, 0, eventWithin, "the Event", isKind("create-event"))
+	if ev := eventBodies(t, a, 0, "create-event")[0]; ev["reason"] != "MutatedWithWarnings" {
+		t.Errorf("the Event's reason %v, expected the first call's MutatedWithWarnings", ev["reason"])
+	}
+}
+
 // TestEventsAggregated: 40 workers of one job with the same warning make one
 // Event counting 40, and 3 of another job one counting 3; a few requests in
 // all, every patch a merge patch of the series alone.

@@ -2,8 +2,9 @@
  * Unit tests for webhook/events.c, with a fake API behind the queue and a
  * fake clock for the window and the patch gap (events_config's edges): the
  * Event's JSON (regarding the owner or the Namespace, the note naming the
- * pod and its replica, the API's required fields and limits); dry runs and
- * admissions without warnings report nothing; a full queue drops and counts
+ * pod and its replica, the API's required fields and limits); dry runs,
+ * admissions without warnings and second calls for a mutated pod report
+ * nothing; a full queue drops and counts
  * without blocking; reports within the window are one Event whose series is
  * patched no more often than the patch gap, a burst queued before the first
  * request is created with its series, and a report after the window makes a
@@ -31,12 +32,12 @@
 #define WAIT_MS   5000 /* the most a test waits for the sender to get somewhere */
 #define PATCH_MS  2000 /* on the fake clock */
 #define WINDOW_MS 60000
-#define MAX_CALLS 64
+#define MAX_CALLS (EVENTS_SERIES_MAX + 64)
 
 struct call {
     char method[8];
     char path[640];
-    char body[16384];
+    char body[4096];
     long timeout_ms;
 };
 
@@ -372,19 +373,22 @@ TEST(test_note_is_cut_to_the_api_limit_on_a_character)
     events_stop(&ev, 1000, NULL);
 }
 
+/* Nor does a second call for a pod the webhook mutated already. */
 TEST(test_dry_run_and_no_warnings_report_nothing)
 {
     struct events *ev = start(0);
     struct review_summary dry = job_pod(0, W_OCTAL), quiet = job_pod(1, W_OCTAL),
-                          other = job_pod(2, W_OCTAL);
+                          other = job_pod(2, W_OCTAL), again = job_pod(3, W_OCTAL);
     struct events_stats st;
 
     dry.dry_run = 1;
     quiet.warnings = quiet.warning_texts.n = 0;
     other.ignored = 1;
+    again.called_again = 1;
     assert_int_equal(events_report(ev, &dry), ERR_OK);
     assert_int_equal(events_report(ev, &quiet), ERR_OK);
     assert_int_equal(events_report(ev, &other), ERR_OK);
+    assert_int_equal(events_report(ev, &again), ERR_OK);
     events_stop(&ev, 1000, &st);
     assert_int_equal(st.reported, 0);
     assert_int_equal(api_calls(), 0);
@@ -632,6 +636,34 @@ TEST(test_stop_gives_up_within_its_bound_and_counts_the_dropped)
     events_stop(&ev, 300, NULL);
 }
 
+/* Past EVENTS_SERIES_MAX Events followed at once, a new one ends the series
+ * of the one seen longest ago: that one's next report makes a new Event. */
+TEST(test_a_full_table_ends_the_oldest_series)
+{
+    struct events *ev = start(EVENTS_SERIES_MAX + 8);
+    struct review_summary s;
+    struct events_stats st;
+    char w[32];
+
+    for (int i = 0; i <= EVENTS_SERIES_MAX; i++) {
+        snprintf(w, sizeof(w), "warning %d", i);
+        s = job_pod(i, w);
+        advance_ms(1);
+        assert_int_equal(events_report(ev, &s), ERR_OK);
+    }
+    wait_calls(EVENTS_SERIES_MAX + 1);
+    /* "warning 0" made room for the last one: it is new again. */
+    s = job_pod(0, "warning 0");
+    assert_int_equal(events_report(ev, &s), ERR_OK);
+    wait_calls(EVENTS_SERIES_MAX + 2);
+    events_stop(&ev, 1000, &st);
+    assert_int_equal(st.created, EVENTS_SERIES_MAX + 2);
+    assert_int_equal(st.aggregated, 0);
+    assert_int_equal(st.patched, 0);
+    assert_string_equal(api.calls[EVENTS_SERIES_MAX + 1].method, "POST");
+    assert_contains(api.calls[EVENTS_SERIES_MAX + 1].body, "warning 0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,6 +684,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_failure_is_counted_logged_once_and_retried_with_a_new_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_full_table_ends_the_oldest_series, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_sends_what_is_queued_and_due, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_gives_up_within_its_bound_and_counts_the_dropped,
                                         setup, teardown),

@@ -403,6 +403,7 @@ TEST(test_summary_for_an_event)
                                                                       ",'controller':true") "]"))));
     assert_false(R.sum.dry_run);
     assert_false(R.sum.name_generated);
+    assert_false(R.sum.called_again);
     assert_string_equal(R.sum.owner.api_version, "kubeflow.org/v1");
     assert_string_equal(R.sum.owner.kind, "PyTorchJob");
     assert_string_equal(R.sum.owner.name, "bert");
@@ -412,6 +413,15 @@ TEST(test_summary_for_an_event)
     assert_int_equal(R.sum.warning_texts.n, R.sum.warnings);
     assert_int_equal(R.sum.warnings, 1);
     assert_contains(R.sum.warning_texts.text[0], "no RDMA profile matches");
+}
+
+/* A pod that carries the webhook's annotation has been through it. */
+TEST(test_summary_of_a_call_again)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod",
+                          "{'metadata':{'name':'p','annotations':{'rdma-webhook.io/injected':"
+                          "'roce-8card'}},'spec':{'containers':[]}}")));
+    assert_true(R.sum.called_again);
 }
 
 /* No controller, or one that lacks a field: no owner (never half of one). */
@@ -729,6 +739,7 @@ int main(void)
         T_(test_dry_run_is_handled_like_any_request),
         T_(test_summary_for_an_event),
         T_(test_summary_without_a_usable_owner),
+        T_(test_summary_of_a_call_again),
         T_(test_summary_of_a_mutation),
         T_(test_summary_name_from_generate_name),
         T_(test_summary_name_cut_keeps_utf8_whole),
