@@ -46,6 +46,7 @@ certs 2
 cmwatch 2
 connguard 2
 docs 2
+events 2
 filewatch 2
 framing 2
 fsutil 2

@@ -3,6 +3,7 @@
 #include "arena.h"
 #include "cmd_serve_flags.h"
 #include "cmwatch.h"
+#include "events.h"
 #include "filewatch.h"
 #include "kubeapi.h"
 #include "logq.h"
@@ -30,6 +31,9 @@
 #define CMD_SERVE_DETECT_TRY_MS  10000L
 #define CMD_SERVE_DETECT_GET_MS  3000L
 #define CMD_SERVE_DEPLOYMENT_MAX (4u << 20)
+/* How long an exit sends the Events still queued: within the Deployment's
+ * terminationGracePeriodSeconds after preStop and --shutdown-grace. */
+#define CMD_SERVE_EVENTS_STOP_MS 2000u
 
 /* The serve command's whole state: the log and the profiles store that
  * everything shares, the server, and the profiles' source. */
@@ -41,6 +45,7 @@ struct cmd_serve_app {
     struct cmwatch *cmwatch; /* from a ConfigMap */
     struct kubeapi api;
     struct lookups *lookups;
+    struct events *events;                /* NULL: no API, or the queue could not be made */
     const char *profiles_path;            /* NULL with a ConfigMap */
     struct store_source profiles_src;     /* the file at profiles_path */
     char detect_image[CMD_IMAGE_MAX + 1]; /* read by --detect-image-from-deployment */
@@ -93,6 +98,16 @@ static void cmd_serve_wait_signals(struct cmd_serve_app *app, const sigset_t *se
     }
 }
 
+/* Events are an extra: without them the webhook serves as before. */
+static void cmd_serve_start_events(struct cmd_serve_app *app)
+{
+    struct events_config ec = {0};
+    char err[ERR_LEN] = "";
+
+    if (events_init(&app->events, &app->api, &app->log, &ec, err, sizeof(err)) != ERR_OK)
+        log_msg(&app->log, LOG_WARN, "no Events for warnings", "error", err);
+}
+
 /* The API client, when there is an API: flags, or the pod's service account. */
 static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
                                char *err, size_t errlen)
@@ -103,14 +118,19 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
                                 .configmap_ttl_s = o->configmap_cache_s};
 
     if (o->no_kube_api ||
-        (!o->kube_api && !in_cluster && !o->profiles_configmap && !o->detect_deployment))
+        (!o->kube_api && !in_cluster && !o->profiles_configmap && !o->detect_deployment)) {
+        log_msg(&app->log, LOG_INFO,
+                "no Kubernetes API: no Events for warnings (pass --kube-api, or run in a cluster)",
+                NULL, NULL);
         return 0;
+    }
     if (o->kube_api
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
             : kubeapi_init_in_cluster(&app->api, err, errlen))
         return -1;
     if (lookups_init(&app->lookups, &app->api, &lc, err, errlen) != ERR_OK)
         return -1;
+    cmd_serve_start_events(app);
     return 0;
 }
 
@@ -250,7 +270,8 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
     }
     cmd_serve_detect_image(app, o, &cfg);
     if (cmd_serve_start_profiles(app, o, err, sizeof(err)) ||
-        server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, err, sizeof(err)) ||
+        server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, app->events, err,
+                    sizeof(err)) ||
         server_start(app->srv, err, sizeof(err))) {
         log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
         goto out;
@@ -260,6 +281,8 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
     rc = 0;
 out:
     server_stop(&app->srv);
+    /* No admission runs now: what they reported goes out, within a bound. */
+    events_stop(&app->events, CMD_SERVE_EVENTS_STOP_MS, NULL);
     filewatch_stop(&app->watch);
     cmwatch_stop(&app->cmwatch);
     lookups_stop(&app->lookups);

@@ -55,9 +55,22 @@ int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen)
     return kubeapi_init(k, url, KUBEAPI_SA_DIR "/ca.crt", KUBEAPI_SA_DIR "/token", err, errlen);
 }
 
-/* The Authorization header, from the token file as it is now, into *out. */
-static int kubeapi_headers(const struct kubeapi *k, struct curl_slist **out, char *err,
-                           size_t errlen)
+/* A body's headers after the others: its type, and no "Expect:
+ * 100-continue" (curl's default past 1 KiB), which costs a round trip for a
+ * body the apiserver reads at once. NULL when out of memory (list stays
+ * whole, for the caller to free). */
+static struct curl_slist *kubeapi_body_headers(struct curl_slist *list, const char *content_type)
+{
+    char hdr[96];
+
+    snprintf(hdr, sizeof(hdr), "Content-Type: %s", content_type);
+    return curl_slist_append(list, hdr) && curl_slist_append(list, "Expect:") ? list : NULL;
+}
+
+/* The Authorization header, from the token file as it is now, into *out,
+ * and for a request with a body its Content-Type (NULL: none). */
+static int kubeapi_headers(const struct kubeapi *k, const char *content_type,
+                           struct curl_slist **out, char *err, size_t errlen)
 {
     struct dynbuf tok, hdr;
     struct curl_slist *list = NULL, *more = NULL;
@@ -74,7 +87,8 @@ static int kubeapi_headers(const struct kubeapi *k, struct curl_slist **out, cha
     /* hdr has room for any token tok can hold: only memory can fail. */
     if (dynbuf_printf(&hdr, "Authorization: Bearer %s", dynbuf_ptr(&tok)) != 0 ||
         !(list = curl_slist_append(NULL, dynbuf_ptr(&hdr))) ||
-        !(more = curl_slist_append(list, "Accept: application/json"))) {
+        !(more = curl_slist_append(list, "Accept: application/json")) ||
+        (content_type && !kubeapi_body_headers(more, content_type))) {
         curl_slist_free_all(list);
         rc = err_set(err, errlen, ERR_NOMEM, "out of memory building the API request");
         goto out;
@@ -123,9 +137,10 @@ static int kubeapi_easy(const struct kubeapi *k, const char *path, long timeout_
 
 /* The headers and the handle of one request; *c is NULL after a failure. */
 static int kubeapi_start(const struct kubeapi *k, const char *path, long timeout_ms,
-                         struct curl_slist **headers, CURL **c, char *err, size_t errlen)
+                         const char *content_type, struct curl_slist **headers, CURL **c, char *err,
+                         size_t errlen)
 {
-    int rc = kubeapi_headers(k, headers, err, errlen);
+    int rc = kubeapi_headers(k, content_type, headers, err, errlen);
 
     *c = NULL;
     return rc ? rc : kubeapi_easy(k, path, timeout_ms, *headers, c, err, errlen);
@@ -169,6 +184,16 @@ static int kubeapi_stop_progress(void *arg, curl_off_t a, curl_off_t b, curl_off
     return atomic_load(stop) ? 1 : 0;
 }
 
+/* The transfer ends when *stop is set (stop may be NULL). */
+static void kubeapi_stoppable(CURL *c, const atomic_int *stop)
+{
+    if (!stop)
+        return;
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, kubeapi_stop_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
+}
+
 int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
                 struct dynbuf *body, long *status, char *err, size_t errlen)
 {
@@ -176,17 +201,13 @@ int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, cons
     struct curl_slist *headers = NULL;
     CURL *c;
     CURLcode cc;
-    int rc = kubeapi_start(k, path, timeout_ms, &headers, &c, err, errlen);
+    int rc = kubeapi_start(k, path, timeout_ms, NULL, &headers, &c, err, errlen);
 
     if (rc)
         goto out;
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-    if (stop) {
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, kubeapi_stop_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
-    }
+    kubeapi_stoppable(c, stop);
     cc = curl_easy_perform(c);
     if (cc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -196,6 +217,55 @@ out:
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
     return rc;
+}
+
+/* One request with a body: method is "POST" or "PATCH". */
+static int kubeapi_send(const struct kubeapi *k, const char *method, const char *content_type,
+                        const char *path, const char *body, size_t len, long timeout_ms,
+                        const atomic_int *stop, struct dynbuf *resp, long *status, char *err,
+                        size_t errlen)
+{
+    struct kubeapi_sink sink = {resp, ERR_OK};
+    struct curl_slist *headers = NULL;
+    CURL *c;
+    CURLcode cc;
+    int rc = kubeapi_start(k, path, timeout_ms, content_type, &headers, &c, err, errlen);
+
+    if (rc)
+        goto out;
+    /* POSTFIELDS makes the request a POST; CUSTOMREQUEST only renames it. */
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    if (strcmp(method, "POST") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    kubeapi_stoppable(c, stop);
+    cc = curl_easy_perform(c);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    else
+        rc = kubeapi_failed(method, path, cc, sink.rc, "the response", resp->cap, err, errlen);
+out:
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+    return rc;
+}
+
+int kubeapi_post(const struct kubeapi *k, const char *path, const char *body, size_t len,
+                 long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+                 char *err, size_t errlen)
+{
+    return kubeapi_send(k, "POST", "application/json", path, body, len, timeout_ms, stop, resp,
+                        status, err, errlen);
+}
+
+int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *body, size_t len,
+                        long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+                        char *err, size_t errlen)
+{
+    return kubeapi_send(k, "PATCH", "application/merge-patch+json", path, body, len, timeout_ms,
+                        stop, resp, status, err, errlen);
 }
 
 /* State of one watch stream: the partial line carried between chunks. */
@@ -279,7 +349,7 @@ int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, si
     int rc;
 
     dynbuf_init(&st.line, max_line);
-    rc = kubeapi_start(k, path, timeout_ms, &headers, &st.curl, err, errlen);
+    rc = kubeapi_start(k, path, timeout_ms, NULL, &headers, &st.curl, err, errlen);
     if (rc)
         goto out;
     curl_easy_setopt(st.curl, CURLOPT_WRITEFUNCTION, kubeapi_stream_data);

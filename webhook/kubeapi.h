@@ -1,6 +1,7 @@
 /* kubeapi: a minimal Kubernetes API client on libcurl.
  *
- * Credentials come from the pod's service account (KUBERNETES_SERVICE_HOST
+ * GET, watch, and the two writes the webhook makes (an Event's create and
+ * its merge-patch). Credentials come from the pod's service account (KUBERNETES_SERVICE_HOST
  * and _PORT, the mounted CA and token) or, for development, from a URL, a CA
  * file and a token file. The token file is read again before every request,
  * because bound service-account tokens rotate; the token is never logged.
@@ -41,6 +42,18 @@ int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen);
  * ERR_TOO_BIG. */
 int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
                 struct dynbuf *body, long *status, char *err, size_t errlen);
+
+/* POSTs body (len bytes of JSON) to path; PATCHes path with body as a JSON
+ * merge patch (RFC 7386, application/merge-patch+json). Each takes at most
+ * timeout_ms, or until *stop is set (stop may be NULL). The response (the
+ * object, or a Status for an error status) goes into resp; one over resp's
+ * cap is ERR_TOO_BIG. */
+int kubeapi_post(const struct kubeapi *k, const char *path, const char *body, size_t len,
+                 long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+                 char *err, size_t errlen);
+int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *body, size_t len,
+                        long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+                        char *err, size_t errlen);
 
 /* Streams a watch: calls on_line for every complete line of the response
  * (lines may arrive split across chunks), until the server ends it (ERR_OK),

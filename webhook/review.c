@@ -103,19 +103,62 @@ static int review_is_pod_create(const cJSON *req)
            (!sub || !*sub);
 }
 
+/* A non-empty string that fits dst whole; 0 when there is none. */
+static int review_copy_whole(char *dst, size_t dstlen, const cJSON *v)
+{
+    const char *s = cJSON_GetStringValue(v);
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n >= dstlen)
+        return 0;
+    memcpy(dst, s, n + 1);
+    return 1;
+}
+
+/* The ownerReference with controller: true, whole, or none. */
+static void review_summarize_owner(const cJSON *meta, struct review_owner *o)
+{
+    const cJSON *ref;
+
+    cJSON_ArrayForEach(ref, podjson_member(meta, "ownerReferences"))
+    {
+        if (!cJSON_IsTrue(podjson_member(ref, "controller")))
+            continue;
+        if (!review_copy_whole(o->api_version, sizeof(o->api_version),
+                               podjson_member(ref, "apiVersion")) ||
+            !review_copy_whole(o->name, sizeof(o->name), podjson_member(ref, "name")) ||
+            !review_copy_whole(o->uid, sizeof(o->uid), podjson_member(ref, "uid")) ||
+            !review_copy_whole(o->kind, sizeof(o->kind), podjson_member(ref, "kind")))
+            o->kind[0] = '\0';
+        return;
+    }
+}
+
 static void review_summarize_request(const cJSON *req, const cJSON *object,
                                      struct review_summary *sum)
 {
     const cJSON *meta = podjson_member(object, "metadata");
+    const cJSON *labels = podjson_member(meta, "labels");
     const char *name = cJSON_GetStringValue(podjson_member(req, "name"));
 
     if (!name || !*name)
         name = cJSON_GetStringValue(podjson_member(meta, "name"));
-    if (!name || !*name)
+    if (!name || !*name) {
         name = cJSON_GetStringValue(podjson_member(meta, "generateName"));
+        sum->name_generated = name && *name;
+    }
     review_copy(sum->name, sizeof(sum->name), name);
     review_copy(sum->namespace_, sizeof(sum->namespace_),
                 cJSON_GetStringValue(podjson_member(req, "namespace")));
+    sum->dry_run = cJSON_IsTrue(podjson_member(req, "dryRun"));
+    sum->called_again =
+        podjson_member(podjson_member(meta, "annotations"), MUTATE_ANNOTATION_INJECTED) != NULL;
+    review_summarize_owner(meta, &sum->owner);
+    review_copy(sum->replica_type, sizeof(sum->replica_type),
+                cJSON_GetStringValue(podjson_member(labels, "training.kubeflow.org/replica-type")));
+    review_copy(
+        sum->replica_index, sizeof(sum->replica_index),
+        cJSON_GetStringValue(podjson_member(labels, "training.kubeflow.org/replica-index")));
 }
 
 static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
@@ -126,6 +169,7 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     sum->selected_by = res->profile ? select_rule_name(res->rule) : NULL;
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
+    sum->warning_texts = res->warnings;
     for (size_t i = 0; i < res->warnings.n; i++)
         sum->warning_kinds[res->warnings.kind[i]]++;
     review_copy(sum->error, sizeof(sum->error), res->error);

@@ -17,11 +17,27 @@
 
 struct profiles;
 
-/* What the caller logs and counts for one review. */
+/* A pod's controlling owner (the ownerReference with controller: true),
+ * exactly as the pod names it; kind is "" when there is none, or when a
+ * field is missing or longer than its buffer (no cut reference is kept). */
+struct review_owner {
+    char api_version[320]; /* group/version: 253 + 1 + 63 bytes at most */
+    char kind[64];
+    char name[254];
+    char uid[64];
+};
+
+/* What the caller logs, counts and reports (Events) for one review. */
 struct review_summary {
     char uid[80];
     char namespace_[64];
     char name[256];
+    int name_generated; /* name is metadata.generateName: the pod's own is not known yet */
+    int dry_run;        /* request.dryRun: nothing may be written for it */
+    /* The pod carries rdma-webhook.io/injected already: an earlier call for
+     * this admission mutated it (a reinvocation, or the second webhook
+     * entry), and that call reported its warnings. */
+    int called_again;
     int ignored;               /* not a Pod CREATE: only uid is filled */
     enum mutate_reason reason; /* the outcome is mutate_reason_outcome(reason) */
     char profile[64];          /* "" when none; a copy, so it outlives the snapshot */
@@ -29,6 +45,12 @@ struct review_summary {
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];
+    struct mutate_warnings warning_texts; /* the warnings themselves */
+    struct review_owner owner;
+    /* The training-operator's labels (training.kubeflow.org/replica-type,
+     * replica-index), cut to fit; "" when absent. */
+    char replica_type[64];
+    char replica_index[16];
     char error[160];
 };
 

@@ -4,6 +4,7 @@
 #include "bodybuf.h"
 #include "connguard.h"
 #include "err.h"
+#include "events.h"
 #include "filewatch.h"
 #include "framing.h"
 #include "log.h"
@@ -64,6 +65,7 @@ struct server {
     struct log *log;
     struct store *store;
     struct lookups *lookups; /* NULL: no Kubernetes API, lookups answer "unknown" */
+    struct events *events;   /* NULL: no Kubernetes API, no Events */
     struct metrics metrics;
     atomic_int draining; /* readiness goes false first when shutting down */
     int started;         /* server_start ran: server_running may point here */
@@ -236,6 +238,35 @@ static int server_render_limits(struct server *s, struct dynbuf *b)
         connguard_refused(g), bodybuf_pool_used(&s->bodies), atomic_load(&s->bodies.refused));
 }
 
+/* The Events' counters (all 0 without an API), after the limits. */
+static int server_render_events(struct server *s, struct dynbuf *b)
+{
+    struct events_stats st = {0};
+
+    if (s->events)
+        events_get_stats(s->events, &st);
+    return dynbuf_printf(
+        b,
+        "# HELP rdma_webhook_event_reports_total Admissions with warnings queued for an Event.\n"
+        "# TYPE rdma_webhook_event_reports_total counter\n"
+        "rdma_webhook_event_reports_total %llu\n"
+        "# HELP rdma_webhook_event_reports_dropped_total Admissions with warnings that got no "
+        "Event: the queue was full.\n"
+        "# TYPE rdma_webhook_event_reports_dropped_total counter\n"
+        "rdma_webhook_event_reports_dropped_total %llu\n"
+        "# HELP rdma_webhook_event_reports_aggregated_total Reports counted in the series of an "
+        "Event made for an earlier one.\n"
+        "# TYPE rdma_webhook_event_reports_aggregated_total counter\n"
+        "rdma_webhook_event_reports_aggregated_total %llu\n"
+        "# HELP rdma_webhook_event_requests_total Requests to the events.k8s.io API: Events "
+        "created, series updated, and requests that failed.\n"
+        "# TYPE rdma_webhook_event_requests_total counter\n"
+        "rdma_webhook_event_requests_total{result=\"created\"} %llu\n"
+        "rdma_webhook_event_requests_total{result=\"updated\"} %llu\n"
+        "rdma_webhook_event_requests_total{result=\"failed\"} %llu\n",
+        st.reported, st.dropped_full, st.aggregated, st.created, st.patched, st.failed);
+}
+
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
     const struct tlscreds_pair *cert = tlscreds_acquire(s->creds);
@@ -257,6 +288,8 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     rc = metrics_render(&s->metrics, &g, &b);
     if (rc == ERR_OK)
         rc = server_render_limits(s, &b);
+    if (rc == ERR_OK)
+        rc = server_render_events(s, &b);
     if (rc != ERR_OK) {
         dynbuf_free(&b);
         /* 500 either way: a GET has no content to be too large (413), the
@@ -368,6 +401,9 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
         server_count(s, &sum, ns);
         if (!sum.ignored)
             server_log_admission(s, &sum, ns / 1000);
+        /* Queued, never waited for; a dry run or no warning reports nothing. */
+        if (s->events)
+            (void)events_report(s->events, &sum);
     }
     return server_reply_review(s, conn, status, &out, "bad admission request");
 }
@@ -970,7 +1006,8 @@ static int server_init_limits(struct server *s)
 }
 
 int server_init(struct server **out, const struct server_config *cfg, struct log *log,
-                struct store *store, struct lookups *lookups, char *err, size_t errlen)
+                struct store *store, struct lookups *lookups, struct events *events, char *err,
+                size_t errlen)
 {
     struct server *s = calloc(1, sizeof(*s));
 
@@ -982,6 +1019,7 @@ int server_init(struct server **out, const struct server_config *cfg, struct log
     s->log = log;
     s->store = store;
     s->lookups = lookups;
+    s->events = events;
     metrics_init(&s->metrics);
     s->magic = SERVER_MAGIC;
     if (tlscreds_init(&s->creds, err, errlen) != ERR_OK || server_init_limits(s) != ERR_OK)

@@ -22,9 +22,12 @@
  * connections already open keep their session, new handshakes get the new
  * certificate.
  *
+ * After an admission with warnings (not a dry run) the summary goes to the
+ * Events queue (events.h), which the request never waits for.
+ *
  * struct server is opaque: server_init() allocates it and the owner sees only
- * the functions below. The log, the profiles store and the lookups are the
- * caller's, shared by pointer, and outlive the server.
+ * the functions below. The log, the profiles store, the lookups and the
+ * Events are the caller's, shared by pointer, and outlive the server.
  */
 #ifndef RDMA_WEBHOOK_SERVER_H
 #define RDMA_WEBHOOK_SERVER_H
@@ -32,6 +35,7 @@
 #include <stddef.h>
 #include <unistd.h>
 
+struct events;
 struct log;
 struct lookups;
 struct server;
@@ -104,10 +108,12 @@ struct server_config {
 
 /* Allocates the server in its stopped state: counters, certificate slot,
  * connection deadlines and body budget, no thread and no socket yet. log and
- * store are required; lookups may be NULL (no Kubernetes API: lookups answer
- * "unknown"). cfg is copied. Returns ERR_OK, or ERR_NOMEM with *out NULL. */
+ * store are required; lookups and events may be NULL (no Kubernetes API:
+ * lookups answer "unknown", no Events). cfg is copied. Returns ERR_OK, or
+ * ERR_NOMEM with *out NULL. */
 int server_init(struct server **out, const struct server_config *cfg, struct log *log,
-                struct store *store, struct lookups *lookups, char *err, size_t errlen);
+                struct store *store, struct lookups *lookups, struct events *events, char *err,
+                size_t errlen);
 /* Loads the certificate, starts both listeners, the certificate watch and
  * the deadline thread. Only one server may run per process: the TLS
  * handshake callback has no argument of its own, so it finds the credentials

@@ -13,6 +13,13 @@ package e2e
 //	GET /api/v1/namespaces/NS/configmaps?watch=1&...                     watch
 //	GET /api/v1/namespaces/NS/configmaps/NAME                            get
 //	GET /api/v1/nodes/NAME                                               get
+//	POST /apis/events.k8s.io/v1/namespaces/NS/events                     create-event
+//	PATCH /apis/events.k8s.io/v1/namespaces/NS/events/NAME (merge patch) patch-event
+//
+// Events are validated as the apiserver validates an events.k8s.io/v1
+// create (the required fields, their limits, the namespace rule) and
+// stored; a patch may change only the series, as an update of such an
+// Event may change nothing else the webhook sends.
 //
 // Tests steer it: edit, delete and re-create ConfigMaps, compact, cut a
 // stream mid-event, split events over chunks, delay or fail paths, rotate
@@ -51,6 +58,9 @@ type apiRequest struct {
 	// expiredAsEvent) as the first event of a 200 stream.
 	Expired bool
 	Proto   string
+	// Body and ContentType of a request that has one (the Events' writes).
+	Body        []byte
+	ContentType string
 }
 
 func (r apiRequest) String() string {
@@ -111,6 +121,7 @@ type fakeAPI struct {
 	cms       map[string]*fakeConfigMap
 	nodes     map[string]obj
 	deploys   map[string]obj // "ns/name" -> Deployment
+	events    map[string]obj // events.k8s.io Events by "namespace/name"
 	history   []fakeEvent
 	watchers  map[*fakeWatcher]struct{}
 	reqs      []*apiRequest
@@ -146,6 +157,7 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 		t: t, dir: dir, caFile: filepath.Join(dir, "ca.crt"),
 		tokenFile: filepath.Join(dir, "token"), cert: cert,
 		rv: 1000, cms: map[string]*fakeConfigMap{}, nodes: map[string]obj{}, deploys: map[string]obj{},
+		events:   map[string]obj{},
 		watchers: map[*fakeWatcher]struct{}{}, delivered: map[int64]time.Time{},
 		delays: map[string]time.Duration{}, failures: map[string]int{},
 		rbacByName: true,
@@ -757,7 +769,13 @@ func (s *statusRecorder) Flush() {
 
 func requestKind(r *http.Request) string {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	events := len(parts) >= 6 && parts[0] == "apis" && parts[1] == "events.k8s.io" && parts[2] == "v1" &&
+		parts[3] == "namespaces" && parts[5] == "events"
 	switch {
+	case events && len(parts) == 6 && r.Method == http.MethodPost:
+		return "create-event"
+	case events && len(parts) == 7 && r.Method == http.MethodPatch:
+		return "patch-event"
 	case len(parts) == 4 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "nodes":
 		return "get-node"
 	case len(parts) == 6 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps":
@@ -780,12 +798,16 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 		token = strings.TrimPrefix(h, "Bearer ")
 	}
 	rec := &apiRequest{At: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(),
-		Token: token, Kind: requestKind(r), Proto: r.Proto}
+		Token: token, Kind: requestKind(r), Proto: r.Proto, ContentType: r.Header.Get("Content-Type")}
+	if r.Method != http.MethodGet {
+		rec.Body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	}
 	a.mu.Lock()
 	a.reqs = append(a.reqs, rec)
 	delay, failure := a.matchPrefixLocked(r.URL.Path)
 	a.mu.Unlock()
 	w := &statusRecorder{ResponseWriter: rw, a: a, req: rec}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 
 	want, err := os.ReadFile(a.tokenFile)
 	if err != nil || token == "" || token != strings.TrimSpace(string(want)) {
@@ -804,12 +826,19 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("Internal error occurred: the fake apiserver answers %d here", failure), nil)
 		return
 	}
+	switch rec.Kind {
+	case "create-event":
+		a.createEvent(w, rec, parts[4])
+		return
+	case "patch-event":
+		a.patchEvent(w, rec, parts[4], parts[6])
+		return
+	}
 	if r.Method != http.MethodGet {
 		writeStatus(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
 			fmt.Sprintf("the server does not allow this method on the requested resource (%s)", r.Method), nil)
 		return
 	}
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch rec.Kind {
 	case "get-node":
 		a.getNode(w, parts[3])

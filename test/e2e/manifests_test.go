@@ -255,6 +255,11 @@ func TestDeploymentManifest(t *testing.T) {
 		t.Errorf("serviceAccountName %q, expected %q", sa, webhookName)
 	}
 	findObject(t, objs, "ServiceAccount", webhookName)
+	// The Events' reportingInstance: the pod's name, from the downward API.
+	wantEnv := []interface{}{obj{"name": "POD_NAME", "valueFrom": obj{"fieldRef": obj{"fieldPath": "metadata.name"}}}}
+	if !jsonEqual(normalize(c["env"]), normalize(wantEnv)) {
+		t.Errorf("container env %s, expected %s", compact(c["env"]), compact(wantEnv))
+	}
 
 	ports := containerPorts(c)
 	if ports["https"] != 8443 || ports["metrics"] != 9090 {
@@ -582,10 +587,15 @@ func TestRBACLeastPrivilege(t *testing.T) {
 						t.Errorf("%s: wildcard in %v", objKey(o), r)
 					}
 				}
+				// The one write: Events (events.k8s.io), create and patch.
+				events := sameStrings(r.groups, []string{"events.k8s.io"}) && sameStrings(r.resources, []string{"events"})
 				for _, v := range r.verbs {
-					if v != "get" && v != "list" && v != "watch" {
-						t.Errorf("%s: write verb %q", objKey(o), v)
+					if v != "get" && v != "list" && v != "watch" && !(events && (v == "create" || v == "patch")) {
+						t.Errorf("%s: write verb %q in %+v", objKey(o), v, r)
 					}
+				}
+				if events && !sameStrings(r.verbs, []string{"create", "patch"}) {
+					t.Errorf("%s: Events need exactly create and patch, got %v", objKey(o), r.verbs)
 				}
 				if contains(r.resources, "secrets") {
 					t.Errorf("%s: grants secrets", objKey(o))
@@ -604,14 +614,16 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			"deployment %s; got %+v", webhookName, rs)
 	}
 	cr := findObject(t, objs, "ClusterRole", "")
-	want := map[string][]string{"nodes": {"get"}, "configmaps": {"get"}}
+	want := map[string][]string{"/nodes": {"get"}, "/configmaps": {"get"}, "events.k8s.io/events": {"create", "patch"}}
 	got := map[string][]string{}
 	for _, r := range rulesOf(cr) {
 		if len(r.names) != 0 {
 			continue
 		}
-		for _, res := range r.resources {
-			got[res] = append(got[res], r.verbs...)
+		for _, g := range r.groups {
+			for _, res := range r.resources {
+				got[g+"/"+res] = append(got[g+"/"+res], r.verbs...)
+			}
 		}
 	}
 	if !jsonEqual(normalize(want), normalize(got)) {
@@ -699,10 +711,12 @@ func TestWebhookConfiguration(t *testing.T) {
 		}
 		for field, want := range map[string]interface{}{
 			"admissionReviewVersions": []interface{}{"v1"},
-			"sideEffects":             "None",
-			"failurePolicy":           "Ignore",
-			"matchPolicy":             "Equivalent",
-			"reinvocationPolicy":      "IfNeeded",
+			// An Event is written for an admission with warnings, never
+			// for a dry run.
+			"sideEffects":        "NoneOnDryRun",
+			"failurePolicy":      "Ignore",
+			"matchPolicy":        "Equivalent",
+			"reinvocationPolicy": "IfNeeded",
 		} {
 			if !jsonEqual(normalize(w[field]), normalize(want)) {
 				t.Errorf("webhook %s: %s %s, expected %s", e.name, field, compact(w[field]), compact(want))

@@ -136,6 +136,37 @@ TEST(test_get_with_a_url_too_long_is_too_big)
     assert_contains(err, "longer than 1023 bytes");
 }
 
+/* The writes read the token and build the URL as GET does, before any
+ * connection (the exchanges run against the fake API in test/e2e). */
+TEST(test_post_and_patch_fail_before_connecting_as_get_does)
+{
+    struct kubeapi k;
+    struct dynbuf resp;
+    char err[ERR_LEN] = "", path[1100];
+    long status = 0;
+
+    dynbuf_init(&resp, 4096);
+    assert_int_equal(kubeapi_init(&k, "https://127.0.0.1:1", "/ca", "/nonexistent/test_kubeapi",
+                                  err, sizeof(err)),
+                     ERR_OK);
+    assert_int_equal(
+        kubeapi_post(&k, "/apis/x", "{}", 2, 1000, NULL, &resp, &status, err, sizeof(err)),
+        ERR_FAIL);
+    assert_contains(err, "cannot open /nonexistent/test_kubeapi");
+    write_token(16);
+    assert_int_equal(kubeapi_init(&k, "https://127.0.0.1:1", "/ca", token_path, err, sizeof(err)),
+                     ERR_OK);
+    path[0] = '/';
+    memset(path + 1, 'p', sizeof(path) - 2);
+    path[sizeof(path) - 1] = '\0';
+    assert_int_equal(
+        kubeapi_merge_patch(&k, path, "{}", 2, 1000, NULL, &resp, &status, err, sizeof(err)),
+        ERR_TOO_BIG);
+    assert_contains(err, "longer than 1023 bytes");
+    assert_int_equal(status, 0);
+    dynbuf_free(&resp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_get_without_a_token_file_fails),
         cmocka_unit_test(test_get_with_a_token_over_the_cap_is_too_big),
         cmocka_unit_test(test_get_with_a_url_too_long_is_too_big),
+        cmocka_unit_test(test_post_and_patch_fail_before_connecting_as_get_does),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

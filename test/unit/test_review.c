@@ -383,6 +383,56 @@ TEST(test_dry_run_is_handled_like_any_request)
                                        "'object':" GPU_POD("8") "}")),
                      200);
     assert_string_equal(cJSON_GetStringValue(get(response(), "patchType")), "JSONPatch");
+    /* ...but the summary says so: nothing may be written for it (no Event). */
+    assert_true(R.sum.dry_run);
+}
+
+/* What an Event needs: the controlling owner (not the other owners), the
+ * replica labels, the warnings' text. */
+#define OWNED_POD(refs)                                                                            \
+    "{'metadata':{'name':'bert-worker-3','labels':{'training.kubeflow.org/replica-type':"          \
+    "'worker','training.kubeflow.org/replica-index':'3'},'ownerReferences':" refs "},"             \
+    "'spec':{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}}"
+#define REF(kind, name, ctl)                                                                       \
+    "{'apiVersion':'kubeflow.org/v1','kind':'" kind "','name':'" name "','uid':'u-" name "'" ctl "}"
+
+TEST(test_summary_for_an_event)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod",
+                          OWNED_POD("[" REF("Other", "x", "") "," REF("PyTorchJob", "bert",
+                                                                      ",'controller':true") "]"))));
+    assert_false(R.sum.dry_run);
+    assert_false(R.sum.name_generated);
+    assert_false(R.sum.called_again);
+    assert_string_equal(R.sum.owner.api_version, "kubeflow.org/v1");
+    assert_string_equal(R.sum.owner.kind, "PyTorchJob");
+    assert_string_equal(R.sum.owner.name, "bert");
+    assert_string_equal(R.sum.owner.uid, "u-bert");
+    assert_string_equal(R.sum.replica_type, "worker");
+    assert_string_equal(R.sum.replica_index, "3");
+    assert_int_equal(R.sum.warning_texts.n, R.sum.warnings);
+    assert_int_equal(R.sum.warnings, 1);
+    assert_contains(R.sum.warning_texts.text[0], "no RDMA profile matches");
+}
+
+/* A pod that carries the webhook's annotation has been through it. */
+TEST(test_summary_of_a_call_again)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod",
+                          "{'metadata':{'name':'p','annotations':{'rdma-webhook.io/injected':"
+                          "'roce-8card'}},'spec':{'containers':[]}}")));
+    assert_true(R.sum.called_again);
+}
+
+/* No controller, or one that lacks a field: no owner (never half of one). */
+TEST(test_summary_without_a_usable_owner)
+{
+    handle(REVIEW(V1, REQ("CREATE", "Pod", OWNED_POD("[" REF("PyTorchJob", "bert", "") "]"))));
+    assert_string_equal(R.sum.owner.kind, "");
+    teardown(NULL);
+    handle(REVIEW(V1, REQ("CREATE", "Pod",
+                          OWNED_POD("[{'kind':'PyTorchJob','name':'b','controller':true}]"))));
+    assert_string_equal(R.sum.owner.kind, "");
 }
 
 TEST(test_summary_of_a_mutation)
@@ -406,6 +456,7 @@ TEST(test_summary_name_from_generate_name)
     handle(REVIEW(V1, REQ("CREATE", "Pod",
                           "{'metadata':{'generateName':'job-worker-'},'spec':{'containers':[]}}")));
     assert_string_equal(R.sum.name, "job-worker-");
+    assert_true(R.sum.name_generated);
 }
 
 /* The summary goes into log lines: a long name is cut between characters. */
@@ -686,6 +737,9 @@ int main(void)
         T_(test_v1beta1_is_answered_in_v1beta1),
         T_(test_v1beta1_untouched_is_answered_in_v1beta1),
         T_(test_dry_run_is_handled_like_any_request),
+        T_(test_summary_for_an_event),
+        T_(test_summary_without_a_usable_owner),
+        T_(test_summary_of_a_call_again),
         T_(test_summary_of_a_mutation),
         T_(test_summary_name_from_generate_name),
         T_(test_summary_name_cut_keeps_utf8_whole),
