@@ -751,6 +751,11 @@ static void profiles_read_profiles(struct profiles_ctx *c, const cJSON *root)
         perr(c, "profiles: must list at least one profile");
         return;
     }
+    if (cJSON_GetArraySize(arr) > PROFILES_MAX_PROFILES) {
+        perr(c, "profiles: lists %d profiles, more than %d: merge some (match.gpus takes a list)",
+             cJSON_GetArraySize(arr), PROFILES_MAX_PROFILES);
+        return;
+    }
     c->ps->p = profiles_calloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));
     if (!c->ps->p)
         return;
