@@ -25,7 +25,7 @@
 #define MUTATE_SHOWN_LEN   48
 /* How long the names in a short warning may be: a 63-byte container name
  * still leaves room for the fix. */
-#define MUTATE_SHOWN_NAME  24
+#define MUTATE_SHOWN_NAME  20
 #define MUTATE_SHOWN_VAR   24
 #define MUTATE_SHOWN_VALUE 16
 
@@ -262,8 +262,8 @@ static void mutate_warn_host_network(struct mutate_ctx *m)
 {
     if (m->dropped_ifname && !m->detect_used)
         MUTATE_WARN(m, MUTATE_W_HOST_NETWORK,
-                    "set NCCL_SOCKET_IFNAME to the node's NIC, or give profile \"%s\" "
-                    "hostNetworkEnv (hostNetwork pod)",
+                    "hostNetwork pod: set NCCL_SOCKET_IFNAME to the NIC, or hostNetworkEnv in "
+                    "profile \"%s\"",
                     mutate_s(m, m->p->name, MUTATE_SHOWN_NAME));
 }
 
@@ -307,8 +307,8 @@ static void mutate_scan_user_env(struct mutate_ctx *m, const cJSON *env, const c
         if (value && nccl_is_nccl_var(name) &&
             !(ib_off && mutate_is_ib_var(name) && strcmp(name, MUTATE_IB_DISABLE) != 0) &&
             mutate_check_nccl(m, name, value, msg, sizeof(msg)))
-            MUTATE_WARN(m, MUTATE_W_NCCL_VALUE, "container \"%s\": %s",
-                        mutate_s(m, cname, MUTATE_SHOWN_NAME - 2), msg);
+            MUTATE_WARN(m, MUTATE_W_NCCL_VALUE, "%s (container \"%s\")", msg,
+                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
         for (size_t i = 0; i < m->n_env; i++)
             if (!decl[i] && strcmp(name, m->env[i].name) == 0)
                 decl[i] = e;
@@ -324,15 +324,12 @@ static void mutate_env_declared(struct mutate_ctx *m, const cJSON *e, const stru
 
     if (!value && podjson_obj(&m->r, e, "valueFrom"))
         MUTATE_WARN(m, MUTATE_W_OVERRIDE,
-                    "drop %s from container \"%s\" to get the profile's %s; its valueFrom wins",
+                    "drop %s (valueFrom) in container \"%s\" to get the profile's value",
+                    mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+    else if (strcmp(value ? value : "", kv->value) != 0)
+        MUTATE_WARN(m, MUTATE_W_OVERRIDE, "drop %s in container \"%s\" to get the profile's %s",
                     mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME),
                     mutate_s(m, kv->value, MUTATE_SHOWN_VALUE));
-    else if (strcmp(value ? value : "", kv->value) != 0)
-        MUTATE_WARN(m, MUTATE_W_OVERRIDE,
-                    "drop %s from container \"%s\" to get the profile's %s; its %s wins",
-                    mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME),
-                    mutate_s(m, kv->value, MUTATE_SHOWN_VALUE),
-                    mutate_s(m, value ? value : "", MUTATE_SHOWN_VALUE));
 }
 
 /* The key an envFrom source would give variable name, or NULL when its
@@ -359,8 +356,7 @@ static void mutate_envfrom_warn(struct mutate_ctx *m, const char *cname, const c
                                 const char *ref_name)
 {
     MUTATE_WARN(m, MUTATE_W_ENVFROM,
-                "move NCCL_* keys of %s \"%s\" to container \"%s\"'s env: from envFrom, the "
-                "profile's win",
+                "move NCCL_* of %s \"%s\" to container \"%s\"'s env (profile wins)",
                 cm ? "ConfigMap" : "Secret", mutate_s(m, ref_name, MUTATE_SHOWN_NAME),
                 mutate_s(m, cname, MUTATE_SHOWN_NAME));
 }
@@ -391,8 +387,8 @@ static int mutate_envfrom_declares(struct mutate_ctx *m, const cJSON *envfrom, c
         if (at >= MUTATE_ENVFROM_MAX) {
             if (!warned->past_max)
                 MUTATE_WARN(m, MUTATE_W_ENVFROM,
-                            "move NCCL_* keys to container \"%s\"'s env: envFrom past the %dth "
-                            "source is unchecked, the profile's win",
+                            "container \"%s\": move NCCL_* to env; envFrom past the %dth source "
+                            "is unchecked",
                             mutate_s(m, cname, MUTATE_SHOWN_NAME), MUTATE_ENVFROM_MAX);
             warned->past_max = 1;
             return 0;
@@ -593,8 +589,8 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
         return;
     if (mutate_runs_as_non_root(m, sc))
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
-                    "raise the memlock ulimit for container \"%s\": it runs as non-root, where "
-                    "IPC_LOCK does nothing",
+                    "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
+                    "nothing",
                     mutate_s(m, cname, MUTATE_SHOWN_NAME));
     if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK"))
         return;
@@ -841,8 +837,7 @@ static void mutate_scheduler(struct mutate_ctx *m)
         return;
     if (have && strcmp(have, "default-scheduler") != 0) {
         MUTATE_WARN(m, MUTATE_W_SCHEDULER,
-                    "drop schedulerName \"%s\" to get the profile's \"%s\" (gang scheduling); "
-                    "yours is kept",
+                    "drop schedulerName \"%s\" to get the profile's \"%s\" (gang scheduling)",
                     mutate_s(m, have, MUTATE_SHOWN_NAME), mutate_s(m, want, MUTATE_SHOWN_NAME));
         return;
     }
@@ -1135,8 +1130,7 @@ static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const c
     }
     if (mnt && !mutate_named(m, mnt, MUTATE_DETECT_VOLUME)) {
         MUTATE_WARN(m, MUTATE_W_DETECT,
-                    "move container \"%s\"'s mount off " MUTATE_DETECT_DIR
-                    " to detect at run time; it keeps static values",
+                    "move container \"%s\"'s mount off " MUTATE_DETECT_DIR " to detect at run time",
                     mutate_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
@@ -1298,9 +1292,9 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
     ib_off = mutate_ib_off(m, c, value, sizeof(value));
     if (ib_off)
         MUTATE_WARN(m, MUTATE_W_IB_DISABLED,
-                    "drop NCCL_IB_DISABLE=%s from container \"%s\" for RDMA: no device, "
-                    "NCCL_IB_* or IPC_LOCK added",
-                    mutate_s(m, value, MUTATE_SHOWN_VALUE), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    "drop NCCL_IB_DISABLE=%s in container \"%s\" for RDMA; it has TCP, no RDMA "
+                    "device",
+                    mutate_s(m, value, 10), mutate_s(m, cname, MUTATE_SHOWN_NAME));
     /* Init containers run before the detecting one: they keep the static env. */
     if (!ib_off && strcmp(list, "containers") == 0) {
         m->ib_on = 1;
@@ -1409,10 +1403,11 @@ static void mutate_tie_text(const struct select_tie *t, char *out, size_t len, c
 /* Says which rules found several profiles and chose none of them. */
 static void mutate_warn_ties(struct mutate_ctx *m, const struct select_result *sel)
 {
-    char names[64], full[SELECT_TIE_LISTED * 72 + 32];
+    char names[34], full[SELECT_TIE_LISTED * 72 + 32];
 
     if (sel->tie_labels.n >= 2) {
-        mutate_tie_text(&sel->tie_labels, names, sizeof(names), full, sizeof(full));
+        /* This text is longer than the GPU count's by more than its number. */
+        mutate_tie_text(&sel->tie_labels, names, sizeof(names) - 4, full, sizeof(full));
         MUTATE_WARN(m, MUTATE_W_AMBIGUOUS,
                     "set " SELECT_ANNOTATION_PROFILE ": ambiguous node constraints fit %s; "
                     "none chosen",
@@ -1471,8 +1466,8 @@ static int mutate_choose(struct mutate_ctx *m)
     mutate_warn_ties(m, &sel);
     if (sel.node_lookup_failed)
         MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
-                    "check the webhook's access to nodes: node \"%s\"'s labels unread, profile "
-                    "chosen from the pod",
+                    "check the webhook can read nodes: node \"%s\" unread, profile chosen from "
+                    "the pod",
                     mutate_s(m, podjson_str(&m->r, m->spec, "nodeName"), MUTATE_SHOWN_NAME));
     if (sel.rule == SELECT_UNKNOWN_NAME) {
         mutate_warn_unknown(m, sel.unknown_name);

@@ -99,7 +99,8 @@ static enum nccl_verdict nccl_check_int(const struct nccl_int_var *v, const char
 static enum nccl_verdict nccl_check_word(const struct nccl_word_var *v, const char *value,
                                          const char *shown, char *msg, size_t msglen)
 {
-    size_t n = strlen(value);
+    size_t n = strlen(value), i;
+    char words[64];
 
     for (const char *w = v->words; *w;) {
         size_t wl = strcspn(w, " ");
@@ -109,7 +110,11 @@ static enum nccl_verdict nccl_check_word(const struct nccl_word_var *v, const ch
         w += wl;
         w += *w == ' ';
     }
-    snprintf(msg, msglen, "%s=%s: use one of %s", v->name, shown, v->words);
+    /* "VERSION|WARN|INFO": the words, short enough for a warning. */
+    for (i = 0; v->words[i] && i < sizeof(words) - 1; i++)
+        words[i] = v->words[i] == ' ' ? '|' : v->words[i];
+    words[i] = '\0';
+    snprintf(msg, msglen, "%s=%s: use %s", v->name, shown, words);
     return NCCL_VALUE_BAD_WORD;
 }
 
@@ -243,8 +248,7 @@ static enum nccl_verdict nccl_hca_entries(const struct nccl_hca *h, const char *
         if (entry == 0)
             continue;
         if (memchr(at, ' ', entry) || memchr(at, '\t', entry)) {
-            snprintf(msg, msglen, "NCCL_IB_HCA=%s: remove the spaces (part of a name to NCCL)",
-                     shown);
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: remove the spaces", shown);
             return NCCL_VALUE_HCA_SYNTAX;
         }
         if (name == 0) {
@@ -262,7 +266,7 @@ static enum nccl_verdict nccl_hca_entries(const struct nccl_hca *h, const char *
         return NCCL_VALUE_HCA_SYNTAX;
     }
     if (entries > NCCL_HCA_MAX_ENTRIES) {
-        snprintf(msg, msglen, "NCCL_IB_HCA=%s: list at most %d devices (NCCL reads no more)", shown,
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s: list at most %d devices", shown,
                  NCCL_HCA_MAX_ENTRIES);
         return NCCL_VALUE_HCA_SYNTAX;
     }

@@ -283,6 +283,9 @@ static void assert_preserved(const cJSON *before, const cJSON *after, const char
         }
         return;
     }
+    /* The one value the webhook owns: it may grow (mutate_warnings_value). */
+    if (strstr(path, "/metadata/annotations/" MUTATE_ANNOTATION_WARNINGS))
+        return;
     if (!cJSON_Compare(before, after, 1))
         fail_msg("%s changed value", path);
 }
@@ -544,7 +547,7 @@ TEST(test_envfrom_secret_warns_and_skips_nothing)
     assert_profile_env_8card(C(0));
     assert_warned("of Secret");
     assert_warned("nccl-secret");
-    assert_int_equal(warned("envFrom"), 1); /* one warning per source, not per variable */
+    assert_int_equal(warned("of Secret"), 1); /* one warning per source, not per variable */
 }
 
 TEST(test_envfrom_configmap_without_lookup_warns)
@@ -1354,7 +1357,7 @@ TEST(test_ib_disable_true_is_0_to_nccl)
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
     assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
     assert_warned("NCCL_IB_DISABLE=true: write a whole number");
-    assert_not_warned("for RDMA: no device");
+    assert_not_warned("for RDMA; it has TCP");
 }
 
 TEST(test_ib_disable_from_value_from_is_unknown)
@@ -1362,7 +1365,7 @@ TEST(test_ib_disable_from_value_from_is_unknown)
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','valueFrom':{'configMapKeyRef':"
                                  "{'name':'c','key':'k'}}}]") "]}"));
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
-    assert_not_warned("for RDMA: no device");
+    assert_not_warned("for RDMA; it has TCP");
 }
 
 TEST(test_ib_disable_last_env_entry_wins)
@@ -1444,7 +1447,7 @@ TEST(test_ib_disable_configmap_then_unreadable_secret_is_unknown)
                                       "{'secretRef':{'name':'s'}}]") "]}"),
              shipped, &h);
     assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
-    assert_not_warned("for RDMA: no device");
+    assert_not_warned("for RDMA; it has TCP");
 }
 
 TEST(test_ib_disable_configmap_0_leaves_ib_on)
@@ -1744,7 +1747,7 @@ TEST(test_warning_cut_inside_multibyte_value_stays_utf8)
                  names[i],
                  "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5");
         run(json); /* the harness checks every warning is valid UTF-8 and short */
-        assert_warned(WARN_PREFIX "drop NCCL_SOCKET_IFNAME from container");
+        assert_warned(WARN_PREFIX "drop NCCL_SOCKET_IFNAME in container");
         teardown(NULL);
     }
 }
@@ -2264,10 +2267,267 @@ TEST(test_detect_warnings_bounded_with_long_names)
     assert_warned("'s mount off /run/rdma-webhook");
 }
 
+/* ================= the warnings annotation ================= */
+
+static const char *patched_warnings(void)
+{
+    const cJSON *ann =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(T.patched, "metadata"), "annotations");
+
+    return cJSON_GetStringValue(cJSON_GetObjectItem(ann, MUTATE_ANNOTATION_WARNINGS));
+}
+
+/* The first call pins and says so; the second (the apiserver's
+ * reinvocation) has nothing to pin and no new warning: the annotation keeps
+ * the first call's texts and the second call adds nothing (run_at checks
+ * it is empty). */
+TEST(test_warnings_annotation_survives_a_quieter_second_call)
+{
+    run_with(POD("{'containers':[" GPUS("4") "]}"), profiles_from(MIXED("true")), NULL);
+    assert_int_equal(T.again.warnings.n < T.res.warnings.n, 1);
+    assert_contains(patched_warnings(), "pinned to profile");
+    assert_int_equal(T.again.patch.n_ops, 0);
+}
+
+/* What the pod had is kept, first; ours is added once. */
+TEST(test_warnings_annotation_adds_to_what_the_pod_has)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/warnings':'[\\\"older\\\"]'}",
+                 "{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
+    assert_string_equal(patched_warnings(),
+                        "[\"older\",\"drop NCCL_IB_TIMEOUT in container \\\"pytorch\\\" to get the "
+                        "profile's 22\"]");
+}
+
+/* A value that is not ours to read is replaced. */
+TEST(test_warnings_annotation_not_json_is_replaced)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/warnings':'oops'}",
+                 "{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
+    assert_string_equal(patched_warnings(),
+                        "[\"drop NCCL_IB_TIMEOUT in container \\\"pytorch\\\" to get the profile's "
+                        "22\"]");
+}
+
+/* No warning, no annotation. */
+TEST(test_no_warnings_no_annotation)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_int_equal(T.res.warnings.n, 0);
+    assert_null(patched_warnings());
+}
+
+/* ================= every warning: its text and its length ================= */
+
+/* 63 bytes each: the longest names Kubernetes allows for a container, a
+ * profile (profiles.c) or a label value. */
+#define P63                    "p234567890234567890234567890234567890234567890234567890234-long"
+#define Q63                    "q234567890234567890234567890234567890234567890234567890234-long"
+#define S63                    "s234567890234567890234567890234567890234567890234567890234-long"
+#define LONG_PROFILES(p1extra) LONG_PROFILES_Q(p1extra, "4")
+#define LONG_PROFILES_Q(p1extra, qgpus)                                                            \
+    "{'defaults':{'schedulerName':'" S63 "','env':{'NCCL_IB_DISABLE':'0',"                         \
+    "'NCCL_SOCKET_IFNAME':'eth0','NCCL_IB_TIMEOUT':'22','NCCL_IB_QPS_PER_CONNECTION':'8'}},"       \
+    "'profiles':[{'name':'" P63 "','match':{'gpus':8,'nodeLabels':{'nvidia.com/gpu.product':"      \
+    "'NVIDIA-H100-80GB-HBM3-SXM5-with-a-long-name'}},'hca':['mlx5_1','mlx5_2']" p1extra "},"       \
+    "{'name':'" Q63 "','match':{'gpus':" qgpus                                                     \
+    ",'nodeLabels':{'nvidia.com/gpu.product':'A100'}}}]}"
+
+struct warning_case {
+    const char *what;
+    const char *profiles; /* NULL: the shipped ones */
+    const char *pod;
+    const struct mutate_options *opts;
+    int failing_nodes; /* a node lookup hook that fails */
+    enum mutate_warning_kind kind;
+    const char *text;   /* the whole short text */
+    const char *in_log; /* what the full text has that the short one cut */
+};
+
+#define LC(extra) C8N(NAME63, extra)
+
+static const struct warning_case warning_cases[] = {
+    {"no profile", NULL,
+     POD("{'containers':[{'name':'" NAME63 "','resources':{'limits':"
+         "{'nvidia.com/gpu':'3'}}}]}"),
+     NULL, 0, MUTATE_W_NO_PROFILE,
+     WARN_PREFIX "add a profile for 3 GPUs on these nodes, or set rdma-webhook.io/profile; no NCCL "
+                 "settings added",
+     "3 GPUs"},
+    {"unknown profile", LONG_PROFILES(""),
+     POD_META(",'annotations':{'rdma-webhook.io/profile':'" NAME63 "'}",
+              "{'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_UNKNOWN_PROFILE,
+     WARN_PREFIX "set rdma-webhook.io/profile to one of ... (\"a2345678901234567...\" is unknown)",
+     P63 ", " Q63},
+    {"override", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"), NULL, 0,
+     MUTATE_W_OVERRIDE,
+     WARN_PREFIX
+     "drop NCCL_IB_TIMEOUT in container \"a2345678901234567...\" to get the profile's 22",
+     NAME63},
+    {"override valueFrom", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_SOCKET_IFNAME','valueFrom':{'fieldRef':"
+                              "{'fieldPath':'metadata.name'}}}]") "]}"),
+     NULL, 0, MUTATE_W_OVERRIDE,
+     WARN_PREFIX "drop NCCL_SOCKET_IFNAME (valueFrom) in container \"a2345678901234567...\" to get "
+                 "the profile's value",
+     NAME63},
+    {"nccl value, octal", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_PCI_RELAXED_ORDERING','value':"
+                              "'000000000000000000000000001'}]") "]}"),
+     NULL, 0, MUTATE_W_NCCL_VALUE,
+     WARN_PREFIX "NCCL_IB_PCI_RELAXED_ORDERING=0000000000000000...: drop the leading 0 (container "
+                 "\"a2345678901234567...\")",
+     NAME63},
+    {"nccl value, word", NULL,
+     POD("{'containers':[" LC(
+         ",'env':[{'name':'NCCL_DEBUG','value':'VERBOSE-VERBOSE-VERBOSE'}]") "]}"),
+     NULL, 0, MUTATE_W_NCCL_VALUE,
+     WARN_PREFIX "NCCL_DEBUG=VERBOSE-VERBOSE-...: use VERSION|WARN|INFO|TRACE|ABORT (container "
+                 "\"a2345678901234567...\")",
+     NAME63},
+    {"nccl value, hca prefix", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_HCA','value':"
+                              "'^mlx5_bond_long_1,mlx5_bond_long_12'}]") "]}"),
+     NULL, 0, MUTATE_W_NCCL_VALUE,
+     WARN_PREFIX "NCCL_IB_HCA: write ^= first (mlx5_bond... also takes mlx5_bond...) (container "
+                 "\"a2345678901234567...\")",
+     NAME63},
+    {"non-root", NULL, POD("{'securityContext':{'runAsUser':1000},'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_NON_ROOT,
+     WARN_PREFIX "raise the memlock ulimit for container \"a2345678901234567...\": non-root, so "
+                 "IPC_LOCK does nothing",
+     NAME63},
+    {"envFrom secret", NULL,
+     POD("{'containers':[" LC(",'envFrom':[{'secretRef':{'name':'" Q63 "'}}]") "]}"), NULL, 0,
+     MUTATE_W_ENVFROM,
+     WARN_PREFIX "move NCCL_* of Secret \"q2345678902345678...\" to container "
+                 "\"a2345678901234567...\"'s env (profile wins)",
+     Q63},
+    {"scheduler", LONG_PROFILES(""),
+     POD("{'schedulerName':'" NAME63 "','containers':[" LC("") "]}"), NULL, 0, MUTATE_W_SCHEDULER,
+     WARN_PREFIX "drop schedulerName \"a2345678901234567...\" to get the profile's "
+                 "\"s2345678902345678...\" (gang scheduling)",
+     S63},
+    {"hostNetwork", LONG_PROFILES(""),
+     POD("{'hostNetwork':true,'nodeSelector':{'nvidia.com/gpu.product':"
+         "'NVIDIA-H100-80GB-HBM3-SXM5-with-a-long-name'},'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_HOST_NETWORK,
+     WARN_PREFIX "hostNetwork pod: set NCCL_SOCKET_IFNAME to the NIC, or hostNetworkEnv in profile "
+                 "\"p2345678902345678...\"",
+     P63},
+    {"no container", NULL, POD("{'containers':[{'name':'" NAME63 "'}]}"), NULL, 0,
+     MUTATE_W_NO_CONTAINER,
+     WARN_PREFIX
+     "request a GPU or RDMA device, or name the training container \"pytorch\"; nothing added",
+     "pytorch"},
+    {"node lookup", NULL, POD("{'nodeName':'" NAME63 "','containers':[" LC("") "]}"), NULL, 1,
+     MUTATE_W_NODE_LOOKUP,
+     WARN_PREFIX "check the webhook can read nodes: node \"a2345678901234567...\" unread, profile "
+                 "chosen from the pod",
+     NAME63},
+    {"ambiguous labels", LONG_PROFILES_Q("", "8"),
+     POD("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+         "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/gpu.product',"
+         "'operator':'Exists'}]}]}}},'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_AMBIGUOUS,
+     WARN_PREFIX "set rdma-webhook.io/profile: ambiguous node constraints fit "
+                 "p2345678902345678902345678...; none chosen",
+     P63 ", " Q63},
+    {"ambiguous gpus", LONG_PROFILES_Q("", "8"), POD("{'containers':[" LC("") "]}"), NULL, 0,
+     MUTATE_W_AMBIGUOUS,
+     WARN_PREFIX "set rdma-webhook.io/profile: ambiguous GPU count 8 fits "
+                 "p23456789023456789023456789023...; none chosen",
+     P63 ", " Q63},
+    {"pinned", LONG_PROFILES(",'pin':true,'default':true"), POD("{'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_PINNED,
+     WARN_PREFIX "pinned to profile \"p2345678902345678...\" nodes: nodeSelector "
+                 "nvidia.com/gpu.product=NVIDIA-H100-80...",
+     "NVIDIA-H100-80GB-HBM3-SXM5-with-a-long-name"},
+    {"ib disabled", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_DISABLE','value':'1'}]") "]}"), NULL, 0,
+     MUTATE_W_IB_DISABLED,
+     WARN_PREFIX "drop NCCL_IB_DISABLE=1 in container \"a2345678901234567...\" for RDMA; it has "
+                 "TCP, no RDMA device",
+     NAME63},
+    {"detect, no image", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'containers':[" LC("") "]}"), NULL, 0, MUTATE_W_DETECT,
+     WARN_PREFIX "give the webhook --detect-image: profile \"p2345678902345678...\" asks for "
+                 "detect; static values used",
+     P63},
+    {"detect, own conf file", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_CONF_FILE','value':'/x'}]") "]}"),
+     &detect_opts, 0, MUTATE_W_DETECT,
+     WARN_PREFIX "drop container \"a2345678901234567...\"'s own NCCL_CONF_FILE to detect at run "
+                 "time; it keeps static values",
+     NAME63},
+    {"detect, mount taken", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'volumes':[{'name':'run','emptyDir':{}}],'containers':[" LC(
+         ",'volumeMounts':[{'name':'run','mountPath':'/run/rdma-webhook'}]") "]}"),
+     &detect_opts, 0, MUTATE_W_DETECT,
+     WARN_PREFIX
+     "move container \"a2345678901234567...\"'s mount off /run/rdma-webhook to detect at run time",
+     NAME63},
+    {"detect, name taken", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'volumes':[{'name':'rdma-webhook-nccl','hostPath':{'path':'/x'}}],'containers':[" LC(
+         "") "]}"),
+     &detect_opts, 0, MUTATE_W_DETECT,
+     WARN_PREFIX
+     "rename the pod's volume \"rdma-webhook-nccl\" to detect at run time; static values used",
+     "volume"},
+    {"error", NULL, POD("{'containers':[" LC(",'env':5") "]}"), NULL, 0, MUTATE_W_ERROR,
+     WARN_PREFIX "see the webhook's log: pod not mutated, env is not an array", "env"},
+};
+
+/* Each kind of warning, with the longest names: the short text is exactly
+ * as written here (so under 120 bytes, with its fix), and the full text, for
+ * the log, has what the short one had to cut. */
+TEST(test_every_warning_fits_with_long_names)
+{
+    for (size_t i = 0; i < sizeof(warning_cases) / sizeof(warning_cases[0]); i++) {
+        const struct warning_case *c = &warning_cases[i];
+        struct mutate_hooks h = {.select = {.node_labels = failing_node_labels}};
+        int found = 0, matched = 0;
+
+        T.opts = c->opts;
+        run_with(c->pod, c->profiles ? profiles_from(c->profiles) : shipped,
+                 c->failing_nodes ? &h : NULL);
+        for (size_t w = 0; w < T.res.warnings.n; w++) {
+            if (T.res.warnings.kind[w] != c->kind)
+                continue;
+            found = 1;
+            print_message("%s (%zu bytes): %s\n", c->what, strlen(T.res.warnings.text[w]),
+                          T.res.warnings.text[w]);
+            assert_true(strlen(T.res.warnings.text[w]) < MUTATE_WARNING_MAX);
+            if (strcmp(T.res.warnings.text[w], c->text) != 0)
+                continue; /* another of the kind (both ties, say) */
+            matched = 1;
+            if (!strstr(T.res.warnings.full[w], c->in_log))
+                fail_msg("%s: the log's text lacks \"%s\": %s", c->what, c->in_log,
+                         T.res.warnings.full[w]);
+        }
+        if (found && !matched) {
+            print_warnings();
+            fail_msg("%s: no warning is \"%s\"", c->what, c->text);
+        }
+        if (!found) {
+            print_warnings();
+            fail_msg("%s: no warning of kind %s", c->what, mutate_warning_kind_name(c->kind));
+        }
+        teardown(NULL);
+    }
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_teardown(name, teardown)
     const struct CMUnitTest tests[] = {
+        T_(test_every_warning_fits_with_long_names),
+        T_(test_warnings_annotation_survives_a_quieter_second_call),
+        T_(test_warnings_annotation_adds_to_what_the_pod_has),
+        T_(test_warnings_annotation_not_json_is_replaced),
+        T_(test_no_warnings_no_annotation),
         T_(test_env_created_when_absent),
         T_(test_env_appended_after_user_env),
         T_(test_empty_env_array_gets_appended),
