@@ -1422,38 +1422,49 @@ static void mutate_warn_ties(struct mutate_ctx *m, const struct select_result *s
     }
 }
 
-/* The unknown name and, for the user, as many of the valid names as fit
- * (", ..." says some are left out); all of them in the log's text. */
+/* "a, b, c": the profiles' names in out, as many as fit budget bytes, with
+ * ", ..." (or "...") in place of those that do not. */
+static void mutate_profile_names(const struct profiles *ps, size_t budget, char *out, size_t outlen)
+{
+    size_t at = 0;
+
+    if (budget > outlen - 1)
+        budget = outlen - 1;
+    out[0] = '\0';
+    for (size_t i = 0; i < ps->n; i++) {
+        const char *name = ps->p[i].name;
+        size_t need = (i ? 2 : 0) + strlen(name), more = i + 1 < ps->n ? 5 : 0;
+
+        if (at + need + more > budget) {
+            if (at + 5 <= budget)
+                memcpy(out + at, i ? ", ..." : "...", (i ? 5 : 3) + 1);
+            return;
+        }
+        at += (size_t)snprintf(out + at, outlen - at, "%s%s", i ? ", " : "", name);
+    }
+}
+
+/* The unknown name and the valid ones: for the user as many as fit, in the
+ * log's text as many as MUTATE_WARNING_FULL_MAX holds. */
 static void mutate_warn_unknown(struct mutate_ctx *m, const char *unknown)
 {
+#define MUTATE_UNKNOWN_FMT "set " SELECT_ANNOTATION_PROFILE " to one of %s (\"%s\" is unknown)"
+    /* What the text takes besides the names: the lead and the format's. */
+    const size_t fixed = strlen(MUTATE_WARNING_LEAD) + strlen(MUTATE_UNKNOWN_FMT) - 4;
     char names[MUTATE_WARNING_FULL_MAX];
-    size_t at, budget;
     const char *shown;
+    size_t used, room;
 
     for (int pass = 1; pass >= 0; pass--) {
         m->warn_full = pass;
-        shown = mutate_s(m, unknown, MUTATE_SHOWN_NAME);
-        /* What the rest of the text takes: "rdma-webhook: " and the format's. */
-        budget = MUTATE_WARNING_MAX - 1 - strlen(MUTATE_WARNING_LEAD) - strlen(shown) -
-                 strlen("set " SELECT_ANNOTATION_PROFILE " to one of  (\"\" is unknown)");
-        budget = pass || budget > sizeof(names) - 1 ? sizeof(names) - 1 : budget;
-        at = 0;
-        names[0] = '\0';
-        for (size_t i = 0; i < m->ps->n; i++) {
-            const char *name = m->ps->p[i].name;
-            size_t need = (i ? 2 : 0) + strlen(name), more = i + 1 < m->ps->n ? 5 : 0;
-
-            if (at + need + more > budget) {
-                if (at + 5 <= budget)
-                    memcpy(names + at, i ? ", ..." : "...", (i ? 5 : 3) + 1);
-                break;
-            }
-            at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "", name);
-        }
-        mutate_warn_text(m, "set " SELECT_ANNOTATION_PROFILE " to one of %s (\"%s\" is unknown)",
-                         names, shown);
+        shown = mutate_s(m, unknown, MUTATE_SHOWN_NAME); /* whole in the log: any length */
+        used = fixed + strlen(shown) + 1;
+        room = pass ? sizeof(names) : MUTATE_WARNING_MAX;
+        mutate_profile_names(m->ps, used < room ? room - used : 0, names, sizeof(names));
+        mutate_warn_text(m, MUTATE_UNKNOWN_FMT, names, shown);
     }
     mutate_warn_add(m, MUTATE_W_UNKNOWN_PROFILE);
+#undef MUTATE_UNKNOWN_FMT
 }
 
 /* Picks the profile; returns 0 when there is one to apply. */

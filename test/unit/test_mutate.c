@@ -1566,7 +1566,27 @@ TEST(test_unknown_profile_annotation_warns)
     assert_outcome(MUTATE_PATCHED); /* the warnings annotation only */
     assert_int_equal(T.res.reason, MUTATE_R_UNKNOWN_PROFILE);
     assert_warned("is unknown");
-    assert_warned("roce-16card");
+    assert_int_equal(warned(WARN_PREFIX "set rdma-webhook.io/profile to one of roce-8card, "
+                                        "roce-4card (\"roce-16card\" is unknown)"),
+                     1);
+}
+
+/* The valid names fill what is left of 120 bytes; ", ..." says there are
+ * more, and the log's text has them. */
+TEST(test_unknown_profile_lists_as_many_as_fit)
+{
+    run_with(POD_META(",'annotations':{'rdma-webhook.io/profile':'nope'}",
+                      "{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'alpha-0001'},{'name':'bravo-0002'},"
+                           "{'name':'charlie-03'},{'name':'delta-0004'},{'name':'echo-00005'},"
+                           "{'name':'foxtrot-06'}]}"),
+             NULL);
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_string_equal(T.res.warnings.text[0],
+                        WARN_PREFIX "set rdma-webhook.io/profile to one of alpha-0001, bravo-0002, "
+                                    "charlie-03, ... (\"nope\" is unknown)");
+    assert_true(strlen(T.res.warnings.text[0]) < MUTATE_WARNING_MAX);
+    assert_contains(T.res.warnings.full[0], "delta-0004, echo-00005, foxtrot-06 (");
 }
 
 TEST(test_init_container_with_gpu_untouched_by_default)
@@ -2631,6 +2651,7 @@ int main(void)
         T_(test_target_without_target_container_warns),
         T_(test_gpu_pod_without_profile_warns),
         T_(test_unknown_profile_annotation_warns),
+        T_(test_unknown_profile_lists_as_many_as_fit),
         T_(test_init_container_with_gpu_untouched_by_default),
         T_(test_init_containers_mutated_when_profile_says_so),
         T_(test_node_name_without_hook_no_warning),
