@@ -23,8 +23,8 @@ int log_level_parse(const char *s, enum log_level *out)
     return -1;
 }
 
-/* Keeps LOG_TAIL bytes free so a string's closing quote, the truncation flag,
- * the closing brace and the newline always fit. */
+/* Keeps LOG_TAIL bytes free so a string's closing quote, an array's closing
+ * bracket, the truncation flag, the closing brace and the newline always fit. */
 #define LOG_TAIL 32
 
 /* Bytes left before the tail. A string's closing quote may already stand in
@@ -138,6 +138,26 @@ void log_str(struct log_line *l, const char *key, const char *val)
 {
     if (l->active && log_put_key(l, key) == 0)
         log_put_escaped(l, val ? val : "");
+}
+
+void log_strs(struct log_line *l, const char *key, const char *const *vals, size_t n)
+{
+    if (!l->active || log_put_key(l, key))
+        return;
+    log_put(l, "[", 1);
+    for (size_t i = 0; i < n && !l->truncated; i++) {
+        /* The comma and the opening quote go in together, or neither. */
+        if (log_room(l) < 2) {
+            l->truncated = 1;
+            break;
+        }
+        if (i)
+            log_put(l, ",", 1);
+        log_put_escaped(l, vals[i]);
+    }
+    /* Like a string's closing quote, the bracket goes into the reserved
+     * tail: a cut array still closes. */
+    l->buf[l->len++] = ']';
 }
 
 void log_int(struct log_line *l, const char *key, long long val)

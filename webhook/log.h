@@ -51,6 +51,9 @@ int log_level_parse(const char *s, enum log_level *out);
 
 void log_begin(struct log_line *l, struct log *lg, enum log_level lvl, const char *msg);
 void log_str(struct log_line *l, const char *key, const char *val);
+/* An array of n strings; values past what fits are left out (the line says
+ * "truncated"). */
+void log_strs(struct log_line *l, const char *key, const char *const *vals, size_t n);
 void log_int(struct log_line *l, const char *key, long long val);
 void log_end(struct log_line *l);
 

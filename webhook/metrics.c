@@ -19,6 +19,28 @@ static const unsigned long long metrics_bounds_ns[METRICS_LATENCY_BUCKETS] = {
 void metrics_init(struct metrics *m)
 {
     memset(m, 0, sizeof(*m));
+    /* A static initializer: nothing to destroy, as the rest needs no stop. */
+    m->profiles_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+}
+
+void metrics_admission_profile(struct metrics *m, const char *profile)
+{
+    size_t i;
+
+    if (!profile || !*profile || strlen(profile) >= METRICS_PROFILE_NAME_MAX) {
+        atomic_fetch_add(&m->profiles_other, 1);
+        return;
+    }
+    pthread_mutex_lock(&m->profiles_lock);
+    for (i = 0; i < m->n_profiles && strcmp(m->profiles[i].name, profile) != 0; i++)
+        ;
+    if (i == m->n_profiles && i < METRICS_PROFILES_MAX)
+        memcpy(m->profiles[m->n_profiles++].name, profile, strlen(profile) + 1);
+    if (i < m->n_profiles)
+        atomic_fetch_add(&m->profiles[i].admissions, 1);
+    else
+        atomic_fetch_add(&m->profiles_other, 1);
+    pthread_mutex_unlock(&m->profiles_lock);
 }
 
 void metrics_admission(struct metrics *m, int ignored, int reason, long long ns, size_t ops,
@@ -181,12 +203,27 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
                 g->version);
 }
 
+static void metrics_render_profiles(struct metrics *m, struct metrics_out *out)
+{
+    metrics_puts(out, "# HELP rdma_webhook_profile_admissions_total Pod admissions that got a "
+                      "profile (mutated or nothing missing), by profile.\n"
+                      "# TYPE rdma_webhook_profile_admissions_total counter\n");
+    pthread_mutex_lock(&m->profiles_lock);
+    for (size_t i = 0; i < m->n_profiles; i++)
+        metrics_put(out, "rdma_webhook_profile_admissions_total{profile=\"%s\"} %llu\n",
+                    m->profiles[i].name, atomic_load(&m->profiles[i].admissions));
+    pthread_mutex_unlock(&m->profiles_lock);
+    metrics_put(out, "rdma_webhook_profile_admissions_total{profile=\"_other\"} %llu\n",
+                atomic_load(&m->profiles_other));
+}
+
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)
 {
     struct metrics_out o = {out, ERR_OK};
     size_t before = dynbuf_len(out);
 
     metrics_render_admissions(m, &o);
+    metrics_render_profiles(m, &o);
     metrics_render_latency(m, &o);
     metrics_render_gauges(m, g, &o);
     /* Half an exposition would read as counters gone back to zero. */

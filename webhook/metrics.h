@@ -2,7 +2,12 @@
  *
  * Every counter is a C11 atomic updated on the request path without locks;
  * the label sets are fixed at compile time, so the exposition is bounded and
- * no client input ever becomes a label value.
+ * no client input ever becomes a label value. The one label set that is not
+ * fixed, admissions by profile, takes names from the admin's profiles (63
+ * bytes of [a-z0-9.-] each, checked by profiles.c): the first
+ * METRICS_PROFILES_MAX names seen since start, across reloads (a counter
+ * never disappears), and "_other" for any after them, so at most
+ * METRICS_PROFILES_MAX + 1 series.
  */
 #ifndef RDMA_WEBHOOK_METRICS_H
 #define RDMA_WEBHOOK_METRICS_H
@@ -10,6 +15,7 @@
 #include "dynbuf.h"
 #include "err.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 enum metrics_http {
@@ -28,6 +34,15 @@ enum metrics_http {
  * here: metrics.c checks at compile time that they fit. */
 #define METRICS_REASONS_MAX       32
 #define METRICS_WARNING_KINDS_MAX 32
+/* Twice the profiles one file may have (PROFILES_MAX_PROFILES): room for a
+ * full renaming by a reload. */
+#define METRICS_PROFILES_MAX     128
+#define METRICS_PROFILE_NAME_MAX 64
+
+struct metrics_profile {
+    char name[METRICS_PROFILE_NAME_MAX];
+    atomic_ullong admissions;
+};
 
 struct metrics {
     atomic_ullong admissions[METRICS_REASONS_MAX + 1]; /* the last: ignored, not a Pod CREATE */
@@ -40,6 +55,12 @@ struct metrics {
     atomic_ullong profile_reviews[2]; /* /validate-profiles: allowed, refused */
     atomic_ullong pinned; /* admissions whose patch pins the pod (a MUTATE_W_PINNED warning) */
     atomic_int in_flight;
+    /* Admissions by profile: entries [0, n_profiles) are in use; lock guards
+     * adding one (and reading n_profiles with the names). */
+    pthread_mutex_t profiles_lock;
+    struct metrics_profile profiles[METRICS_PROFILES_MAX];
+    size_t n_profiles;
+    atomic_ullong profiles_other;
 };
 
 /* Values owned elsewhere that the exposition includes. */
@@ -59,6 +80,8 @@ void metrics_init(struct metrics *m);
 void metrics_admission(struct metrics *m, int ignored, int reason, long long ns, size_t ops,
                        const unsigned *warning_kinds);
 void metrics_http_error(struct metrics *m, unsigned status);
+/* Counts one admission whose pod got profile (mutated, or nothing missing). */
+void metrics_admission_profile(struct metrics *m, const char *profile);
 
 /* Appends the whole exposition and returns ERR_OK, or returns the first error
  * of a write, ERR_TOO_BIG (out's cap is too small) or ERR_NOMEM, with out

@@ -20,6 +20,14 @@
  * warning per container says so. */
 #define MUTATE_ENVFROM_MAX 64
 #define MUTATE_CONF_FILE   "NCCL_CONF_FILE"
+/* Room for the shortened names of one warning (mutate_s). */
+#define MUTATE_SHOWN_SLOTS 6
+#define MUTATE_SHOWN_LEN   48
+/* How long the names in a short warning may be: a 63-byte container name
+ * still leaves room for the fix. */
+#define MUTATE_SHOWN_NAME  20
+#define MUTATE_SHOWN_VAR   24
+#define MUTATE_SHOWN_VALUE 16
 
 /* Whether the pod gets run-time detection (mutate.h). */
 enum mutate_detect {
@@ -50,6 +58,12 @@ struct mutate_ctx {
     /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
     struct profiles_kv env[MUTATE_ENV_MAX];
     size_t n_env;
+    /* The warning being made (MUTATE_WARN). */
+    int warn_full;
+    char warn_full_text[MUTATE_WARNING_FULL_MAX];
+    char warn_short_text[MUTATE_WARNING_MAX];
+    char shown[MUTATE_SHOWN_SLOTS][MUTATE_SHOWN_LEN];
+    unsigned shown_at;
 };
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
@@ -98,25 +112,67 @@ void mutate_result_free(struct mutate_result *res)
     patch_free(&res->patch);
 }
 
-/* Keeps the first MUTATE_WARNING_MAX-1 bytes, cut on a UTF-8 boundary. */
-__attribute__((format(printf, 3, 4))) static void
-mutate_warn(struct mutate_ctx *m, enum mutate_warning_kind kind, const char *fmt, ...)
+/* Every warning is made twice from the same arguments (MUTATE_WARN): first
+ * with names and values whole (mutate_s returns them as they are), for the
+ * admission log; then with them shortened, for the user. The short text is
+ * cut at MUTATE_WARNING_MAX-1 bytes only as a last resort: the unit tests
+ * check that each fits with 63-byte names. */
+#define MUTATE_WARN(m, kind, ...)                                                                  \
+    do {                                                                                           \
+        (m)->warn_full = 1;                                                                        \
+        mutate_warn_text((m), __VA_ARGS__);                                                        \
+        (m)->warn_full = 0;                                                                        \
+        mutate_warn_text((m), __VA_ARGS__);                                                        \
+        mutate_warn_add((m), (kind));                                                              \
+    } while (0)
+
+/* s as the warning being made shows it: whole in the full text, else cut to
+ * at most max bytes (MUTATE_SHOWN_LEN-1 at most), "..." included. */
+static const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max)
 {
-    struct mutate_warnings *w = &m->res->warnings;
-    char buf[512], text[MUTATE_WARNING_MAX];
+    char *out;
+
+    if (!s)
+        s = "?";
+    if (m->warn_full)
+        return s;
+    if (max >= MUTATE_SHOWN_LEN)
+        max = MUTATE_SHOWN_LEN - 1;
+    out = m->shown[m->shown_at++ % MUTATE_SHOWN_SLOTS];
+    utf8_shorten(s, max, out, max + 1);
+    return out;
+}
+
+__attribute__((format(printf, 2, 3))) static void mutate_warn_text(struct mutate_ctx *m,
+                                                                   const char *fmt, ...)
+{
+    char buf[MUTATE_WARNING_FULL_MAX];
     va_list ap;
-    int len = snprintf(buf, sizeof(buf), "rdma-webhook: ");
+    int len = snprintf(buf, sizeof(buf), "%s", MUTATE_WARNING_LEAD);
 
     va_start(ap, fmt);
     vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
     va_end(ap);
-    utf8_shorten(buf, sizeof(text) - 1, text, sizeof(text));
+    if (m->warn_full)
+        utf8_shorten(buf, sizeof(m->warn_full_text) - 1, m->warn_full_text,
+                     sizeof(m->warn_full_text));
+    else
+        utf8_shorten(buf, sizeof(m->warn_short_text) - 1, m->warn_short_text,
+                     sizeof(m->warn_short_text));
+}
+
+/* Keeps the warning just made, once: the same short text twice is one. */
+static void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind)
+{
+    struct mutate_warnings *w = &m->res->warnings;
+
     for (size_t i = 0; i < w->n; i++)
-        if (strcmp(w->text[i], text) == 0)
+        if (strcmp(w->text[i], m->warn_short_text) == 0)
             return;
     if (w->n < MUTATE_MAX_WARNINGS) {
         w->kind[w->n] = kind;
-        memcpy(w->text[w->n++], text, strlen(text) + 1);
+        memcpy(w->full[w->n], m->warn_full_text, strlen(m->warn_full_text) + 1);
+        memcpy(w->text[w->n++], m->warn_short_text, strlen(m->warn_short_text) + 1);
     }
 }
 
@@ -205,9 +261,10 @@ static const char *mutate_env_value(struct mutate_ctx *m, const char *name)
 static void mutate_warn_host_network(struct mutate_ctx *m)
 {
     if (m->dropped_ifname && !m->detect_used)
-        mutate_warn(m, MUTATE_W_HOST_NETWORK,
-                    "hostNetwork pod: NCCL_SOCKET_IFNAME not set (profile has no "
-                    "hostNetworkEnv); set it to the node's NIC");
+        MUTATE_WARN(m, MUTATE_W_HOST_NETWORK,
+                    "hostNetwork pod: set NCCL_SOCKET_IFNAME to the NIC, or hostNetworkEnv in "
+                    "profile \"%s\"",
+                    mutate_s(m, m->p->name, MUTATE_SHOWN_NAME));
 }
 
 #define MUTATE_IB_DISABLE "NCCL_IB_DISABLE"
@@ -250,7 +307,8 @@ static void mutate_scan_user_env(struct mutate_ctx *m, const cJSON *env, const c
         if (value && nccl_is_nccl_var(name) &&
             !(ib_off && mutate_is_ib_var(name) && strcmp(name, MUTATE_IB_DISABLE) != 0) &&
             mutate_check_nccl(m, name, value, msg, sizeof(msg)))
-            mutate_warn(m, MUTATE_W_NCCL_VALUE, "container \"%s\": %s", cname, msg);
+            MUTATE_WARN(m, MUTATE_W_NCCL_VALUE, "%s (container \"%s\")", msg,
+                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
         for (size_t i = 0; i < m->n_env; i++)
             if (!decl[i] && strcmp(name, m->env[i].name) == 0)
                 decl[i] = e;
@@ -263,17 +321,15 @@ static void mutate_env_declared(struct mutate_ctx *m, const cJSON *e, const stru
                                 const char *cname)
 {
     const char *value = podjson_str(&m->r, e, "value");
-    char shown[24], shown_p[24];
 
     if (!value && podjson_obj(&m->r, e, "valueFrom"))
-        mutate_warn(m, MUTATE_W_OVERRIDE,
-                    "container \"%s\": your %s (valueFrom) overrides the profile (%s)", cname,
-                    kv->name, mutate_short(kv->value, shown_p, sizeof(shown_p)));
+        MUTATE_WARN(m, MUTATE_W_OVERRIDE,
+                    "drop %s (valueFrom) in container \"%s\" to get the profile's value",
+                    mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME));
     else if (strcmp(value ? value : "", kv->value) != 0)
-        mutate_warn(m, MUTATE_W_OVERRIDE,
-                    "container \"%s\": your %s overrides the profile (%s, not %s)", cname, kv->name,
-                    mutate_short(value ? value : "", shown, sizeof(shown)),
-                    mutate_short(kv->value, shown_p, sizeof(shown_p)));
+        MUTATE_WARN(m, MUTATE_W_OVERRIDE, "drop %s in container \"%s\" to get the profile's %s",
+                    mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME),
+                    mutate_s(m, kv->value, MUTATE_SHOWN_VALUE));
 }
 
 /* The key an envFrom source would give variable name, or NULL when its
@@ -299,13 +355,10 @@ _Static_assert(MUTATE_ENVFROM_MAX <= 64, "one bit of mutate_envfrom_warned.sourc
 static void mutate_envfrom_warn(struct mutate_ctx *m, const char *cname, const cJSON *cm,
                                 const char *ref_name)
 {
-    char shown[48];
-
-    mutate_warn(m, MUTATE_W_ENVFROM,
-                "container \"%s\": envFrom %s \"%s\" not inspected; its NCCL_* keys lose to the "
-                "profile's",
-                cname, cm ? "ConfigMap" : "Secret",
-                mutate_short(ref_name ? ref_name : "?", shown, sizeof(shown)));
+    MUTATE_WARN(m, MUTATE_W_ENVFROM,
+                "move NCCL_* of %s \"%s\" to container \"%s\"'s env (profile wins)",
+                cm ? "ConfigMap" : "Secret", mutate_s(m, ref_name, MUTATE_SHOWN_NAME),
+                mutate_s(m, cname, MUTATE_SHOWN_NAME));
 }
 
 /* 1 when an envFrom ConfigMap of the container is known to declare name. An
@@ -333,10 +386,10 @@ static int mutate_envfrom_declares(struct mutate_ctx *m, const cJSON *envfrom, c
             continue;
         if (at >= MUTATE_ENVFROM_MAX) {
             if (!warned->past_max)
-                mutate_warn(m, MUTATE_W_ENVFROM,
-                            "envFrom sources past the %dth of container \"%s\" not checked; "
-                            "their NCCL_* keys lose to the profile's",
-                            MUTATE_ENVFROM_MAX, cname);
+                MUTATE_WARN(m, MUTATE_W_ENVFROM,
+                            "container \"%s\": move NCCL_* to env; envFrom past the %dth source "
+                            "is unchecked",
+                            mutate_s(m, cname, MUTATE_SHOWN_NAME), MUTATE_ENVFROM_MAX);
             warned->past_max = 1;
             return 0;
         }
@@ -535,10 +588,10 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
     if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged"))
         return;
     if (mutate_runs_as_non_root(m, sc))
-        mutate_warn(m, MUTATE_W_NON_ROOT,
-                    "container \"%s\" runs as non-root: IPC_LOCK has no effect there; "
-                    "raise ulimit -l instead",
-                    cname);
+        MUTATE_WARN(m, MUTATE_W_NON_ROOT,
+                    "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
+                    "nothing",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
     if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK"))
         return;
     if (!sc) {
@@ -778,58 +831,152 @@ static void mutate_scheduler(struct mutate_ctx *m)
 {
     const char *have = podjson_str(&m->r, m->spec, "schedulerName");
     const char *want = m->p->scheduler_name;
-    char path[PATCH_PATH_MAX], shown[48];
+    char path[PATCH_PATH_MAX];
 
     if (!want || !*want || (have && strcmp(have, want) == 0))
         return;
     if (have && strcmp(have, "default-scheduler") != 0) {
-        mutate_warn(m, MUTATE_W_SCHEDULER,
-                    "pod keeps scheduler \"%s\"; the profile's \"%s\" (gang scheduling) "
-                    "is not applied",
-                    mutate_short(have, shown, sizeof(shown)), want);
+        MUTATE_WARN(m, MUTATE_W_SCHEDULER,
+                    "drop schedulerName \"%s\" to get the profile's \"%s\" (gang scheduling)",
+                    mutate_s(m, have, MUTATE_SHOWN_NAME), mutate_s(m, want, MUTATE_SHOWN_NAME));
         return;
     }
     mutate_path(m, path, "/spec/schedulerName", NULL);
     patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
 }
 
-/* The two annotations, rdma-webhook.io/injected and .../selected-by. */
-static void mutate_annotation_pairs(struct mutate_ctx *m)
+/* The annotations the patch sets: rdma-webhook.io/injected and
+ * .../selected-by when the profile was applied, .../warnings when warnings
+ * (a JSON array text) is not NULL. */
+static void mutate_annotation_pairs(struct mutate_ctx *m, int applied, const char *warnings)
 {
     struct patch *p = &m->res->patch;
 
-    jsonw_key(&p->w, MUTATE_ANNOTATION_INJECTED);
-    jsonw_str(&p->w, m->p->name);
-    jsonw_raw(&p->w, ",");
-    jsonw_key(&p->w, MUTATE_ANNOTATION_SELECTED_BY);
-    jsonw_str(&p->w, select_rule_name(m->rule));
+    if (applied) {
+        jsonw_key(&p->w, MUTATE_ANNOTATION_INJECTED);
+        jsonw_str(&p->w, m->p->name);
+        jsonw_raw(&p->w, ",");
+        jsonw_key(&p->w, MUTATE_ANNOTATION_SELECTED_BY);
+        jsonw_str(&p->w, select_rule_name(m->rule));
+    }
+    if (warnings) {
+        if (applied)
+            jsonw_raw(&p->w, ",");
+        jsonw_key(&p->w, MUTATE_ANNOTATION_WARNINGS);
+        jsonw_str(&p->w, warnings);
+    }
 }
 
-static void mutate_annotate(struct mutate_ctx *m)
+static void mutate_annotate_one(struct mutate_ctx *m, const char *key, const char *value)
 {
-    const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
-    struct patch *p = &m->res->patch;
     char path[PATCH_PATH_MAX], tok[64];
 
+    patch_escape_token(key, tok, sizeof(tok));
+    mutate_path(m, path, "/metadata/annotations/", tok);
+    /* "add" of an object member replaces it when present (RFC 6902 4.1). */
+    patch_op_str(&m->res->patch, "add", path, value);
+}
+
+static void mutate_annotate(struct mutate_ctx *m, const cJSON *annotations, int applied,
+                            const char *warnings)
+{
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+
     if (annotations) {
-        patch_escape_token(MUTATE_ANNOTATION_INJECTED, tok, sizeof(tok));
-        mutate_path(m, path, "/metadata/annotations/", tok);
-        patch_op_str(p, "add", path, m->p->name);
-        patch_escape_token(MUTATE_ANNOTATION_SELECTED_BY, tok, sizeof(tok));
-        mutate_path(m, path, "/metadata/annotations/", tok);
-        patch_op_str(p, "add", path, select_rule_name(m->rule));
+        if (applied) {
+            mutate_annotate_one(m, MUTATE_ANNOTATION_INJECTED, m->p->name);
+            mutate_annotate_one(m, MUTATE_ANNOTATION_SELECTED_BY, select_rule_name(m->rule));
+        }
+        if (warnings)
+            mutate_annotate_one(m, MUTATE_ANNOTATION_WARNINGS, warnings);
         return;
     }
     mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
     patch_op_begin(p, "add", path);
     jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
-    mutate_annotation_pairs(m);
+    mutate_annotation_pairs(m, applied, warnings);
     jsonw_raw(&p->w, m->metadata ? "}" : "}}");
     patch_op_end(p);
 }
 
-/* "k=v, k2=v2" of the labels, shortened to fit out. */
-static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *out, size_t len)
+/* The warnings annotation holds at most this many texts. */
+#define MUTATE_ANNOTATED_MAX (2 * MUTATE_MAX_WARNINGS)
+
+static int mutate_listed(const char *const *list, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+/* The rdma-webhook.io/warnings value the pod gets, written to out; 0 when
+ * it gets none: no warnings, or the pod's value already has every one of
+ * them. The value only grows, the pod's texts first: a second call (the
+ * apiserver's reinvocation, after our patch) often warns less (nothing to
+ * pin any more) and must neither drop what the first said nor flap. A value
+ * that is not a JSON array of short strings is the webhook's to replace.
+ * The texts are without MUTATE_WARNING_LEAD: the annotation's name says it. */
+static int mutate_warnings_value(struct mutate_ctx *m, const cJSON *annotations, struct dynbuf *out)
+{
+    const struct mutate_warnings *ws = &m->res->warnings;
+    const char *have = ws->n ? podjson_str(&m->r, annotations, MUTATE_ANNOTATION_WARNINGS) : NULL;
+    cJSON *old = have ? cJSON_Parse(have) : NULL;
+    const cJSON *items = cJSON_IsArray(old) ? old : NULL;
+    const char *list[MUTATE_ANNOTATED_MAX];
+    const cJSON *it;
+    size_t n = 0, n_old;
+    struct jsonw w;
+
+    cJSON_ArrayForEach(it, items)
+    {
+        if (n < MUTATE_ANNOTATED_MAX && cJSON_IsString(it) &&
+            strlen(it->valuestring) < MUTATE_WARNING_MAX &&
+            !mutate_listed(list, n, it->valuestring))
+            list[n++] = it->valuestring;
+    }
+    n_old = n;
+    for (size_t i = 0; i < ws->n && n < MUTATE_ANNOTATED_MAX; i++)
+        if (!mutate_listed(list, n, ws->text[i] + strlen(MUTATE_WARNING_LEAD)))
+            list[n++] = ws->text[i] + strlen(MUTATE_WARNING_LEAD);
+    if (n > n_old) {
+        jsonw_init(&w, out);
+        jsonw_raw(&w, "[");
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                jsonw_raw(&w, ",");
+            jsonw_str(&w, list[i]);
+        }
+        jsonw_raw(&w, "]");
+        if (jsonw_error(&w) || dynbuf_addc(out, '\0'))
+            podjson_fail(&m->r, "out of memory for the warnings annotation");
+    }
+    cJSON_Delete(old);
+    return n > n_old && !podjson_failed(&m->r);
+}
+
+/* Last: the annotations, once every warning is made. A pod left alone but
+ * warned (no profile for its GPUs, an unknown profile name) gets a patch of
+ * the warnings annotation only: an annotation never breaks a pod, and it is
+ * where `kubectl describe pod` shows why nothing was added. */
+static void mutate_finish_annotations(struct mutate_ctx *m, int applied)
+{
+    const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
+    struct dynbuf value;
+    int warned;
+
+    dynbuf_init(&value, MUTATE_ANNOTATED_MAX * MUTATE_WARNING_MAX * 6 + 64);
+    warned = mutate_warnings_value(m, annotations, &value);
+    if (applied || warned)
+        mutate_annotate(m, annotations, applied, warned ? dynbuf_ptr(&value) : NULL);
+    dynbuf_free(&value);
+}
+
+/* "k=v, k2=v2" of the labels, whole in full (as far as it fits), shortened
+ * to fit out. */
+static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *out, size_t len,
+                               char *full, size_t full_len)
 {
     char buf[256];
     size_t at = 0;
@@ -839,6 +986,7 @@ static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *ou
         at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s", i ? ", " : "", kv[i]->name,
                                kv[i]->value);
     mutate_short(buf, out, len);
+    mutate_short(buf, full, full_len);
 }
 
 /* A profile with "pin" chosen by GPU count or as the default: its
@@ -853,7 +1001,7 @@ static void mutate_pin(struct mutate_ctx *m)
     const struct profiles_kv *adds[PROFILES_MAX_ENV];
     const char *node = podjson_str(&m->r, m->spec, "nodeName");
     struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX], shown[80];
+    char path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX], shown[41], full[256];
     size_t n = 0;
 
     if (!m->p->pin || (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT) ||
@@ -885,9 +1033,9 @@ static void mutate_pin(struct mutate_ctx *m)
         patch_op_str(p, "add", path, adds[i]->value);
     }
     m->res->pinned = 1;
-    mutate_labels_text(adds, n, shown, sizeof(shown));
-    mutate_warn(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes with nodeSelector %s",
-                m->p->name, shown);
+    mutate_labels_text(adds, n, shown, sizeof(shown), full, sizeof(full));
+    MUTATE_WARN(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes: nodeSelector %s",
+                mutate_s(m, m->p->name, MUTATE_SHOWN_NAME), m->warn_full ? full : shown);
 }
 
 /* ---- run-time detection (mutate.h) ---- */
@@ -974,16 +1122,16 @@ static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const c
         user_file = mutate_envfrom_declares(m, podjson_arr(&m->r, c, "envFrom"), MUTATE_CONF_FILE,
                                             cname, &warned);
     if (user_file) {
-        mutate_warn(m, MUTATE_W_DETECT,
-                    "container \"%s\" has its own " MUTATE_CONF_FILE ": not detected at run time",
-                    cname);
+        MUTATE_WARN(m, MUTATE_W_DETECT,
+                    "drop container \"%s\"'s own " MUTATE_CONF_FILE
+                    " to detect at run time; it keeps static values",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
     if (mnt && !mutate_named(m, mnt, MUTATE_DETECT_VOLUME)) {
-        mutate_warn(m, MUTATE_W_DETECT,
-                    "container \"%s\" mounts " MUTATE_DETECT_DIR
-                    " itself: not detected at run time",
-                    cname);
+        MUTATE_WARN(m, MUTATE_W_DETECT,
+                    "move container \"%s\"'s mount off " MUTATE_DETECT_DIR " to detect at run time",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
     return 1;
@@ -1122,33 +1270,31 @@ static void mutate_detect_pod(struct mutate_ctx *m)
     if (!m->ib_on)
         return;
     if (m->detect == MUTATE_DETECT_NO_IMAGE)
-        mutate_warn(m, MUTATE_W_DETECT,
-                    "the profile asks for detect, but the webhook has no --detect-image: not "
-                    "detected at run time");
+        MUTATE_WARN(m, MUTATE_W_DETECT,
+                    "give the webhook --detect-image: profile \"%s\" asks for detect; static "
+                    "values used",
+                    mutate_s(m, m->p->name, MUTATE_SHOWN_NAME));
     else if (m->detect == MUTATE_DETECT_TAKEN)
-        mutate_warn(m, MUTATE_W_DETECT, "the pod has its own %s: not detected at run time",
+        MUTATE_WARN(m, MUTATE_W_DETECT,
+                    "rename the pod's %s to detect at run time; static values used",
                     m->detect_taken);
 }
-
-/* Container names in warnings are shortened so that a 63-character name
- * still leaves room for what the warning is about. */
-#define MUTATE_SHOWN_NAME 24
 
 /* Mutates one target container; returns 1 when it has InfiniBand off. */
 static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *list, int idx)
 {
-    char cname[MUTATE_SHOWN_NAME], cpath[PATCH_PATH_MAX], value[64], shown[16];
+    const char *cname = mutate_name(m, c);
+    char cpath[PATCH_PATH_MAX], value[64];
     int ib_off, detected = 0, mounts = podjson_arr(&m->r, c, "volumeMounts") != NULL;
 
-    mutate_short(mutate_name(m, c), cname, sizeof(cname));
     if (mutate_item_path(m, cpath, list, idx))
         return 0;
     ib_off = mutate_ib_off(m, c, value, sizeof(value));
     if (ib_off)
-        mutate_warn(m, MUTATE_W_IB_DISABLED,
-                    "container \"%s\" has NCCL_IB_DISABLE=%s: no RDMA device, NCCL_IB_* or "
-                    "IPC_LOCK added",
-                    cname, mutate_short(value, shown, sizeof(shown)));
+        MUTATE_WARN(m, MUTATE_W_IB_DISABLED,
+                    "drop NCCL_IB_DISABLE=%s in container \"%s\" for RDMA; it has TCP, no RDMA "
+                    "device",
+                    mutate_s(m, value, 10), mutate_s(m, cname, MUTATE_SHOWN_NAME));
     /* Init containers run before the detecting one: they keep the static env. */
     if (!ib_off && strcmp(list, "containers") == 0) {
         m->ib_on = 1;
@@ -1210,9 +1356,9 @@ static int mutate_has_target_container(struct mutate_ctx *m)
     if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
         return 1;
     m->res->reason = MUTATE_R_NO_CONTAINER;
-    mutate_warn(m, MUTATE_W_NO_CONTAINER,
-                "no container asks for a GPU or RDMA device or is named \"pytorch\"; "
-                "pod not mutated");
+    MUTATE_WARN(m, MUTATE_W_NO_CONTAINER,
+                "request a GPU or RDMA device, or name the training container \"pytorch\"; "
+                "nothing added");
     return 0;
 }
 
@@ -1234,13 +1380,13 @@ static void mutate_pod(struct mutate_ctx *m)
     if (first.first && mutate_item_path(m, path, "containers", first.first_idx) == 0)
         mutate_resources(m, first.first, path);
     mutate_scheduler(m);
-    if (m->res->patch.n_ops)
-        mutate_annotate(m);
     m->res->reason = m->res->patch.n_ops ? MUTATE_R_MUTATED : MUTATE_R_NOTHING_MISSING;
 }
 
-/* "a, b, c and 2 more": the names of a tie, shortened to fit out. */
-static void mutate_tie_text(const struct select_tie *t, char *out, size_t len)
+/* "a, b, c and 2 more": the names of a tie, whole in full, shortened to
+ * fit out. */
+static void mutate_tie_text(const struct select_tie *t, char *out, size_t len, char *full,
+                            size_t full_len)
 {
     char buf[SELECT_TIE_LISTED * 72 + 32];
     size_t at = 0, listed = t->n < SELECT_TIE_LISTED ? t->n : SELECT_TIE_LISTED;
@@ -1251,54 +1397,101 @@ static void mutate_tie_text(const struct select_tie *t, char *out, size_t len)
     if (t->n > listed && at < sizeof(buf))
         snprintf(buf + at, sizeof(buf) - at, " and %zu more", t->n - listed);
     mutate_short(buf, out, len);
+    mutate_short(buf, full, full_len);
 }
 
 /* Says which rules found several profiles and chose none of them. */
 static void mutate_warn_ties(struct mutate_ctx *m, const struct select_result *sel)
 {
-    char names[80];
+    char names[34], full[SELECT_TIE_LISTED * 72 + 32];
 
     if (sel->tie_labels.n >= 2) {
-        mutate_tie_text(&sel->tie_labels, names, sizeof(names));
-        mutate_warn(m, MUTATE_W_AMBIGUOUS,
-                    "ambiguous node constraints fit profiles %s; none chosen by node labels",
-                    names);
+        /* This text is longer than the GPU count's by more than its number. */
+        mutate_tie_text(&sel->tie_labels, names, sizeof(names) - 4, full, sizeof(full));
+        MUTATE_WARN(m, MUTATE_W_AMBIGUOUS,
+                    "set " SELECT_ANNOTATION_PROFILE ": ambiguous node constraints fit %s; "
+                    "none chosen",
+                    m->warn_full ? full : names);
     }
     if (sel->tie_gpus.n >= 2) {
-        mutate_tie_text(&sel->tie_gpus, names, sizeof(names));
-        mutate_warn(m, MUTATE_W_AMBIGUOUS,
-                    "ambiguous GPU count %lld fits profiles %s; none chosen by GPU count",
-                    sel->gpus, names);
+        mutate_tie_text(&sel->tie_gpus, names, sizeof(names), full, sizeof(full));
+        MUTATE_WARN(m, MUTATE_W_AMBIGUOUS,
+                    "set " SELECT_ANNOTATION_PROFILE ": ambiguous GPU count %lld fits %s; none "
+                    "chosen",
+                    sel->gpus, m->warn_full ? full : names);
     }
+}
+
+/* "a, b, c": the profiles' names in out, as many as fit budget bytes, with
+ * ", ..." (or "...") in place of those that do not. */
+static void mutate_profile_names(const struct profiles *ps, size_t budget, char *out, size_t outlen)
+{
+    size_t at = 0;
+
+    if (budget > outlen - 1)
+        budget = outlen - 1;
+    out[0] = '\0';
+    for (size_t i = 0; i < ps->n; i++) {
+        const char *name = ps->p[i].name;
+        size_t need = (i ? 2 : 0) + strlen(name), more = i + 1 < ps->n ? 5 : 0;
+
+        if (at + need + more > budget) {
+            if (at + 5 <= budget)
+                memcpy(out + at, i ? ", ..." : "...", (i ? 5 : 3) + 1);
+            return;
+        }
+        at += (size_t)snprintf(out + at, outlen - at, "%s%s", i ? ", " : "", name);
+    }
+}
+
+/* The unknown name and the valid ones: for the user as many as fit, in the
+ * log's text as many as MUTATE_WARNING_FULL_MAX holds. */
+static void mutate_warn_unknown(struct mutate_ctx *m, const char *unknown)
+{
+#define MUTATE_UNKNOWN_FMT "set " SELECT_ANNOTATION_PROFILE " to one of %s (\"%s\" is unknown)"
+    /* What the text takes besides the names: the lead and the format's. */
+    const size_t fixed = strlen(MUTATE_WARNING_LEAD) + strlen(MUTATE_UNKNOWN_FMT) - 4;
+    char names[MUTATE_WARNING_FULL_MAX];
+    const char *shown;
+    size_t used, room;
+
+    for (int pass = 1; pass >= 0; pass--) {
+        m->warn_full = pass;
+        shown = mutate_s(m, unknown, MUTATE_SHOWN_NAME); /* whole in the log: any length */
+        used = fixed + strlen(shown) + 1;
+        room = pass ? sizeof(names) : MUTATE_WARNING_MAX;
+        mutate_profile_names(m->ps, used < room ? room - used : 0, names, sizeof(names));
+        mutate_warn_text(m, MUTATE_UNKNOWN_FMT, names, shown);
+    }
+    mutate_warn_add(m, MUTATE_W_UNKNOWN_PROFILE);
+#undef MUTATE_UNKNOWN_FMT
 }
 
 /* Picks the profile; returns 0 when there is one to apply. */
 static int mutate_choose(struct mutate_ctx *m)
 {
     struct select_result sel;
-    char shown[48];
-
     select_profile(&m->r, m->metadata, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
     m->p = sel.profile;
     m->rule = m->res->rule = sel.rule;
     mutate_warn_ties(m, &sel);
     if (sel.node_lookup_failed)
-        mutate_warn(m, MUTATE_W_NODE_LOOKUP,
-                    "could not read the labels of node \"%s\"; profile chosen from the pod",
-                    mutate_short(podjson_str(&m->r, m->spec, "nodeName"), shown, sizeof(shown)));
+        MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
+                    "check the webhook can read nodes: node \"%s\" unread, profile chosen from "
+                    "the pod",
+                    mutate_s(m, podjson_str(&m->r, m->spec, "nodeName"), MUTATE_SHOWN_NAME));
     if (sel.rule == SELECT_UNKNOWN_NAME) {
-        mutate_warn(m, MUTATE_W_UNKNOWN_PROFILE, "unknown profile \"%s\" in %s; pod not mutated",
-                    mutate_short(sel.unknown_name, shown, sizeof(shown)),
-                    SELECT_ANNOTATION_PROFILE);
+        mutate_warn_unknown(m, sel.unknown_name);
         m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
         return -1;
     }
     if (!m->p) {
         if (sel.gpus > 0)
-            mutate_warn(m, MUTATE_W_NO_PROFILE,
-                        "no RDMA profile matches this pod (%lld GPUs); NCCL settings not "
-                        "injected",
-                        sel.gpus);
+            MUTATE_WARN(
+                m, MUTATE_W_NO_PROFILE,
+                "add a profile for %lld GPUs on these nodes, or set " SELECT_ANNOTATION_PROFILE
+                "; no NCCL settings added",
+                sel.gpus);
         m->res->reason = MUTATE_R_NO_PROFILE;
         return -1;
     }
@@ -1330,7 +1523,8 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->pinned = 0;
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
-    mutate_warn(m, MUTATE_W_ERROR, "pod not mutated: %s", why);
+    MUTATE_WARN(m, MUTATE_W_ERROR, "see the webhook's log: pod not mutated, %s",
+                mutate_s(m, why, MUTATE_SHOWN_LEN - 1));
 }
 
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,
@@ -1349,6 +1543,8 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         res->profile = m.p;
         mutate_pod(&m);
     }
+    if (!podjson_failed(&m.r))
+        mutate_finish_annotations(&m, res->reason == MUTATE_R_MUTATED);
     if (podjson_failed(&m.r))
         mutate_fail(&m, m.r.bad_field);
     else if (patch_finish(&res->patch))

@@ -6,13 +6,14 @@
  * environment, IPC_LOCK, a memory-backed /dev/shm, the scheduler, the RDMA
  * resource, the rdma-webhook.io/injected and rdma-webhook.io/selected-by
  * annotations, and for a profile with "pin" chosen by GPU count or as the
- * default, its nodeLabels in spec.nodeSelector. Values the user declared are
- * never changed. A container whose NCCL_IB_DISABLE NCCL reads as non-zero
- * (the user chose TCP) gets none of the profile's NCCL_IB_* variables, no
- * IPC_LOCK and no RDMA device; it keeps /dev/shm and the scheduler. Applying
- * the patch and calling again yields no operations. The function never fails
- * the admission: a pod it cannot read is reported as MUTATE_ERROR with no
- * patch and a warning.
+ * default, its nodeLabels in spec.nodeSelector. Every pod that got a warning,
+ * mutated or not, gets MUTATE_ANNOTATION_WARNINGS (only grows: see
+ * mutate_warnings_value), so a skipped pod may still be MUTATE_PATCHED. Values the user declared
+ * are never changed. A container whose NCCL_IB_DISABLE NCCL reads as non-zero (the user chose TCP)
+ * gets none of the profile's NCCL_IB_* variables, no IPC_LOCK and no RDMA device; it keeps /dev/shm
+ * and the scheduler. Applying the patch and calling again yields no operations. The function never
+ * fails the admission: a pod it cannot read is reported as MUTATE_ERROR with no patch and a
+ * warning.
  *
  * Run-time detection, for a profile with "detect" and a detect_image in the
  * options: each regular target container with InfiniBand on gets the
@@ -54,9 +55,19 @@ struct profiles;
 
 #define MUTATE_ANNOTATION_INJECTED    "rdma-webhook.io/injected"
 #define MUTATE_ANNOTATION_SELECTED_BY "rdma-webhook.io/selected-by"
-#define MUTATE_MAX_WARNINGS           16
-/* kubectl prints each warning on one line: keep them short. */
-#define MUTATE_WARNING_MAX 120
+/* The warnings of the admission as a JSON array of strings (the short
+ * texts), so that `kubectl describe pod` shows them after the fact. */
+#define MUTATE_ANNOTATION_WARNINGS "rdma-webhook.io/warnings"
+#define MUTATE_MAX_WARNINGS        16
+/* kubectl prints each warning on one line as "Warning: TEXT", without the
+ * webhook's name: TEXT starts with "rdma-webhook: " so the user knows where
+ * it came from. Kubernetes asks for 120 characters at most (the apiserver may
+ * cut one over 256). Each leads with what to do and names the container,
+ * with names shortened so the fix always fits. */
+#define MUTATE_WARNING_MAX  120
+#define MUTATE_WARNING_LEAD "rdma-webhook: "
+/* The same warning with every name and value whole, for the admission log. */
+#define MUTATE_WARNING_FULL_MAX 512
 
 enum mutate_envfrom {
     MUTATE_ENVFROM_UNKNOWN, /* could not be read: skip nothing, warn */
@@ -100,7 +111,9 @@ struct mutate_input {
 enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };
 
 /* Why a pod came out as it did. MUTATE_R_MUTATED goes with MUTATE_PATCHED,
- * MUTATE_R_ERROR with MUTATE_ERROR, the rest with MUTATE_SKIPPED. */
+ * MUTATE_R_ERROR with MUTATE_ERROR, the rest with MUTATE_SKIPPED
+ * (mutate_reason_outcome), though such a pod's result is MUTATE_PATCHED when
+ * the patch adds only the warnings annotation. */
 enum mutate_reason {
     MUTATE_R_MUTATED,
     MUTATE_R_NOT_TARGET,
@@ -143,7 +156,8 @@ enum mutate_warning_kind {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind);
 
 struct mutate_warnings {
-    char text[MUTATE_MAX_WARNINGS][MUTATE_WARNING_MAX];
+    char text[MUTATE_MAX_WARNINGS][MUTATE_WARNING_MAX];      /* what the user sees */
+    char full[MUTATE_MAX_WARNINGS][MUTATE_WARNING_FULL_MAX]; /* what the log says */
     enum mutate_warning_kind kind[MUTATE_MAX_WARNINGS];
     size_t n;
 };

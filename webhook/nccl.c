@@ -79,16 +79,18 @@ static enum nccl_verdict nccl_check_int(const struct nccl_int_var *v, const char
     errno = 0;
     n = strtoll(value, &end, 0);
     if (end == value || *end != '\0' || errno == ERANGE || !strchr("0123456789", digits[0])) {
-        snprintf(msg, msglen, "%s=%s is not an integer", v->name, shown);
+        snprintf(msg, msglen, "%s=%s: write a whole number", v->name, shown);
         return NCCL_VALUE_NOT_INT;
     }
     if (digits[0] == '0' && digits[1] != '\0') {
-        snprintf(msg, msglen, "%s=%s is %s to NCCL (%lld); drop the leading 0", v->name, shown,
-                 (digits[1] == 'x' || digits[1] == 'X') ? "hex" : "octal", n);
+        /* NCCL reads it as hex or octal (strtoll base 0). */
+        snprintf(msg, msglen, "%s=%s: %s", v->name, shown,
+                 (digits[1] == 'x' || digits[1] == 'X') ? "write it in decimal"
+                                                        : "drop the leading 0");
         return NCCL_VALUE_NOT_DECIMAL;
     }
     if (n < v->min || n > v->max) {
-        snprintf(msg, msglen, "%s=%s is outside %lld..%lld", v->name, shown, v->min, v->max);
+        snprintf(msg, msglen, "%s=%s: use %lld..%lld", v->name, shown, v->min, v->max);
         return NCCL_VALUE_RANGE;
     }
     return NCCL_VALUE_OK;
@@ -97,7 +99,8 @@ static enum nccl_verdict nccl_check_int(const struct nccl_int_var *v, const char
 static enum nccl_verdict nccl_check_word(const struct nccl_word_var *v, const char *value,
                                          const char *shown, char *msg, size_t msglen)
 {
-    size_t n = strlen(value);
+    size_t n = strlen(value), i;
+    char words[64];
 
     for (const char *w = v->words; *w;) {
         size_t wl = strcspn(w, " ");
@@ -107,7 +110,11 @@ static enum nccl_verdict nccl_check_word(const struct nccl_word_var *v, const ch
         w += wl;
         w += *w == ' ';
     }
-    snprintf(msg, msglen, "%s=%s is not one of %s", v->name, shown, v->words);
+    /* "VERSION|WARN|INFO": the words, short enough for a warning. */
+    for (i = 0; v->words[i] && i < sizeof(words) - 1; i++)
+        words[i] = v->words[i] == ' ' ? '|' : v->words[i];
+    words[i] = '\0';
+    snprintf(msg, msglen, "%s=%s: use %s", v->name, shown, words);
     return NCCL_VALUE_BAD_WORD;
 }
 
@@ -213,7 +220,9 @@ static int nccl_hca_find_caught(const char *n, size_t nlen, const char *list, co
     return 0;
 }
 
-/* A device name as quoted in a message: at most 16 bytes. */
+/* A device name as quoted in a message: at most 12 bytes ("mlx5_bond_0"
+ * whole), so that a warning naming two still fits MUTATE_WARNING_MAX. */
+#define NCCL_SHOWN_DEVICE_MAX 12
 static void nccl_hca_shown(const char *s, size_t len, char *out, size_t outlen)
 {
     char name[64];
@@ -222,7 +231,8 @@ static void nccl_hca_shown(const char *s, size_t len, char *out, size_t outlen)
         len = sizeof(name) - 1;
     memcpy(name, s, len);
     name[len] = '\0';
-    utf8_shorten(name, NCCL_SHOWN_VALUE_MAX, out, outlen);
+    utf8_shorten(name, NCCL_SHOWN_DEVICE_MAX, out,
+                 outlen < NCCL_SHOWN_DEVICE_MAX + 1 ? outlen : NCCL_SHOWN_DEVICE_MAX + 1);
 }
 
 /* The entries NCCL would misread, one at a time; 0 when all are fine. */
@@ -238,26 +248,25 @@ static enum nccl_verdict nccl_hca_entries(const struct nccl_hca *h, const char *
         if (entry == 0)
             continue;
         if (memchr(at, ' ', entry) || memchr(at, '\t', entry)) {
-            snprintf(msg, msglen, "NCCL_IB_HCA=%s: spaces count as part of a name; remove them",
-                     shown);
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: remove the spaces", shown);
             return NCCL_VALUE_HCA_SYNTAX;
         }
         if (name == 0) {
-            snprintf(msg, msglen, "NCCL_IB_HCA=%s: an entry has a port but no device name", shown);
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: name a device before each :port", shown);
             return NCCL_VALUE_HCA_SYNTAX;
         }
         if (name < entry && !nccl_hca_port_ok(at + name + 1, entry - name - 1)) {
-            snprintf(msg, msglen, "NCCL_IB_HCA=%s: a port is not a number from 1 to 255", shown);
+            snprintf(msg, msglen, "NCCL_IB_HCA=%s: use ports from 1 to 255", shown);
             return NCCL_VALUE_HCA_SYNTAX;
         }
         entries++;
     }
     if (entries == 0) {
-        snprintf(msg, msglen, "NCCL_IB_HCA=%s names no device", shown);
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s: name at least one device", shown);
         return NCCL_VALUE_HCA_SYNTAX;
     }
     if (entries > NCCL_HCA_MAX_ENTRIES) {
-        snprintf(msg, msglen, "NCCL_IB_HCA=%s: NCCL reads only the first %d entries", shown,
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s: list at most %d devices", shown,
                  NCCL_HCA_MAX_ENTRIES);
         return NCCL_VALUE_HCA_SYNTAX;
     }
@@ -274,11 +283,11 @@ enum nccl_verdict nccl_check_hca(const char *value, const char *known, char *msg
 
     nccl_shown(value, shown, sizeof(shown));
     if (value[0] == '\0') {
-        snprintf(msg, msglen, "NCCL_IB_HCA is empty");
+        snprintf(msg, msglen, "NCCL_IB_HCA: set a device list or remove it (empty)");
         return NCCL_VALUE_EMPTY;
     }
     if (h.list[0] == '^') {
-        snprintf(msg, msglen, "NCCL_IB_HCA=%s: NCCL reads ^ only before =; write ^=", shown);
+        snprintf(msg, msglen, "NCCL_IB_HCA=%s: write ^= (NCCL reads ^ only before =)", shown);
         return NCCL_VALUE_HCA_SYNTAX;
     }
     if ((v = nccl_hca_entries(&h, shown, msg, msglen)) != NCCL_VALUE_OK || h.exact)
@@ -291,9 +300,8 @@ enum nccl_verdict nccl_check_hca(const char *value, const char *known, char *msg
             nccl_hca_find_caught(n, nlen, known, &d, &dlen)) {
             nccl_hca_shown(n, nlen, n_shown, sizeof(n_shown));
             nccl_hca_shown(d, dlen, d_shown, sizeof(d_shown));
-            snprintf(msg, msglen,
-                     "NCCL_IB_HCA=%s: prefix %s also matches %s; start the list with %s", shown,
-                     n_shown, d_shown, h.exclude ? "^=" : "=");
+            snprintf(msg, msglen, "NCCL_IB_HCA: write %s first (%s also takes %s)",
+                     h.exclude ? "^=" : "=", n_shown, d_shown);
             return NCCL_VALUE_HCA_PREFIX;
         }
     }
@@ -310,7 +318,7 @@ enum nccl_verdict nccl_check(const char *name, const char *value, char *msg, siz
         return NCCL_VALUE_OK;
     nccl_shown(value, shown, sizeof(shown));
     if (value[0] == '\0') {
-        snprintf(msg, msglen, "%s is empty", name);
+        snprintf(msg, msglen, "%s: set a value or remove it (empty)", name);
         return NCCL_VALUE_EMPTY;
     }
     if (iv)

@@ -111,6 +111,24 @@ static const char *profiles_get_str(struct profiles_ctx *c, const cJSON *obj, co
     return it ? it->valuestring : dflt;
 }
 
+/* A value of env (and the like) that is not a string: say what to write
+ * instead, for what an admin most likely meant. */
+static void profiles_kv_type_error(struct profiles_ctx *c, const char *field, const cJSON *it)
+{
+    if (cJSON_IsObject(it) && cJSON_GetObjectItemCaseSensitive(it, "valueFrom"))
+        perr(c,
+             "%s.%s: valueFrom is not supported in a profile (its values are literal strings); "
+             "set the variable in the pod's env instead, or write its value",
+             field, it->string);
+    else if (cJSON_IsObject(it) && cJSON_GetObjectItemCaseSensitive(it, "value"))
+        perr(c, "%s.%s: write the value itself (\"%s\": \"...\"), not an object with value", field,
+             it->string, it->string);
+    else if (cJSON_IsNumber(it) || cJSON_IsBool(it))
+        perr(c, "%s.%s: must be a string (quote numbers and booleans: \"8\")", field, it->string);
+    else
+        perr(c, "%s.%s: must be a string", field, it->string);
+}
+
 /* Reads an object of string values into kvs, in document order. */
 static void profiles_read_kvs(struct profiles_ctx *c, const cJSON *obj, const char *field,
                               struct profiles_kvs *kvs)
@@ -125,7 +143,7 @@ static void profiles_read_kvs(struct profiles_ctx *c, const cJSON *obj, const ch
     cJSON_ArrayForEach(it, obj)
     {
         if (!cJSON_IsString(it)) {
-            perr(c, "%s.%s: must be a string (quote numbers: \"8\")", field, it->string);
+            profiles_kv_type_error(c, field, it);
             continue;
         }
         kvs->v[kvs->n].name = it->string;
@@ -749,6 +767,11 @@ static void profiles_read_profiles(struct profiles_ctx *c, const cJSON *root)
     profiles_read_defaults(c, root, &defaults);
     if (!arr || cJSON_GetArraySize(arr) == 0) {
         perr(c, "profiles: must list at least one profile");
+        return;
+    }
+    if (cJSON_GetArraySize(arr) > PROFILES_MAX_PROFILES) {
+        perr(c, "profiles: lists %d profiles, more than %d: merge some (match.gpus takes a list)",
+             cJSON_GetArraySize(arr), PROFILES_MAX_PROFILES);
         return;
     }
     c->ps->p = profiles_calloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));

@@ -20,6 +20,9 @@ struct cJSON;
 
 /* Bounds that keep the request path free of dynamic sizing. */
 #define PROFILES_MAX_ENV 128
+/* Profiles in one file: also what bounds the admissions-by-profile
+ * metric's label set (metrics.h). */
+#define PROFILES_MAX_PROFILES 64
 /* Entries of match.gpus. */
 #define PROFILES_MAX_GPUS 32
 /* Bytes of NCCL_SOCKET_IFNAME in a profile with detect: what nccl-detect's

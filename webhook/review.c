@@ -67,12 +67,16 @@ static int review_write(struct dynbuf *out, const char *api_version, const char 
     jsonw_raw(&w, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
     jsonw_strn(&w, uid, uid_len);
     jsonw_raw(&w, ",\"allowed\":true");
-    if (res && res->outcome == MUTATE_PATCHED && res->profile) {
+    /* A pod left alone may still be patched: the warnings annotation. */
+    if (res && res->outcome == MUTATE_PATCHED) {
         jsonw_raw(&w, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
         if (!w.err &&
             (rc = base64_append(out, dynbuf_ptr(&res->patch.out), dynbuf_len(&res->patch.out))))
             w.err = rc;
-        jsonw_raw(&w, "\",\"auditAnnotations\":{\"profile\":");
+        jsonw_raw(&w, "\"");
+    }
+    if (res && res->outcome == MUTATE_PATCHED && res->profile) {
+        jsonw_raw(&w, ",\"auditAnnotations\":{\"profile\":");
         jsonw_str(&w, res->profile->name);
         jsonw_raw(&w, ",\"selected-by\":");
         jsonw_str(&w, select_rule_name(res->rule));
@@ -170,8 +174,10 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
     sum->warning_texts = res->warnings;
-    for (size_t i = 0; i < res->warnings.n; i++)
+    for (size_t i = 0; i < res->warnings.n; i++) {
         sum->warning_kinds[res->warnings.kind[i]]++;
+        review_copy(sum->warning_text[i], sizeof(sum->warning_text[i]), res->warnings.full[i]);
+    }
     review_copy(sum->error, sizeof(sum->error), res->error);
 }
 

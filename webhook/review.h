@@ -44,6 +44,8 @@ struct review_summary {
     const char *selected_by;   /* the rule that chose profile (static text); NULL when none */
     size_t ops;
     size_t warnings;
+    /* The full text of each warning (mutate_warnings.full), for the log. */
+    char warning_text[MUTATE_MAX_WARNINGS][MUTATE_WARNING_FULL_MAX];
     unsigned warning_kinds[MUTATE_W_KINDS];
     struct mutate_warnings warning_texts; /* the warnings themselves */
     struct review_owner owner;

@@ -325,6 +325,7 @@ static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connecti
 
 static void server_log_admission(struct server *s, const struct review_summary *sum, long long us)
 {
+    const char *texts[MUTATE_MAX_WARNINGS];
     struct log_line l;
 
     log_begin(&l, s->log, sum->error[0] ? LOG_ERROR : LOG_INFO, "admission");
@@ -339,6 +340,10 @@ static void server_log_admission(struct server *s, const struct review_summary *
         log_str(&l, "selected_by", sum->selected_by);
     log_int(&l, "ops", (long long)sum->ops);
     log_int(&l, "warnings", (long long)sum->warnings);
+    for (size_t i = 0; i < sum->warnings && i < MUTATE_MAX_WARNINGS; i++)
+        texts[i] = sum->warning_text[i];
+    if (sum->warnings)
+        log_strs(&l, "warning_text", texts, sum->warnings);
     if (sum->error[0])
         log_str(&l, "error", sum->error);
     log_int(&l, "us", us);
@@ -348,6 +353,8 @@ static void server_log_admission(struct server *s, const struct review_summary *
 static void server_count(struct server *s, const struct review_summary *sum, long long ns)
 {
     metrics_admission(&s->metrics, sum->ignored, sum->reason, ns, sum->ops, sum->warning_kinds);
+    if (!sum->ignored && sum->profile[0])
+        metrics_admission_profile(&s->metrics, sum->profile);
 }
 
 /* The whole body is in: answer the review with the current profiles. */

@@ -183,12 +183,12 @@ func detectCases() []detectCase {
 			pod:      withInitContainer(trainingPod(8), obj{"name": "init-pytorch", "image": "alpine:3.10", "command": []interface{}{"sh", "-c", "true"}}),
 			detected: []string{"pytorch"}, root: true, warnings: []string{}},
 		{name: "the user's NCCL_CONF_FILE wins", pod: withEnv(trainingPod(8), "NCCL_CONF_FILE", "/etc/mine.conf"),
-			warnings: []string{`container "pytorch" has its own NCCL_CONF_FILE`}},
+			warnings: []string{`drop container "pytorch"'s own NCCL_CONF_FILE`}},
 		{name: "NCCL_IB_DISABLE=1: nothing to detect", pod: withEnv(trainingPod(8), "NCCL_IB_DISABLE", "1"),
 			warnings: []string{"NCCL_IB_DISABLE=1"}},
 		{name: "the user's own init container of that name",
 			pod:      withInitContainer(trainingPod(8), obj{"name": detectContainer, "image": "mine:1"}),
-			warnings: []string{`own init container "rdma-webhook-detect"`}},
+			warnings: []string{`rename the pod's init container "rdma-webhook-detect"`}},
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 const (
 	eventsPath = "/apis/events.k8s.io/v1/namespaces/" + jobNS + "/events"
 	// The shipped profiles have none for 2 GPUs: the pod gets this warning.
-	noProfileWarning = "no RDMA profile matches this pod (2 GPUs); NCCL settings not injected"
+	noProfileWarning = "add a profile for 2 GPUs on these nodes, or set rdma-webhook.io/profile; no NCCL settings added"
 	// eventWithin: an Event's request reaches the API this soon after the
 	// admission; a series' count, within the patch gap (2 s) more.
 	eventWithin  = 3 * time.Second

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -58,4 +59,38 @@ func scanLogs(uid string) (found obj, bad []string) {
 		}
 	}
 	return found, bad
+}
+
+// TestWarningsReachLogAndPod: a warning the user sees is short (the
+// container name cut to fit the fix), the log line has it whole in
+// "warning_text", and the pod carries it in rdma-webhook.io/warnings, so
+// `kubectl describe pod` shows it after the fact (issue 15).
+func TestWarningsReachLogAndPod(t *testing.T) {
+	long := strings.Repeat("c", 63)
+	pod := withEnv(trainingPod(8), "NCCL_IB_TIMEOUT", "20")
+	pathArr(pod, "spec", "containers")[0].(obj)["name"] = long
+	r := podCreate("kubeflow", pod)
+	rr := srv.review(t, r)
+	if len(rr.warnings) != 1 {
+		t.Fatalf("expected one warning, got %q", rr.warnings)
+	}
+	short := rr.warnings[0]
+	if len(short) >= 120 || strings.Contains(short, long) || !strings.Contains(short, "to get the profile's 22") {
+		t.Errorf("the user's warning: expected under 120 bytes, the name cut, the fix kept; got %q (%d bytes)", short, len(short))
+	}
+	line := waitForLogLine(t, r.uid)
+	texts, _ := line["warning_text"].([]interface{})
+	if len(texts) != 1 {
+		t.Fatalf("log line: expected warning_text with one entry, got %s", compact(line))
+	}
+	if full, _ := texts[0].(string); !strings.Contains(full, `container "`+long+`"`) {
+		t.Errorf("log line's warning_text: expected the whole container name, got %q", full)
+	}
+	patched := applyPatch(t, pod, rr.patch)
+	ann, _ := pathStr(patched, "metadata", "annotations", warningsAnnotation)
+	var list []string
+	if err := json.Unmarshal([]byte(ann), &list); err != nil || len(list) != 1 ||
+		"rdma-webhook: "+list[0] != short {
+		t.Errorf("%s: expected [%q without its lead], got %q (%v)", warningsAnnotation, short, ann, err)
+	}
 }

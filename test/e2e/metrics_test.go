@@ -54,7 +54,7 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	other := loadFixture(t, "../pods/126-job-pod-pi.json", "", false)
 
 	mutated := srv.review(t, podCreate(gpu8.namespace, gpu8.object))
-	srv.review(t, podCreate(gpu2.namespace, gpu2.object))
+	warned := srv.review(t, podCreate(gpu2.namespace, gpu2.object))
 	srv.review(t, podCreate(other.namespace, other.object))
 	srv.post(t, "/nope", "application/json", []byte("{}"))
 	srv.post(t, "/mutate", "text/plain", []byte("{}"))
@@ -63,12 +63,18 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	if err := json.Unmarshal(mutated.patch, &ops); err != nil {
 		t.Fatalf("patch: %v", err)
 	}
+	// The pod left alone but warned gets one op: the warnings annotation.
+	var warnedOps []interface{}
+	if err := json.Unmarshal(warned.patch, &warnedOps); err != nil || len(warnedOps) != 1 {
+		t.Fatalf("the no-profile pod's patch: expected the warnings annotation alone, got %s (%v)", warned.patch, err)
+	}
 	after := scrape(t)
+	wantDelta(t, before, after, `rdma_webhook_profile_admissions_total{profile="roce-8card"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_admissions_total{result="mutated",reason=""}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_admissions_total{result="skipped",reason="no-profile"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_admissions_total{result="skipped",reason="not-target"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_warnings_total{kind="no_profile"}`, 1)
-	wantDelta(t, before, after, `rdma_webhook_patch_operations_total`, float64(len(ops)))
+	wantDelta(t, before, after, `rdma_webhook_patch_operations_total`, float64(len(ops)+len(warnedOps)))
 	wantDelta(t, before, after, `rdma_webhook_http_errors_total{code="404"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_http_errors_total{code="415"}`, 1)
 	wantDelta(t, before, after, `rdma_webhook_admission_duration_seconds_count`, 3)

@@ -171,6 +171,49 @@ static void check_truncated(const char *unit, size_t width)
     free(v);
 }
 
+TEST(test_string_array)
+{
+    struct sink s;
+    struct log_line l;
+    const char *vals[] = {"one", "t\"wo"};
+    const cJSON *arr;
+    cJSON *j;
+
+    sink_open(&s, LOG_INFO);
+    log_begin(&l, &s.lg, LOG_INFO, "admission");
+    log_strs(&l, "warning_text", vals, 2);
+    log_int(&l, "us", 3);
+    log_end(&l);
+    j = only_line(&s);
+    arr = cJSON_GetObjectItemCaseSensitive(j, "warning_text");
+    assert_true(cJSON_IsArray(arr));
+    assert_int_equal(cJSON_GetArraySize(arr), 2);
+    assert_string_equal(cJSON_GetArrayItem(arr, 1)->valuestring, "t\"wo");
+    cJSON_Delete(j);
+}
+
+/* An array past the line's cap is cut, closed and flagged: still JSON. */
+TEST(test_string_array_cut_stays_json)
+{
+    static char big[1000];
+    const char *vals[16];
+    struct sink s;
+    struct log_line l;
+    cJSON *j;
+
+    memset(big, 'w', sizeof(big) - 1);
+    for (size_t i = 0; i < 16; i++)
+        vals[i] = big;
+    sink_open(&s, LOG_INFO);
+    log_begin(&l, &s.lg, LOG_INFO, "admission");
+    log_strs(&l, "warning_text", vals, 16);
+    log_end(&l);
+    j = only_line(&s);
+    assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "warning_text")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "truncated")));
+    cJSON_Delete(j);
+}
+
 TEST(test_long_ascii_value_is_cut_and_flagged)
 {
     check_truncated("a", 1);
@@ -260,6 +303,8 @@ int main(void)
         cmocka_unit_test(test_line_has_ts_level_msg_and_fields),
         cmocka_unit_test(test_strings_are_escaped),
         cmocka_unit_test(test_filtered_level_writes_nothing),
+        cmocka_unit_test(test_string_array),
+        cmocka_unit_test(test_string_array_cut_stays_json),
         cmocka_unit_test(test_long_ascii_value_is_cut_and_flagged),
         cmocka_unit_test(test_cut_never_splits_a_utf8_sequence),
         cmocka_unit_test(test_cut_never_splits_an_escape),

@@ -104,6 +104,40 @@ TEST(test_ops_warnings_and_latency_buckets)
 
 /* A pinned pod comes with one MUTATE_W_PINNED warning; the pod is counted
  * once, whatever else it was warned about. */
+/* Profile names are the admin's: the first METRICS_PROFILES_MAX get their
+ * own series, later ones share "_other", so the label set stays bounded. */
+TEST(test_admissions_by_profile_bounded)
+{
+    struct metrics m;
+    struct dynbuf out;
+    char name[32];
+
+    metrics_init(&m);
+    metrics_admission_profile(&m, "roce-8card");
+    metrics_admission_profile(&m, "roce-8card");
+    metrics_admission_profile(&m, "ib-4card");
+    for (int i = 0; i < METRICS_PROFILES_MAX + 5; i++) {
+        snprintf(name, sizeof(name), "p-%d", i);
+        metrics_admission_profile(&m, name);
+    }
+    render(&m, &out);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_profile_admissions_total{profile=\"roce-8card\"}"),
+        2);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_profile_admissions_total{profile=\"ib-4card\"}"),
+        1);
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_profile_admissions_total{profile=\"p-0\"}"), 1);
+    /* 2 slots taken before: p-126 is the last with its own series. */
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_profile_admissions_total{profile=\"p-125\"}"), 1);
+    assert_null(strstr(dynbuf_ptr(&out), "profile=\"p-126\""));
+    assert_int_equal(
+        value_of(dynbuf_ptr(&out), "rdma_webhook_profile_admissions_total{profile=\"_other\"}"), 7);
+    dynbuf_free(&out);
+}
+
 TEST(test_pinned_pods_counted)
 {
     unsigned kinds[MUTATE_W_KINDS] = {0};
@@ -174,6 +208,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_reason_has_its_own_labels),
         cmocka_unit_test(test_ops_warnings_and_latency_buckets),
+        cmocka_unit_test(test_admissions_by_profile_bounded),
         cmocka_unit_test(test_pinned_pods_counted),
         cmocka_unit_test(test_render_too_big_leaves_out_as_it_was),
         cmocka_unit_test(test_render_out_of_memory_says_so),

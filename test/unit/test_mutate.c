@@ -283,6 +283,9 @@ static void assert_preserved(const cJSON *before, const cJSON *after, const char
         }
         return;
     }
+    /* The one value the webhook owns: it may grow (mutate_warnings_value). */
+    if (strstr(path, "/metadata/annotations/" MUTATE_ANNOTATION_WARNINGS))
+        return;
     if (!cJSON_Compare(before, after, 1))
         fail_msg("%s changed value", path);
 }
@@ -302,6 +305,36 @@ static void mutate_once(const cJSON *doc, const char *base, int implicit, const 
     check_warnings(res);
 }
 
+/* The pod's rdma-webhook.io/warnings has every warning of res, without the
+ * lead, each once. */
+static void assert_warnings_annotation(const cJSON *pod, const struct mutate_result *res)
+{
+    const cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations");
+    const char *value = cJSON_GetStringValue(cJSON_GetObjectItem(ann, MUTATE_ANNOTATION_WARNINGS));
+    cJSON *list;
+
+    if (res->warnings.n == 0)
+        return;
+    if (!value)
+        fail_msg("warnings but no " MUTATE_ANNOTATION_WARNINGS " annotation");
+    list = cJSON_Parse(value);
+    if (!cJSON_IsArray(list))
+        fail_msg(MUTATE_ANNOTATION_WARNINGS " is not a JSON array: %s", value);
+    for (size_t i = 0; i < res->warnings.n; i++) {
+        const char *want = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
+        int found = 0;
+        const cJSON *it;
+
+        cJSON_ArrayForEach(it, list)
+        {
+            found += cJSON_IsString(it) && strcmp(it->valuestring, want) == 0;
+        }
+        if (found != 1)
+            fail_msg("warning \"%s\" is %d times in %s", want, found, value);
+    }
+    cJSON_Delete(list);
+}
+
 static void run_at(const char *json, const char *base, int implicit, const struct profiles *ps,
                    const struct mutate_hooks *hooks)
 {
@@ -315,7 +348,9 @@ static void run_at(const char *json, const char *base, int implicit, const struc
         assert_int_equal(T.res.patch.n_ops, 0);
         return;
     }
-    assert_non_null(T.res.profile);
+    /* Without a profile the patch is the warnings annotation alone. */
+    if (!T.res.profile)
+        assert_int_equal(T.res.patch.n_ops, 1);
     T.ops = cJSON_Parse(dynbuf_ptr(&T.res.patch.out));
     if (!T.ops || !cJSON_IsArray(T.ops))
         fail_msg("patch is not a JSON array: %s", dynbuf_ptr(&T.res.patch.out));
@@ -323,6 +358,7 @@ static void run_at(const char *json, const char *base, int implicit, const struc
     if (patch_apply(&T.patched, T.ops, err, sizeof(err)))
         fail_msg("patch does not apply: %s\npatch: %s", err, dynbuf_ptr(&T.res.patch.out));
     assert_preserved(T.doc, T.patched, "");
+    assert_warnings_annotation(at(T.patched, base), &T.res);
     mutate_once(T.patched, base, implicit, ps, hooks, &T.again);
     T.have_again = 1;
     if (T.again.outcome != MUTATE_SKIPPED || T.again.patch.n_ops != 0)
@@ -426,7 +462,7 @@ TEST(test_user_value_wins_with_warning)
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
     assert_env(C(0), "NCCL_IB_TIMEOUT", "20");
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
-    assert_warned("overrides the profile");
+    assert_warned("to get the profile's");
     assert_warned("NCCL_IB_TIMEOUT");
 }
 
@@ -444,7 +480,7 @@ TEST(test_user_value_from_wins_with_warning)
     assert_int_equal(env_count(C(0), "NCCL_SOCKET_IFNAME"), 1);
     assert_json_at(T.patched, "/spec/containers/0/env/0/valueFrom/fieldRef/fieldPath",
                    "'metadata.name'");
-    assert_warned("overrides the profile");
+    assert_warned("to get the profile's");
     assert_warned("valueFrom"); /* not "your NCCL_SOCKET_IFNAME=" (an empty value) */
 }
 
@@ -452,21 +488,21 @@ TEST(test_user_octal_timeout_warns)
 {
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'022'}]") "]}"));
     assert_env(C(0), "NCCL_IB_TIMEOUT", "022");
-    assert_warned("octal");
+    assert_warned("drop the leading 0");
 }
 
 TEST(test_user_retry_cnt_outside_warns)
 {
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_RETRY_CNT','value':'9'}]") "]}"));
     assert_env(C(0), "NCCL_IB_RETRY_CNT", "9");
-    assert_warned("outside");
+    assert_warned(": use 0..7");
 }
 
 TEST(test_user_hca_prefix_warns)
 {
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_12'}]") "]}"));
     assert_env(C(0), "NCCL_IB_HCA", "mlx5_1,mlx5_12");
-    assert_warned("prefix mlx5_1 also matches mlx5_12");
+    assert_warned("mlx5_1 also takes mlx5_12");
 }
 
 /* roce-8card's nodes have mlx5_1..mlx5_8: no mlx5_1x for mlx5_1 to take. */
@@ -475,7 +511,7 @@ TEST(test_user_hca_prefix_of_nothing_the_profile_knows)
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_2'}]") "]}"));
     assert_env(C(0), "NCCL_IB_HCA", "mlx5_1,mlx5_2");
     assert_not_warned("prefix");
-    assert_warned("overrides the profile");
+    assert_warned("to get the profile's");
 }
 
 /* A 16-NIC profile knows mlx5_10..mlx5_16: there mlx5_1 really collides. */
@@ -487,13 +523,13 @@ TEST(test_user_hca_prefix_of_a_device_the_profile_knows)
                            "'mlx5_10','mlx5_11','mlx5_12','mlx5_13','mlx5_14','mlx5_15',"
                            "'mlx5_16']}]}"),
              NULL);
-    assert_warned("prefix mlx5_1 also matches mlx5_10; start the list with ^=");
+    assert_warned("write ^= first (mlx5_1 also takes mlx5_10)");
 }
 
 TEST(test_user_hca_syntax_nccl_misreads)
 {
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_HCA','value':'=^mlx5_0'}]") "]}"));
-    assert_warned("NCCL_IB_HCA==^mlx5_0: NCCL reads ^ only before =");
+    assert_warned("NCCL_IB_HCA==^mlx5_0: write ^= (NCCL reads ^ only before =)");
 }
 
 TEST(test_user_nccl_debug_info_no_warning)
@@ -509,16 +545,16 @@ TEST(test_envfrom_secret_warns_and_skips_nothing)
 {
     run(POD("{'containers':[" C8(",'envFrom':[{'secretRef':{'name':'nccl-secret'}}]") "]}"));
     assert_profile_env_8card(C(0));
-    assert_warned("envFrom Secret");
+    assert_warned("of Secret");
     assert_warned("nccl-secret");
-    assert_int_equal(warned("envFrom"), 1); /* one warning per source, not per variable */
+    assert_int_equal(warned("of Secret"), 1); /* one warning per source, not per variable */
 }
 
 TEST(test_envfrom_configmap_without_lookup_warns)
 {
     run(POD("{'containers':[" C8(",'envFrom':[{'configMapRef':{'name':'nccl-cm'}}]") "]}"));
     assert_profile_env_8card(C(0));
-    assert_warned("envFrom ConfigMap");
+    assert_warned("of ConfigMap");
     assert_warned("nccl-cm");
 }
 
@@ -533,7 +569,7 @@ TEST(test_envfrom_prefix_without_nccl_names_no_warning)
 TEST(test_envfrom_prefix_nccl_still_warns)
 {
     run(POD("{'containers':[" C8(",'envFrom':[{'prefix':'NCCL_','secretRef':{'name':'s'}}]") "]}"));
-    assert_warned("envFrom Secret");
+    assert_warned("of Secret");
 }
 
 struct fake_cm {
@@ -605,7 +641,7 @@ TEST(test_configmap_hook_not_asked_about_secrets)
              &h);
     assert_int_equal(f.calls, 0);
     assert_env(C(0), "NCCL_IB_TIMEOUT", "22");
-    assert_warned("envFrom Secret");
+    assert_warned("of Secret");
 }
 
 /* A target pod whose training container has n envFrom sources, each head,
@@ -1116,7 +1152,7 @@ TEST(test_mixed_4gpu_pod_without_constraints_is_pinned)
                    "{'nvidia.com/gpu.product':'A100','pool':'train'}");
     assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", "'gpus'");
     assert_true(T.res.pinned);
-    assert_int_equal(warned("pinned to profile \"a100\" nodes with nodeSelector "
+    assert_int_equal(warned("pinned to profile \"a100\" nodes: nodeSelector "
                             "nvidia.com/gpu.product=A100, pool=train"),
                      1);
     /* Sent again, the pod demands the A100 nodes itself: node labels choose. */
@@ -1137,7 +1173,7 @@ TEST(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin)
 {
     run_with(POD("{" PRODUCT_IN("['H100','A100']") ",'containers':[" GPUS("4") "]}"),
              profiles_from(MIXED("true")), NULL);
-    assert_int_equal(warned("ambiguous node constraints fit profiles h100, a100"), 1);
+    assert_int_equal(warned("ambiguous node constraints fit h100, a100"), 1);
     assert_string_equal(T.res.profile->name, "a100");
     assert_int_equal(T.res.rule, SELECT_BY_GPUS);
     assert_env(C(0), "NCCL_IB_HCA", A100_HCA);
@@ -1149,7 +1185,7 @@ TEST(test_mixed_shared_pool_label_pins_only_the_missing_key)
 {
     run_with(POD("{'nodeSelector':{'pool':'train'},'containers':[" GPUS("4") "]}"),
              profiles_from(MIXED("true")), NULL);
-    assert_warned("ambiguous node constraints fit profiles h100, a100");
+    assert_warned("ambiguous node constraints fit h100, a100");
     assert_string_equal(T.res.profile->name, "a100");
     assert_json_at(T.patched, "/spec/nodeSelector",
                    "{'pool':'train','nvidia.com/gpu.product':'A100'}");
@@ -1187,9 +1223,9 @@ TEST(test_mixed_pod_excluding_both_gets_no_profile)
 {
     run_with(POD("{'nodeSelector':{'nvidia.com/gpu.product':'L40'},'containers':[" GPUS("8") "]}"),
              profiles_from(MIXED("true")), NULL);
-    assert_outcome(MUTATE_SKIPPED);
+    assert_outcome(MUTATE_PATCHED); /* the warnings annotation only */
     assert_int_equal(T.res.reason, MUTATE_R_NO_PROFILE);
-    assert_warned("no RDMA profile matches this pod (8 GPUs)");
+    assert_warned("add a profile for 8 GPUs");
 }
 
 TEST(test_mixed_pin_keeps_the_pod_s_other_selector_keys)
@@ -1222,7 +1258,7 @@ TEST(test_pinned_default_profile)
     assert_int_equal(T.res.rule, SELECT_BY_DEFAULT);
     assert_json_at(T.patched, "/spec/nodeSelector", "{'t':'std'}");
     assert_json_at(T.patched, "/metadata/annotations/rdma-webhook.io~1selected-by", "'default'");
-    assert_warned("pinned to profile \"std\" nodes with nodeSelector t=std");
+    assert_warned("pinned to profile \"std\" nodes: nodeSelector t=std");
 }
 
 TEST(test_ambiguous_gpu_count_is_said_and_falls_to_the_default)
@@ -1232,7 +1268,7 @@ TEST(test_ambiguous_gpu_count_is_said_and_falls_to_the_default)
                            "{'name':'y','match':{'gpus':[4,8],'nodeLabels':{'t':'y'}}},"
                            "{'name':'any','default':true}]}"),
              NULL);
-    assert_warned("ambiguous GPU count 8 fits profiles x, y");
+    assert_warned("ambiguous GPU count 8 fits x, y");
     assert_string_equal(T.res.profile->name, "any");
     assert_int_equal(T.res.rule, SELECT_BY_DEFAULT);
 }
@@ -1285,7 +1321,7 @@ TEST(test_ib_disable_1_is_respected)
     assert_json_at(C(0), "/volumeMounts/0/mountPath", "'/dev/shm'");
     assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
     assert_int_equal(warned("NCCL_IB_DISABLE=1"), 1);
-    assert_int_equal(T.res.warnings.n, 1); /* one warning, no "overrides the profile" */
+    assert_int_equal(T.res.warnings.n, 1); /* one warning, no "to get the profile's" */
     assert_int_equal(T.res.warnings.kind[0], MUTATE_W_IB_DISABLED);
 }
 
@@ -1320,8 +1356,8 @@ TEST(test_ib_disable_true_is_0_to_nccl)
     run(POD("{'containers':[" C8(IB_OFF("true")) "]}"));
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
     assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
-    assert_warned("NCCL_IB_DISABLE=true is not an integer");
-    assert_not_warned("no RDMA device");
+    assert_warned("NCCL_IB_DISABLE=true: write a whole number");
+    assert_not_warned("for RDMA; it has TCP");
 }
 
 TEST(test_ib_disable_from_value_from_is_unknown)
@@ -1329,7 +1365,7 @@ TEST(test_ib_disable_from_value_from_is_unknown)
     run(POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','valueFrom':{'configMapKeyRef':"
                                  "{'name':'c','key':'k'}}}]") "]}"));
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
-    assert_not_warned("no RDMA device");
+    assert_not_warned("for RDMA; it has TCP");
 }
 
 TEST(test_ib_disable_last_env_entry_wins)
@@ -1411,7 +1447,7 @@ TEST(test_ib_disable_configmap_then_unreadable_secret_is_unknown)
                                       "{'secretRef':{'name':'s'}}]") "]}"),
              shipped, &h);
     assert_json_at(C(0), "/securityContext", "{'capabilities':{'add':['IPC_LOCK']}}");
-    assert_not_warned("no RDMA device");
+    assert_not_warned("for RDMA; it has TCP");
 }
 
 TEST(test_ib_disable_configmap_0_leaves_ib_on)
@@ -1510,24 +1546,47 @@ TEST(test_non_controlling_owner_is_not_a_target)
 TEST(test_target_without_target_container_warns)
 {
     run(POD("{'containers':[{'name':'main','image':'i'}]}"));
-    assert_outcome(MUTATE_SKIPPED);
-    assert_warned("no container");
+    assert_outcome(MUTATE_PATCHED); /* the warnings annotation only */
+    assert_int_equal(T.res.reason, MUTATE_R_NO_CONTAINER);
+    assert_warned("name the training container");
 }
 
 TEST(test_gpu_pod_without_profile_warns)
 {
     run(POD("{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}"));
-    assert_outcome(MUTATE_SKIPPED);
-    assert_warned("no RDMA profile matches");
+    assert_outcome(MUTATE_PATCHED); /* the warnings annotation only */
+    assert_int_equal(T.res.reason, MUTATE_R_NO_PROFILE);
+    assert_warned("add a profile for");
 }
 
 TEST(test_unknown_profile_annotation_warns)
 {
     run(POD_META(",'annotations':{'rdma-webhook.io/profile':'roce-16card'}",
                  "{'containers':[" C8("") "]}"));
-    assert_outcome(MUTATE_SKIPPED);
-    assert_warned("unknown profile");
-    assert_warned("roce-16card");
+    assert_outcome(MUTATE_PATCHED); /* the warnings annotation only */
+    assert_int_equal(T.res.reason, MUTATE_R_UNKNOWN_PROFILE);
+    assert_warned("is unknown");
+    assert_int_equal(warned(WARN_PREFIX "set rdma-webhook.io/profile to one of roce-8card, "
+                                        "roce-4card (\"roce-16card\" is unknown)"),
+                     1);
+}
+
+/* The valid names fill what is left of 120 bytes; ", ..." says there are
+ * more, and the log's text has them. */
+TEST(test_unknown_profile_lists_as_many_as_fit)
+{
+    run_with(POD_META(",'annotations':{'rdma-webhook.io/profile':'nope'}",
+                      "{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'alpha-0001'},{'name':'bravo-0002'},"
+                           "{'name':'charlie-03'},{'name':'delta-0004'},{'name':'echo-00005'},"
+                           "{'name':'foxtrot-06'}]}"),
+             NULL);
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_string_equal(T.res.warnings.text[0],
+                        WARN_PREFIX "set rdma-webhook.io/profile to one of alpha-0001, bravo-0002, "
+                                    "charlie-03, ... (\"nope\" is unknown)");
+    assert_true(strlen(T.res.warnings.text[0]) < MUTATE_WARNING_MAX);
+    assert_contains(T.res.warnings.full[0], "delta-0004, echo-00005, foxtrot-06 (");
 }
 
 TEST(test_init_container_with_gpu_untouched_by_default)
@@ -1708,7 +1767,7 @@ TEST(test_warning_cut_inside_multibyte_value_stays_utf8)
                  names[i],
                  "\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5\xe6\x97\xa5");
         run(json); /* the harness checks every warning is valid UTF-8 and short */
-        assert_warned(WARN_PREFIX "container");
+        assert_warned(WARN_PREFIX "drop NCCL_SOCKET_IFNAME in container");
         teardown(NULL);
     }
 }
@@ -1732,34 +1791,34 @@ TEST(test_long_name_keeps_phrase_outside)
 {
     run(POD(
         "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_RETRY_CNT','value':'9'}]") "]}"));
-    assert_warned("outside");
+    assert_warned(": use 0..7");
 }
 
 TEST(test_long_name_keeps_phrase_octal)
 {
     run(POD(
         "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_TIMEOUT','value':'022'}]") "]}"));
-    assert_warned("octal");
+    assert_warned("drop the leading 0");
 }
 
 TEST(test_long_name_keeps_phrase_overrides)
 {
     run(POD(
         "{'containers':[" C8N(NAME63, ",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
-    assert_warned("overrides the profile");
+    assert_warned("to get the profile's");
 }
 
 TEST(test_long_name_keeps_phrase_prefix)
 {
     run(POD("{'containers':[" C8N(
         NAME63, ",'env':[{'name':'NCCL_IB_HCA','value':'mlx5_1,mlx5_10'}]") "]}"));
-    assert_warned("prefix");
+    assert_warned("also takes");
 }
 
 TEST(test_long_name_keeps_phrase_envfrom_secret)
 {
     run(POD("{'containers':[" C8N(NAME63, ",'envFrom':[{'secretRef':{'name':'s'}}]") "]}"));
-    assert_warned("envFrom Secret");
+    assert_warned("of Secret");
 }
 
 TEST(test_long_name_keeps_phrase_non_root)
@@ -1953,7 +2012,7 @@ TEST(test_detect_without_options_warns)
     run_detect(DETECT_PROFILES("true", ""), POD("{'containers':[" C8("") "]}"), NULL);
     assert_no_detection();
     assert_static(C(0));
-    assert_warned("no --detect-image");
+    assert_warned("give the webhook --detect-image");
 }
 
 TEST(test_detect_skips_ib_disabled_container)
@@ -2028,7 +2087,7 @@ TEST(test_detect_user_conf_file_wins)
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
     assert_null(mount_at(C(0), "/run/rdma-webhook"));
     assert_no_detection();
-    assert_int_equal(warned("container \"own\" has its own NCCL_CONF_FILE"), 1);
+    assert_int_equal(warned("drop container \"own\"'s own NCCL_CONF_FILE"), 1);
     assert_int_equal(T.res.warnings.kind[0], MUTATE_W_DETECT);
 }
 
@@ -2043,7 +2102,7 @@ TEST(test_detect_user_conf_file_value_from_wins)
     assert_int_equal(env_count(C(0), "NCCL_CONF_FILE"), 1);
     assert_null(mount_at(C(0), "/run/rdma-webhook"));
     assert_detected(C(1), 1);
-    assert_warned("has its own NCCL_CONF_FILE");
+    assert_warned("'s own NCCL_CONF_FILE");
 }
 
 TEST(test_detect_user_conf_file_from_envfrom_configmap_wins)
@@ -2057,7 +2116,7 @@ TEST(test_detect_user_conf_file_from_envfrom_configmap_wins)
     assert_null(env_of(C(0), "NCCL_CONF_FILE"));
     assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2");
     assert_no_detection();
-    assert_warned("has its own NCCL_CONF_FILE");
+    assert_warned("'s own NCCL_CONF_FILE");
 }
 
 TEST(test_detect_name_clash_init_container)
@@ -2068,7 +2127,7 @@ TEST(test_detect_name_clash_init_container)
                &detect_opts);
     assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/initContainers")), 1);
     assert_static(C(0));
-    assert_int_equal(warned("own init container \"rdma-webhook-detect\""), 1);
+    assert_int_equal(warned("rename the pod's init container \"rdma-webhook-detect\""), 1);
 }
 
 TEST(test_detect_name_clash_container)
@@ -2078,7 +2137,7 @@ TEST(test_detect_name_clash_container)
                &detect_opts);
     assert_no_detection();
     assert_static(C(0));
-    assert_warned("own container \"rdma-webhook-detect\"");
+    assert_warned("rename the pod's container \"rdma-webhook-detect\"");
 }
 
 TEST(test_detect_name_clash_volume)
@@ -2091,7 +2150,7 @@ TEST(test_detect_name_clash_volume)
     assert_json_at(T.patched, "/spec/volumes/0",
                    "{'name':'rdma-webhook-nccl','configMap':{'name':'x'}}");
     assert_static(C(0));
-    assert_warned("own volume \"rdma-webhook-nccl\"");
+    assert_warned("rename the pod's volume \"rdma-webhook-nccl\"");
 }
 
 TEST(test_detect_mount_path_taken_skips_that_container)
@@ -2107,7 +2166,7 @@ TEST(test_detect_mount_path_taken_skips_that_container)
     assert_null(env_of(C(0), "NCCL_CONF_FILE"));
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(C(0), "volumeMounts")), 2);
     assert_detected(C(1), 1);
-    assert_warned("container \"taken\" mounts /run/rdma-webhook itself");
+    assert_warned("move container \"taken\"'s mount off /run/rdma-webhook");
 }
 
 /* The user's init containers run first, and are left as they were; one
@@ -2224,14 +2283,271 @@ TEST(test_detect_warnings_bounded_with_long_names)
                                                                       "run','mountPath':'/run/"
                                                                       "rdma-webhook'}]") "]}"),
         &detect_opts);
-    assert_warned("has its own NCCL_CONF_FILE");
-    assert_warned("itself: not detected");
+    assert_warned("'s own NCCL_CONF_FILE");
+    assert_warned("'s mount off /run/rdma-webhook");
+}
+
+/* ================= the warnings annotation ================= */
+
+static const char *patched_warnings(void)
+{
+    const cJSON *ann =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(T.patched, "metadata"), "annotations");
+
+    return cJSON_GetStringValue(cJSON_GetObjectItem(ann, MUTATE_ANNOTATION_WARNINGS));
+}
+
+/* The first call pins and says so; the second (the apiserver's
+ * reinvocation) has nothing to pin and no new warning: the annotation keeps
+ * the first call's texts and the second call adds nothing (run_at checks
+ * it is empty). */
+TEST(test_warnings_annotation_survives_a_quieter_second_call)
+{
+    run_with(POD("{'containers':[" GPUS("4") "]}"), profiles_from(MIXED("true")), NULL);
+    assert_int_equal(T.again.warnings.n < T.res.warnings.n, 1);
+    assert_contains(patched_warnings(), "pinned to profile");
+    assert_int_equal(T.again.patch.n_ops, 0);
+}
+
+/* What the pod had is kept, first; ours is added once. */
+TEST(test_warnings_annotation_adds_to_what_the_pod_has)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/warnings':'[\\\"older\\\"]'}",
+                 "{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
+    assert_string_equal(patched_warnings(),
+                        "[\"older\",\"drop NCCL_IB_TIMEOUT in container \\\"pytorch\\\" to get the "
+                        "profile's 22\"]");
+}
+
+/* A value that is not ours to read is replaced. */
+TEST(test_warnings_annotation_not_json_is_replaced)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/warnings':'oops'}",
+                 "{'containers':[" C8(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"));
+    assert_string_equal(patched_warnings(),
+                        "[\"drop NCCL_IB_TIMEOUT in container \\\"pytorch\\\" to get the profile's "
+                        "22\"]");
+}
+
+/* No warning, no annotation. */
+TEST(test_no_warnings_no_annotation)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_int_equal(T.res.warnings.n, 0);
+    assert_null(patched_warnings());
+}
+
+/* ================= every warning: its text and its length ================= */
+
+/* 63 bytes each: the longest names Kubernetes allows for a container, a
+ * profile (profiles.c) or a label value. */
+#define P63                    "p234567890234567890234567890234567890234567890234567890234-long"
+#define Q63                    "q234567890234567890234567890234567890234567890234567890234-long"
+#define S63                    "s234567890234567890234567890234567890234567890234567890234-long"
+#define LONG_PROFILES(p1extra) LONG_PROFILES_Q(p1extra, "4")
+#define LONG_PROFILES_Q(p1extra, qgpus)                                                            \
+    "{'defaults':{'schedulerName':'" S63 "','env':{'NCCL_IB_DISABLE':'0',"                         \
+    "'NCCL_SOCKET_IFNAME':'eth0','NCCL_IB_TIMEOUT':'22','NCCL_IB_QPS_PER_CONNECTION':'8'}},"       \
+    "'profiles':[{'name':'" P63 "','match':{'gpus':8,'nodeLabels':{'nvidia.com/gpu.product':"      \
+    "'NVIDIA-H100-80GB-HBM3-SXM5-with-a-long-name'}},'hca':['mlx5_1','mlx5_2']" p1extra "},"       \
+    "{'name':'" Q63 "','match':{'gpus':" qgpus                                                     \
+    ",'nodeLabels':{'nvidia.com/gpu.product':'A100'}}}]}"
+
+struct warning_case {
+    const char *what;
+    const char *profiles; /* NULL: the shipped ones */
+    const char *pod;
+    const struct mutate_options *opts;
+    int failing_nodes; /* a node lookup hook that fails */
+    enum mutate_warning_kind kind;
+    const char *text;   /* the whole short text */
+    const char *in_log; /* what the full text has that the short one cut */
+};
+
+#define LC(extra) C8N(NAME63, extra)
+
+static const struct warning_case warning_cases[] = {
+    {"no profile", NULL,
+     POD("{'containers':[{'name':'" NAME63 "','resources':{'limits':"
+         "{'nvidia.com/gpu':'3'}}}]}"),
+     NULL, 0, MUTATE_W_NO_PROFILE,
+     WARN_PREFIX "add a profile for 3 GPUs on these nodes, or set rdma-webhook.io/profile; no NCCL "
+                 "settings added",
+     "3 GPUs"},
+    {"unknown profile", LONG_PROFILES(""),
+     POD_META(",'annotations':{'rdma-webhook.io/profile':'" NAME63 "'}",
+              "{'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_UNKNOWN_PROFILE,
+     WARN_PREFIX "set rdma-webhook.io/profile to one of ... (\"a2345678901234567...\" is unknown)",
+     P63 ", " Q63},
+    {"override", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_TIMEOUT','value':'20'}]") "]}"), NULL, 0,
+     MUTATE_W_OVERRIDE,
+     WARN_PREFIX
+     "drop NCCL_IB_TIMEOUT in container \"a2345678901234567...\" to get the profile's 22",
+     NAME63},
+    {"override valueFrom", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_SOCKET_IFNAME','valueFrom':{'fieldRef':"
+                              "{'fieldPath':'metadata.name'}}}]") "]}"),
+     NULL, 0, MUTATE_W_OVERRIDE,
+     WARN_PREFIX "drop NCCL_SOCKET_IFNAME (valueFrom) in container \"a2345678901234567...\" to get "
+                 "the profile's value",
+     NAME63},
+    {"nccl value, octal", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_PCI_RELAXED_ORDERING','value':"
+                              "'000000000000000000000000001'}]") "]}"),
+     NULL, 0, MUTATE_W_NCCL_VALUE,
+     WARN_PREFIX "NCCL_IB_PCI_RELAXED_ORDERING=0000000000000000...: drop the leading 0 (container "
+                 "\"a2345678901234567...\")",
+     NAME63},
+    {"nccl value, word", NULL,
+     POD("{'containers':[" LC(
+         ",'env':[{'name':'NCCL_DEBUG','value':'VERBOSE-VERBOSE-VERBOSE'}]") "]}"),
+     NULL, 0, MUTATE_W_NCCL_VALUE,
+     WARN_PREFIX "NCCL_DEBUG=VERBOSE-VERBOSE-...: use VERSION|WARN|INFO|TRACE|ABORT (container "
+                 "\"a2345678901234567...\")",
+     NAME63},
+    {"nccl value, hca prefix", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_HCA','value':"
+                              "'^mlx5_bond_long_1,mlx5_bond_long_12'}]") "]}"),
+     NULL, 0, MUTATE_W_NCCL_VALUE,
+     WARN_PREFIX "NCCL_IB_HCA: write ^= first (mlx5_bond... also takes mlx5_bond...) (container "
+                 "\"a2345678901234567...\")",
+     NAME63},
+    {"non-root", NULL, POD("{'securityContext':{'runAsUser':1000},'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_NON_ROOT,
+     WARN_PREFIX "raise the memlock ulimit for container \"a2345678901234567...\": non-root, so "
+                 "IPC_LOCK does nothing",
+     NAME63},
+    {"envFrom secret", NULL,
+     POD("{'containers':[" LC(",'envFrom':[{'secretRef':{'name':'" Q63 "'}}]") "]}"), NULL, 0,
+     MUTATE_W_ENVFROM,
+     WARN_PREFIX "move NCCL_* of Secret \"q2345678902345678...\" to container "
+                 "\"a2345678901234567...\"'s env (profile wins)",
+     Q63},
+    {"scheduler", LONG_PROFILES(""),
+     POD("{'schedulerName':'" NAME63 "','containers':[" LC("") "]}"), NULL, 0, MUTATE_W_SCHEDULER,
+     WARN_PREFIX "drop schedulerName \"a2345678901234567...\" to get the profile's "
+                 "\"s2345678902345678...\" (gang scheduling)",
+     S63},
+    {"hostNetwork", LONG_PROFILES(""),
+     POD("{'hostNetwork':true,'nodeSelector':{'nvidia.com/gpu.product':"
+         "'NVIDIA-H100-80GB-HBM3-SXM5-with-a-long-name'},'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_HOST_NETWORK,
+     WARN_PREFIX "hostNetwork pod: set NCCL_SOCKET_IFNAME to the NIC, or hostNetworkEnv in profile "
+                 "\"p2345678902345678...\"",
+     P63},
+    {"no container", NULL, POD("{'containers':[{'name':'" NAME63 "'}]}"), NULL, 0,
+     MUTATE_W_NO_CONTAINER,
+     WARN_PREFIX
+     "request a GPU or RDMA device, or name the training container \"pytorch\"; nothing added",
+     "pytorch"},
+    {"node lookup", NULL, POD("{'nodeName':'" NAME63 "','containers':[" LC("") "]}"), NULL, 1,
+     MUTATE_W_NODE_LOOKUP,
+     WARN_PREFIX "check the webhook can read nodes: node \"a2345678901234567...\" unread, profile "
+                 "chosen from the pod",
+     NAME63},
+    {"ambiguous labels", LONG_PROFILES_Q("", "8"),
+     POD("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+         "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/gpu.product',"
+         "'operator':'Exists'}]}]}}},'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_AMBIGUOUS,
+     WARN_PREFIX "set rdma-webhook.io/profile: ambiguous node constraints fit "
+                 "p2345678902345678902345678...; none chosen",
+     P63 ", " Q63},
+    {"ambiguous gpus", LONG_PROFILES_Q("", "8"), POD("{'containers':[" LC("") "]}"), NULL, 0,
+     MUTATE_W_AMBIGUOUS,
+     WARN_PREFIX "set rdma-webhook.io/profile: ambiguous GPU count 8 fits "
+                 "p23456789023456789023456789023...; none chosen",
+     P63 ", " Q63},
+    {"pinned", LONG_PROFILES(",'pin':true,'default':true"), POD("{'containers':[" LC("") "]}"),
+     NULL, 0, MUTATE_W_PINNED,
+     WARN_PREFIX "pinned to profile \"p2345678902345678...\" nodes: nodeSelector "
+                 "nvidia.com/gpu.product=NVIDIA-H100-80...",
+     "NVIDIA-H100-80GB-HBM3-SXM5-with-a-long-name"},
+    {"ib disabled", NULL,
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_IB_DISABLE','value':'1'}]") "]}"), NULL, 0,
+     MUTATE_W_IB_DISABLED,
+     WARN_PREFIX "drop NCCL_IB_DISABLE=1 in container \"a2345678901234567...\" for RDMA; it has "
+                 "TCP, no RDMA device",
+     NAME63},
+    {"detect, no image", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'containers':[" LC("") "]}"), NULL, 0, MUTATE_W_DETECT,
+     WARN_PREFIX "give the webhook --detect-image: profile \"p2345678902345678...\" asks for "
+                 "detect; static values used",
+     P63},
+    {"detect, own conf file", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'containers':[" LC(",'env':[{'name':'NCCL_CONF_FILE','value':'/x'}]") "]}"),
+     &detect_opts, 0, MUTATE_W_DETECT,
+     WARN_PREFIX "drop container \"a2345678901234567...\"'s own NCCL_CONF_FILE to detect at run "
+                 "time; it keeps static values",
+     NAME63},
+    {"detect, mount taken", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'volumes':[{'name':'run','emptyDir':{}}],'containers':[" LC(
+         ",'volumeMounts':[{'name':'run','mountPath':'/run/rdma-webhook'}]") "]}"),
+     &detect_opts, 0, MUTATE_W_DETECT,
+     WARN_PREFIX
+     "move container \"a2345678901234567...\"'s mount off /run/rdma-webhook to detect at run time",
+     NAME63},
+    {"detect, name taken", LONG_PROFILES(",'detect':true,'default':true"),
+     POD("{'volumes':[{'name':'rdma-webhook-nccl','hostPath':{'path':'/x'}}],'containers':[" LC(
+         "") "]}"),
+     &detect_opts, 0, MUTATE_W_DETECT,
+     WARN_PREFIX
+     "rename the pod's volume \"rdma-webhook-nccl\" to detect at run time; static values used",
+     "volume"},
+    {"error", NULL, POD("{'containers':[" LC(",'env':5") "]}"), NULL, 0, MUTATE_W_ERROR,
+     WARN_PREFIX "see the webhook's log: pod not mutated, env is not an array", "env"},
+};
+
+/* Each kind of warning, with the longest names: the short text is exactly
+ * as written here (so under 120 bytes, with its fix), and the full text, for
+ * the log, has what the short one had to cut. */
+TEST(test_every_warning_fits_with_long_names)
+{
+    for (size_t i = 0; i < sizeof(warning_cases) / sizeof(warning_cases[0]); i++) {
+        const struct warning_case *c = &warning_cases[i];
+        struct mutate_hooks h = {.select = {.node_labels = failing_node_labels}};
+        int found = 0, matched = 0;
+
+        T.opts = c->opts;
+        run_with(c->pod, c->profiles ? profiles_from(c->profiles) : shipped,
+                 c->failing_nodes ? &h : NULL);
+        for (size_t w = 0; w < T.res.warnings.n; w++) {
+            if (T.res.warnings.kind[w] != c->kind)
+                continue;
+            found = 1;
+            print_message("%s (%zu bytes): %s\n", c->what, strlen(T.res.warnings.text[w]),
+                          T.res.warnings.text[w]);
+            assert_true(strlen(T.res.warnings.text[w]) < MUTATE_WARNING_MAX);
+            if (strcmp(T.res.warnings.text[w], c->text) != 0)
+                continue; /* another of the kind (both ties, say) */
+            matched = 1;
+            if (!strstr(T.res.warnings.full[w], c->in_log))
+                fail_msg("%s: the log's text lacks \"%s\": %s", c->what, c->in_log,
+                         T.res.warnings.full[w]);
+        }
+        if (found && !matched) {
+            print_warnings();
+            fail_msg("%s: no warning is \"%s\"", c->what, c->text);
+        }
+        if (!found) {
+            print_warnings();
+            fail_msg("%s: no warning of kind %s", c->what, mutate_warning_kind_name(c->kind));
+        }
+        teardown(NULL);
+    }
 }
 
 int main(void)
 {
 #define T_(name) cmocka_unit_test_teardown(name, teardown)
     const struct CMUnitTest tests[] = {
+        T_(test_every_warning_fits_with_long_names),
+        T_(test_warnings_annotation_survives_a_quieter_second_call),
+        T_(test_warnings_annotation_adds_to_what_the_pod_has),
+        T_(test_warnings_annotation_not_json_is_replaced),
+        T_(test_no_warnings_no_annotation),
         T_(test_env_created_when_absent),
         T_(test_env_appended_after_user_env),
         T_(test_empty_env_array_gets_appended),
@@ -2335,6 +2651,7 @@ int main(void)
         T_(test_target_without_target_container_warns),
         T_(test_gpu_pod_without_profile_warns),
         T_(test_unknown_profile_annotation_warns),
+        T_(test_unknown_profile_lists_as_many_as_fit),
         T_(test_init_container_with_gpu_untouched_by_default),
         T_(test_init_containers_mutated_when_profile_says_so),
         T_(test_node_name_without_hook_no_warning),

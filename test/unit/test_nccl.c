@@ -34,16 +34,13 @@ TEST(test_timeout_in_range_is_ok)
 TEST(test_timeout_0_is_out_of_range)
 {
     assert_int_equal(check("NCCL_IB_TIMEOUT", "0"), NCCL_VALUE_RANGE);
-    assert_contains(msg, "NCCL_IB_TIMEOUT=0 ");
-    assert_contains(msg, "outside");
+    assert_string_equal(msg, "NCCL_IB_TIMEOUT=0: use 1..31");
 }
 
 TEST(test_timeout_32_is_out_of_range)
 {
     assert_int_equal(check("NCCL_IB_TIMEOUT", "32"), NCCL_VALUE_RANGE);
-    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=32 ", 19), 0);
-    assert_contains(msg, "outside");
-    assert_contains(msg, "31");
+    assert_string_equal(msg, "NCCL_IB_TIMEOUT=32: use 1..31");
 }
 
 TEST(test_timeout_negative_is_out_of_range)
@@ -54,23 +51,20 @@ TEST(test_timeout_negative_is_out_of_range)
 TEST(test_timeout_022_is_octal_18)
 {
     assert_int_equal(check("NCCL_IB_TIMEOUT", "022"), NCCL_VALUE_NOT_DECIMAL);
-    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=022 ", 20), 0);
-    assert_contains(msg, "octal");
-    assert_contains(msg, "18");
+    /* NCCL reads 18: the fix is what the message has room for. */
+    assert_string_equal(msg, "NCCL_IB_TIMEOUT=022: drop the leading 0");
 }
 
 TEST(test_timeout_0x16_is_hex_22)
 {
     assert_int_equal(check("NCCL_IB_TIMEOUT", "0x16"), NCCL_VALUE_NOT_DECIMAL);
-    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=0x16 ", 21), 0);
-    assert_contains(msg, "hex");
-    assert_contains(msg, "22");
+    assert_string_equal(msg, "NCCL_IB_TIMEOUT=0x16: write it in decimal");
 }
 
 TEST(test_timeout_abc_is_not_an_integer)
 {
     assert_int_equal(check("NCCL_IB_TIMEOUT", "abc"), NCCL_VALUE_NOT_INT);
-    assert_int_equal(strncmp(msg, "NCCL_IB_TIMEOUT=abc ", 20), 0);
+    assert_string_equal(msg, "NCCL_IB_TIMEOUT=abc: write a whole number");
 }
 
 TEST(test_timeout_empty_is_empty)
@@ -102,15 +96,13 @@ TEST(test_retry_cnt_0_to_7_is_ok)
 TEST(test_retry_cnt_8_is_out_of_range)
 {
     assert_int_equal(check("NCCL_IB_RETRY_CNT", "8"), NCCL_VALUE_RANGE);
-    assert_contains(msg, "NCCL_IB_RETRY_CNT=8 ");
-    assert_contains(msg, "outside");
-    assert_contains(msg, "7");
+    assert_string_equal(msg, "NCCL_IB_RETRY_CNT=8: use 0..7");
 }
 
 TEST(test_retry_cnt_07_is_octal_even_in_range)
 {
     assert_int_equal(check("NCCL_IB_RETRY_CNT", "07"), NCCL_VALUE_NOT_DECIMAL);
-    assert_contains(msg, "octal");
+    assert_string_equal(msg, "NCCL_IB_RETRY_CNT=07: drop the leading 0");
 }
 
 TEST(test_hca_with_equals_is_ok)
@@ -140,15 +132,13 @@ TEST(test_hca_prefix_list_without_collision_is_ok)
 TEST(test_hca_prefix_colliding_with_a_known_device)
 {
     assert_int_equal(check_hca("mlx5_1,mlx5_2", KNOWN_16), NCCL_VALUE_HCA_PREFIX);
-    assert_int_equal(strncmp(msg, "NCCL_IB_HCA=mlx5_1,mlx5_2 ", 25), 0);
-    assert_contains(msg, "prefix mlx5_1 also matches mlx5_10");
-    assert_contains(msg, "start the list with =");
+    assert_string_equal(msg, "NCCL_IB_HCA: write = first (mlx5_1 also takes mlx5_10)");
 }
 
 TEST(test_hca_prefix_colliding_within_the_list)
 {
     assert_int_equal(check("NCCL_IB_HCA", "mlx5_1,mlx5_12"), NCCL_VALUE_HCA_PREFIX);
-    assert_contains(msg, "prefix mlx5_1 also matches mlx5_12");
+    assert_contains(msg, "mlx5_1 also takes mlx5_12");
     /* Order does not matter: mlx5_12 first, then the prefix that takes it. */
     assert_int_equal(check("NCCL_IB_HCA", "mlx5_12,mlx5_1"), NCCL_VALUE_HCA_PREFIX);
 }
@@ -163,7 +153,7 @@ TEST(test_hca_exclusion_without_equals_collides_as_well)
 {
     /* ^mlx5_1 also excludes mlx5_10..mlx5_16 on a 16-NIC node. */
     assert_int_equal(check_hca("^mlx5_1", KNOWN_16), NCCL_VALUE_HCA_PREFIX);
-    assert_contains(msg, "start the list with ^=");
+    assert_string_equal(msg, "NCCL_IB_HCA: write ^= first (mlx5_1 also takes mlx5_10)");
     assert_int_equal(check_hca("^mlx5_1", KNOWN_8), NCCL_VALUE_OK);
 }
 
@@ -229,7 +219,7 @@ TEST(test_hca_lists_that_name_no_device)
 TEST(test_hca_entry_without_a_name)
 {
     assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,:1"), NCCL_VALUE_HCA_SYNTAX);
-    assert_contains(msg, "no device name");
+    assert_contains(msg, "name a device before each :port");
 }
 
 TEST(test_hca_empty_entries_are_skipped_as_nccl_does)
@@ -251,7 +241,7 @@ TEST(test_hca_more_entries_than_nccl_reads)
         snprintf(value + strlen(value), sizeof(value) - strlen(value), "%smlx5_%d", i ? "," : "",
                  i);
     assert_int_equal(check("NCCL_IB_HCA", value), NCCL_VALUE_HCA_SYNTAX);
-    assert_contains(msg, "first 32");
+    assert_contains(msg, "list at most 32 devices");
     *strrchr(value, ',') = '\0'; /* 32 entries */
     assert_int_equal(check("NCCL_IB_HCA", value), NCCL_VALUE_OK);
 }
@@ -302,8 +292,7 @@ TEST(test_debug_known_words_any_case)
 TEST(test_debug_unknown_word)
 {
     assert_int_equal(check("NCCL_DEBUG", "VERBOSE"), NCCL_VALUE_BAD_WORD);
-    assert_int_equal(strncmp(msg, "NCCL_DEBUG=VERBOSE ", 19), 0);
-    assert_contains(msg, "INFO");
+    assert_string_equal(msg, "NCCL_DEBUG=VERBOSE: use VERSION|WARN|INFO|TRACE|ABORT");
 }
 
 TEST(test_debug_prefix_or_extension_of_a_word_is_not_a_word)

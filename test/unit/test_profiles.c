@@ -342,8 +342,40 @@ TEST(test_ib_timeout_40)
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
-    assert_contains(line, "40");
-    assert_contains(line, "outside");
+    assert_contains(line, "NCCL_IB_TIMEOUT=40: use 1..31");
+}
+
+/* An env valueFrom, as a pod would write it, is not a number to quote. */
+TEST(test_env_value_from_in_defaults_says_value_from)
+{
+    char line[512];
+    const char *e = rejected("{'defaults':{'env':{'NCCL_SOCKET_IFNAME':{'valueFrom':"
+                             "{'configMapKeyRef':{'name':'n','key':'k'}}}}},"
+                             "'profiles':[{'name':'p'}]}");
+
+    line_with(e, "NCCL_SOCKET_IFNAME", line, sizeof(line));
+    assert_contains(line, "defaults: env.NCCL_SOCKET_IFNAME: valueFrom is not supported");
+    assert_contains(line, "set the variable in the pod's env instead");
+    assert_null(strstr(line, "quote"));
+}
+
+TEST(test_env_value_object_in_profile_says_write_the_value)
+{
+    char line[512];
+    const char *e =
+        rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':{'value':'22'}}}]}");
+
+    line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
+    assert_contains(line, "write the value itself (\"NCCL_IB_TIMEOUT\": \"...\")");
+}
+
+TEST(test_env_number_says_quote)
+{
+    char line[512];
+    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':22}}]}");
+
+    line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
+    assert_contains(line, "quote numbers");
 }
 
 TEST(test_ib_timeout_octal_in_defaults)
@@ -354,7 +386,7 @@ TEST(test_ib_timeout_octal_in_defaults)
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "defaults");
-    assert_contains(line, "octal");
+    assert_contains(line, "drop the leading 0");
 }
 
 TEST(test_retry_cnt_8)
@@ -426,7 +458,7 @@ TEST(test_env_nccl_ib_hca_without_equals)
 
     line_with(e, "NCCL_IB_HCA", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
-    assert_contains(line, "prefix mlx5_1 also matches mlx5_10");
+    assert_contains(line, "write = first (mlx5_1 also takes mlx5_10)");
     ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_2'}}]}");
     profiles_free(ps);
 }
@@ -1144,6 +1176,9 @@ int main(void)
         cmocka_unit_test(test_two_defaults_rejected),
         cmocka_unit_test(test_two_defaults_name_the_profiles),
         cmocka_unit_test(test_ib_timeout_40),
+        cmocka_unit_test(test_env_value_from_in_defaults_says_value_from),
+        cmocka_unit_test(test_env_value_object_in_profile_says_write_the_value),
+        cmocka_unit_test(test_env_number_says_quote),
         cmocka_unit_test(test_ib_timeout_octal_in_defaults),
         cmocka_unit_test(test_retry_cnt_8),
         cmocka_unit_test(test_debug_unknown_word),

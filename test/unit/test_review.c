@@ -412,7 +412,7 @@ TEST(test_summary_for_an_event)
     assert_string_equal(R.sum.replica_index, "3");
     assert_int_equal(R.sum.warning_texts.n, R.sum.warnings);
     assert_int_equal(R.sum.warnings, 1);
-    assert_contains(R.sum.warning_texts.text[0], "no RDMA profile matches");
+    assert_contains(R.sum.warning_texts.text[0], "add a profile for 2 GPUs");
 }
 
 /* A pod that carries the webhook's annotation has been through it. */
@@ -484,8 +484,42 @@ TEST(test_warnings_reach_the_response)
     w = get(response(), "warnings");
     assert_true(cJSON_IsArray(w));
     assert_int_equal(cJSON_GetArraySize(w), 1);
-    assert_contains(cJSON_GetStringValue(cJSON_GetArrayItem(w, 0)), "no RDMA profile matches");
-    assert_no_patch();
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(w, 0)),
+                        "rdma-webhook: add a profile for 2 GPUs on these nodes, or set "
+                        "rdma-webhook.io/profile; no NCCL settings added");
+    /* The log gets the same text whole; the summary keeps it past the result. */
+    assert_int_equal(R.sum.warnings, 1);
+    assert_string_equal(R.sum.warning_text[0], cJSON_GetStringValue(cJSON_GetArrayItem(w, 0)));
+}
+
+/* A pod left alone but warned gets the warnings annotation and nothing
+ * else: no profile, so no auditAnnotations either. */
+TEST(test_warned_skipped_pod_gets_only_the_warnings_annotation)
+{
+    cJSON *ops;
+    const cJSON *op;
+    cJSON *list;
+
+    assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("2")))), 200);
+    assert_string_equal(cJSON_GetStringValue(get(response(), "patchType")), "JSONPatch");
+    assert_null(get(response(), "auditAnnotations"));
+    ops = decoded_patch();
+    assert_int_equal(cJSON_GetArraySize(ops), 1);
+    op = cJSON_GetArrayItem(ops, 0);
+    assert_string_equal(cJSON_GetStringValue(get(op, "op")), "add");
+    /* GPU_POD has no annotations: the op adds the map with the one key. */
+    assert_string_equal(cJSON_GetStringValue(get(op, "path")), "/metadata/annotations");
+    list = cJSON_Parse(
+        cJSON_GetStringValue(cJSON_GetObjectItem(get(op, "value"), "rdma-webhook.io/warnings")));
+    assert_true(cJSON_IsArray(list));
+    assert_int_equal(cJSON_GetArraySize(list), 1);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(list, 0)),
+                        "add a profile for 2 GPUs on these nodes, or set rdma-webhook.io/profile; "
+                        "no NCCL settings added");
+    assert_int_equal(R.sum.reason, MUTATE_R_NO_PROFILE);
+    assert_int_equal(R.sum.ops, 1);
+    cJSON_Delete(list);
+    cJSON_Delete(ops);
 }
 
 TEST(test_unreadable_pod_is_allowed_with_warning)
@@ -744,6 +778,7 @@ int main(void)
         T_(test_summary_name_from_generate_name),
         T_(test_summary_name_cut_keeps_utf8_whole),
         T_(test_warnings_reach_the_response),
+        T_(test_warned_skipped_pod_gets_only_the_warnings_annotation),
         T_(test_unreadable_pod_is_allowed_with_warning),
         T_(test_uid_with_special_characters_is_echoed_exactly),
         T_(test_long_uid_is_echoed_exactly),

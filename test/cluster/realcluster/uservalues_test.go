@@ -2,6 +2,7 @@ package realcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -110,6 +111,14 @@ func TestWarningsReachKubectl(t *testing.T) {
 	stored := getPod(t, ns, "octal-timeout")
 	requireMutated(t, stored, "pytorch", want{profile: "roce-8card", hca: hca8,
 		userEnv: map[string]string{"NCCL_IB_TIMEOUT": "022"}})
+	// After the fact, on the pod (kubectl describe pod): the same texts,
+	// as a JSON array, without the "rdma-webhook: " lead.
+	var warnings []string
+	ann := stored.Annotations["rdma-webhook.io/warnings"]
+	if err := json.Unmarshal([]byte(ann), &warnings); err != nil || len(warnings) == 0 ||
+		!strings.Contains(ann, "NCCL_IB_TIMEOUT=022: drop the leading 0") {
+		t.Errorf("rdma-webhook.io/warnings: expected the octal warning in a JSON array, got %q (%v)", ann, err)
+	}
 }
 
 // TestServerSideDryRun: `kubectl create --dry-run=server` is answered with
