@@ -354,30 +354,15 @@ static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
     return *labels ? 0 : -1;
 }
 
-static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, const char *name,
-                                                     const char *key)
+/* Whether ConfigMap ns/name has key and, when value is not NULL, its value
+ * (UNKNOWN when it is longer than len - 1 or was too long to be kept). */
+static enum mutate_envfrom lookups_configmap_read(struct lookups_request *req, const char *ns,
+                                                  const char *name, const char *key, char *value,
+                                                  size_t len)
 {
-    struct lookups_request *req = ctx;
-    struct lookups_entry *e;
-    enum mutate_envfrom answer;
-    char ck[512];
-
-    if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck))
-        return MUTATE_ENVFROM_UNKNOWN;
-    e = lookups_acquire(&req->lk->configmaps, req, ck);
-    if (!e)
-        return MUTATE_ENVFROM_UNKNOWN;
-    answer = e->value && podjson_member(e->value, key) ? MUTATE_ENVFROM_HAS : MUTATE_ENVFROM_LACKS;
-    pthread_mutex_unlock(&req->lk->configmaps.mu);
-    return answer;
-}
-
-static enum mutate_envfrom lookups_configmap_value(void *ctx, const char *ns, const char *name,
-                                                   const char *key, char *value, size_t len)
-{
-    struct lookups_request *req = ctx;
     struct lookups_entry *e;
     enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
+    const cJSON *member;
     const char *v;
     char ck[512];
 
@@ -386,14 +371,29 @@ static enum mutate_envfrom lookups_configmap_value(void *ctx, const char *ns, co
     e = lookups_acquire(&req->lk->configmaps, req, ck);
     if (!e)
         return MUTATE_ENVFROM_UNKNOWN;
-    if (!e->value || !podjson_member(e->value, key))
+    member = e->value ? podjson_member(e->value, key) : NULL;
+    if (!member)
         answer = MUTATE_ENVFROM_LACKS;
-    else if ((v = cJSON_GetStringValue(podjson_member(e->value, key))) && strlen(v) < len) {
+    else if (!value)
+        answer = MUTATE_ENVFROM_HAS;
+    else if ((v = cJSON_GetStringValue(member)) && strlen(v) < len) {
         memcpy(value, v, strlen(v) + 1);
         answer = MUTATE_ENVFROM_HAS;
     }
     pthread_mutex_unlock(&req->lk->configmaps.mu);
     return answer;
+}
+
+static enum mutate_envfrom lookups_configmap_has_key(void *ctx, const char *ns, const char *name,
+                                                     const char *key)
+{
+    return lookups_configmap_read(ctx, ns, name, key, NULL, 0);
+}
+
+static enum mutate_envfrom lookups_configmap_value(void *ctx, const char *ns, const char *name,
+                                                   const char *key, char *value, size_t len)
+{
+    return lookups_configmap_read(ctx, ns, name, key, value, len);
 }
 
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks)

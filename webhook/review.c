@@ -174,10 +174,8 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
     sum->warning_texts = res->warnings;
-    for (size_t i = 0; i < res->warnings.n; i++) {
+    for (size_t i = 0; i < res->warnings.n; i++)
         sum->warning_kinds[res->warnings.kind[i]]++;
-        review_copy(sum->warning_text[i], sizeof(sum->warning_text[i]), res->warnings.full[i]);
-    }
     review_copy(sum->error, sizeof(sum->error), res->error);
 }
 

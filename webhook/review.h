@@ -44,10 +44,10 @@ struct review_summary {
     const char *selected_by;   /* the rule that chose profile (static text); NULL when none */
     size_t ops;
     size_t warnings;
-    /* The full text of each warning (mutate_warnings.full), for the log. */
-    char warning_text[MUTATE_MAX_WARNINGS][MUTATE_WARNING_FULL_MAX];
     unsigned warning_kinds[MUTATE_W_KINDS];
-    struct mutate_warnings warning_texts; /* the warnings themselves */
+    /* The warnings themselves: .text as the user sees them (the Events),
+     * .full whole (the log line). */
+    struct mutate_warnings warning_texts;
     struct review_owner owner;
     /* The training-operator's labels (training.kubeflow.org/replica-type,
      * replica-index), cut to fit; "" when absent. */

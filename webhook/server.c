@@ -341,7 +341,7 @@ static void server_log_admission(struct server *s, const struct review_summary *
     log_int(&l, "ops", (long long)sum->ops);
     log_int(&l, "warnings", (long long)sum->warnings);
     for (size_t i = 0; i < sum->warnings && i < MUTATE_MAX_WARNINGS; i++)
-        texts[i] = sum->warning_text[i];
+        texts[i] = sum->warning_texts.full[i];
     if (sum->warnings)
         log_strs(&l, "warning_text", texts, sum->warnings);
     if (sum->error[0])

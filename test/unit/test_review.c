@@ -489,7 +489,8 @@ TEST(test_warnings_reach_the_response)
                         "rdma-webhook.io/profile; no NCCL settings added");
     /* The log gets the same text whole; the summary keeps it past the result. */
     assert_int_equal(R.sum.warnings, 1);
-    assert_string_equal(R.sum.warning_text[0], cJSON_GetStringValue(cJSON_GetArrayItem(w, 0)));
+    assert_string_equal(R.sum.warning_texts.full[0],
+                        cJSON_GetStringValue(cJSON_GetArrayItem(w, 0)));
 }
 
 /* A pod left alone but warned gets the warnings annotation and nothing
