@@ -115,7 +115,8 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
     int in_cluster = getenv("KUBERNETES_SERVICE_HOST") != NULL;
     struct lookups_config lc = {.budget_ms = o->api_budget_ms,
                                 .node_ttl_s = o->node_cache_s,
-                                .configmap_ttl_s = o->configmap_cache_s};
+                                .configmap_ttl_s = o->configmap_cache_s,
+                                .namespace_ttl_s = o->namespace_cache_s};
 
     if (o->no_kube_api ||
         (!o->kube_api && !in_cluster && !o->profiles_configmap && !o->detect_deployment)) {

@@ -31,13 +31,15 @@ static void cmd_serve_flags_usage(FILE *f)
         "  --kube-ca FILE                CA of the API server (default: the service account's)\n"
         "  --kube-token-file FILE        bearer token, re-read before every request (default:\n"
         "                                the service account's)\n"
-        "  --no-kube-api                 do not use the API even in a cluster (no Node or\n"
-        "                                envFrom lookups)\n"
+        "  --no-kube-api                 do not use the API even in a cluster (no Node,\n"
+        "                                Namespace or envFrom lookups)\n"
         "  --api-budget-ms N             most time the API lookups of one admission may take\n"
         "                                (default 2000)\n"
         "  --node-cache-seconds N        how long a Node's labels are reused (default 30)\n"
         "  --configmap-cache-seconds N   how long an envFrom ConfigMap's keys are reused\n"
         "                                (default 10)\n"
+        "  --namespace-cache-seconds N   how long a Namespace's labels are reused, so how\n"
+        "                                soon a label change applies (default 10)\n"
         "  --watch-timeout-seconds N     timeoutSeconds of each profiles watch (default 300)\n"
         "  --max-body-bytes N            largest AdmissionReview accepted (default 8388608)\n"
         "  --body-budget-bytes N         memory for request bodies being received, all\n"
@@ -101,6 +103,7 @@ enum serve_flag {
     FLAG_API_BUDGET,
     FLAG_NODE_CACHE,
     FLAG_CM_CACHE,
+    FLAG_NS_CACHE,
     FLAG_WATCH_TIMEOUT,
     FLAG_HEADER_TIMEOUT,
     FLAG_BODY_TIMEOUT,
@@ -131,6 +134,7 @@ static const struct option serve_options[] = {
     {"api-budget-ms", required_argument, NULL, FLAG_API_BUDGET},
     {"node-cache-seconds", required_argument, NULL, FLAG_NODE_CACHE},
     {"configmap-cache-seconds", required_argument, NULL, FLAG_CM_CACHE},
+    {"namespace-cache-seconds", required_argument, NULL, FLAG_NS_CACHE},
     {"watch-timeout-seconds", required_argument, NULL, FLAG_WATCH_TIMEOUT},
     {"header-timeout", required_argument, NULL, FLAG_HEADER_TIMEOUT},
     {"body-timeout", required_argument, NULL, FLAG_BODY_TIMEOUT},
@@ -158,6 +162,7 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
         {FLAG_API_BUDGET, 10, 60000, &o->api_budget_ms},
         {FLAG_NODE_CACHE, 0, 86400, &o->node_cache_s},
         {FLAG_CM_CACHE, 0, 86400, &o->configmap_cache_s},
+        {FLAG_NS_CACHE, 0, 86400, &o->namespace_cache_s},
         {FLAG_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
         {FLAG_HEADER_TIMEOUT, 1, 3600, &o->cfg.header_timeout_s},
         {FLAG_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
@@ -231,6 +236,7 @@ static void cmd_serve_flags_defaults(struct cmd_serve_flags *o)
     o->api_budget_ms = 2000;
     o->node_cache_s = 30;
     o->configmap_cache_s = 10;
+    o->namespace_cache_s = 10;
     o->watch_timeout_s = 300;
     o->cfg.threads = server_default_threads();
     o->cfg.conn_timeout_s = SERVER_DEFAULT_CONN_TIMEOUT_S;

@@ -49,11 +49,14 @@ struct lookups {
     long long (*now)(void);
     struct lookups_cache nodes;
     struct lookups_cache configmaps;
+    struct lookups_cache namespaces;
 };
 
 static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
                               cJSON **value);
 static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
+                                   cJSON **value);
+static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
                                    cJSON **value);
 
 static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s, lookups_fetch_fn fetch)
@@ -96,6 +99,12 @@ int lookups_init(struct lookups **out, const struct kubeapi *api, const struct l
         lookups_cache_free(&lk->nodes);
         goto no_lock;
     }
+    if (lookups_cache_init(&lk->namespaces, cfg->namespace_ttl_s,
+                           cfg->fetch_namespace ? cfg->fetch_namespace : lookups_fetch_namespace)) {
+        lookups_cache_free(&lk->configmaps);
+        lookups_cache_free(&lk->nodes);
+        goto no_lock;
+    }
     lk->magic = LOOKUPS_MAGIC;
     *out = lk;
     return ERR_OK;
@@ -113,23 +122,27 @@ void lookups_stop(struct lookups **lkp)
     assert(lk->magic == LOOKUPS_MAGIC);
     lookups_cache_free(&lk->nodes);
     lookups_cache_free(&lk->configmaps);
+    lookups_cache_free(&lk->namespaces);
     lk->magic = 0;
     free(lk);
     *lkp = NULL;
 }
 
+static unsigned long long lookups_cache_waits(struct lookups_cache *c)
+{
+    unsigned long long n;
+
+    pthread_mutex_lock(&c->mu);
+    n = c->waits;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 unsigned long long lookups_waits(struct lookups *lk)
 {
-    unsigned long long n = 0;
-
     assert(lk->magic == LOOKUPS_MAGIC);
-    pthread_mutex_lock(&lk->nodes.mu);
-    n += lk->nodes.waits;
-    pthread_mutex_unlock(&lk->nodes.mu);
-    pthread_mutex_lock(&lk->configmaps.mu);
-    n += lk->configmaps.waits;
-    pthread_mutex_unlock(&lk->configmaps.mu);
-    return n;
+    return lookups_cache_waits(&lk->nodes) + lookups_cache_waits(&lk->configmaps) +
+           lookups_cache_waits(&lk->namespaces);
 }
 
 static struct lookups_entry *lookups_find(struct lookups_cache *c, const char *key)
@@ -272,24 +285,43 @@ static int lookups_get_json(const struct kubeapi *api, const char *path, long ti
     return rc;
 }
 
-/* A Node's labels; a Node that does not exist is a failed lookup. */
+/* The labels of the object at path; one that does not exist is a failed
+ * lookup. */
+static int lookups_fetch_labels(const struct kubeapi *api, const char *path, long timeout_ms,
+                                cJSON **value)
+{
+    cJSON *obj = NULL, *labels;
+    int found;
+
+    if (lookups_get_json(api, path, timeout_ms, &obj, &found) || !found)
+        return -1;
+    labels = cJSON_DetachItemFromObjectCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+    cJSON_Delete(obj);
+    *value = labels ? labels : cJSON_CreateObject();
+    return *value ? 0 : -1;
+}
+
 static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
                               cJSON **value)
 {
     char path[400];
-    cJSON *node = NULL, *labels;
-    int found;
 
     if (!k8sname_subdomain(name))
         return -1;
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    if (lookups_get_json(api, path, timeout_ms, &node, &found) || !found)
+    return lookups_fetch_labels(api, path, timeout_ms, value);
+}
+
+static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
+                                   cJSON **value)
+{
+    char path[400];
+
+    if (!k8sname_label(name))
         return -1;
-    labels = cJSON_DetachItemFromObjectCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(node, "metadata"), "labels");
-    cJSON_Delete(node);
-    *value = labels ? labels : cJSON_CreateObject();
-    return *value ? 0 : -1;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s", name);
+    return lookups_fetch_labels(api, path, timeout_ms, value);
 }
 
 /* The keys are kept, and the values of LOOKUPS_VALUE_MAX bytes or less
@@ -342,16 +374,30 @@ static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, l
     return found && !*value ? -1 : 0;
 }
 
-static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
+static int lookups_labels(struct lookups_request *req, struct lookups_cache *c, const char *name,
+                          cJSON **labels)
 {
-    struct lookups_request *req = ctx;
-    struct lookups_entry *e = lookups_acquire(&req->lk->nodes, req, name);
+    struct lookups_entry *e = lookups_acquire(c, req, name);
 
     if (!e)
         return -1;
     *labels = cJSON_Duplicate(e->value, 1);
-    pthread_mutex_unlock(&req->lk->nodes.mu);
+    pthread_mutex_unlock(&c->mu);
     return *labels ? 0 : -1;
+}
+
+static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
+{
+    struct lookups_request *req = ctx;
+
+    return lookups_labels(req, &req->lk->nodes, name, labels);
+}
+
+static int lookups_namespace_labels(void *ctx, const char *name, cJSON **labels)
+{
+    struct lookups_request *req = ctx;
+
+    return lookups_labels(req, &req->lk->namespaces, name, labels);
 }
 
 /* Whether ConfigMap ns/name has key and, when value is not NULL, its value
@@ -402,6 +448,7 @@ void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutat
     req->lk = lk;
     req->deadline_ns = lk->now() + lk->budget_ns;
     hooks->select.node_labels = lookups_node_labels;
+    hooks->select.namespace_labels = lookups_namespace_labels;
     hooks->select.ctx = req;
     hooks->configmap_has_key = lookups_configmap_has_key;
     hooks->configmap_value = lookups_configmap_value;

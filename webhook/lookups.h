@@ -1,5 +1,5 @@
-/* lookups: the API answers admission needs (a Node's labels, an envFrom
- * ConfigMap's keys), cached, shared and bounded in time.
+/* lookups: the API answers admission needs (a Node's labels, a Namespace's
+ * labels, an envFrom ConfigMap's keys), cached, shared and bounded in time.
  *
  * Answers are cached for a short TTL, so a burst of pods of one job costs one
  * API call: concurrent misses for the same key wait for the one request in
@@ -11,7 +11,7 @@
  * time left (a millisecond or less) does not touch the cache, and a call cut
  * short by its deadline is not cached as a failure.
  *
- * The edges are injectable: the API calls behind the two caches and the
+ * The edges are injectable: the API calls behind the three caches and the
  * clock they expire and budget by (lookups_config), so the caches' rules can
  * be tested with a fake API and a fake clock.
  *
@@ -32,11 +32,11 @@
 
 struct cJSON;
 
-/* Opaque: the two caches, their locks and the configuration. */
+/* Opaque: the three caches, their locks and the configuration. */
 struct lookups;
 
-/* Asks the API for key (a Node's name, or "namespace/name" of a ConfigMap)
- * in at most timeout_ms. Returns ERR_OK with *value (NULL: the object does
+/* Asks the API for key (a Node's or Namespace's name, or "namespace/name" of
+ * a ConfigMap) in at most timeout_ms. Returns ERR_OK with *value (NULL: the object does
  * not exist) or ERR_FAIL; the value must not come from a request's arena. */
 typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
                                 struct cJSON **value);
@@ -45,9 +45,11 @@ struct lookups_config {
     unsigned budget_ms;       /* each admission's time for all its lookups */
     unsigned node_ttl_s;      /* how long a Node's labels are cached */
     unsigned configmap_ttl_s; /* how long a ConfigMap's keys are cached */
+    unsigned namespace_ttl_s; /* how long a Namespace's labels are cached */
     /* The edges; NULL: the Kubernetes API, and CLOCK_MONOTONIC (monotime_now). */
     lookups_fetch_fn fetch_node;
     lookups_fetch_fn fetch_configmap;
+    lookups_fetch_fn fetch_namespace; /* a Namespace that does not exist fails */
     long long (*now_ns)(void);
 };
 

@@ -38,9 +38,8 @@ struct select_hooks {
     /* Gives the labels of Node name as a new cJSON object (the caller frees
      * it) and returns 0, or returns -1 when they cannot be had. */
     int (*node_labels)(void *ctx, const char *name, struct cJSON **labels);
-    /* The same for the labels of Namespace name. No rule reads them yet:
-     * they are here for rules that select by namespace, and only the
-     * offline `mutate --namespace-labels` answers (serve leaves it NULL). */
+    /* The same for the labels of Namespace name: serve asks the API
+     * (cached), the offline `mutate` answers with --namespace-labels. */
     int (*namespace_labels)(void *ctx, const char *name, struct cJSON **labels);
     void *ctx;
 };

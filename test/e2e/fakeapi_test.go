@@ -13,6 +13,7 @@ package e2e
 //	GET /api/v1/namespaces/NS/configmaps?watch=1&...                     watch
 //	GET /api/v1/namespaces/NS/configmaps/NAME                            get
 //	GET /api/v1/nodes/NAME                                               get
+//	GET /api/v1/namespaces/NAME                                          get-namespace
 //	POST /apis/events.k8s.io/v1/namespaces/NS/events                     create-event
 //	PATCH /apis/events.k8s.io/v1/namespaces/NS/events/NAME (merge patch) patch-event
 //
@@ -52,7 +53,7 @@ type apiRequest struct {
 	Path   string
 	Query  url.Values
 	Token  string // the bearer token presented ("" when none)
-	Kind   string // "list", "watch", "get-configmap", "get-node", "other"
+	Kind   string // "list", "watch", "get-configmap", "get-node", "get-namespace", "other"
 	Status int    // the HTTP status sent (0 until sent)
 	// Expired: the request was answered "410 Gone", as a status or (with
 	// expiredAsEvent) as the first event of a 200 stream.
@@ -120,6 +121,7 @@ type fakeAPI struct {
 	compacted int64 // a watch from an RV below this is "too old"
 	cms       map[string]*fakeConfigMap
 	nodes     map[string]obj
+	nss       map[string]obj // Namespaces by name
 	deploys   map[string]obj // "ns/name" -> Deployment
 	events    map[string]obj // events.k8s.io Events by "namespace/name"
 	history   []fakeEvent
@@ -157,6 +159,7 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 		t: t, dir: dir, caFile: filepath.Join(dir, "ca.crt"),
 		tokenFile: filepath.Join(dir, "token"), cert: cert,
 		rv: 1000, cms: map[string]*fakeConfigMap{}, nodes: map[string]obj{}, deploys: map[string]obj{},
+		nss:      map[string]obj{},
 		events:   map[string]obj{},
 		watchers: map[*fakeWatcher]struct{}{}, delivered: map[int64]time.Time{},
 		delays: map[string]time.Duration{}, failures: map[string]int{},
@@ -370,6 +373,25 @@ func (a *fakeAPI) putNode(name string, labels map[string]string) {
 	defer a.mu.Unlock()
 	a.rv++
 	a.nodes[name] = fakeNodeObject(name, a.newUID(), a.rv, labels)
+}
+
+// putNamespace stores a Namespace with these labels (plus the
+// kubernetes.io/metadata.name label the apiserver sets on every one).
+func (a *fakeAPI) putNamespace(name string, labels map[string]string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rv++
+	l := obj{"kubernetes.io/metadata.name": name}
+	for k, v := range labels {
+		l[k] = v
+	}
+	a.nss[name] = obj{
+		"kind": "Namespace", "apiVersion": "v1",
+		"metadata": obj{"name": name, "uid": a.newUID(), "resourceVersion": strconv.FormatInt(a.rv, 10),
+			"creationTimestamp": *kubeTime(time.Now().Add(-24 * time.Hour)), "labels": l},
+		"spec":   obj{"finalizers": []interface{}{"kubernetes"}},
+		"status": obj{"phase": "Active"},
+	}
 }
 
 // bumpRV advances the resourceVersion as writes to other objects do.
@@ -778,6 +800,8 @@ func requestKind(r *http.Request) string {
 		return "patch-event"
 	case len(parts) == 4 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "nodes":
 		return "get-node"
+	case len(parts) == 4 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces":
+		return "get-namespace"
 	case len(parts) == 6 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps":
 		return "get-configmap"
 	case len(parts) == 7 && parts[0] == "apis" && parts[1] == "apps" && parts[2] == "v1" && parts[3] == "namespaces" &&
@@ -842,6 +866,8 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 	switch rec.Kind {
 	case "get-node":
 		a.getNode(w, parts[3])
+	case "get-namespace":
+		a.getNamespace(w, parts[3])
 	case "get-configmap":
 		a.getConfigMap(w, parts[3], parts[5])
 	case "get-deployment":
@@ -918,6 +944,22 @@ func (a *fakeAPI) getNode(w http.ResponseWriter, name string) {
 	if !ok {
 		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("nodes %q not found", name),
 			&kubeStatusDetails{Name: name, Kind: "nodes"})
+		return
+	}
+	writeJSON(w, http.StatusOK, json.RawMessage(body))
+}
+
+func (a *fakeAPI) getNamespace(w http.ResponseWriter, name string) {
+	a.mu.Lock()
+	n, ok := a.nss[name]
+	var body []byte
+	if ok {
+		body = mustMarshal(n)
+	}
+	a.mu.Unlock()
+	if !ok {
+		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("namespaces %q not found", name),
+			&kubeStatusDetails{Name: name, Kind: "namespaces"})
 		return
 	}
 	writeJSON(w, http.StatusOK, json.RawMessage(body))

@@ -614,7 +614,7 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			"deployment %s; got %+v", webhookName, rs)
 	}
 	cr := findObject(t, objs, "ClusterRole", "")
-	want := map[string][]string{"/nodes": {"get"}, "/configmaps": {"get"}, "events.k8s.io/events": {"create", "patch"}}
+	want := map[string][]string{"/nodes": {"get"}, "/namespaces": {"get"}, "/configmaps": {"get"}, "events.k8s.io/events": {"create", "patch"}}
 	got := map[string][]string{}
 	for _, r := range rulesOf(cr) {
 		if len(r.names) != 0 {

@@ -101,16 +101,37 @@ static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_m
     return 0;
 }
 
+/* Labels {"kind":"namespace"}, so that an answer from the wrong cache
+ * shows; the mode and the call count are the fake's. */
+static int fake_fetch_namespace(const struct kubeapi *api, const char *key, long timeout_ms,
+                                cJSON **value)
+{
+    (void)api;
+    (void)key;
+    (void)timeout_ms;
+    atomic_fetch_add(&fake.calls, 1);
+    if (fake.mode != FAKE_OK)
+        return -1;
+    *value = cJSON_CreateObject();
+    if (!*value || !cJSON_AddStringToObject(*value, "kind", "namespace")) {
+        cJSON_Delete(*value);
+        return -1;
+    }
+    return 0;
+}
+
 static struct lookups *lk;
 
-/* now_ns NULL: the real clock. */
+/* now_ns NULL: the real clock. Namespaces are cached for twice ttl_s. */
 static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
 {
     struct lookups_config cfg = {.budget_ms = BUDGET_MS,
                                  .node_ttl_s = ttl_s,
                                  .configmap_ttl_s = ttl_s,
+                                 .namespace_ttl_s = 2 * ttl_s,
                                  .fetch_node = fake_fetch,
                                  .fetch_configmap = fake_fetch,
+                                 .fetch_namespace = fake_fetch_namespace,
                                  .now_ns = now_ns};
     char err[ERR_LEN];
 
@@ -458,6 +479,43 @@ TEST(test_configmap_value)
     assert_int_equal(configmap_value("K", value, sizeof(value)), MUTATE_ENVFROM_UNKNOWN);
 }
 
+/* Namespace name's "kind" label, or "?" when its labels are unknown. */
+static const char *namespace_kind(const char *name, char *out, size_t len)
+{
+    struct lookups_request req;
+    struct mutate_hooks hooks = {0};
+    cJSON *labels = NULL;
+    const char *v;
+
+    lookups_begin(lk, &req, &hooks);
+    snprintf(out, len, "?");
+    if (hooks.select.namespace_labels(hooks.select.ctx, name, &labels) == 0 &&
+        (v = cJSON_GetStringValue(cJSON_GetObjectItem(labels, "kind"))))
+        snprintf(out, len, "%s", v);
+    cJSON_Delete(labels);
+    return out;
+}
+
+/* Namespaces have a cache of their own: the same name as a Node is another
+ * key, answered by the namespace fetch, kept for the namespace TTL. */
+TEST(test_namespace_labels_have_their_own_cache)
+{
+    char kind[32];
+
+    make_lookups(10, fake_clock);
+    assert_int_equal(node_labels("team-a", 1000), 0);
+    assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "namespace");
+    assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "namespace");
+    assert_int_equal(atomic_load(&fake.calls), 2);
+    advance_ms(15000); /* past the Node's TTL, not the Namespace's */
+    assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "namespace");
+    assert_int_equal(atomic_load(&fake.calls), 2);
+    advance_ms(6000);
+    fake.mode = FAKE_FAIL;
+    assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "?");
+    assert_int_equal(atomic_load(&fake.calls), 3);
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -475,6 +533,7 @@ int main(void)
         T_(test_configmap_call_cut_by_the_budget_is_not_cached),
         T_(test_configmap_api_failure_is_cached),
         T_(test_configmap_value),
+        T_(test_namespace_labels_have_their_own_cache),
     };
 #undef T_
 
