@@ -9,6 +9,7 @@
 #include "cmd.h"
 
 #include "fsutil.h"
+#include "nccl.h"
 #include "ncdetect.h"
 
 #include <getopt.h>
@@ -131,8 +132,8 @@ int cmd_nccl_detect(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *sysroot = "/sys", *procroot = "/proc", *out = "-", *hca_spec = NULL;
     struct ncdetect_opts o = {0};
-    struct ncdetect_hca hca;
-    char err[ERR_LEN];
+    char msg[ERR_LEN], problem[ERR_LEN + 8];
+    enum nccl_verdict v;
     int c;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -157,10 +158,16 @@ int cmd_nccl_detect(int argc, char **argv)
     if (o.socket_ifname && !cmd_nccl_detect_one_line(o.socket_ifname, NCDETECT_SOCKET_MAX))
         return cmd_nccl_detect_misuse("--socket-ifname takes 1 to 255 bytes, no control "
                                       "characters");
+    /* The syntax checks of the profile's own NCCL_IB_HCA. A prefix that
+     * catches more than meant is what the profile asked for: NCCL would
+     * read it the same way. */
     if (hca_spec) {
-        if (ncdetect_hca_parse(hca_spec, &hca, err, sizeof(err)) != ERR_OK)
-            return cmd_nccl_detect_misuse(err);
-        o.hca = &hca;
+        v = nccl_check_hca(hca_spec, NULL, msg, sizeof(msg));
+        if (v != NCCL_VALUE_OK && v != NCCL_VALUE_HCA_PREFIX) {
+            snprintf(problem, sizeof(problem), "--hca: %s", msg);
+            return cmd_nccl_detect_misuse(problem);
+        }
+        o.hca = hca_spec;
     }
     cmd_nccl_detect_run(sysroot, procroot, out, &o);
     return 0;

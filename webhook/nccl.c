@@ -308,6 +308,36 @@ enum nccl_verdict nccl_check_hca(const char *value, const char *known, char *msg
     return NCCL_VALUE_OK;
 }
 
+/* A port as NCCL reads it with atoi: the leading digits (0 when none). */
+static unsigned nccl_hca_port_num(const char *s, size_t len)
+{
+    unsigned port = 0;
+
+    for (size_t i = 0; i < len && nccl_is_digit(s[i]) && port < 1000; i++)
+        port = port * 10 + (unsigned)(s[i] - '0');
+    return port;
+}
+
+int nccl_hca_matches(const char *value, const char *dev, unsigned port)
+{
+    struct nccl_hca h = nccl_hca_split(value);
+    size_t entry, counted = 0;
+    int found = 0;
+
+    for (const char *tok = h.list; *tok && !found && counted < NCCL_HCA_MAX_ENTRIES;) {
+        const char *at = tok;
+        size_t name = nccl_hca_next(&tok, &entry);
+
+        if (name == 0) /* "" or ":port": NCCL skips it */
+            continue;
+        counted++;
+        if (name < entry && nccl_hca_port_num(at + name + 1, entry - name - 1) != port)
+            continue;
+        found = strncmp(dev, at, name) == 0 && (!h.exact || dev[name] == '\0');
+    }
+    return found != h.exclude;
+}
+
 enum nccl_verdict nccl_check(const char *name, const char *value, char *msg, size_t msglen)
 {
     const struct nccl_int_var *iv = nccl_find_int(name);

@@ -37,6 +37,12 @@ enum nccl_verdict nccl_check(const char *name, const char *value, char *msg, siz
  * what such a prefix is for. nccl_check() calls it with known NULL. */
 enum nccl_verdict nccl_check_hca(const char *value, const char *known, char *msg, size_t msglen);
 
+/* 1 when NCCL, given value as NCCL_IB_HCA, would use port port of device
+ * dev: each entry a prefix of dev (the whole name after '='), its port when
+ * it names one, only the first 32 entries, '^' inverting the
+ * answer. value is best checked with nccl_check_hca() first. */
+int nccl_hca_matches(const char *value, const char *dev, unsigned port);
+
 /* 1 when s is one entry of a profile's "hca" list: a device name (1-63 of
  * A-Z a-z 0-9 _ - .), optionally ":port" with port 1..255. */
 int nccl_is_hca_entry(const char *s);

@@ -3,6 +3,7 @@
 #include "ncdetect.h"
 
 #include "fsutil.h"
+#include "nccl.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -509,70 +510,6 @@ void ncdetect_scan_free(struct ncdetect_scan *s)
     ncdetect_scan_init(s);
 }
 
-/* ---- the profile's hca list or pattern ---- */
-
-int ncdetect_hca_parse(const char *spec, struct ncdetect_hca *hca, char *err, size_t errlen)
-{
-    const char *p = spec;
-
-    memset(hca, 0, sizeof(*hca));
-    hca->exclude = *p == '^';
-    p += hca->exclude;
-    hca->exact = *p == '=';
-    p += hca->exact;
-    while (*p) {
-        size_t len = strcspn(p, ","), name = strcspn(p, ":,");
-        char *end;
-        unsigned long port = 0;
-
-        if (len == 0) { /* NCCL skips empty entries */
-            p++;
-            continue;
-        }
-        if (name == 0 || name >= NCDETECT_DEVNAME_MAX)
-            return err_set(err, errlen, ERR_FAIL,
-                           "--hca %s: each entry is a device name (1 to %d bytes), :PORT optional",
-                           spec, NCDETECT_DEVNAME_MAX - 1);
-        if (hca->n == NCDETECT_MAX_HCA_ENTRIES)
-            return err_set(err, errlen, ERR_FAIL, "--hca %s: more than %d entries", spec,
-                           NCDETECT_MAX_HCA_ENTRIES);
-        memcpy(hca->e[hca->n].name, p, name);
-        hca->e[hca->n].name[name] = '\0';
-        if (!ncdetect_plain_name(hca->e[hca->n].name, NCDETECT_DEVNAME_MAX))
-            return err_set(err, errlen, ERR_FAIL, "--hca %s: \"%s\" is not a device name", spec,
-                           hca->e[hca->n].name);
-        hca->e[hca->n].port = -1;
-        if (name < len) {
-            errno = 0;
-            port = strtoul(p + name + 1, &end, 10);
-            if (end != p + len || end == p + name + 1 || p[name + 1] < '1' || p[name + 1] > '9' ||
-                port > 255 || errno)
-                return err_set(err, errlen, ERR_FAIL, "--hca %s: a port is a number from 1 to 255",
-                               spec);
-            hca->e[hca->n].port = (int)port;
-        }
-        hca->n++;
-        p += len;
-        p += *p == ',';
-    }
-    if (hca->n == 0)
-        return err_set(err, errlen, ERR_FAIL, "--hca %s names no device", spec);
-    return ERR_OK;
-}
-
-int ncdetect_hca_match(const struct ncdetect_hca *hca, const char *dev, unsigned port)
-{
-    int found = 0;
-
-    for (size_t i = 0; i < hca->n && !found; i++) {
-        if (hca->e[i].port != -1 && (unsigned)hca->e[i].port != port)
-            continue;
-        found = hca->exact ? strcmp(dev, hca->e[i].name) == 0
-                           : strncmp(dev, hca->e[i].name, strlen(hca->e[i].name)) == 0;
-    }
-    return found != hca->exclude;
-}
-
 /* ---- the choice ---- */
 
 static int ncdetect_is_local(const struct ncdetect_scan *s, const unsigned char gid[16])
@@ -621,7 +558,7 @@ static enum ncdetect_verdict ncdetect_judge(const struct ncdetect_scan *s,
         return NCDETECT_UNREADABLE;
     if (p->state != NCDETECT_STATE_ACTIVE)
         return NCDETECT_DOWN;
-    if (o->hca && !ncdetect_hca_match(o->hca, p->dev, p->port))
+    if (o->hca && !nccl_hca_matches(o->hca, p->dev, p->port))
         return NCDETECT_NOT_IN_HCA;
     if (s->default_ifname[0] && strcmp(netdev, s->default_ifname) == 0)
         return NCDETECT_DEFAULT_ROUTE;

@@ -52,7 +52,6 @@
 #define NCDETECT_MAX_GIDS        256  /* indexes 0..255 of each port's table */
 #define NCDETECT_MAX_DIR_ENTRIES 4096 /* entries read from one directory */
 #define NCDETECT_MAX_LOCAL_ADDRS 256
-#define NCDETECT_MAX_HCA_ENTRIES 64
 #define NCDETECT_ATTR_MAX        256          /* a sysfs attribute's bytes */
 #define NCDETECT_ROUTE_MAX       (64u << 10)  /* net/route */
 #define NCDETECT_FIB_MAX         (256u << 10) /* net/fib_trie */
@@ -103,22 +102,6 @@ struct ncdetect_scan {
     struct dynbuf notes; /* one line each: what could not be read or was left out */
 };
 
-/* NCCL_IB_HCA's syntax: [^][=]ENTRY[:PORT],...; without '=' each entry is a
- * prefix of the device name (as NCCL matches it). */
-struct ncdetect_hca {
-    int exclude, exact;
-    size_t n;
-    struct {
-        char name[NCDETECT_DEVNAME_MAX];
-        int port; /* -1: any */
-    } e[NCDETECT_MAX_HCA_ENTRIES];
-};
-
-/* Checks spec and fills hca; ERR_FAIL with a message naming the flag. */
-int ncdetect_hca_parse(const char *spec, struct ncdetect_hca *hca, char *err, size_t errlen);
-/* 1 when NCCL, given hca as NCCL_IB_HCA, would use port port of dev. */
-int ncdetect_hca_match(const struct ncdetect_hca *hca, const char *dev, unsigned port);
-
 void ncdetect_scan_init(struct ncdetect_scan *s);
 /* Fills s (after ncdetect_scan_init) from sysroot (e.g. "/sys") and procroot
  * (e.g. "/proc"). ERR_OK, or ERR_NOMEM with what was read so far kept. */
@@ -126,8 +109,10 @@ int ncdetect_scan(struct ncdetect_scan *s, const char *sysroot, const char *proc
 void ncdetect_scan_free(struct ncdetect_scan *s);
 
 struct ncdetect_opts {
-    const struct ncdetect_hca *hca; /* the profile's list or pattern; NULL: every device */
-    const char *socket_ifname;      /* the profile's NCCL_SOCKET_IFNAME; NULL: detect */
+    /* The profile's list or pattern, an NCCL_IB_HCA value that passed
+     * nccl_check_hca(); NULL: every device. */
+    const char *hca;
+    const char *socket_ifname; /* the profile's NCCL_SOCKET_IFNAME; NULL: detect */
 };
 
 enum ncdetect_verdict {

@@ -395,6 +395,31 @@ TEST(test_c_identifier_rejects)
     assert_false(nccl_is_c_identifier("\xc3\xa9"));
 }
 
+/* NCCL's matching: prefixes unless '=', ports, '^', empty entries skipped,
+ * only the first 32 entries. */
+TEST(test_hca_matches_as_nccl_reads_it)
+{
+    char many[400] = "=";
+
+    assert_true(nccl_hca_matches("=mlx5_1,mlx5_2", "mlx5_1", 1));
+    assert_false(nccl_hca_matches("=mlx5_1,mlx5_2", "mlx5_10", 1));
+    assert_true(nccl_hca_matches("mlx5_1", "mlx5_10", 1));
+    assert_false(nccl_hca_matches("mlx5_1", "mlx5_2", 1));
+    assert_true(nccl_hca_matches("mlx5", "mlx5_7", 1));
+    assert_false(nccl_hca_matches("^=mlx5_0", "mlx5_0", 1));
+    assert_true(nccl_hca_matches("^=mlx5_0", "mlx5_01", 1));
+    assert_false(nccl_hca_matches("^mlx5_0", "mlx5_01", 1));
+    assert_false(nccl_hca_matches("=mlx5_0:2,,mlx5_1", "mlx5_0", 1));
+    assert_true(nccl_hca_matches("=mlx5_0:2,,mlx5_1", "mlx5_0", 2));
+    assert_true(nccl_hca_matches("=mlx5_0:2,,mlx5_1", "mlx5_1", 7));
+    assert_false(nccl_hca_matches("=:1", "mlx5_0", 1));
+    for (int i = 0; i < 32; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "d%d,", i);
+    snprintf(many + strlen(many), sizeof(many) - strlen(many), "mlx5_0");
+    assert_true(nccl_hca_matches(many, "d31", 1));
+    assert_false(nccl_hca_matches(many, "mlx5_0", 1)); /* the 33rd entry */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_retry_cnt_0_to_7_is_ok),
         cmocka_unit_test(test_retry_cnt_8_is_out_of_range),
         cmocka_unit_test(test_retry_cnt_07_is_octal_even_in_range),
+        cmocka_unit_test(test_hca_matches_as_nccl_reads_it),
         cmocka_unit_test(test_hca_with_equals_is_ok),
         cmocka_unit_test(test_hca_prefix_list_without_collision_is_ok),
         cmocka_unit_test(test_hca_prefix_colliding_with_a_known_device),

@@ -795,36 +795,27 @@ TEST(test_usage_errors_write_nothing_and_exit_0)
     assert_string_equal(got_file, "(none)");
 }
 
+/* --hca is checked as the profile's NCCL_IB_HCA is, with those messages;
+ * matching itself is nccl_hca_matches() (test_nccl). */
 TEST(test_hca_syntax)
 {
-    struct ncdetect_hca h;
-    char err[ERR_LEN];
+    static const char *const bad[][2] = {
+        {"=mlx5_0:256", "--hca: NCCL_IB_HCA==mlx5_0:256: use ports from 1 to 255"},
+        {"=", "--hca: NCCL_IB_HCA==: name at least one device"},
+        {"=:1", "--hca: NCCL_IB_HCA==:1: name a device before each :port"},
+        {"=mlx 5", "--hca: NCCL_IB_HCA==mlx 5: remove the spaces"},
+        {"=^mlx5_0", "write ^= (NCCL reads ^ only before =)"},
+    };
 
-    assert_int_equal(ncdetect_hca_parse("=mlx5_1,mlx5_2", &h, err, sizeof(err)), ERR_OK);
-    assert_true(h.exact && !h.exclude && h.n == 2);
-    assert_true(ncdetect_hca_match(&h, "mlx5_1", 1));
-    assert_false(ncdetect_hca_match(&h, "mlx5_10", 1));
-    /* Without '=', a prefix, as NCCL reads it. */
-    assert_int_equal(ncdetect_hca_parse("mlx5_1", &h, err, sizeof(err)), ERR_OK);
-    assert_true(ncdetect_hca_match(&h, "mlx5_10", 1));
-    assert_false(ncdetect_hca_match(&h, "mlx5_2", 1));
-    assert_int_equal(ncdetect_hca_parse("^=mlx5_0", &h, err, sizeof(err)), ERR_OK);
-    assert_false(ncdetect_hca_match(&h, "mlx5_0", 1));
-    assert_true(ncdetect_hca_match(&h, "mlx5_01", 1));
-    assert_int_equal(ncdetect_hca_parse("^mlx5_0", &h, err, sizeof(err)), ERR_OK);
-    assert_false(ncdetect_hca_match(&h, "mlx5_01", 1));
-    assert_int_equal(ncdetect_hca_parse("=mlx5_0:2,,mlx5_1", &h, err, sizeof(err)), ERR_OK);
-    assert_int_equal(h.n, 2);
-    assert_false(ncdetect_hca_match(&h, "mlx5_0", 1));
-    assert_true(ncdetect_hca_match(&h, "mlx5_0", 2));
-    assert_true(ncdetect_hca_match(&h, "mlx5_1", 7));
-    assert_int_equal(ncdetect_hca_parse("=mlx5_0:256", &h, err, sizeof(err)), ERR_FAIL);
-    assert_contains(err, "--hca =mlx5_0:256: a port is a number from 1 to 255");
-    assert_int_equal(ncdetect_hca_parse("=", &h, err, sizeof(err)), ERR_FAIL);
-    assert_contains(err, "names no device");
-    assert_int_equal(ncdetect_hca_parse("=:1", &h, err, sizeof(err)), ERR_FAIL);
-    assert_int_equal(ncdetect_hca_parse("=mlx 5", &h, err, sizeof(err)), ERR_FAIL);
-    assert_contains(err, "is not a device name");
+    seed_node();
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(run_detect("--hca", bad[i][0], NULL), 0);
+        assert_contains(got_log, bad[i][1]);
+        assert_string_equal(got_file, "(none)");
+    }
+    /* A prefix that also catches mlx5_10 is how NCCL would read it: taken. */
+    assert_int_equal(run_detect("--hca", "mlx5_1,mlx5_10", NULL), 0);
+    assert_contains(got_file, "NCCL_IB_HCA==mlx5_1\n");
 }
 
 /* Devices in natural order, and no more than NCDETECT_MAX_DEVICES of them. */
@@ -879,7 +870,7 @@ int main(void)
                                         tree_teardown),
         cmocka_unit_test_setup_teardown(test_usage_errors_write_nothing_and_exit_0, tree_setup,
                                         tree_teardown),
-        cmocka_unit_test(test_hca_syntax),
+        cmocka_unit_test_setup_teardown(test_hca_syntax, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_device_order_and_bound, tree_setup, tree_teardown),
     };
 
