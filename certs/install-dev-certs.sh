@@ -139,10 +139,26 @@ webhook_names() {
     fi
 }
 
+# ns_selector_patch KIND INDEX: the namespaceSelector of manifests/ names the
+# webhook's own namespace: the mutating webhooks leave it alone (so the
+# webhook never waits on itself), the profiles check selects it. Moved to
+# --namespace; the test ops fail loudly if manifests/ change shape.
+ns_selector_patch() {
+    if [ "$1" = mutatingwebhookconfiguration ]; then
+        p=/webhooks/$2/namespaceSelector/matchExpressions/0/values/1
+        printf ',{"op":"test","path":"/webhooks/%d/namespaceSelector/matchExpressions/0/key","value":"kubernetes.io/metadata.name"}' "$2"
+        printf ',{"op":"test","path":"%s","value":"rdma-webhook"},{"op":"replace","path":"%s","value":"%s"}' "$p" "$p" "$ns"
+    else
+        p=/webhooks/$2/namespaceSelector/matchLabels/kubernetes.io~1metadata.name
+        printf ',{"op":"test","path":"%s","value":"rdma-webhook"},{"op":"replace","path":"%s","value":"%s"}' "$p" "$p" "$ns"
+    fi
+}
+
 # ca_patch KIND FILE BUNDLE_B64 [service]: a JSON patch setting every
 # webhook's caBundle, each guarded by a test of the webhook's name at that
 # index; with "service", also its clientConfig.service name and namespace
-# (--print, where the object comes from manifests/ and its default names).
+# and the namespace its namespaceSelector names (--print, where the object
+# comes from manifests/ and its default names).
 ca_patch() {
     names=$(webhook_names "$1" "$2") || die "cannot read the webhooks of $1 $mwc"
     [ -n "$names" ] || die "$1 $mwc has no webhooks"
@@ -155,6 +171,7 @@ ca_patch() {
         if [ "${4:-}" = service ]; then
             printf ',{"op":"replace","path":"/webhooks/%d/clientConfig/service/name","value":"%s"}' "$i" "$svc"
             printf ',{"op":"replace","path":"/webhooks/%d/clientConfig/service/namespace","value":"%s"}' "$i" "$ns"
+            ns_selector_patch "$1" "$i"
         fi
         sep=,
         i=$((i + 1))

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,6 +229,21 @@ func TestInstallDevCertsNamespaceService(t *testing.T) {
 		ns, _ := pathStr(w, "clientConfig", "service", "namespace")
 		if name != "rdma-hook" || ns != "ml-infra" {
 			t.Errorf("webhook calls Service %s/%s, expected ml-infra/rdma-hook", ns, name)
+		}
+	}
+	// The webhook's own namespace moves with it: the pod webhooks leave
+	// ml-infra alone (not rdma-webhook), the profiles check selects it.
+	for _, w := range pathArr(mwc, "webhooks") {
+		exprs := pathArr(w, "namespaceSelector", "matchExpressions")
+		name, _ := pathStr(w, "name")
+		if len(exprs) == 0 || fmt.Sprint(pathArr(exprs[0], "values")) != "[kube-system ml-infra]" {
+			t.Errorf("webhook %s: namespaceSelector %v, expected NotIn [kube-system ml-infra] first", name, exprs)
+		}
+	}
+	vwc := findObject(t, yamlObjects(t, out), "ValidatingWebhookConfiguration", webhookName)
+	for _, w := range pathArr(vwc, "webhooks") {
+		if got, _ := pathStr(w, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"); got != "ml-infra" {
+			t.Errorf("the profiles check selects namespace %q, expected ml-infra", got)
 		}
 	}
 	// The cluster path, against the stand-in kubectl: the namespace it
