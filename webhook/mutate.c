@@ -559,7 +559,7 @@ static void mutate_env(struct mutate_ctx *m, const cJSON *c, const char *cpath, 
     if (detected && !mutate_env_entry_named(m, env, MUTATE_CONF_FILE))
         adds[n++] = &conf_file;
     else if (detected)
-        MUTATE_TRACE(m, MUTATE_CONF_FILE ": kept: the container has the detected file's");
+        MUTATE_TRACE(m, MUTATE_CONF_FILE ": kept: the container's names the detected file");
     for (size_t i = 0; i < m->n_env; i++) {
         if ((ib_off && mutate_is_ib_var(m->env[i].name)) ||
             (detected && mutate_is_detected_var(m->env[i].name))) {

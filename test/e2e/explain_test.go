@@ -281,6 +281,25 @@ func TestMutateExplainPyTorchJob(t *testing.T) {
 	}
 }
 
+// TestMutateExplainList: each item of a List is explained on its own, its
+// title saying which.
+func TestMutateExplainList(t *testing.T) {
+	list := obj{"apiVersion": "v1", "kind": "PodList", "items": []interface{}{
+		named(trainingPod(8), "a"), named(withEnv(trainingPod(4), "NCCL_IB_DISABLE", "1"), "b")}}
+	res := explainRun(t, mustMarshal(list))
+	titles, s := explainSections(t, res.stdout)
+	want := []string{"document 1, item 1: Pod kubeflow/a", "document 1, item 2: Pod kubeflow/b"}
+	if res.exitCode != 0 || strings.Join(titles, "|") != strings.Join(want, "|") {
+		t.Fatalf("expected exit 0 and titles %q, got %d, %q: %s", want, res.exitCode, titles, res.stderr)
+	}
+	if !strings.Contains(s[want[0]], `profile "h100-8card": chosen by rule gpus`+"\n") ||
+		!strings.Contains(s[want[1]], `profile "a100-4card": chosen by rule gpus`+"\n") ||
+		!strings.Contains(s[want[1]], "IPC_LOCK: not added: InfiniBand is off\n") ||
+		strings.Contains(s[want[0]], "InfiniBand is off") {
+		t.Errorf("each item explained as itself expected, got\n%s", res.stdout)
+	}
+}
+
 // TestMutateExplainFlags: --node-labels, --namespace-labels and
 // --detect-image are in the explanation as they are in the result.
 func TestMutateExplainFlags(t *testing.T) {

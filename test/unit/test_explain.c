@@ -474,6 +474,19 @@ TEST(test_detect_without_an_image_and_with_one)
     assert_contains(t, "detect: volume \"rdma-webhook-nccl\" added");
 }
 
+TEST(test_unreadable_pod_says_nothing_is_applied)
+{
+    const char *t =
+        explain(POD("{'containers':[{'name':'pytorch','env':'x','resources':{'limits':{'nvidia.com/"
+                    "gpu':'4'}}}]}"));
+
+    assert_contains(line_of(t, "error:"), "the pod is admitted unchanged (nothing above is "
+                                          "applied)");
+    assert_contains(line_of(t, "error:"), "env");
+    assert_string_equal(line_of(t, "result:"), "result: error, no patch");
+    assert_contains(line_of(t, "warning:"), "see the webhook's log: pod not mutated");
+}
+
 /* ---- select_fit_profile ---- */
 
 TEST(test_fit_names_the_label_at_fault)
@@ -551,6 +564,7 @@ int main(void)
         cmocka_unit_test_teardown(test_user_hca_kept_and_the_rest_added, teardown),
         cmocka_unit_test_teardown(test_envfrom_and_what_is_there_already, teardown),
         cmocka_unit_test_teardown(test_detect_without_an_image_and_with_one, teardown),
+        cmocka_unit_test_teardown(test_unreadable_pod_says_nothing_is_applied, teardown),
         cmocka_unit_test_teardown(test_fit_names_the_label_at_fault, teardown),
         cmocka_unit_test_teardown(test_trace_bound_holds_for_many_containers, teardown),
     };
