@@ -31,8 +31,10 @@ jsonraw 0
 jsonw 0
 k8sname 0
 quantity 0
+trace 0
 utf8 0
 version 0
+explain 1
 mutate 1
 nccl 1
 patch 1

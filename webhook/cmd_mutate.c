@@ -6,6 +6,7 @@
 #include "mutate.h"
 #include "profiles.h"
 #include "review.h"
+#include "trace.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -21,12 +22,17 @@
 /* Where --node-labels puts a pod that names no node: any name will do, the
  * hook answers for every node. */
 #define CMD_MUTATE_OFFLINE_NODE "rdma-webhook-offline-node"
+/* What --explain prints of one pod or template at most: a pod with many
+ * containers says the rest in "... N more lines". */
+#define CMD_MUTATE_EXPLAIN_LINES 2000
+#define CMD_MUTATE_EXPLAIN_BYTES (256u << 10)
 
 /* The run: what every object is mutated with, and where it is printed. */
 struct cmd_mutate_ctx {
     const struct profiles *ps;
     struct mutate_options opts; /* --detect-image */
     int patched;
+    int explain;             /* --explain: the decisions, in words, instead */
     enum docs_format format; /* what is printed */
     cJSON *node_labels;      /* --node-labels, or NULL */
     cJSON *namespace_labels; /* --namespace-labels, or NULL */
@@ -35,12 +41,13 @@ struct cmd_mutate_ctx {
     size_t printed;  /* documents printed so far */
     char where[192]; /* "document 2 (Pod ns/name): ", or "" */
     char which[192]; /* " [document 2, Pod ns/name]", or "" */
+    char title[224]; /* --explain: "document 2: Pod ns/name", or "Pod ns/name" */
 };
 
 static void cmd_mutate_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml]\n"
+            "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml] [--explain]\n"
             "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
             "                           [--detect-image IMAGE] [FILE|-]\n"
             "\n"
@@ -54,6 +61,10 @@ static void cmd_mutate_usage(FILE *f)
             "                            AdmissionReview response (always so for a PyTorchJob)\n"
             "  -o, --output json|yaml    what to print (default: the input's format with\n"
             "                            --patched, else JSON)\n"
+            "  --explain                 print, for each pod and job template, what was decided\n"
+            "                            and why, as text, instead of the objects: targeting,\n"
+            "                            each profile's fate at each rule, each addition or\n"
+            "                            skip, the warnings (not with --patched or -o)\n"
             "  --node-labels K=V,...     take each pod to run on a node with these labels: they\n"
             "                            choose the profile as a bound pod's Node does\n"
             "                            (selected-by: node), and nothing is pinned\n"
@@ -66,7 +77,8 @@ static void cmd_mutate_usage(FILE *f)
             "                            detection)\n"
             "  -h, --help                show this help\n"
             "\n"
-            "Warnings go to stderr as kubectl would print them. Exit status: 0 when every\n"
+            "Warnings go to stderr as kubectl would print them (with --explain, to stdout in\n"
+            "the explanation). Exit status: 0 when every\n"
             "object was processed, 1 when one could not be (the others are still printed),\n"
             "2 for a usage error.\n",
             CMD_DEFAULT_PROFILES);
@@ -265,6 +277,98 @@ static int cmd_mutate_apply_into(struct cmd_mutate_ctx *c, cJSON **doc, const cJ
     return rc;
 }
 
+/* ---- --explain ---- */
+
+/* The lines that say what the flags made of the pod. */
+static void cmd_mutate_explain_flags(const struct cmd_mutate_ctx *c, struct trace *t,
+                                     const cJSON *object, const char *ns)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(object, "spec");
+    const char *node = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "nodeName"));
+    const cJSON *it;
+    struct dynbuf l;
+
+    dynbuf_init(&l, TRACE_LINE_MAX);
+    if (c->node_labels && (!node || !*node))
+        trace_add(t,
+                  "--node-labels: no spec.nodeName, so taken to run on a node \"%s\" that has "
+                  "them",
+                  CMD_MUTATE_OFFLINE_NODE);
+    if (c->namespace_labels) {
+        cJSON_ArrayForEach(it, c->namespace_labels)
+        {
+            dynbuf_printf(&l, "%s%s=%s", dynbuf_len(&l) ? ", " : "", it->string, it->valuestring);
+        }
+        trace_add(t,
+                  "--namespace-labels: namespace \"%s\" has %s; no rule reads namespace "
+                  "labels yet",
+                  ns, dynbuf_ptr(&l));
+    }
+    dynbuf_free(&l);
+}
+
+/* One pod or template (at base) explained: a title line, then what
+ * mutate_object() decided and why, and its warnings. With --node-labels the
+ * admission reads a bound copy, as without --explain. */
+static int cmd_mutate_explain_one(struct cmd_mutate_ctx *c, const cJSON *object, const char *base,
+                                  const char *ns, int implicit, const char *title)
+{
+    cJSON *bound = c->node_labels ? cJSON_Duplicate(object, 1) : NULL;
+    struct trace t;
+    struct mutate_input in = {.object = bound ? bound : object,
+                              .base = base,
+                              .namespace_ = ns,
+                              .implicit_target = implicit,
+                              .opts = &c->opts,
+                              .trace = &t};
+    struct mutate_result res;
+
+    if (c->node_labels && (!bound || cmd_mutate_bind(c, bound))) {
+        cJSON_Delete(bound);
+        return cmd_mutate_fail(c, "out of memory");
+    }
+    trace_init(&t, CMD_MUTATE_EXPLAIN_LINES, CMD_MUTATE_EXPLAIN_BYTES);
+    t.indent = 1;
+    cmd_mutate_explain_flags(c, &t, object, ns);
+    mutate_result_init(&res, REVIEW_PATCH_MAX);
+    mutate_object(&in, c->ps, &c->hooks, &res);
+    printf("%s%s:\n%s", c->printed++ ? "\n" : "", title, trace_finish(&t));
+    mutate_result_free(&res);
+    trace_free(&t);
+    cJSON_Delete(bound);
+    return 0;
+}
+
+/* A review explained: as the server would answer it, so a review it
+ * refuses fails here too (exit 1), and one it ignores says so. */
+static int cmd_mutate_explain_review(struct cmd_mutate_ctx *c, const cJSON *doc)
+{
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(doc, "request");
+    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace"));
+    struct review_summary sum;
+    struct dynbuf out;
+    char *text = cJSON_PrintUnformatted(doc);
+    int status;
+
+    if (!text)
+        return cmd_mutate_fail(c, "out of memory");
+    dynbuf_init(&out, CMD_MUTATE_INPUT_MAX);
+    status = review_handle(text, strlen(text), c->ps, NULL, &c->opts, &out, &sum);
+    free(text);
+    if (status != 200)
+        fprintf(stderr, "rdma-webhook: %sHTTP %d: %s\n", c->where, status, dynbuf_ptr(&out));
+    dynbuf_free(&out);
+    if (status != 200)
+        return 1;
+    if (review_is_pod_create(req))
+        return cmd_mutate_explain_one(c, cJSON_GetObjectItemCaseSensitive(req, "object"),
+                                      "/request/object", ns ? ns : "default", 0, c->title);
+    printf("%s%s:\n  ignored: the webhook mutates only a Pod CREATE (request.kind Pod, operation "
+           "CREATE, no subResource)\n",
+           c->printed++ ? "\n" : "", c->title);
+    return 0;
+}
+
 /* Each replica type's template is mutated as a pod the job would create. */
 static int cmd_mutate_pytorchjob(struct cmd_mutate_ctx *c, cJSON **doc)
 {
@@ -284,10 +388,18 @@ static int cmd_mutate_pytorchjob(struct cmd_mutate_ctx *c, cJSON **doc)
         if (!cJSON_IsObject(tmpl) || patch_escape_token(rs->string, tok, sizeof(tok)))
             continue;
         snprintf(base, sizeof(base), "/spec/pytorchReplicaSpecs/%s/template", tok);
-        if (cmd_mutate_apply_into(c, doc, tmpl, base, ns ? ns : "default", 1))
+        if (c->explain) {
+            char title[sizeof(c->title) + 192];
+
+            snprintf(title, sizeof(title),
+                     "%s, replica %.63s (spec.pytorchReplicaSpecs.%.63s.template)", c->title,
+                     rs->string, rs->string);
+            cmd_mutate_explain_one(c, tmpl, base, ns ? ns : "default", 1, title);
+        } else if (cmd_mutate_apply_into(c, doc, tmpl, base, ns ? ns : "default", 1)) {
             return 1;
+        }
     }
-    return c->patched ? 0 : cmd_mutate_print(c, *doc);
+    return c->patched || c->explain ? 0 : cmd_mutate_print(c, *doc);
 }
 
 /* A review: the response the server would send, or with --patched the
@@ -360,13 +472,20 @@ static void cmd_mutate_where(struct cmd_mutate_ctx *c, size_t doc, size_t item, 
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
-    char at[48] = "";
+    char at[48] = "", num[60];
 
     c->where[0] = c->which[0] = '\0';
-    if (c->objects < 2)
-        return;
     if (in_list)
         snprintf(at, sizeof(at), ", item %zu", item + 1);
+    /* --explain's title: the document's number only when there are several. */
+    num[0] = '\0';
+    if (c->objects >= 2)
+        snprintf(num, sizeof(num), "document %zu%s: ", doc + 1, at);
+    snprintf(c->title, sizeof(c->title), "%s%.40s%s%.63s%s%.63s", num,
+             kind && *kind ? kind : "no kind", ns || name ? " " : "", ns ? ns : "", ns ? "/" : "",
+             name ? name : "");
+    if (c->objects < 2)
+        return;
     snprintf(c->where, sizeof(c->where), "document %zu%s (%.40s %.63s%s%.63s): ", doc + 1, at,
              kind && *kind ? kind : "no kind", ns ? ns : "", ns ? "/" : "", name ? name : "");
     /* Warnings keep their own words first, as kubectl prints them. */
@@ -391,9 +510,14 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
     if (!cJSON_IsObject(*obj))
         return cmd_mutate_fail(c, "not an object");
     if (kind && strcmp(kind, "AdmissionReview") == 0)
-        return cmd_mutate_review(c, obj);
-    if (kind && strcmp(kind, "Pod") == 0)
-        return cmd_mutate_pod(c, obj);
+        return c->explain ? cmd_mutate_explain_review(c, *obj) : cmd_mutate_review(c, obj);
+    if (kind && strcmp(kind, "Pod") == 0) {
+        const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(*obj, "metadata"), "namespace"));
+
+        return c->explain ? cmd_mutate_explain_one(c, *obj, "", ns ? ns : "default", 0, c->title)
+                          : cmd_mutate_pod(c, obj);
+    }
     if (kind && strcmp(kind, "PyTorchJob") == 0)
         return cmd_mutate_pytorchjob(c, obj);
     if (!kind || !*kind)
@@ -403,6 +527,10 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
             "rdma-webhook: %sleft as it is: the webhook mutates Pods (and, offline, PyTorchJob "
             "templates), not a %.64s\n",
             c->where, kind);
+    if (c->explain)
+        printf("%s%s:\n  left as it is: the webhook mutates Pods (and, offline, PyTorchJob "
+               "templates)\n",
+               c->printed++ ? "\n" : "", c->title);
     return 0;
 }
 
@@ -487,6 +615,7 @@ int cmd_mutate(int argc, char **argv)
                                          {"node-labels", required_argument, NULL, 'N'},
                                          {"namespace-labels", required_argument, NULL, 'S'},
                                          {"detect-image", required_argument, NULL, 'i'},
+                                         {"explain", no_argument, NULL, 'E'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
@@ -504,6 +633,8 @@ int cmd_mutate(int argc, char **argv)
             profiles = optarg;
         } else if (c == 'P') {
             ctx.patched = 1;
+        } else if (c == 'E') {
+            ctx.explain = 1;
         } else if (c == 'o') {
             if (cmd_mutate_format(optarg, &format))
                 goto out;
@@ -531,6 +662,15 @@ int cmd_mutate(int argc, char **argv)
     }
     if (argc - optind > 1) {
         cmd_mutate_usage(stderr);
+        goto out;
+    }
+    /* The explanation is text: there is no object for -o to format, nor a
+     * patched one to print. */
+    if (ctx.explain && (ctx.patched || format >= 0)) {
+        fprintf(stderr,
+                "rdma-webhook mutate: --explain prints text, not objects: leave out %s (run "
+                "without --explain for the objects)\n",
+                ctx.patched ? "--patched" : "-o");
         goto out;
     }
     if (optind < argc)

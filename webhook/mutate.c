@@ -1,10 +1,12 @@
 #include "mutate.h"
 
 #include "decimal.h"
+#include "explain.h"
 #include "nccl.h"
 #include "podjson.h"
 #include "profiles.h"
 #include "target.h"
+#include "trace.h"
 #include "utf8.h"
 
 #include <cjson/cJSON.h>
@@ -65,6 +67,10 @@ struct mutate_ctx {
     char shown[MUTATE_SHOWN_SLOTS][MUTATE_SHOWN_LEN];
     unsigned shown_at;
 };
+
+/* A line of `mutate --explain` (mutate_input.trace); nothing, with its
+ * arguments unevaluated, without a trace. */
+#define MUTATE_TRACE(m, ...) TRACE_LINE((m)->in->trace, __VA_ARGS__)
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
@@ -238,14 +244,22 @@ static void mutate_effective_env(struct mutate_ctx *m)
 
         if (m->host_network && !over && strcmp(env->v[i].name, "NCCL_SOCKET_IFNAME") == 0) {
             m->dropped_ifname = 1;
+            MUTATE_TRACE(m, "hostNetwork: the profile's NCCL_SOCKET_IFNAME is left out (no "
+                            "hostNetworkEnv value): eth0 may be the wrong NIC on the node");
             continue;
         }
+        if (over)
+            MUTATE_TRACE(m, "hostNetwork: %s=%s from hostNetworkEnv in place of %s", env->v[i].name,
+                         over, env->v[i].value);
         m->env[m->n_env].name = env->v[i].name;
         m->env[m->n_env++].value = over ? over : env->v[i].value;
     }
     for (size_t i = 0; m->host_network && i < hn->n; i++)
-        if (!profiles_kv_get(env, hn->v[i].name))
+        if (!profiles_kv_get(env, hn->v[i].name)) {
+            MUTATE_TRACE(m, "hostNetwork: %s=%s from hostNetworkEnv", hn->v[i].name,
+                         hn->v[i].value);
             m->env[m->n_env++] = hn->v[i];
+        }
 }
 
 /* The pod's value of one of the profile's variables; NULL when it has none. */
@@ -315,6 +329,21 @@ static void mutate_scan_user_env(struct mutate_ctx *m, const cJSON *env, const c
     }
 }
 
+static void mutate_trace_declared(struct mutate_ctx *m, const struct profiles_kv *kv,
+                                  const char *value, int value_from)
+{
+    if (!value && value_from)
+        trace_add(m->in->trace,
+                  "%s: kept the container's valueFrom (env) over the profile's \"%s\"", kv->name,
+                  kv->value);
+    else if (strcmp(value ? value : "", kv->value) != 0)
+        trace_add(m->in->trace, "%s: kept the container's \"%s\" (env) over the profile's \"%s\"",
+                  kv->name, value ? value : "", kv->value);
+    else
+        trace_add(m->in->trace, "%s=\"%s\": kept: the container's env has the same value", kv->name,
+                  kv->value);
+}
+
 /* The user's entry e declares the profile's variable kv: the user's value
  * wins, with a warning when it differs. */
 static void mutate_env_declared(struct mutate_ctx *m, const cJSON *e, const struct profiles_kv *kv,
@@ -322,6 +351,8 @@ static void mutate_env_declared(struct mutate_ctx *m, const cJSON *e, const stru
 {
     const char *value = podjson_str(&m->r, e, "value");
 
+    if (m->in->trace)
+        mutate_trace_declared(m, kv, value, podjson_obj(&m->r, e, "valueFrom") != NULL);
     if (!value && podjson_obj(&m->r, e, "valueFrom"))
         MUTATE_WARN(m, MUTATE_W_OVERRIDE,
                     "drop %s (valueFrom) in container \"%s\" to get the profile's value",
@@ -493,6 +524,20 @@ static const cJSON *mutate_env_entry_named(struct mutate_ctx *m, const cJSON *en
     return last;
 }
 
+/* Why one of the profile's variables is not in the container's env. */
+static void mutate_trace_left_out(struct mutate_ctx *m, const struct profiles_kv *kv, int ib_off)
+{
+    if (ib_off && strcmp(kv->name, MUTATE_IB_DISABLE) == 0)
+        trace_add(m->in->trace, "%s: kept the container's: it turns InfiniBand off", kv->name);
+    else if (ib_off)
+        trace_add(m->in->trace, "%s=\"%s\": left out: NCCL_IB_DISABLE turns InfiniBand off",
+                  kv->name, kv->value);
+    else
+        trace_add(m->in->trace,
+                  "%s=\"%s\": left out: run-time detection writes it to " MUTATE_DETECT_FILE,
+                  kv->name, kv->value);
+}
+
 /* Appends the profile's variables the container does not declare; with
  * InfiniBand off (ib_off), none of its NCCL_IB_* variables; for a container
  * that reads the detected file (detected), none of the detected variables,
@@ -513,10 +558,15 @@ static void mutate_env(struct mutate_ctx *m, const cJSON *c, const char *cpath, 
     /* mutate_detect_container() made sure an entry there is this one. */
     if (detected && !mutate_env_entry_named(m, env, MUTATE_CONF_FILE))
         adds[n++] = &conf_file;
+    else if (detected)
+        MUTATE_TRACE(m, MUTATE_CONF_FILE ": kept: the container's names the detected file");
     for (size_t i = 0; i < m->n_env; i++) {
         if ((ib_off && mutate_is_ib_var(m->env[i].name)) ||
-            (detected && mutate_is_detected_var(m->env[i].name)))
+            (detected && mutate_is_detected_var(m->env[i].name))) {
+            if (m->in->trace)
+                mutate_trace_left_out(m, &m->env[i], ib_off);
             continue;
+        }
         if (decl[i]) {
             mutate_env_declared(m, decl[i], &m->env[i], cname);
             continue;
@@ -526,7 +576,13 @@ static void mutate_env(struct mutate_ctx *m, const cJSON *c, const char *cpath, 
             envfrom = podjson_arr(&m->r, c, "envFrom");
         if (!mutate_envfrom_declares(m, envfrom, m->env[i].name, cname, &warned))
             adds[n++] = &m->env[i];
+        else
+            MUTATE_TRACE(m, "%s: kept: an envFrom ConfigMap of the container declares it",
+                         m->env[i].name);
     }
+    for (size_t i = 0; m->in->trace && i < n; i++)
+        trace_add(m->in->trace, "%s=\"%s\": added%s", adds[i]->name, adds[i]->value,
+                  adds[i] == &conf_file ? " (run-time detection: NCCL 2.23+ reads the file)" : "");
     if (n == 0)
         return;
     if (!env) {
@@ -585,15 +641,22 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
     struct patch *p = &m->res->patch;
     char path[PATCH_PATH_MAX];
 
-    if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged"))
+    if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged")) {
+        MUTATE_TRACE(m, "IPC_LOCK: not added: %s",
+                     m->p->ipc_lock ? "the container is privileged (it has every capability)"
+                                    : "the profile's ipcLock is false");
         return;
+    }
     if (mutate_runs_as_non_root(m, sc))
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
                     "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
                     "nothing",
                     mutate_s(m, cname, MUTATE_SHOWN_NAME));
-    if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK"))
+    if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK")) {
+        MUTATE_TRACE(m, "IPC_LOCK: already in securityContext.capabilities.add");
         return;
+    }
+    MUTATE_TRACE(m, "IPC_LOCK: added to securityContext.capabilities.add");
     if (!sc) {
         mutate_join(m, path, cpath, "/securityContext", NULL);
         patch_op_begin(p, "add", path);
@@ -736,10 +799,17 @@ static void mutate_add_mount(struct mutate_ctx *m, const char *cpath, int *mount
 /* mounts: whether the container's volumeMounts exists (mutate_append_begin). */
 static void mutate_shm(struct mutate_ctx *m, const cJSON *c, const char *cpath, int *mounts)
 {
-    if (!m->p->shm || mutate_mount_at(m, c, "/dev/shm"))
+    if (!m->p->shm || mutate_mount_at(m, c, "/dev/shm")) {
+        MUTATE_TRACE(m, "/dev/shm: not added: %s",
+                     m->p->shm ? "the container mounts a volume there already"
+                               : "the profile has no shm");
         return;
+    }
     mutate_shm_volume(m);
     mutate_add_mount(m, cpath, mounts, m->shm_volume, "/dev/shm", NULL, 0);
+    MUTATE_TRACE(m, "/dev/shm: added, a mount of volume \"%s\" (emptyDir, medium Memory%s%s)",
+                 m->shm_volume, m->p->shm_size_limit ? ", sizeLimit " : "",
+                 m->p->shm_size_limit ? m->p->shm_size_limit : "");
 }
 
 static int mutate_any_container_asks(struct mutate_ctx *m, const char *prefix, size_t len)
@@ -803,13 +873,21 @@ static void mutate_resources(struct mutate_ctx *m, const cJSON *c, const char *c
     char path[PATCH_PATH_MAX];
     size_t n = 0;
 
+    if (m->p->resources.n == 0)
+        MUTATE_TRACE(m, "resources: none added: the profile has none");
     for (size_t i = 0; i < m->p->resources.n && n < PROFILES_MAX_ENV; i++) {
         const char *name = m->p->resources.v[i].name;
         size_t plen = (size_t)(strchr(name, '/') - name) + 1;
 
         if (!mutate_any_container_asks(m, name, plen))
             adds[n++] = &m->p->resources.v[i];
+        else
+            MUTATE_TRACE(m, "resource %s: not added: a container asks for a resource under %.*s",
+                         name, (int)plen, name);
     }
+    for (size_t i = 0; m->in->trace && i < n; i++)
+        trace_add(m->in->trace, "resource %s=%s: added to container \"%s\"'s limits and requests",
+                  adds[i]->name, adds[i]->value, mutate_name(m, c));
     if (n == 0)
         return;
     mutate_join(m, path, cpath, "/resources", NULL);
@@ -833,9 +911,15 @@ static void mutate_scheduler(struct mutate_ctx *m)
     const char *want = m->p->scheduler_name;
     char path[PATCH_PATH_MAX];
 
-    if (!want || !*want || (have && strcmp(have, want) == 0))
+    if (!want || !*want || (have && strcmp(have, want) == 0)) {
+        MUTATE_TRACE(m, "schedulerName: %s%s%s", want && *want ? "already " : "",
+                     want && *want ? want : "the profile sets none",
+                     want && *want ? ", nothing to add" : "");
         return;
+    }
     if (have && strcmp(have, "default-scheduler") != 0) {
+        MUTATE_TRACE(m, "schedulerName: kept the pod's \"%s\" over the profile's \"%s\"", have,
+                     want);
         MUTATE_WARN(m, MUTATE_W_SCHEDULER,
                     "drop schedulerName \"%s\" to get the profile's \"%s\" (gang scheduling)",
                     mutate_s(m, have, MUTATE_SHOWN_NAME), mutate_s(m, want, MUTATE_SHOWN_NAME));
@@ -843,6 +927,7 @@ static void mutate_scheduler(struct mutate_ctx *m)
     }
     mutate_path(m, path, "/spec/schedulerName", NULL);
     patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
+    MUTATE_TRACE(m, "schedulerName: %s%s", want, have ? ": replaces default-scheduler" : ": added");
 }
 
 /* The annotations the patch sets: rdma-webhook.io/injected and
@@ -956,6 +1041,22 @@ static int mutate_warnings_value(struct mutate_ctx *m, const cJSON *annotations,
     return n > n_old && !podjson_failed(&m->r);
 }
 
+static void mutate_trace_annotations(struct mutate_ctx *m, int applied, int warned)
+{
+    if (applied) {
+        trace_add(m->in->trace, "annotation " MUTATE_ANNOTATION_INJECTED ": %s", m->p->name);
+        trace_add(m->in->trace, "annotation " MUTATE_ANNOTATION_SELECTED_BY ": %s",
+                  select_rule_name(m->rule));
+    }
+    if (warned)
+        trace_add(m->in->trace,
+                  "annotation " MUTATE_ANNOTATION_WARNINGS ": the %zu warning%s below",
+                  m->res->warnings.n, m->res->warnings.n == 1 ? "" : "s");
+    else if (m->res->warnings.n)
+        trace_add(m->in->trace, "annotation " MUTATE_ANNOTATION_WARNINGS ": the pod's has every "
+                                "warning below already");
+}
+
 /* Last: the annotations, once every warning is made. A pod left alone but
  * warned (no profile for its GPUs, an unknown profile name) gets a patch of
  * the warnings annotation only: an annotation never breaks a pod, and it is
@@ -970,6 +1071,8 @@ static void mutate_finish_annotations(struct mutate_ctx *m, int applied)
     warned = mutate_warnings_value(m, annotations, &value);
     if (applied || warned)
         mutate_annotate(m, annotations, applied, warned ? dynbuf_ptr(&value) : NULL);
+    if (m->in->trace)
+        mutate_trace_annotations(m, applied, warned);
     dynbuf_free(&value);
 }
 
@@ -1005,8 +1108,14 @@ static void mutate_pin(struct mutate_ctx *m)
     size_t n = 0;
 
     if (!m->p->pin || (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT) ||
-        (node && *node))
+        (node && *node)) {
+        MUTATE_TRACE(m, "pin: not pinned: %s",
+                     !m->p->pin ? "the profile has no pin"
+                     : (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT)
+                         ? "only a profile chosen by gpus or as the default is pinned"
+                         : "the pod is bound to a node (spec.nodeName)");
         return;
+    }
     for (size_t i = 0; i < m->p->node_labels.n && n < PROFILES_MAX_ENV; i++) {
         const struct profiles_kv *kv = &m->p->node_labels.v[i];
         const char *have = podjson_str(&m->r, selector, kv->name);
@@ -1016,8 +1125,10 @@ static void mutate_pin(struct mutate_ctx *m)
         if (!have)
             adds[n++] = kv;
     }
-    if (n == 0)
+    if (n == 0) {
+        MUTATE_TRACE(m, "pin: not needed: the nodeSelector has every label of the profile's");
         return;
+    }
     if (!selector) {
         mutate_path(m, path, "/spec/nodeSelector", NULL);
         patch_op_begin(p, "add", path);
@@ -1034,6 +1145,7 @@ static void mutate_pin(struct mutate_ctx *m)
     }
     m->res->pinned = 1;
     mutate_labels_text(adds, n, shown, sizeof(shown), full, sizeof(full));
+    MUTATE_TRACE(m, "pin: pinned: the nodeSelector gets %s (the profile's nodeLabels)", full);
     MUTATE_WARN(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes: nodeSelector %s",
                 mutate_s(m, m->p->name, MUTATE_SHOWN_NAME), m->warn_full ? full : shown);
 }
@@ -1098,6 +1210,13 @@ static void mutate_detect_plan(struct mutate_ctx *m)
         m->detect = MUTATE_DETECT_TAKEN;
     else
         m->detect = MUTATE_DETECT_ON;
+    MUTATE_TRACE(m, "detect: %s",
+                 m->detect == MUTATE_DETECT_OFF        ? "off in the profile"
+                 : m->detect == MUTATE_DETECT_NO_IMAGE ? "the profile asks for it, but there is no "
+                                                         "--detect-image: static values"
+                 : m->detect == MUTATE_DETECT_TAKEN
+                     ? "the profile asks for it, but the pod has a name it needs: static values"
+                     : "on: containers with InfiniBand on read " MUTATE_DETECT_FILE);
 }
 
 /* Whether a target container with InfiniBand on reads the detected file:
@@ -1122,6 +1241,7 @@ static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const c
         user_file = mutate_envfrom_declares(m, podjson_arr(&m->r, c, "envFrom"), MUTATE_CONF_FILE,
                                             cname, &warned);
     if (user_file) {
+        MUTATE_TRACE(m, "detect: not for this container: it names its own " MUTATE_CONF_FILE);
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "drop container \"%s\"'s own " MUTATE_CONF_FILE
                     " to detect at run time; it keeps static values",
@@ -1129,6 +1249,8 @@ static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const c
         return 0;
     }
     if (mnt && !mutate_named(m, mnt, MUTATE_DETECT_VOLUME)) {
+        MUTATE_TRACE(
+            m, "detect: not for this container: it mounts something else at " MUTATE_DETECT_DIR);
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "move container \"%s\"'s mount off " MUTATE_DETECT_DIR " to detect at run time",
                     mutate_s(m, cname, MUTATE_SHOWN_NAME));
@@ -1145,12 +1267,23 @@ static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const c
 static void mutate_detect_mounts(struct mutate_ctx *m, const cJSON *c, const char *cpath,
                                  int *mounts)
 {
-    if (!mutate_mount_at(m, c, MUTATE_DETECT_DIR))
+    int root = !mutate_runs_as_non_root(m, podjson_obj(&m->r, c, "securityContext"));
+
+    if (!mutate_mount_at(m, c, MUTATE_DETECT_DIR)) {
         mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_DIR, NULL, 1);
-    if (!mutate_runs_as_non_root(m, podjson_obj(&m->r, c, "securityContext")) &&
-        !mutate_mount_at(m, c, MUTATE_DETECT_ROOT_CONF) && !mutate_mount_at(m, c, "/root"))
+        MUTATE_TRACE(m, "detect: mount of " MUTATE_DETECT_DIR " added (read-only)");
+    } else {
+        MUTATE_TRACE(m, "detect: " MUTATE_DETECT_DIR " is mounted already");
+    }
+    if (root && !mutate_mount_at(m, c, MUTATE_DETECT_ROOT_CONF) &&
+        !mutate_mount_at(m, c, "/root")) {
         mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_ROOT_CONF,
                          "nccl.conf", 1);
+        MUTATE_TRACE(m, "detect: mount of " MUTATE_DETECT_ROOT_CONF " added (NCCL before 2.23)");
+    } else {
+        MUTATE_TRACE(m, "detect: no mount at " MUTATE_DETECT_ROOT_CONF ": %s",
+                     !root ? "the container runs as non-root" : "a mount there or at /root");
+    }
 }
 
 /* The volume the init container writes to and the targets read, unless the
@@ -1160,8 +1293,12 @@ static void mutate_detect_volume(struct mutate_ctx *m)
     struct patch *p = &m->res->patch;
     int made;
 
-    if (mutate_volume_exists(m, MUTATE_DETECT_VOLUME))
+    if (mutate_volume_exists(m, MUTATE_DETECT_VOLUME)) {
+        MUTATE_TRACE(m, "detect: volume \"" MUTATE_DETECT_VOLUME "\": the pod has it");
         return;
+    }
+    MUTATE_TRACE(m, "detect: volume \"" MUTATE_DETECT_VOLUME "\" added (emptyDir, medium Memory, "
+                    "sizeLimit " MUTATE_DETECT_SIZE_LIMIT ")");
     made = mutate_volume_begin(m);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_VOLUME "\",\"emptyDir\":{\"medium\":\"Memory\","
                      "\"sizeLimit\":\"" MUTATE_DETECT_SIZE_LIMIT "\"}}");
@@ -1233,9 +1370,16 @@ static void mutate_detect_init_container(struct mutate_ctx *m)
 
     cJSON_ArrayForEach(it, inits)
     {
-        if (mutate_is_detect_container(m, it))
+        if (mutate_is_detect_container(m, it)) {
+            MUTATE_TRACE(m, "detect: init container \"" MUTATE_DETECT_CONTAINER "\": the pod has "
+                            "it");
             return;
+        }
     }
+    MUTATE_TRACE(m,
+                 "detect: init container \"" MUTATE_DETECT_CONTAINER "\" added (image %s, "
+                 "after the pod's own)",
+                 m->in->opts->detect_image);
     mutate_path(m, spec, "/spec", NULL);
     made = mutate_append_begin(m, spec, "/initContainers", &exists);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_CONTAINER "\",\"image\":");
@@ -1267,6 +1411,10 @@ static void mutate_detect_pod(struct mutate_ctx *m)
         mutate_detect_init_container(m);
         return;
     }
+    if (m->detect != MUTATE_DETECT_OFF)
+        MUTATE_TRACE(m, "detect: no init container or volume added: %s",
+                     m->ib_on ? "no container reads the detected file"
+                              : "no regular target container has InfiniBand on");
     if (!m->ib_on)
         return;
     if (m->detect == MUTATE_DETECT_NO_IMAGE)
@@ -1289,7 +1437,17 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
 
     if (mutate_item_path(m, cpath, list, idx))
         return 0;
+    MUTATE_TRACE(
+        m, "%s \"%s\" (%s[%d]):", strcmp(list, "containers") == 0 ? "container" : "init container",
+        cname, list, idx);
+    if (m->in->trace)
+        m->in->trace->indent++;
     ib_off = mutate_ib_off(m, c, value, sizeof(value));
+    if (ib_off)
+        MUTATE_TRACE(m,
+                     "InfiniBand off: NCCL reads its NCCL_IB_DISABLE=%s as non-zero (TCP): "
+                     "no NCCL_IB_* variable, no IPC_LOCK, no RDMA device",
+                     value);
     if (ib_off)
         MUTATE_WARN(m, MUTATE_W_IB_DISABLED,
                     "drop NCCL_IB_DISABLE=%s in container \"%s\" for RDMA; it has TCP, no RDMA "
@@ -1303,11 +1461,15 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
     mutate_env(m, c, cpath, cname, ib_off, detected);
     if (!ib_off)
         mutate_ipc_lock(m, c, cpath, cname);
+    else
+        MUTATE_TRACE(m, "IPC_LOCK: not added: InfiniBand is off");
     mutate_shm(m, c, cpath, &mounts);
     if (detected) {
         mutate_detect_mounts(m, c, cpath, &mounts);
         m->detect_used = 1;
     }
+    if (m->in->trace)
+        m->in->trace->indent--;
     return ib_off;
 }
 
@@ -1353,9 +1515,12 @@ static void mutate_init_containers(struct mutate_ctx *m)
 
 static int mutate_has_target_container(struct mutate_ctx *m)
 {
+    if (m->in->trace)
+        explain_containers(m->in->trace, m->spec, m->ps);
     if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
         return 1;
     m->res->reason = MUTATE_R_NO_CONTAINER;
+    MUTATE_TRACE(m, "no target container: nothing is added");
     MUTATE_WARN(m, MUTATE_W_NO_CONTAINER,
                 "request a GPU or RDMA device, or name the training container \"pytorch\"; "
                 "nothing added");
@@ -1373,12 +1538,18 @@ static void mutate_pod(struct mutate_ctx *m)
     mutate_effective_env(m);
     mutate_detect_plan(m);
     first = mutate_regular_containers(m);
+    if (m->in->trace)
+        explain_init_containers(m->in->trace, m->spec, m->ps, m->p->init_containers);
     if (m->p->init_containers)
         mutate_init_containers(m);
     mutate_detect_pod(m);
     mutate_warn_host_network(m);
     if (first.first && mutate_item_path(m, path, "containers", first.first_idx) == 0)
         mutate_resources(m, first.first, path);
+    else
+        MUTATE_TRACE(m, "resources: none added: %s",
+                     m->p->resources.n ? "every target container has InfiniBand off"
+                                       : "the profile has none");
     mutate_scheduler(m);
     m->res->reason = m->res->patch.n_ops ? MUTATE_R_MUTATED : MUTATE_R_NOTHING_MISSING;
 }
@@ -1472,6 +1643,8 @@ static int mutate_choose(struct mutate_ctx *m)
 {
     struct select_result sel;
     select_profile(&m->r, m->metadata, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
+    if (m->in->trace)
+        explain_selection(m->in->trace, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
     m->p = sel.profile;
     m->rule = m->res->rule = sel.rule;
     mutate_warn_ties(m, &sel);
@@ -1501,11 +1674,19 @@ static int mutate_choose(struct mutate_ctx *m)
 static int mutate_is_target(struct mutate_ctx *m)
 {
     enum target_verdict v;
+    const char *why;
 
-    if (m->in->implicit_target)
+    if (m->in->implicit_target) {
+        MUTATE_TRACE(m, "pod: a target: a job's replica template");
         return 1;
-    v = target_pod(&m->r, m->metadata, m->ps->targets);
+    }
+    v = target_pod_why(&m->r, m->metadata, m->ps->targets, &why);
     m->res->reason = v == TARGET_OPTED_OUT ? MUTATE_R_OPTED_OUT : MUTATE_R_NOT_TARGET;
+    MUTATE_TRACE(m, "pod: %s: %s",
+                 v == TARGET_YES         ? "a target"
+                 : v == TARGET_OPTED_OUT ? "opted out"
+                                         : "not a target",
+                 why);
     return v == TARGET_YES;
 }
 
@@ -1523,8 +1704,31 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->pinned = 0;
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
+    MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
     MUTATE_WARN(m, MUTATE_W_ERROR, "see the webhook's log: pod not mutated, %s",
                 mutate_s(m, why, MUTATE_SHOWN_LEN - 1));
+}
+
+/* The outcome in the log line's words, what the patch holds, and every
+ * warning. */
+static void mutate_trace_result(struct mutate_ctx *m)
+{
+    const struct mutate_result *res = m->res;
+
+    if (res->reason == MUTATE_R_MUTATED)
+        trace_add(m->in->trace, "result: mutated, %zu patch operation%s", res->patch.n_ops,
+                  res->patch.n_ops == 1 ? "" : "s");
+    else if (res->reason == MUTATE_R_ERROR)
+        trace_add(m->in->trace, "result: error, no patch");
+    else
+        trace_add(m->in->trace, "result: skipped (%s)%s", mutate_reason_name(res->reason),
+                  res->patch.n_ops ? "; the patch sets only " MUTATE_ANNOTATION_WARNINGS : "");
+    /* Whole, as the log has them, and as the user gets them when shorter. */
+    for (size_t i = 0; i < res->warnings.n; i++) {
+        trace_add(m->in->trace, "warning: %s", res->warnings.full[i]);
+        if (strcmp(res->warnings.full[i], res->warnings.text[i]) != 0)
+            trace_add(m->in->trace, "  the user sees: %s", res->warnings.text[i]);
+    }
 }
 
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,
@@ -1551,4 +1755,6 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         mutate_fail(&m, "the patch would exceed its size limit");
     else if (res->patch.n_ops)
         res->outcome = MUTATE_PATCHED;
+    if (m.in->trace)
+        mutate_trace_result(&m);
 }

@@ -42,6 +42,7 @@
 struct cJSON;
 struct profiles_entry;
 struct profiles;
+struct trace;
 
 /* What run-time detection adds. The binary is where the Dockerfile puts it,
  * the user the Dockerfile's USER. */
@@ -106,6 +107,9 @@ struct mutate_input {
     const char *namespace_;            /* for envFrom lookups */
     int implicit_target;               /* a PyTorchJob's template: a target by definition */
     const struct mutate_options *opts; /* NULL: every option unset */
+    /* `mutate --explain`: each decision and its reason, a line each
+     * (trace.h, explain.h). NULL, as serve passes it: nothing is said. */
+    struct trace *trace;
 };
 
 enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };

@@ -94,8 +94,7 @@ int review_write_response(struct dynbuf *out, const char *api_version, const cha
     return review_write(out, api_version, uid, strlen(uid), res);
 }
 
-/* Only a Pod CREATE is mutated; everything else is allowed untouched. */
-static int review_is_pod_create(const cJSON *req)
+int review_is_pod_create(const cJSON *req)
 {
     const cJSON *kind = podjson_member(req, "kind");
     const char *op = cJSON_GetStringValue(podjson_member(req, "operation"));

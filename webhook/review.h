@@ -92,6 +92,10 @@ struct review_verdict {
 int review_handle_profiles(const char *body, size_t len, const char *key, struct dynbuf *out,
                            struct review_verdict *v);
 
+/* 1 when the review's request (its "request" member) is a Pod CREATE, the
+ * only request the webhook mutates: everything else is allowed untouched. */
+int review_is_pod_create(const struct cJSON *req);
+
 /* Writes the response for a decoded request and a mutation result; used by
  * review_handle() and by the offline `mutate` command. */
 int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,

@@ -300,3 +300,78 @@ const char *select_rule_name(enum select_rule rule)
 
     return rule <= SELECT_UNKNOWN_NAME ? names[rule] : "none";
 }
+
+/* ---- select_fit_profile (select.h) ---- */
+
+/* The first requirement of term on one of p's keys that p's value fails. */
+static const cJSON *select_failing_expr(struct select_ctx *x, const cJSON *term,
+                                        const struct profiles_entry *p)
+{
+    const cJSON *expr;
+
+    cJSON_ArrayForEach(expr, podjson_arr(x->r, term, "matchExpressions"))
+    {
+        const char *key = podjson_str(x->r, expr, "key");
+        const char *value = key ? profiles_kv_get(&p->node_labels, key) : NULL;
+
+        if (value && !select_requirement(x->r, expr, value))
+            return expr;
+    }
+    return NULL;
+}
+
+/* Why select_fits() said no, checked in its order. */
+static void select_clash_of(struct select_ctx *x, const struct profiles_entry *p,
+                            struct select_fit *out)
+{
+    const cJSON *term;
+    int idx = 0;
+
+    for (size_t i = 0; x->node && i < p->node_labels.n; i++) {
+        const struct profiles_kv *kv = &p->node_labels.v[i];
+        const char *v = cJSON_GetStringValue(podjson_member(x->node, kv->name));
+
+        if (!v || strcmp(v, kv->value) != 0) {
+            *out = (struct select_fit){
+                .clash = SELECT_CLASH_NODE, .key = kv->name, .want = kv->value, .have = v};
+            return;
+        }
+    }
+    for (size_t i = 0; i < p->node_labels.n; i++) {
+        const struct profiles_kv *kv = &p->node_labels.v[i];
+        const char *v = podjson_str(x->r, x->selector, kv->name);
+
+        if (v && strcmp(v, kv->value) != 0) {
+            *out = (struct select_fit){
+                .clash = SELECT_CLASH_SELECTOR, .key = kv->name, .want = kv->value, .have = v};
+            return;
+        }
+    }
+    out->clash = SELECT_CLASH_AFFINITY;
+    cJSON_ArrayForEach(term, x->terms)
+    {
+        if (!select_term_empty(x, term) && (out->expr = select_failing_expr(x, term, p))) {
+            out->key = podjson_str(x->r, out->expr, "key");
+            out->want = profiles_kv_get(&p->node_labels, out->key);
+            out->term = idx;
+            return;
+        }
+        idx++;
+    }
+}
+
+void select_fit_profile(struct podjson *r, const cJSON *spec, const cJSON *node_labels,
+                        const struct profiles_entry *p, struct select_fit *out)
+{
+    struct select_ctx x = {.r = r, .node = node_labels};
+
+    memset(out, 0, sizeof(*out));
+    x.selector = podjson_obj(r, spec, "nodeSelector");
+    x.terms = select_required_terms(r, spec);
+    if (p->node_labels.n == 0) {
+        out->fits = 1;
+        return;
+    }
+    if (!(out->fits = select_fits(&x, p, &out->names)))
+        select_clash_of(&x, p, out);
+}

@@ -79,4 +79,38 @@ void select_profile(struct podjson *r, const struct cJSON *metadata, const struc
  * (the first five) and of the log line's selected_by. */
 const char *select_rule_name(enum select_rule rule);
 
+/* ---- for `mutate --explain` (explain.h), never on serve's path ---- */
+
+/* What makes the pod's node constraints inconsistent with a profile, in the
+ * order select_profile() checks them. */
+enum select_clash {
+    SELECT_CLASH_NONE,
+    SELECT_CLASH_NODE,     /* the Node's labels lack one of p's, or differ */
+    SELECT_CLASH_SELECTOR, /* spec.nodeSelector sets one of p's keys otherwise */
+    SELECT_CLASH_AFFINITY, /* no required node affinity term fits p */
+};
+
+/* How one profile stands against the pod's node constraints, as rules 2 to
+ * 4 judge it (select_profile() is left as it is). */
+struct select_fit {
+    int fits;  /* consistent; always for a profile without nodeLabels */
+    int names; /* and the constraints name it */
+    enum select_clash clash;
+    const char *key;  /* the profile's label at fault (NODE, SELECTOR, AFFINITY) */
+    const char *want; /* its value in the profile */
+    const char *have; /* the Node's or nodeSelector's value; NULL: the Node lacks it */
+    /* AFFINITY: the failing requirement of the first term that can match a
+     * node, and that term's index; NULL when no term can (all are empty). */
+    const struct cJSON *expr;
+    int term;
+};
+
+/* Judges p against spec's nodeSelector and required node affinity and
+ * node_labels (the Node of spec.nodeName as the hook gave them; NULL:
+ * unknown), without calling any hook. Reads through r, which records a
+ * field of the wrong type as select_profile() would. */
+void select_fit_profile(struct podjson *r, const struct cJSON *spec,
+                        const struct cJSON *node_labels, const struct profiles_entry *p,
+                        struct select_fit *out);
+
 #endif

@@ -41,39 +41,62 @@ static int target_label_is(struct podjson *r, const cJSON *labels, const char *k
     return v && (!value || strcmp(v, value) == 0);
 }
 
-static int target_other_kinds(struct podjson *r, const cJSON *metadata, const cJSON *labels,
-                              unsigned bits)
+/* Why the pod belongs to a job kind enabled in targets, or NULL. */
+static const char *target_other_kinds(struct podjson *r, const cJSON *metadata, const cJSON *labels,
+                                      unsigned bits)
 {
     if ((bits & PROFILES_TARGET_MPIJOB) &&
         (target_owned_by(r, metadata, "kubeflow.org/", "MPIJob") ||
          target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpijob-controller") ||
          target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpi-operator")))
-        return 1;
+        return "an MPIJob's pod, and targets.mpijob is on";
     if ((bits & PROFILES_TARGET_VOLCANOJOB) &&
         (target_owned_by(r, metadata, "batch.volcano.sh/", "Job") ||
          target_label_is(r, labels, "volcano.sh/job-name", NULL)))
-        return 1;
-    return 0;
+        return "a Volcano Job's pod, and targets.volcanojob is on";
+    return NULL;
 }
 
-enum target_verdict target_pod(struct podjson *r, const cJSON *metadata, unsigned target_bits)
+enum target_verdict target_pod_why(struct podjson *r, const cJSON *metadata, unsigned target_bits,
+                                   const char **why)
 {
     const cJSON *annotations = podjson_obj(r, metadata, "annotations");
     const cJSON *labels = podjson_obj(r, metadata, "labels");
     /* The label form exists because a webhook's objectSelector can match
      * labels but not annotations: it is how opted-in pods reach us at all. */
     const char *inject = podjson_str(r, annotations, TARGET_ANNOTATION_INJECT);
+    int by_label = !inject;
 
     if (!inject)
         inject = podjson_str(r, labels, TARGET_ANNOTATION_INJECT);
-    if (inject && strcmp(inject, "false") == 0)
+    if (inject && strcmp(inject, "false") == 0) {
+        *why = by_label ? "label " TARGET_ANNOTATION_INJECT ": \"false\""
+                        : "annotation " TARGET_ANNOTATION_INJECT ": \"false\"";
         return TARGET_OPTED_OUT;
-    if (inject && strcmp(inject, "true") == 0)
+    }
+    if (inject && strcmp(inject, "true") == 0) {
+        *why = by_label ? "label " TARGET_ANNOTATION_INJECT ": \"true\""
+                        : "annotation " TARGET_ANNOTATION_INJECT ": \"true\"";
         return TARGET_YES;
-    if (target_owned_by(r, metadata, "kubeflow.org/", "PyTorchJob") ||
-        target_label_is(r, labels, TARGET_LABEL_OPERATOR, "pytorchjob-controller"))
+    }
+    *why = "its controlling owner is a PyTorchJob";
+    if (target_owned_by(r, metadata, "kubeflow.org/", "PyTorchJob"))
         return TARGET_YES;
-    return target_other_kinds(r, metadata, labels, target_bits) ? TARGET_YES : TARGET_NO;
+    *why = "label " TARGET_LABEL_OPERATOR ": pytorchjob-controller";
+    if (target_label_is(r, labels, TARGET_LABEL_OPERATOR, "pytorchjob-controller"))
+        return TARGET_YES;
+    if ((*why = target_other_kinds(r, metadata, labels, target_bits)))
+        return TARGET_YES;
+    *why = "no PyTorchJob owner or operator label, no " TARGET_ANNOTATION_INJECT
+           ": \"true\", no enabled job kind of targets";
+    return TARGET_NO;
+}
+
+enum target_verdict target_pod(struct podjson *r, const cJSON *metadata, unsigned target_bits)
+{
+    const char *why;
+
+    return target_pod_why(r, metadata, target_bits, &why);
 }
 
 static int target_map_has_prefix(const cJSON *map, const char *prefix, size_t prefix_len)
@@ -111,6 +134,36 @@ int target_container_wants_devices(struct podjson *r, const cJSON *container,
     }
     return target_map_has_prefix(limits, ps->rdma_prefix, strlen(ps->rdma_prefix)) ||
            target_map_has_prefix(requests, ps->rdma_prefix, strlen(ps->rdma_prefix));
+}
+
+/* The first key of map that starts with prefix, or NULL. */
+static const char *target_map_prefixed(const cJSON *map, const char *prefix, size_t prefix_len)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, map)
+    {
+        if (it->string && strncmp(it->string, prefix, prefix_len) == 0)
+            return it->string;
+    }
+    return NULL;
+}
+
+const char *target_container_device(struct podjson *r, const cJSON *container,
+                                    const struct profiles *ps)
+{
+    const cJSON *res = podjson_obj(r, container, "resources");
+    const cJSON *limits = podjson_obj(r, res, "limits");
+    const cJSON *requests = podjson_obj(r, res, "requests");
+    const char *rdma;
+
+    for (size_t i = 0; i < ps->n_gpu_resources; i++) {
+        if (podjson_member(limits, ps->gpu_resources[i]) ||
+            podjson_member(requests, ps->gpu_resources[i]))
+            return ps->gpu_resources[i];
+    }
+    rdma = target_map_prefixed(limits, ps->rdma_prefix, strlen(ps->rdma_prefix));
+    return rdma ? rdma : target_map_prefixed(requests, ps->rdma_prefix, strlen(ps->rdma_prefix));
 }
 
 size_t target_each_container(struct podjson *r, const cJSON *containers, const struct profiles *ps,

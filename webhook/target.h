@@ -28,10 +28,21 @@ enum target_verdict {
 enum target_verdict target_pod(struct podjson *r, const struct cJSON *metadata,
                                unsigned target_bits);
 
+/* target_pod(), and in *why a static phrase saying what decided it
+ * ("its controlling owner is a PyTorchJob"), for `mutate --explain`. */
+enum target_verdict target_pod_why(struct podjson *r, const struct cJSON *metadata,
+                                   unsigned target_bits, const char **why);
+
 /* 1 when the container asks (limits or requests) for a GPU resource or any
  * resource under the RDMA prefix. */
 int target_container_wants_devices(struct podjson *r, const struct cJSON *container,
                                    const struct profiles *ps);
+
+/* The resource that makes the container want devices, as
+ * target_container_wants_devices() finds it (the first GPU resource, else the
+ * first under the RDMA prefix), or NULL; for `mutate --explain`. */
+const char *target_container_device(struct podjson *r, const struct cJSON *container,
+                                    const struct profiles *ps);
 
 /* Called for each container to mutate, with its index in the list. */
 typedef void (*target_container_fn)(void *ctx, const struct cJSON *container, int idx);
@@ -42,6 +53,11 @@ typedef void (*target_container_fn)(void *ctx, const struct cJSON *container, in
  * and returns how many there are. */
 size_t target_each_container(struct podjson *r, const struct cJSON *containers,
                              const struct profiles *ps, target_container_fn fn, void *ctx);
+
+/* target_pod(), and in *why a static phrase saying what decided it
+ * ("its controlling owner is a PyTorchJob"), for `mutate --explain`. */
+enum target_verdict target_pod_why(struct podjson *r, const struct cJSON *metadata,
+                                   unsigned target_bits, const char **why);
 
 /* 1 when the container asks for any resource whose name starts with prefix. */
 int target_container_asks_prefix(struct podjson *r, const struct cJSON *container,

@@ -761,7 +761,7 @@ func TestOfflineFlagsDocumented(t *testing.T) {
 		must            []string
 	}{
 		{"mutate", string(runBinary(t, nil, "mutate", "--help").stdout), readme,
-			[]string{"--patched", "--output", "--node-labels", "--namespace-labels", "--profiles"}},
+			[]string{"--patched", "--output", "--node-labels", "--namespace-labels", "--profiles", "--explain"}},
 		{"check-profiles", string(runBinary(t, nil, "check-profiles", "--help").stdout), readme, []string{"--show"}},
 		{"gen-certs", string(runBinary(t, nil, "gen-certs", "--help").stdout), readme, []string{"--force"}},
 		{"install-dev-certs.sh", string(script), certsReadme,

@@ -3,7 +3,9 @@
  * containers the webhook mutates (SPEC 1.2). Every container that asks for
  * a GPU or an RDMA device, in order with its index; failing those, only the
  * first container named "pytorch"; otherwise none. Without a callback it
- * only counts, which is how the webhook decides "no-container".
+ * only counts, which is how the webhook decides "no-container". Also what
+ * `mutate --explain` reads: target_pod_why()'s reason for each verdict, and
+ * the resource target_container_device() names.
  */
 #include "unit.h"
 
@@ -103,12 +105,90 @@ TEST(test_none_when_no_device_and_no_pytorch)
     assert_int_equal(pick("[]", &s), 0);
 }
 
+static struct profiles *with_targets(void)
+{
+    static const char text[] = "{\"targets\":{\"mpijob\":true},\"profiles\":[{\"name\":\"p\","
+                               "\"default\":true}]}";
+    struct profiles *ps = profiles_parse(text, strlen(text), NULL);
+
+    assert_non_null(ps);
+    return ps;
+}
+
+/* The verdict and the reason target_pod_why() gives for metadata (JSON). */
+static void assert_why(const char *metadata, enum target_verdict want, const char *why_want)
+{
+    struct profiles *ps = with_targets();
+    cJSON *meta = cJSON_Parse(metadata);
+    struct podjson r;
+    const char *why = NULL;
+    enum target_verdict v;
+
+    assert_non_null(meta);
+    podjson_init(&r);
+    v = target_pod_why(&r, meta, ps->targets, &why);
+    assert_int_equal(v, want);
+    assert_int_equal(target_pod(&r, meta, ps->targets), v);
+    assert_non_null(why);
+    assert_string_equal(why, why_want);
+    cJSON_Delete(meta);
+    profiles_free(ps);
+}
+
+TEST(test_pod_reasons)
+{
+    assert_why("{\"annotations\":{\"rdma-webhook.io/inject\":\"false\"},\"ownerReferences\":[{"
+               "\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"PyTorchJob\",\"controller\":true}]}",
+               TARGET_OPTED_OUT, "annotation rdma-webhook.io/inject: \"false\"");
+    assert_why("{\"labels\":{\"rdma-webhook.io/inject\":\"true\"}}", TARGET_YES,
+               "label rdma-webhook.io/inject: \"true\"");
+    assert_why("{\"ownerReferences\":[{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":"
+               "\"PyTorchJob\",\"controller\":true}]}",
+               TARGET_YES, "its controlling owner is a PyTorchJob");
+    assert_why("{\"labels\":{\"training.kubeflow.org/operator-name\":\"pytorchjob-controller\"}}",
+               TARGET_YES, "label training.kubeflow.org/operator-name: pytorchjob-controller");
+    assert_why("{\"labels\":{\"training.kubeflow.org/operator-name\":\"mpi-operator\"}}",
+               TARGET_YES, "an MPIJob's pod, and targets.mpijob is on");
+    assert_why("{\"labels\":{\"volcano.sh/job-name\":\"j\"}}", TARGET_NO,
+               "no PyTorchJob owner or operator label, no rdma-webhook.io/inject: \"true\", no "
+               "enabled job kind of targets");
+}
+
+TEST(test_container_device_names_the_resource)
+{
+    struct dynbuf err;
+    struct profiles *ps;
+    struct podjson r;
+    cJSON *c;
+
+    dynbuf_init(&err, 4096);
+    ps = profiles_parse(PROFILES, strlen(PROFILES), &err);
+    dynbuf_free(&err);
+    assert_non_null(ps);
+    podjson_init(&r);
+    c = cJSON_Parse("{\"resources\":{\"limits\":{\"cpu\":\"1\",\"rdma/hca\":\"1\"},"
+                    "\"requests\":{\"nvidia.com/gpu\":\"1\"}}}");
+    assert_string_equal(target_container_device(&r, c, ps), "nvidia.com/gpu");
+    assert_int_equal(target_container_wants_devices(&r, c, ps), 1);
+    cJSON_Delete(c);
+    c = cJSON_Parse("{\"resources\":{\"requests\":{\"rdma/hca_shared\":\"1\"}}}");
+    assert_string_equal(target_container_device(&r, c, ps), "rdma/hca_shared");
+    cJSON_Delete(c);
+    c = cJSON_Parse("{\"resources\":{\"limits\":{\"cpu\":\"1\"}}}");
+    assert_null(target_container_device(&r, c, ps));
+    assert_int_equal(target_container_wants_devices(&r, c, ps), 0);
+    cJSON_Delete(c);
+    profiles_free(ps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_device_container_in_order),
         cmocka_unit_test(test_without_devices_only_the_first_pytorch),
         cmocka_unit_test(test_none_when_no_device_and_no_pytorch),
+        cmocka_unit_test(test_pod_reasons),
+        cmocka_unit_test(test_container_device_names_the_resource),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
