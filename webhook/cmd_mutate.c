@@ -36,6 +36,7 @@ struct cmd_mutate_ctx {
     enum docs_format format; /* what is printed */
     cJSON *node_labels;      /* --node-labels, or NULL */
     cJSON *namespace_labels; /* --namespace-labels, or NULL */
+    const char *namespace_;  /* --namespace, or NULL */
     struct mutate_hooks hooks;
     size_t objects;  /* in the whole input: above one, messages say which */
     size_t printed;  /* documents printed so far */
@@ -49,7 +50,7 @@ static void cmd_mutate_usage(FILE *f)
     fprintf(f,
             "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml] [--explain]\n"
             "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
-            "                           [--detect-image IMAGE] [FILE|-]\n"
+            "                           [--namespace NAME] [--detect-image IMAGE] [FILE|-]\n"
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and PyTorchJobs: JSON, or YAML\n"
             "(one document or several, separated by ---), Lists of them too (kind: List,\n"
@@ -69,9 +70,11 @@ static void cmd_mutate_usage(FILE *f)
             "                            choose the profile as a bound pod's Node does\n"
             "                            (selected-by: node), and nothing is pinned\n"
             "  --namespace-labels K=V,...\n"
-            "                            the labels of the pods' namespace, handed to the\n"
-            "                            admission; no rule reads them yet, so today they\n"
-            "                            change nothing\n"
+            "                            the labels of the pods' namespace, for profiles\n"
+            "                            whose match.namespaces is a selector (plus\n"
+            "                            kubernetes.io/metadata.name, as the apiserver sets it)\n"
+            "  -n, --namespace NAME      the namespace of objects that name none (default\n"
+            "                            \"default\"); one that names another is an error\n"
             "  --detect-image IMAGE      the image of the init container rdma-webhook-detect,\n"
             "                            as serve --detect-image (without it: no run-time\n"
             "                            detection)\n"
@@ -137,12 +140,32 @@ static int cmd_mutate_node_labels(void *ctx, const char *name, cJSON **labels)
     return (*labels = cJSON_Duplicate(c->node_labels, 1)) ? 0 : -1;
 }
 
+/* The apiserver labels every Namespace with its name: so does this. */
 static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labels)
 {
     const struct cmd_mutate_ctx *c = ctx;
 
-    (void)name;
-    return (*labels = cJSON_Duplicate(c->namespace_labels, 1)) ? 0 : -1;
+    if (!(*labels = cJSON_Duplicate(c->namespace_labels, 1)))
+        return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(*labels, PROFILES_NS_NAME_LABEL) &&
+        !cJSON_AddStringToObject(*labels, PROFILES_NS_NAME_LABEL, name)) {
+        cJSON_Delete(*labels);
+        return *labels = NULL, -1;
+    }
+    return 0;
+}
+
+/* The namespace of an object that says ns (NULL: none): --namespace or
+ * "default", as kubectl applies it; NULL when ns and --namespace differ. */
+static const char *cmd_mutate_ns(struct cmd_mutate_ctx *c, const char *ns)
+{
+    if (ns && *ns && c->namespace_ && strcmp(ns, c->namespace_) != 0) {
+        fprintf(stderr,
+                "rdma-webhook: %sits namespace \"%.63s\" is not --namespace \"%s\"; drop one\n",
+                c->where, ns, c->namespace_);
+        return NULL;
+    }
+    return ns && *ns ? ns : c->namespace_ ? c->namespace_ : "default";
 }
 
 /* With --node-labels, the pod (or template) the admission reads names a
@@ -169,8 +192,13 @@ static int cmd_mutate_bind(const struct cmd_mutate_ctx *c, cJSON *object)
 static void cmd_mutate_print_warnings(const struct cmd_mutate_ctx *c,
                                       const struct mutate_warnings *w)
 {
-    for (size_t i = 0; i < w->n; i++)
+    for (size_t i = 0; i < w->n; i++) {
         fprintf(stderr, "Warning: %s%s\n", w->text[i], c->which);
+        /* Offline there is no API to read: the fix is a flag. */
+        if (w->kind[i] == MUTATE_W_NAMESPACE_LOOKUP && !c->namespace_labels)
+            fprintf(stderr, "rdma-webhook: a profile's match.namespaces is a selector: pass "
+                            "--namespace-labels K=V,... (the namespace's labels)\n");
+    }
 }
 
 static int cmd_mutate_fail(const struct cmd_mutate_ctx *c, const char *what)
@@ -300,9 +328,9 @@ static void cmd_mutate_explain_flags(const struct cmd_mutate_ctx *c, struct trac
             dynbuf_printf(&l, "%s%s=%s", dynbuf_len(&l) ? ", " : "", it->string, it->valuestring);
         }
         trace_add(t,
-                  "--namespace-labels: namespace \"%s\" has %s; no rule reads namespace "
-                  "labels yet",
-                  ns, dynbuf_ptr(&l));
+                  "--namespace-labels: namespace \"%s\" has %s (and "
+                  "kubernetes.io/metadata.name=%s), for match.namespaces selectors",
+                  ns, dynbuf_ptr(&l), ns);
     }
     dynbuf_free(&l);
 }
@@ -361,8 +389,10 @@ static int cmd_mutate_explain_review(struct cmd_mutate_ctx *c, const cJSON *doc)
     if (status != 200)
         return 1;
     if (review_is_pod_create(req))
-        return cmd_mutate_explain_one(c, cJSON_GetObjectItemCaseSensitive(req, "object"),
-                                      "/request/object", ns ? ns : "default", 0, c->title);
+        return (ns = cmd_mutate_ns(c, ns)) == NULL
+                   ? 1
+                   : cmd_mutate_explain_one(c, cJSON_GetObjectItemCaseSensitive(req, "object"),
+                                            "/request/object", ns, 0, c->title);
     printf("%s%s:\n  ignored: the webhook mutates only a Pod CREATE (request.kind Pod, operation "
            "CREATE, no subResource)\n",
            c->printed++ ? "\n" : "", c->title);
@@ -374,11 +404,14 @@ static int cmd_mutate_pytorchjob(struct cmd_mutate_ctx *c, cJSON **doc)
 {
     const cJSON *specs = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(*doc, "spec"), "pytorchReplicaSpecs");
-    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace"));
+    const char *ns =
+        cmd_mutate_ns(c, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace")));
     const cJSON *rs;
     char base[PATCH_PATH_MAX / 2], tok[128];
 
+    if (!ns)
+        return 1;
     if (!cJSON_IsObject(specs))
         return cmd_mutate_fail(c, "PyTorchJob has no spec.pytorchReplicaSpecs");
     cJSON_ArrayForEach(rs, specs)
@@ -394,12 +427,23 @@ static int cmd_mutate_pytorchjob(struct cmd_mutate_ctx *c, cJSON **doc)
             snprintf(title, sizeof(title),
                      "%s, replica %.63s (spec.pytorchReplicaSpecs.%.63s.template)", c->title,
                      rs->string, rs->string);
-            cmd_mutate_explain_one(c, tmpl, base, ns ? ns : "default", 1, title);
-        } else if (cmd_mutate_apply_into(c, doc, tmpl, base, ns ? ns : "default", 1)) {
+            cmd_mutate_explain_one(c, tmpl, base, ns, 1, title);
+        } else if (cmd_mutate_apply_into(c, doc, tmpl, base, ns, 1)) {
             return 1;
         }
     }
     return c->patched || c->explain ? 0 : cmd_mutate_print(c, *doc);
+}
+
+/* Sets request.namespace when the review has none (or an empty one). */
+static int cmd_mutate_review_ns(cJSON *req, const char *ns)
+{
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(req, "namespace");
+
+    if (!cJSON_IsObject(req) || (cJSON_IsString(have) && *have->valuestring))
+        return 0;
+    cJSON_DeleteItemFromObjectCaseSensitive(req, "namespace");
+    return cJSON_AddStringToObject(req, "namespace", ns) ? 0 : -1;
 }
 
 /* A review: the response the server would send, or with --patched the
@@ -408,23 +452,28 @@ static int cmd_mutate_review(struct cmd_mutate_ctx *c, cJSON **doc)
 {
     cJSON *req = cJSON_GetObjectItemCaseSensitive(*doc, "request");
     cJSON *object = cJSON_GetObjectItemCaseSensitive(req, "object");
-    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace"));
+    const char *ns =
+        cmd_mutate_ns(c, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "namespace")));
     struct review_summary sum;
     struct dynbuf out;
     char *text;
     int status;
 
+    if (!ns)
+        return 1;
     if (c->patched) {
         if (!cJSON_IsObject(object))
             return cmd_mutate_fail(c, "the AdmissionReview has no request.object to patch");
-        if (cmd_mutate_apply_into(c, doc, object, "/request/object", ns ? ns : "default", 0))
+        if (cmd_mutate_apply_into(c, doc, object, "/request/object", ns, 0))
             return 1;
         *doc = cJSON_DetachItemFromObjectCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(*doc, "request"), "object");
         return 0;
     }
-    /* The review is not printed: binding its pod in place is safe. */
-    if (cmd_mutate_bind(c, object) || !(text = cJSON_PrintUnformatted(*doc)))
+    /* The review is not printed: binding its pod in place, and giving it
+     * the namespace it lacks, is safe. */
+    if (cmd_mutate_bind(c, object) || cmd_mutate_review_ns(req, ns) ||
+        !(text = cJSON_PrintUnformatted(*doc)))
         return cmd_mutate_fail(c, "out of memory");
     dynbuf_init(&out, CMD_MUTATE_INPUT_MAX);
     status = review_handle(text, strlen(text), c->ps, &c->hooks, &c->opts, &out, &sum);
@@ -440,13 +489,16 @@ static int cmd_mutate_review(struct cmd_mutate_ctx *c, cJSON **doc)
 /* A bare Pod: the response a review of it would get, or the patched Pod. */
 static int cmd_mutate_pod(struct cmd_mutate_ctx *c, cJSON **doc)
 {
-    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace"));
-    struct mutate_input in = {.base = "", .namespace_ = ns ? ns : "default", .opts = &c->opts};
+    const char *ns =
+        cmd_mutate_ns(c, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace")));
+    struct mutate_input in = {.base = "", .namespace_ = ns, .opts = &c->opts};
     struct mutate_result res;
     struct dynbuf out;
     int rc = 1;
 
+    if (!ns)
+        return 1;
     if (c->patched)
         return cmd_mutate_apply_into(c, doc, *doc, "", in.namespace_, 0);
     if (cmd_mutate_bind(c, *doc))
@@ -515,8 +567,11 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
         const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(*obj, "metadata"), "namespace"));
 
-        return c->explain ? cmd_mutate_explain_one(c, *obj, "", ns ? ns : "default", 0, c->title)
-                          : cmd_mutate_pod(c, obj);
+        if (!c->explain)
+            return cmd_mutate_pod(c, obj);
+        return (ns = cmd_mutate_ns(c, ns)) == NULL
+                   ? 1
+                   : cmd_mutate_explain_one(c, *obj, "", ns, 0, c->title);
     }
     if (kind && strcmp(kind, "PyTorchJob") == 0)
         return cmd_mutate_pytorchjob(c, obj);
@@ -614,6 +669,7 @@ int cmd_mutate(int argc, char **argv)
                                          {"output", required_argument, NULL, 'o'},
                                          {"node-labels", required_argument, NULL, 'N'},
                                          {"namespace-labels", required_argument, NULL, 'S'},
+                                         {"namespace", required_argument, NULL, 'n'},
                                          {"detect-image", required_argument, NULL, 'i'},
                                          {"explain", no_argument, NULL, 'E'},
                                          {"help", no_argument, NULL, 'h'},
@@ -628,9 +684,18 @@ int cmd_mutate(int argc, char **argv)
 
     docs_init(&d);
     dynbuf_init(&input, CMD_MUTATE_INPUT_MAX);
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ho:n:", opts, NULL)) != -1) {
         if (c == 'p') {
             profiles = optarg;
+        } else if (c == 'n') {
+            if (!k8sname_label(optarg)) {
+                fprintf(stderr,
+                        "rdma-webhook mutate: --namespace: \"%s\" is not a namespace name (a "
+                        "DNS-1123 label)\n",
+                        optarg);
+                goto out;
+            }
+            ctx.namespace_ = optarg;
         } else if (c == 'P') {
             ctx.patched = 1;
         } else if (c == 'E') {

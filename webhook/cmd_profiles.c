@@ -87,6 +87,36 @@ static void cmd_profiles_detect(struct cmd_profiles_json *j, cJSON *o,
         cmd_profiles_add(j, detect, "memory", cJSON_CreateString(d->memory));
 }
 
+/* match.namespaces as applied: the names, or a selector's requirements with
+ * matchLabels spelled as In. */
+static void cmd_profiles_namespaces(struct cmd_profiles_json *j, cJSON *match,
+                                    const struct profiles_namespaces *ns)
+{
+    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist"};
+    cJSON *v, *exprs, *e;
+
+    if (ns->names) {
+        if ((v = cmd_profiles_add(j, match, "namespaces", cJSON_CreateArray())))
+            for (size_t i = 0; i < ns->n_names; i++)
+                cmd_profiles_add(j, v, NULL, cJSON_CreateString(ns->names[i]));
+        return;
+    }
+    if (!ns->selector || !(v = cmd_profiles_add(j, match, "namespaces", cJSON_CreateObject())) ||
+        !(exprs = cmd_profiles_add(j, v, "matchExpressions", cJSON_CreateArray())))
+        return;
+    for (size_t i = 0; i < ns->n_reqs; i++) {
+        const struct profiles_ns_req *r = &ns->reqs[i];
+
+        if (!(e = cmd_profiles_add(j, exprs, NULL, cJSON_CreateObject())))
+            return;
+        cmd_profiles_add(j, e, "key", cJSON_CreateString(r->key));
+        cmd_profiles_add(j, e, "operator", cJSON_CreateString(ops[r->op]));
+        if (r->n_values && (v = cmd_profiles_add(j, e, "values", cJSON_CreateArray())))
+            for (size_t k = 0; k < r->n_values; k++)
+                cmd_profiles_add(j, v, NULL, cJSON_CreateString(r->values[k]));
+    }
+}
+
 static void cmd_profiles_one(struct cmd_profiles_json *j, cJSON *list,
                              const struct profiles_entry *p)
 {
@@ -103,6 +133,7 @@ static void cmd_profiles_one(struct cmd_profiles_json *j, cJSON *list,
                 cmd_profiles_add(j, gpus, NULL, cJSON_CreateNumber((double)p->gpus[i]));
         if (p->node_labels.n)
             cmd_profiles_kvs(j, match, "nodeLabels", &p->node_labels);
+        cmd_profiles_namespaces(j, match, &p->namespaces);
     }
     cmd_profiles_add(j, o, "pin", cJSON_CreateBool(p->pin));
     cmd_profiles_kvs(j, o, "env", &p->env);

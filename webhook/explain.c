@@ -153,10 +153,12 @@ struct explain_ctx {
     struct trace *t;
     struct podjson r;
     const cJSON *spec;
-    const char *node_name; /* spec.nodeName, or NULL */
-    const cJSON *node;     /* its labels, or NULL: unknown */
-    int constrained;       /* a nodeSelector, required terms or a known Node */
-    int terms;             /* required node affinity terms */
+    const char *node_name;  /* spec.nodeName, or NULL */
+    const cJSON *node;      /* its labels, or NULL: unknown */
+    int constrained;        /* a nodeSelector, required terms or a known Node */
+    int terms;              /* required node affinity terms */
+    const char *ns;         /* the pod's namespace */
+    const cJSON *ns_labels; /* its labels, or NULL: unknown or not needed */
     const struct select_result *sel;
 };
 
@@ -318,9 +320,51 @@ static int explain_rule_gpus(struct explain_ctx *e, struct explain_line *l,
     }
     explain_cat(l, "gpus: match.gpus ");
     explain_gpus(l, p);
+    if (sel->tie_gpus.n < 2) {
+        /* Not a tie: the rule stopped because a profile with a selector
+         * could have taken this one's place, and the labels are unknown. */
+        explain_cat(l, " has the pod's %lld GPUs, but the rule chose nothing: %s", sel->gpus,
+                    sel->namespace_lookup_failed ? "the namespace's labels are unknown"
+                                                 : "another rule decided");
+        return 0;
+    }
     explain_cat(l, " has the pod's %lld GPUs, tied with ", sel->gpus);
     explain_tie(l, &sel->tie_gpus, p);
     explain_cat(l, " at gpus (none chosen)");
+    return 0;
+}
+
+/* match.namespaces for p; 1 when p's story ends here (no candidate). */
+static int explain_namespaces(struct explain_ctx *e, struct explain_line *l,
+                              const struct profiles_entry *p)
+{
+    const struct profiles_entry *chosen = e->sel->profile;
+    int in;
+
+    if (chosen && chosen != p && select_covers(chosen, p) &&
+        (e->sel->rule == SELECT_BY_NODE_LABELS || e->sel->rule == SELECT_BY_NODE ||
+         e->sel->rule == SELECT_BY_GPUS)) {
+        explain_cat(l,
+                    "covered by \"%s\", limited to this namespace (its nodeLabels are within "
+                    "this profile's)",
+                    chosen->name);
+        return 1;
+    }
+    if (!profiles_ns_limited(p))
+        return 0;
+    in = profiles_in_namespace(p, e->ns, e->ns_labels);
+    if (in == 0) {
+        explain_cat(l, "limited by match.namespaces to other namespaces than \"%s\"", e->ns);
+        return 1;
+    }
+    if (in < 0) {
+        explain_cat(l,
+                    "match.namespaces is a selector and the labels of \"%s\" are unknown "
+                    "(no candidate)",
+                    e->ns);
+        return 1;
+    }
+    explain_cat(l, "limited to this namespace (preferred over cluster-wide profiles); ");
     return 0;
 }
 
@@ -331,6 +375,8 @@ static void explain_profile(struct explain_ctx *e, const struct profiles_entry *
     struct explain_line l = {.at = 0};
 
     explain_cat(&l, "profile \"%s\": ", p->name);
+    if (explain_namespaces(e, &l, p))
+        goto done;
     if (explain_rule_labels(e, &l, p) || sel->rule == SELECT_BY_NODE_LABELS ||
         sel->rule == SELECT_BY_NODE)
         goto done;
@@ -344,13 +390,40 @@ done:
     trace_add(e->t, "%s", l.buf);
 }
 
-void explain_selection(struct trace *t, const cJSON *spec, const struct profiles *ps,
-                       const struct select_hooks *hooks, const struct select_result *sel)
+/* The Namespace's labels, when a profile's selector needs them: the
+ * admission asked the same hook (a cached answer in serve, the flag's
+ * offline). NULL: unknown or not needed. */
+static cJSON *explain_ns_labels(const char *ns, const struct profiles *ps,
+                                const struct select_hooks *hooks)
 {
-    struct explain_ctx e = {.t = t, .spec = spec, .sel = sel};
-    cJSON *node = NULL;
+    cJSON *labels = NULL;
+
+    for (size_t i = 0; i < ps->n; i++)
+        if (profiles_ns_needs_labels(&ps->p[i])) {
+            if (ns && *ns && hooks && hooks->namespace_labels &&
+                hooks->namespace_labels(hooks->ctx, ns, &labels) != 0)
+                labels = NULL;
+            break;
+        }
+    return labels;
+}
+
+void explain_selection(struct trace *t, const cJSON *spec, const char *ns,
+                       const struct profiles *ps, const struct select_hooks *hooks,
+                       const struct select_result *sel)
+{
+    struct explain_ctx e = {.t = t, .spec = spec, .ns = ns ? ns : "", .sel = sel};
+    cJSON *node = NULL, *ns_labels = NULL;
 
     podjson_init(&e.r);
+    if (sel->rule == SELECT_OTHER_NAMESPACES) {
+        trace_add(t,
+                  "no profile: the annotation " SELECT_ANNOTATION_PROFILE " names \"%s\", "
+                  "limited by match.namespaces to other namespaces than \"%s\" (rule "
+                  "other-namespaces; nothing is added)",
+                  sel->other_namespaces ? sel->other_namespaces->name : "?", e.ns);
+        return;
+    }
     if (sel->rule == SELECT_BY_ANNOTATION || sel->rule == SELECT_UNKNOWN_NAME) {
         if (sel->profile)
             trace_add(t, "profile \"%s\": chosen by annotation " SELECT_ANNOTATION_PROFILE,
@@ -370,6 +443,13 @@ void explain_selection(struct trace *t, const cJSON *spec, const struct profiles
         hooks->node_labels(hooks->ctx, e.node_name, &node) == 0)
         e.node = node;
     explain_constraints(&e);
+    e.ns_labels = ns_labels = explain_ns_labels(e.ns, ps, hooks);
+    if (sel->namespace_lookup_failed)
+        trace_add(t,
+                  "namespace \"%s\": its labels could not be read, and a profile's "
+                  "match.namespaces selector needs them: no rule from where that profile "
+                  "could have won",
+                  e.ns);
     if (sel->profile)
         trace_add(t, "profile \"%s\": chosen by rule %s", sel->profile->name,
                   select_rule_name(sel->rule));
@@ -380,4 +460,5 @@ void explain_selection(struct trace *t, const cJSON *spec, const struct profiles
         explain_profile(&e, &ps->p[i]);
     t->indent--;
     cJSON_Delete(node);
+    cJSON_Delete(ns_labels);
 }

@@ -27,9 +27,11 @@ void explain_containers(struct trace *t, const struct cJSON *spec, const struct 
 void explain_init_containers(struct trace *t, const struct cJSON *spec, const struct profiles *ps,
                              int on);
 
-/* The selection sel that select_profile() made of this pod: the constraints
- * it read, the rule and profile, and a line for every profile. */
-void explain_selection(struct trace *t, const struct cJSON *spec, const struct profiles *ps,
-                       const struct select_hooks *hooks, const struct select_result *sel);
+/* The selection sel that select_profile() made of this pod in namespace ns:
+ * the constraints it read, the rule and profile, and a line for every
+ * profile (one limited to other namespaces says so and nothing more). */
+void explain_selection(struct trace *t, const struct cJSON *spec, const char *ns,
+                       const struct profiles *ps, const struct select_hooks *hooks,
+                       const struct select_result *sel);
 
 #endif

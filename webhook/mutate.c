@@ -75,9 +75,9 @@ struct mutate_ctx {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
     static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile", "unknown_profile", "override",     "nccl_value",   "non_root",
-        "envfrom",    "scheduler",       "host_network", "no_container", "node_lookup",
-        "ambiguous",  "pinned",          "ib_disabled",  "detect",       "error"};
+        "no_profile",  "unknown_profile", "override",         "nccl_value",  "non_root",  "envfrom",
+        "scheduler",   "host_network",    "no_container",     "node_lookup", "ambiguous", "pinned",
+        "ib_disabled", "detect",          "namespace_lookup", "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -1642,9 +1642,11 @@ static void mutate_warn_unknown(struct mutate_ctx *m, const char *unknown)
 static int mutate_choose(struct mutate_ctx *m)
 {
     struct select_result sel;
-    select_profile(&m->r, m->metadata, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
+    select_profile(&m->r, m->metadata, m->spec, m->in->namespace_, m->ps,
+                   m->hooks ? &m->hooks->select : NULL, &sel);
     if (m->in->trace)
-        explain_selection(m->in->trace, m->spec, m->ps, m->hooks ? &m->hooks->select : NULL, &sel);
+        explain_selection(m->in->trace, m->spec, m->in->namespace_, m->ps,
+                          m->hooks ? &m->hooks->select : NULL, &sel);
     m->p = sel.profile;
     m->rule = m->res->rule = sel.rule;
     mutate_warn_ties(m, &sel);
@@ -1653,13 +1655,26 @@ static int mutate_choose(struct mutate_ctx *m)
                     "check the webhook can read nodes: node \"%s\" unread, profile chosen from "
                     "the pod",
                     mutate_s(m, podjson_str(&m->r, m->spec, "nodeName"), MUTATE_SHOWN_NAME));
+    if (sel.namespace_lookup_failed)
+        MUTATE_WARN(m, MUTATE_W_NAMESPACE_LOOKUP,
+                    "check the webhook can read namespaces: labels of \"%s\" unread, no profile "
+                    "chosen",
+                    mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME));
+    if (sel.rule == SELECT_OTHER_NAMESPACES) {
+        MUTATE_WARN(m, MUTATE_W_UNKNOWN_PROFILE,
+                    "change " SELECT_ANNOTATION_PROFILE ": \"%s\" is limited to other namespaces; "
+                    "nothing added",
+                    mutate_s(m, sel.other_namespaces->name, MUTATE_SHOWN_NAME));
+        m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
+        return -1;
+    }
     if (sel.rule == SELECT_UNKNOWN_NAME) {
         mutate_warn_unknown(m, sel.unknown_name);
         m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
         return -1;
     }
     if (!m->p) {
-        if (sel.gpus > 0)
+        if (sel.gpus > 0 && !sel.namespace_lookup_failed)
             MUTATE_WARN(
                 m, MUTATE_W_NO_PROFILE,
                 "add a profile for %lld GPUs on these nodes, or set " SELECT_ANNOTATION_PROFILE

@@ -104,7 +104,7 @@ struct mutate_options {
 struct mutate_input {
     const struct cJSON *object;        /* a Pod, or a pod template: metadata and spec */
     const char *base;                  /* JSON Pointer of object in the patched document */
-    const char *namespace_;            /* for envFrom lookups */
+    const char *namespace_;            /* for envFrom lookups and match.namespaces */
     int implicit_target;               /* a PyTorchJob's template: a target by definition */
     const struct mutate_options *opts; /* NULL: every option unset */
     /* `mutate --explain`: each decision and its reason, a line each
@@ -152,6 +152,8 @@ enum mutate_warning_kind {
     MUTATE_W_PINNED,      /* the profile's nodeLabels were added to the nodeSelector */
     MUTATE_W_IB_DISABLED, /* a container's NCCL_IB_DISABLE was respected */
     MUTATE_W_DETECT,      /* the profile's run-time detection was not added */
+    /* A selector in match.namespaces could not be evaluated. */
+    MUTATE_W_NAMESPACE_LOOKUP,
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

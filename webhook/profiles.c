@@ -424,11 +424,365 @@ static void profiles_read_gpus(struct profiles_ctx *c, const cJSON *gpus, struct
     }
 }
 
+/* ---- match.namespaces ---- */
+
+/* A value on one key that no requirement names: every In fails on it,
+ * every NotIn and Exists holds. Compared by address. */
+static const char profiles_ns_other[] = "";
+
+/* Whether requirement r holds for a label value v (NULL: no such label). */
+static int profiles_ns_req_holds(const struct profiles_ns_req *r, const char *v)
+{
+    int listed = 0;
+
+    for (size_t i = 0; v && v != profiles_ns_other && i < r->n_values; i++)
+        listed |= strcmp(r->values[i], v) == 0;
+    switch (r->op) {
+    case PROFILES_NS_IN: return v && listed;
+    case PROFILES_NS_NOT_IN: return !v || !listed;
+    case PROFILES_NS_EXISTS: return v != NULL;
+    case PROFILES_NS_DOES_NOT_EXIST: return v == NULL;
+    }
+    return 0;
+}
+
+static const char *profiles_ns_op_names[] = {"In", "NotIn", "Exists", "DoesNotExist"};
+
+/* Adds one requirement; values (NULL for none) are checked label values. */
+static struct profiles_ns_req *profiles_ns_add(struct profiles_ctx *c, struct profiles_entry *p,
+                                               const char *key, enum profiles_ns_op op,
+                                               size_t n_values)
+{
+    struct profiles_ns_req *r;
+
+    if (p->namespaces.n_reqs >= PROFILES_MAX_NS_REQS) {
+        perr(c, "match.namespaces: at most %d requirements in a selector", PROFILES_MAX_NS_REQS);
+        return NULL;
+    }
+    r = &p->namespaces.reqs[p->namespaces.n_reqs];
+    r->values = profiles_calloc(c, n_values, sizeof(*r->values));
+    if (!r->values)
+        return NULL;
+    r->key = key;
+    r->op = op;
+    p->namespaces.n_reqs++;
+    return r;
+}
+
+static void profiles_ns_match_labels(struct profiles_ctx *c, const cJSON *ml,
+                                     struct profiles_entry *p)
+{
+    const cJSON *it;
+    struct profiles_ns_req *r;
+
+    if (!cJSON_IsObject(ml)) {
+        perr(c, "match.namespaces.matchLabels: must be an object of strings");
+        return;
+    }
+    cJSON_ArrayForEach(it, ml)
+    {
+        if (!k8sname_qualified(it->string))
+            perr(c, "match.namespaces.matchLabels: \"%s\" is not a label key ([prefix/]name)",
+                 it->string);
+        else if (!cJSON_IsString(it) || !k8sname_label_value(it->valuestring))
+            perr(c,
+                 "match.namespaces.matchLabels.%s: must be a label value (a string of at most "
+                 "63 letters, digits, '-', '_' or '.')",
+                 it->string);
+        else if ((r = profiles_ns_add(c, p, it->string, PROFILES_NS_IN, 1)))
+            r->values[r->n_values++] = it->valuestring;
+    }
+}
+
+static int profiles_ns_op(const char *s, enum profiles_ns_op *op)
+{
+    for (size_t i = 0; i < sizeof(profiles_ns_op_names) / sizeof(*profiles_ns_op_names); i++)
+        if (strcmp(s, profiles_ns_op_names[i]) == 0)
+            return *op = (enum profiles_ns_op)i, 0;
+    return -1;
+}
+
+/* One matchExpressions entry, checked as Kubernetes checks a
+ * LabelSelectorRequirement. */
+static void profiles_ns_expression(struct profiles_ctx *c, const cJSON *e, size_t i,
+                                   struct profiles_entry *p)
+{
+    static const char *const keys[] = {"key", "operator", "values", NULL};
+    const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "key"));
+    const char *ops = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "operator"));
+    const cJSON *values = cJSON_GetObjectItemCaseSensitive(e, "values"), *v;
+    int n = cJSON_GetArraySize(values), positive;
+    enum profiles_ns_op op;
+    struct profiles_ns_req *r;
+    char field[64];
+
+    snprintf(field, sizeof(field), "match.namespaces.matchExpressions[%zu]", i);
+    if (!cJSON_IsObject(e)) {
+        perr(c, "%s: must be an object {\"key\", \"operator\", \"values\"}", field);
+        return;
+    }
+    profiles_check_keys(c, e, field, keys);
+    if (!key || !k8sname_qualified(key)) {
+        perr(c, "%s.key: must be a label key ([prefix/]name)", field);
+        return;
+    }
+    if (!ops || profiles_ns_op(ops, &op)) {
+        perr(c, "%s.operator: must be In, NotIn, Exists or DoesNotExist (Gt and Lt are for nodes)",
+             field);
+        return;
+    }
+    if (values && !cJSON_IsArray(values)) {
+        perr(c, "%s.values: must be an array of label values", field);
+        return;
+    }
+    positive = op == PROFILES_NS_IN || op == PROFILES_NS_NOT_IN;
+    if (positive && (n < 1 || n > PROFILES_MAX_NS_VALUES)) {
+        perr(c, "%s.values: %s takes 1 to %d values", field, ops, PROFILES_MAX_NS_VALUES);
+        return;
+    }
+    if (!positive && n > 0) {
+        perr(c, "%s.values: must be empty with %s", field, ops);
+        return;
+    }
+    if (!(r = profiles_ns_add(c, p, key, op, (size_t)n)))
+        return;
+    cJSON_ArrayForEach(v, values)
+    {
+        if (!cJSON_IsString(v) || !k8sname_label_value(v->valuestring))
+            perr(c,
+                 "%s.values: each must be a label value (a string of at most 63 letters, "
+                 "digits, '-', '_' or '.')",
+                 field);
+        else
+            r->values[r->n_values++] = v->valuestring;
+    }
+}
+
+/* {} and a selector of only "kubernetes.io/metadata.name Exists" match
+ * every namespace: a cluster-wide profile in disguise. */
+static int profiles_ns_matches_all(const struct profiles_namespaces *ns)
+{
+    for (size_t i = 0; i < ns->n_reqs; i++)
+        if (ns->reqs[i].op != PROFILES_NS_EXISTS ||
+            strcmp(ns->reqs[i].key, PROFILES_NS_NAME_LABEL) != 0)
+            return 0;
+    return 1;
+}
+
+static int profiles_ns_satisfiable(const struct profiles_namespaces *a,
+                                   const struct profiles_namespaces *b, const char *name);
+
+static void profiles_ns_selector(struct profiles_ctx *c, const cJSON *sel, struct profiles_entry *p)
+{
+    static const char *const keys[] = {"matchLabels", "matchExpressions", NULL};
+    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(sel, "matchLabels");
+    const cJSON *me = cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions"), *e;
+    size_t i = 0;
+    int errors = c->n_errors;
+
+    profiles_check_keys(c, sel, "match.namespaces", keys);
+    p->namespaces.selector = 1;
+    p->namespaces.reqs = profiles_calloc(c, PROFILES_MAX_NS_REQS, sizeof(*p->namespaces.reqs));
+    if (!p->namespaces.reqs)
+        return;
+    if (ml)
+        profiles_ns_match_labels(c, ml, p);
+    if (me && !cJSON_IsArray(me))
+        perr(c, "match.namespaces.matchExpressions: must be an array of requirements");
+    else
+        cJSON_ArrayForEach(e, me) profiles_ns_expression(c, e, i++, p);
+    if (c->n_errors != errors)
+        return;
+    if (profiles_ns_matches_all(&p->namespaces))
+        perr(c, "match.namespaces: this selector matches every namespace; leave namespaces out "
+                "for a cluster-wide profile");
+    else if (!profiles_ns_satisfiable(&p->namespaces, NULL, NULL))
+        perr(c, "match.namespaces: no namespace can match this selector (its requirements "
+                "contradict each other)");
+}
+
+/* A list of namespace names: 1 to PROFILES_MAX_NAMESPACES DNS-1123 labels. */
+static void profiles_ns_list(struct profiles_ctx *c, const cJSON *list, struct profiles_entry *p)
+{
+    const cJSON *it;
+    int n = cJSON_GetArraySize(list);
+
+    if (n < 1 || n > PROFILES_MAX_NAMESPACES) {
+        perr(c,
+             "match.namespaces: must list 1 to %d namespace names (leave it out for a "
+             "cluster-wide profile)",
+             PROFILES_MAX_NAMESPACES);
+        return;
+    }
+    p->namespaces.names = profiles_calloc(c, (size_t)n, sizeof(*p->namespaces.names));
+    if (!p->namespaces.names)
+        return;
+    cJSON_ArrayForEach(it, list)
+    {
+        size_t j;
+
+        if (!cJSON_IsString(it) || !k8sname_label(it->valuestring)) {
+            perr(c, "match.namespaces: each entry must be a namespace name (a DNS-1123 label: "
+                    "a-z, 0-9, '-', at most 63)");
+            continue;
+        }
+        for (j = 0; j < p->namespaces.n_names && strcmp(p->namespaces.names[j], it->valuestring);
+             j++)
+            ;
+        if (j < p->namespaces.n_names)
+            perr(c, "match.namespaces: \"%s\" is listed twice", it->valuestring);
+        else
+            p->namespaces.names[p->namespaces.n_names++] = it->valuestring;
+    }
+}
+
+static void profiles_read_namespaces(struct profiles_ctx *c, const cJSON *ns,
+                                     struct profiles_entry *p)
+{
+    if (cJSON_IsArray(ns))
+        profiles_ns_list(c, ns, p);
+    else if (cJSON_IsObject(ns))
+        profiles_ns_selector(c, ns, p);
+    else
+        perr(c, "match.namespaces: must be a list of names ([\"team-a\"]) or a label selector "
+                "({\"matchLabels\": {...}})");
+}
+
+/* Whether some state of label key (absent, or a value) satisfies every
+ * requirement on it in a and b (b may be NULL). fixed: the value the key
+ * must have, or NULL. A value no requirement names stands for all such. */
+static int profiles_ns_key_ok(const struct profiles_namespaces *a,
+                              const struct profiles_namespaces *b, const char *key,
+                              const char *fixed)
+{
+    const struct profiles_namespaces *both[2] = {a, b};
+    const char *cand[PROFILES_MAX_NS_VALUES + 2];
+    const struct profiles_ns_req *in = NULL;
+    size_t n = 0;
+
+    for (size_t s = 0; s < 2 && !in; s++)
+        for (size_t i = 0; both[s] && i < both[s]->n_reqs && !in; i++)
+            if (both[s]->reqs[i].op == PROFILES_NS_IN && strcmp(both[s]->reqs[i].key, key) == 0)
+                in = &both[s]->reqs[i];
+    if (fixed) {
+        cand[n++] = fixed;
+    } else if (in) {
+        for (size_t i = 0; i < in->n_values; i++)
+            cand[n++] = in->values[i];
+    } else {
+        /* Every Namespace has the name label: never absent. */
+        if (strcmp(key, PROFILES_NS_NAME_LABEL) != 0)
+            cand[n++] = NULL;
+        cand[n++] = profiles_ns_other;
+    }
+    for (size_t k = 0; k < n; k++) {
+        int ok = 1;
+
+        for (size_t s = 0; s < 2; s++)
+            for (size_t i = 0; both[s] && i < both[s]->n_reqs; i++)
+                if (strcmp(both[s]->reqs[i].key, key) == 0)
+                    ok &= profiles_ns_req_holds(&both[s]->reqs[i], cand[k]);
+        if (ok)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether some Namespace (named name, when not NULL) could have labels
+ * that a's selector and b's (NULL: none) both match: exactly, since the
+ * requirements on different keys are independent. */
+static int profiles_ns_satisfiable(const struct profiles_namespaces *a,
+                                   const struct profiles_namespaces *b, const char *name)
+{
+    const struct profiles_namespaces *both[2] = {a, b};
+
+    if (name && !profiles_ns_key_ok(a, b, PROFILES_NS_NAME_LABEL, name))
+        return 0;
+    for (size_t s = 0; s < 2; s++)
+        for (size_t i = 0; both[s] && i < both[s]->n_reqs; i++) {
+            const char *key = both[s]->reqs[i].key;
+
+            if (!profiles_ns_key_ok(a, b, key,
+                                    name && strcmp(key, PROFILES_NS_NAME_LABEL) == 0 ? name : NULL))
+                return 0;
+        }
+    return 1;
+}
+
+int profiles_ns_limited(const struct profiles_entry *p)
+{
+    return p->namespaces.names || p->namespaces.selector;
+}
+
+/* Whether some namespace could be one of both p's and q's (both limited),
+ * and where, for messages: "; both apply in namespace \"x\"". */
+static int profiles_ns_overlap(const struct profiles_entry *p, const struct profiles_entry *q,
+                               char *where, size_t len)
+{
+    const struct profiles_namespaces *a = &p->namespaces, *b = &q->namespaces, *t;
+
+    if (!a->selector && b->selector)
+        t = a, a = b, b = t; /* a selector first */
+    if (!a->selector) {
+        for (size_t i = 0; i < a->n_names; i++)
+            for (size_t j = 0; j < b->n_names; j++)
+                if (strcmp(a->names[i], b->names[j]) == 0)
+                    return snprintf(where, len, "; both apply in namespace \"%s\"", a->names[i]), 1;
+        return 0;
+    }
+    if (!b->selector) {
+        for (size_t j = 0; j < b->n_names; j++)
+            if (profiles_ns_satisfiable(a, NULL, b->names[j]))
+                return snprintf(where, len, "; both apply in namespace \"%s\" if its labels match",
+                                b->names[j]),
+                       1;
+        return 0;
+    }
+    if (!profiles_ns_satisfiable(a, b, NULL))
+        return 0;
+    snprintf(where, len, "; both apply in a namespace whose labels match both selectors");
+    return 1;
+}
+
+int profiles_in_namespace(const struct profiles_entry *p, const char *ns, const cJSON *labels)
+{
+    const struct profiles_namespaces *n = &p->namespaces;
+
+    if (!profiles_ns_limited(p))
+        return 1;
+    if (!n->selector) {
+        for (size_t i = 0; i < n->n_names; i++)
+            if (ns && strcmp(n->names[i], ns) == 0)
+                return 1;
+        return 0;
+    }
+    if (!cJSON_IsObject(labels)) {
+        /* The name label is the namespace's name, known without them. */
+        for (size_t i = 0; ns && i < n->n_reqs; i++)
+            if (strcmp(n->reqs[i].key, PROFILES_NS_NAME_LABEL) == 0 &&
+                !profiles_ns_req_holds(&n->reqs[i], ns))
+                return 0;
+        return -1;
+    }
+    for (size_t i = 0; i < n->n_reqs; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, n->reqs[i].key);
+
+        if (!profiles_ns_req_holds(&n->reqs[i], cJSON_IsString(v) ? v->valuestring : NULL))
+            return 0;
+    }
+    return 1;
+}
+
+int profiles_ns_needs_labels(const struct profiles_entry *p)
+{
+    return p->namespaces.selector;
+}
+
 static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
                                 struct profiles_entry *p)
 {
-    static const char *const keys[] = {"gpus", "nodeLabels", NULL};
-    const cJSON *gpus, *labels;
+    static const char *const keys[] = {"gpus", "nodeLabels", "namespaces", NULL};
+    const cJSON *gpus, *labels, *ns;
 
     if (!cJSON_IsObject(match)) {
         perr(c, "match: must be an object ({\"gpus\": 8, \"nodeLabels\": {...}})");
@@ -441,6 +795,8 @@ static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
         profiles_read_gpus(c, gpus, p);
     if (labels)
         profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
+    if ((ns = cJSON_GetObjectItemCaseSensitive(match, "namespaces")))
+        profiles_read_namespaces(c, ns, p);
 }
 
 static void profiles_read_resources(struct profiles_ctx *c, const cJSON *res,
@@ -654,10 +1010,36 @@ static void profiles_read_defaults(struct profiles_ctx *c, const cJSON *root,
     c->where = NULL;
 }
 
+/* Two defaults where both could be candidates: cluster-wide, or limited to
+ * namespaces that could overlap. A limited one may sit beside a cluster-wide
+ * one: it is the default of its namespaces. */
+static void profiles_check_defaults(struct profiles_ctx *c, const struct profiles_entry *p,
+                                    size_t idx)
+{
+    char where[128];
+
+    for (size_t j = 0; j < idx; j++) {
+        const struct profiles_entry *q = &c->ps->p[j];
+
+        if (!q->name || !q->is_default || profiles_ns_limited(p) != profiles_ns_limited(q))
+            continue;
+        if (!profiles_ns_limited(p)) {
+            perr(c, "profile \"%s\": default: \"%s\" is already the default; mark at most one",
+                 p->name, q->name);
+            return;
+        }
+        if (profiles_ns_overlap(p, q, where, sizeof(where))) {
+            perr(c,
+                 "profile \"%s\": default: \"%s\" is already the default there; mark at most "
+                 "one per namespace%s",
+                 p->name, q->name, where);
+            return;
+        }
+    }
+}
+
 static void profiles_check_names(struct profiles_ctx *c)
 {
-    const char *first_default = NULL;
-
     c->where = NULL;
     for (size_t i = 0; i < c->ps->n; i++) {
         const struct profiles_entry *p = &c->ps->p[i];
@@ -667,11 +1049,8 @@ static void profiles_check_names(struct profiles_ctx *c)
         for (size_t j = 0; j < i; j++)
             if (c->ps->p[j].name && strcmp(p->name, c->ps->p[j].name) == 0)
                 perr(c, "profile \"%s\": name is used by more than one profile", p->name);
-        if (p->is_default && first_default)
-            perr(c, "profile \"%s\": default: \"%s\" is already the default; mark at most one",
-                 p->name, first_default);
-        else if (p->is_default)
-            first_default = p->name;
+        if (p->is_default)
+            profiles_check_defaults(c, p, i);
     }
 }
 
@@ -708,9 +1087,10 @@ static long long profiles_shared_gpus(const struct profiles_entry *p,
 }
 
 /* p's rules against q's (q any other profile); a pair with the same labels
- * is reported once, from the later of the two. */
+ * is reported once, from the later of the two. where ends each message:
+ * "" or where both apply. */
 static void profiles_check_pair(struct profiles_ctx *c, const struct profiles_entry *p,
-                                const struct profiles_entry *q, int p_is_later)
+                                const struct profiles_entry *q, int p_is_later, const char *where)
 {
     int q_within_p = profiles_labels_within(&q->node_labels, &p->node_labels);
     int same_labels = q_within_p && profiles_labels_within(&p->node_labels, &q->node_labels);
@@ -721,40 +1101,58 @@ static void profiles_check_pair(struct profiles_ctx *c, const struct profiles_en
     if (same_labels && profiles_same_gpus(p, q) && (p->n_gpus || p->node_labels.n)) {
         perr(c,
              "profiles \"%s\" and \"%s\" have the same match rules, so neither can ever be "
-             "chosen by them; change or remove one",
-             q->name, p->name);
+             "chosen by them; change or remove one%s",
+             q->name, p->name, where);
         return;
     }
     if (same_labels && p->node_labels.n)
         perr(c,
              "profiles \"%s\" and \"%s\": the same match.nodeLabels can never choose either; "
-             "add a label that tells their nodes apart",
-             q->name, p->name);
+             "add a label that tells their nodes apart%s",
+             q->name, p->name, where);
     else if (q_within_p && q->node_labels.n)
         perr(c,
              "profile \"%s\": match.nodeLabels can never win: its nodes also have all labels "
-             "of profile \"%s\"; add a label to \"%s\" that these nodes lack",
-             p->name, q->name, q->name);
+             "of profile \"%s\"; add a label to \"%s\" that these nodes lack%s",
+             p->name, q->name, q->name, where);
     if (g && same_labels)
         perr(c,
              "profiles \"%s\" and \"%s\": match.gpus %lld can never choose either: their "
-             "nodeLabels do not tell them apart",
-             q->name, p->name, g);
+             "nodeLabels do not tell them apart%s",
+             q->name, p->name, g, where);
     else if (g && q_within_p)
         perr(c,
              "profile \"%s\": match.gpus %lld can never win: profile \"%s\" takes %lld GPUs "
-             "too and fits every pod that \"%s\" fits",
-             p->name, g, q->name, g, p->name);
+             "too and fits every pod that \"%s\" fits%s",
+             p->name, g, q->name, g, p->name, where);
 }
 
-/* Match rules that can never choose their profile (see profiles.h). */
+/* Which pairs compete (profiles.h): two cluster-wide profiles everywhere,
+ * two limited ones where both apply. A limited p beside a cluster-wide q
+ * only competes when it does not cover q (its nodeLabels within q's): one
+ * that covers q takes q's place in its namespaces (select.h), and q keeps
+ * the other namespaces, so a cluster-wide q is never refused for p. */
 static void profiles_check_rules(struct profiles_ctx *c)
 {
+    char where[128];
+
     c->where = NULL;
     for (size_t i = 0; i < c->ps->n; i++)
-        for (size_t j = 0; j < c->ps->n; j++)
-            if (i != j && c->ps->p[i].name && c->ps->p[j].name)
-                profiles_check_pair(c, &c->ps->p[i], &c->ps->p[j], i > j);
+        for (size_t j = 0; j < c->ps->n; j++) {
+            const struct profiles_entry *p = &c->ps->p[i], *q = &c->ps->p[j];
+            int lp = profiles_ns_limited(p), lq = profiles_ns_limited(q);
+
+            if (i == j || !p->name || !q->name)
+                continue;
+            where[0] = '\0';
+            if (lp && lq && !profiles_ns_overlap(p, q, where, sizeof(where)))
+                continue;
+            if (!lp && lq)
+                continue;
+            if (lp && !lq && profiles_labels_within(&p->node_labels, &q->node_labels))
+                continue;
+            profiles_check_pair(c, p, q, i > j || (lp && !lq), where);
+        }
 }
 
 static void profiles_read_profiles(struct profiles_ctx *c, const cJSON *root)

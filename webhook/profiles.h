@@ -29,6 +29,14 @@ struct cJSON;
  * --socket-ifname takes. */
 #define PROFILES_DETECT_IFNAME_MAX 255
 
+/* match.namespaces: names in a list, requirements of a selector, values
+ * of one requirement. */
+#define PROFILES_MAX_NAMESPACES 64
+#define PROFILES_MAX_NS_REQS    16
+#define PROFILES_MAX_NS_VALUES  16
+/* The label the apiserver puts on every Namespace, its name as the value. */
+#define PROFILES_NS_NAME_LABEL "kubernetes.io/metadata.name"
+
 /* Job kinds beyond PyTorchJob whose pods are targets when enabled. */
 enum profiles_target {
     PROFILES_TARGET_MPIJOB = 1u << 0,
@@ -59,17 +67,44 @@ struct profiles_detect {
     const char *memory;
 };
 
+/* One requirement of a namespace selector, as Kubernetes' LabelSelector
+ * reads it (matchLabels k: v is k In [v]). */
+enum profiles_ns_op {
+    PROFILES_NS_IN,
+    PROFILES_NS_NOT_IN,
+    PROFILES_NS_EXISTS,
+    PROFILES_NS_DOES_NOT_EXIST,
+};
+
+struct profiles_ns_req {
+    const char *key;
+    enum profiles_ns_op op;
+    const char **values;
+    size_t n_values;
+};
+
+/* match.namespaces. Neither names nor a selector: cluster-wide. A selector
+ * is the AND of its requirements. */
+struct profiles_namespaces {
+    const char **names; /* a list of names; NULL: none given */
+    size_t n_names;
+    int selector; /* a label selector on the Namespace */
+    struct profiles_ns_req *reqs;
+    size_t n_reqs;
+};
+
 struct profiles_entry {
     const char *name;
     int is_default;
-    long long gpus[PROFILES_MAX_GPUS];    /* match.gpus: GPU counts that select it */
-    size_t n_gpus;                        /* 0: not matched by GPU count */
-    struct profiles_kvs node_labels;      /* match.nodeLabels: the labels of its nodes */
-    int pin;                              /* chosen by GPU count or as default: pin */
-    struct profiles_kvs env;              /* defaults merged, NCCL_IB_HCA included */
-    struct profiles_kvs host_network_env; /* replaces env entries in hostNetwork pods */
-    struct profiles_kvs resources;        /* added when no container asks for the prefix */
-    const char *scheduler_name;           /* NULL or "": leave the scheduler alone */
+    long long gpus[PROFILES_MAX_GPUS];     /* match.gpus: GPU counts that select it */
+    size_t n_gpus;                         /* 0: not matched by GPU count */
+    struct profiles_kvs node_labels;       /* match.nodeLabels: the labels of its nodes */
+    struct profiles_namespaces namespaces; /* match.namespaces: where it is a candidate */
+    int pin;                               /* chosen by GPU count or as default: pin */
+    struct profiles_kvs env;               /* defaults merged, NCCL_IB_HCA included */
+    struct profiles_kvs host_network_env;  /* replaces env entries in hostNetwork pods */
+    struct profiles_kvs resources;         /* added when no container asks for the prefix */
+    const char *scheduler_name;            /* NULL or "": leave the scheduler alone */
     int ipc_lock;
     int shm;
     const char *shm_size_limit; /* NULL: no sizeLimit */
@@ -106,13 +141,36 @@ struct profiles {
  *     nodeLabels are a subset of P's (none at all included): Q is never
  *     excluded where P is not, so the count never finds P alone;
  *   - pin without nodeLabels (nothing to pin) or on a profile that is neither
- *     matched by GPU count nor the default (pinning would never happen). */
+ *     matched by GPU count nor the default (pinning would never happen).
+ * With match.namespaces (select.h says how a profile limited to namespaces
+ * is preferred), these apply to two cluster-wide profiles as written; to
+ * two limited ones when some namespace could be in both (a name both list;
+ * a name one lists that the other's selector could match, its labels being
+ * free but PROFILES_NS_NAME_LABEL its name; selectors some labels satisfy
+ * together: decided exactly, key by key), and then two defaults are refused
+ * too; to a limited P and a cluster-wide Q only where they refuse P and P
+ * does not cover Q (P's nodeLabels a subset of Q's: P takes Q's place in
+ * P's namespaces), so a team copy of a cluster-wide profile is allowed.
+ * A cluster-wide profile is never refused for a limited one: it wins in the
+ * other namespaces. Also refused: an empty list, a name that is not a
+ * DNS-1123 label or is listed twice, a selector Kubernetes would refuse
+ * (operator, values), one that matches every namespace ({}) or none. */
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors);
 void profiles_free(struct profiles *ps);
 
 const struct profiles_entry *profiles_find(const struct profiles *ps, const char *name);
 /* 1 when gpus is one of the profile's match.gpus counts. */
 int profiles_matches_gpus(const struct profiles_entry *p, long long gpus);
+/* Whether namespace ns is one of p's: 1 or 0 (1 for a cluster-wide p).
+ * labels are the Namespace's labels, read only for a selector; NULL there
+ * (unknown): -1, unless a requirement on PROFILES_NS_NAME_LABEL already
+ * fails for ns (0). */
+int profiles_in_namespace(const struct profiles_entry *p, const char *ns,
+                          const struct cJSON *labels);
+/* 1 when p is limited to namespaces (match.namespaces). */
+int profiles_ns_limited(const struct profiles_entry *p);
+/* 1 when p is limited to namespaces by a selector, which needs the labels. */
+int profiles_ns_needs_labels(const struct profiles_entry *p);
 /* Looks name up in a kv list; NULL when absent. */
 const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name);
 

@@ -68,12 +68,18 @@ static int select_positive(struct podjson *r, const cJSON *expr)
                   strcmp(op, "Lt") == 0);
 }
 
-/* What the pod says about its node, read once per admission. */
+/* What the pod says about its node, read once per admission, and its
+ * namespace with the Namespace's labels, asked for at most once. */
 struct select_ctx {
     struct podjson *r;
     const cJSON *selector; /* spec.nodeSelector */
     const cJSON *terms;    /* required nodeSelectorTerms (ORed) */
     const cJSON *node;     /* the labels of spec.nodeName's Node; NULL: unknown */
+    const char *ns;        /* the pod's namespace; NULL: unknown */
+    const struct select_hooks *hooks;
+    cJSON *ns_labels; /* the caller frees them */
+    int ns_asked;     /* the hook was called (ns_labels NULL: it failed) */
+    int ns_unknown;   /* a rule met a profile whose namespaces could not be told */
 };
 
 /* A term with neither matchExpressions nor matchFields matches no node. */
@@ -188,25 +194,109 @@ static void select_tie_add(struct select_tie *t, const struct profiles_entry *p)
     t->n++;
 }
 
+/* Whether p is a candidate in the pod's namespace: 1, 0, or -1 when p has
+ * a selector and the Namespace's labels cannot be had. */
+static int select_member(struct select_ctx *x, const struct profiles_entry *p)
+{
+    if (profiles_ns_needs_labels(p) && !x->ns_asked) {
+        x->ns_asked = 1;
+        if (x->ns && *x->ns && x->hooks && x->hooks->namespace_labels &&
+            x->hooks->namespace_labels(x->hooks->ctx, x->ns, &x->ns_labels))
+            x->ns_labels = NULL;
+    }
+    return profiles_in_namespace(p, x->ns, x->ns_labels);
+}
+
+/* The profiles one rule found, with whether the pod names each, and
+ * whether it met profiles it could not tell were candidates. */
+struct select_found {
+    const struct profiles_entry *p[PROFILES_MAX_PROFILES];
+    int named[PROFILES_MAX_PROFILES];
+    size_t n;
+    int unknown, unknown_named;
+};
+
+/* Adds p when it is a candidate here; one that cannot be told is left out
+ * and remembered (select_by_constraints). */
+static void select_found_add(struct select_ctx *x, struct select_found *f,
+                             const struct profiles_entry *p, int named)
+{
+    int member = select_member(x, p);
+
+    f->unknown |= member < 0;
+    f->unknown_named |= member < 0 && named;
+    if (member <= 0 || f->n >= PROFILES_MAX_PROFILES)
+        return;
+    f->p[f->n] = p;
+    f->named[f->n++] = named;
+}
+
+static int select_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        const char *v = profiles_kv_get(b, a->v[i].name);
+
+        if (!v || strcmp(v, a->v[i].value) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The preference for profiles limited to namespaces: one found here covers
+ * a cluster-wide one found here whose nodeLabels include all of its own
+ * (the same nodes, or some of them), which drops out; a pod that names the
+ * covered one names the one that covers it. Cluster-wide profiles of other
+ * nodes stay, so a team profile never settles what the cluster's leave
+ * ambiguous. Then the found ones go into tie, in file order. */
+int select_covers(const struct profiles_entry *limited, const struct profiles_entry *wide)
+{
+    return profiles_ns_limited(limited) && !profiles_ns_limited(wide) &&
+           select_labels_within(&limited->node_labels, &wide->node_labels);
+}
+
+static void select_prefer_limited(struct select_found *f, struct select_tie *tie)
+{
+    int drop[PROFILES_MAX_PROFILES] = {0};
+    size_t k = 0;
+
+    for (size_t i = 0; i < f->n; i++)
+        for (size_t j = 0; j < f->n; j++)
+            if (select_covers(f->p[j], f->p[i])) {
+                drop[i] = 1;
+                f->named[j] |= f->named[i];
+            }
+    for (size_t i = 0; i < f->n; i++)
+        if (!drop[i]) {
+            f->p[k] = f->p[i];
+            f->named[k++] = f->named[i];
+        }
+    f->n = k;
+    for (size_t i = 0; i < f->n; i++)
+        select_tie_add(tie, f->p[i]);
+}
+
 /* Rule 2: the one profile with nodeLabels the constraints fit, if named. */
 static const struct profiles_entry *
 select_by_labels(struct select_ctx *x, const struct profiles *ps, struct select_tie *tie)
 {
-    const struct profiles_entry *only = NULL;
-    int named_any = 0, only_named = 0;
+    struct select_found f = {.n = 0};
+    int named_any = 0;
 
     for (size_t i = 0; i < ps->n; i++) {
         int names;
 
         if (ps->p[i].node_labels.n == 0 || !select_fits(x, &ps->p[i], &names))
             continue;
-        select_tie_add(tie, &ps->p[i]);
-        only = &ps->p[i];
-        only_named = names;
-        named_any |= names;
+        select_found_add(x, &f, &ps->p[i], names);
     }
-    if (tie->n == 1 && only_named)
-        return only;
+    for (size_t i = 0; i < f.n; i++)
+        named_any |= f.named[i];
+    /* One the pod does not name can only change the outcome when another
+     * is named: a tie, or it covers that one. */
+    x->ns_unknown |= f.unknown && (f.unknown_named || named_any);
+    select_prefer_limited(&f, tie);
+    if (tie->n == 1 && f.named[0])
+        return f.p[0];
     if (tie->n < 2 || !named_any)
         tie->n = 0; /* constraints about other labels, or none: no tie to report */
     return NULL;
@@ -216,18 +306,38 @@ select_by_labels(struct select_ctx *x, const struct profiles *ps, struct select_
 static const struct profiles_entry *select_by_gpus(struct select_ctx *x, const struct profiles *ps,
                                                    long long gpus, struct select_tie *tie)
 {
+    struct select_found f = {.n = 0};
+
     for (size_t i = 0; i < ps->n && gpus > 0; i++)
         if (profiles_matches_gpus(&ps->p[i], gpus) && !select_excluded(x, &ps->p[i]))
-            select_tie_add(tie, &ps->p[i]);
+            select_found_add(x, &f, &ps->p[i], 0);
+    x->ns_unknown |= f.unknown;
+    select_prefer_limited(&f, tie);
     return tie->n == 1 ? tie->p[0] : NULL;
 }
 
+/* Rule 4: the default of the pod's namespace, else the cluster-wide one;
+ * either unless the constraints exclude it. */
 static const struct profiles_entry *select_default(struct select_ctx *x, const struct profiles *ps)
 {
-    for (size_t i = 0; i < ps->n; i++)
-        if (ps->p[i].is_default)
-            return select_excluded(x, &ps->p[i]) ? NULL : &ps->p[i];
-    return NULL;
+    const struct profiles_entry *cluster = NULL;
+
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct profiles_entry *p = &ps->p[i];
+        int member;
+
+        if (!p->is_default || select_excluded(x, p))
+            continue;
+        if (!profiles_ns_limited(p)) {
+            cluster = p;
+            continue;
+        }
+        if ((member = select_member(x, p)) < 0)
+            x->ns_unknown = 1;
+        if (member > 0)
+            return p;
+    }
+    return cluster;
 }
 
 static const cJSON *select_required_terms(struct podjson *r, const cJSON *spec)
@@ -254,36 +364,60 @@ static cJSON *select_node_labels(struct podjson *r, const cJSON *spec,
     return labels;
 }
 
-/* Rules 2 to 4, with the constraints read into x. */
+/* Rules 2 to 4, with the constraints read into x. A rule that met a
+ * profile whose namespaces could not be told decides nothing, and neither
+ * do the rules after it: that profile could have changed the outcome. */
 static void select_by_constraints(struct select_ctx *x, const struct profiles *ps,
                                   struct select_result *out)
 {
     out->rule = x->node ? SELECT_BY_NODE : SELECT_BY_NODE_LABELS;
-    if ((out->profile = select_by_labels(x, ps, &out->tie_labels)))
-        return;
+    if ((out->profile = select_by_labels(x, ps, &out->tie_labels)) || x->ns_unknown)
+        goto done;
     out->rule = SELECT_BY_GPUS;
-    if ((out->profile = select_by_gpus(x, ps, out->gpus, &out->tie_gpus)))
-        return;
+    if ((out->profile = select_by_gpus(x, ps, out->gpus, &out->tie_gpus)) || x->ns_unknown)
+        goto done;
     out->rule = SELECT_BY_DEFAULT;
-    if (!(out->profile = select_default(x, ps)))
+    out->profile = select_default(x, ps);
+done:
+    if (x->ns_unknown) {
+        out->profile = NULL;
+        out->namespace_lookup_failed = 1;
+    }
+    if (!out->profile)
         out->rule = SELECT_NONE;
 }
 
-void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
+/* Rule 1: the profile the annotation names, if it applies here. */
+static void select_by_annotation(struct select_ctx *x, const struct profiles *ps, const char *named,
+                                 struct select_result *out)
+{
+    int member;
+
+    out->profile = profiles_find(ps, named);
+    out->rule = out->profile ? SELECT_BY_ANNOTATION : SELECT_UNKNOWN_NAME;
+    out->unknown_name = named;
+    if (!out->profile || (member = select_member(x, out->profile)) == 1)
+        return;
+    out->other_namespaces = member == 0 ? out->profile : NULL;
+    out->namespace_lookup_failed = member < 0;
+    out->rule = member == 0 ? SELECT_OTHER_NAMESPACES : SELECT_NONE;
+    out->profile = NULL;
+}
+
+void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec, const char *ns,
                     const struct profiles *ps, const struct select_hooks *hooks,
                     struct select_result *out)
 {
     const char *named =
         podjson_str(r, podjson_obj(r, metadata, "annotations"), SELECT_ANNOTATION_PROFILE);
-    struct select_ctx x = {.r = r};
+    struct select_ctx x = {.r = r, .ns = ns, .hooks = hooks};
     cJSON *node;
 
     memset(out, 0, sizeof(*out));
     out->gpus = target_pod_gpus(r, spec, ps);
     if (named) {
-        out->profile = profiles_find(ps, named);
-        out->rule = out->profile ? SELECT_BY_ANNOTATION : SELECT_UNKNOWN_NAME;
-        out->unknown_name = named;
+        select_by_annotation(&x, ps, named, out);
+        cJSON_Delete(x.ns_labels);
         return;
     }
     x.selector = podjson_obj(r, spec, "nodeSelector");
@@ -291,14 +425,16 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
     x.node = node = select_node_labels(r, spec, hooks, &out->node_lookup_failed);
     select_by_constraints(&x, ps, out);
     cJSON_Delete(node);
+    cJSON_Delete(x.ns_labels);
 }
 
 const char *select_rule_name(enum select_rule rule)
 {
-    static const char *const names[] = {"annotation", "node-labels", "node",        "gpus",
-                                        "default",    "none",        "unknown-name"};
+    static const char *const names[] = {"annotation",   "node-labels",     "node",
+                                        "gpus",         "default",         "none",
+                                        "unknown-name", "other-namespaces"};
 
-    return rule <= SELECT_UNKNOWN_NAME ? names[rule] : "none";
+    return rule <= SELECT_OTHER_NAMESPACES ? names[rule] : "none";
 }
 
 /* ---- select_fit_profile (select.h) ---- */

@@ -18,6 +18,27 @@
  *      one: ambiguous, nothing from this rule;
  *   4. the profile marked default, unless the constraints exclude it.
  * profiles_parse() refuses match rules that could never win here.
+ *
+ * Profiles limited to namespaces (match.namespaces, profiles.h): one the
+ * pod's namespace is not in is no candidate for any rule, and the
+ * annotation naming it selects nothing (SELECT_OTHER_NAMESPACES). At rules
+ * 2 and 3 the candidates limited to the pod's namespace are preferred: one
+ * covers each cluster-wide candidate of the same rule whose nodeLabels
+ * include all of its own (the same nodes, or some of them), which then
+ * drops out, and a pod that names the covered one names it. Cluster-wide
+ * candidates of other nodes stay, so a team profile never settles what the
+ * cluster-wide ones leave ambiguous. At rule 4 the default limited to the
+ * namespace comes first, then the cluster-wide one. The preference is per
+ * rule, not a pass over the limited profiles first: a limited profile only
+ * takes the place of one the same rule would choose, so a team's default
+ * never beats the cluster's node-label match (which carries its nodes'
+ * HCAs). The Namespace's labels, for selectors, come from the hook, asked
+ * at most once and only for a profile with a selector that a rule meets.
+ * When they cannot be had, the first rule such a profile could change
+ * (rule 2: it fits the constraints, and it or another found there is
+ * named; rule 3: it has the count and is not excluded; rule 4: it is a
+ * default not excluded), and every rule after it, decides nothing, and
+ * namespace_lookup_failed is set.
  */
 #ifndef RDMA_WEBHOOK_SELECT_H
 #define RDMA_WEBHOOK_SELECT_H
@@ -51,7 +72,8 @@ enum select_rule {
     SELECT_BY_GPUS,
     SELECT_BY_DEFAULT,
     SELECT_NONE,
-    SELECT_UNKNOWN_NAME, /* the annotation names no profile */
+    SELECT_UNKNOWN_NAME,     /* the annotation names no profile */
+    SELECT_OTHER_NAMESPACES, /* the annotation names a profile of other namespaces */
 };
 
 /* The profiles one rule found and could not choose between. */
@@ -63,19 +85,30 @@ struct select_tie {
 struct select_result {
     const struct profiles_entry *profile; /* NULL for SELECT_NONE and SELECT_UNKNOWN_NAME */
     enum select_rule rule;
-    long long gpus;               /* the pod's GPU count */
-    const char *unknown_name;     /* the annotation's value, for SELECT_UNKNOWN_NAME */
-    int node_lookup_failed;       /* spec.nodeName was set but its labels could not be read */
+    long long gpus;           /* the pod's GPU count */
+    const char *unknown_name; /* the annotation's value, for SELECT_UNKNOWN_NAME */
+    int node_lookup_failed;   /* spec.nodeName was set but its labels could not be read */
+    /* The Namespace's labels could not be read and a profile with a
+     * selector could have won: no profile. */
+    int namespace_lookup_failed;
+    /* For SELECT_OTHER_NAMESPACES: the profile the annotation names. */
+    const struct profiles_entry *other_namespaces;
     struct select_tie tie_labels; /* rule 2 was ambiguous when n >= 2 */
     struct select_tie tie_gpus;   /* rule 3 was ambiguous when n >= 2 */
 };
 
+/* ns: the pod's namespace (the AdmissionReview's request.namespace). */
 void select_profile(struct podjson *r, const struct cJSON *metadata, const struct cJSON *spec,
-                    const struct profiles *ps, const struct select_hooks *hooks,
+                    const char *ns, const struct profiles *ps, const struct select_hooks *hooks,
                     struct select_result *out);
 
+/* 1 when limited, a profile limited to namespaces, takes the place of the
+ * cluster-wide wide wherever a rule finds both: wide's nodeLabels include
+ * all of limited's (the preference above). */
+int select_covers(const struct profiles_entry *limited, const struct profiles_entry *wide);
+
 /* "annotation", "node-labels", "node", "gpus", "default", "none",
- * "unknown-name": the values of the rdma-webhook.io/selected-by annotation
+ * "unknown-name", "other-namespaces": the values of the rdma-webhook.io/selected-by annotation
  * (the first five) and of the log line's selected_by. */
 const char *select_rule_name(enum select_rule rule);
 

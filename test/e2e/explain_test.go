@@ -321,7 +321,7 @@ func TestMutateExplainFlags(t *testing.T) {
 
 	plain := explainRun(t, pod)
 	labelled := explainRun(t, pod, "--namespace-labels", "team=ml")
-	note := "  --namespace-labels: namespace \"kubeflow\" has team=ml; no rule reads namespace labels yet\n"
+	note := "  --namespace-labels: namespace \"kubeflow\" has team=ml (and kubernetes.io/metadata.name=kubeflow), for match.namespaces selectors\n"
 	if labelled.exitCode != 0 || !bytes.Contains(labelled.stdout, []byte(note)) ||
 		string(bytes.Replace(labelled.stdout, []byte(note), nil, 1)) != string(plain.stdout) {
 		t.Errorf("--namespace-labels: expected the explanation with only %q more, got\n%s\nvs\n%s", note, labelled.stdout, plain.stdout)
@@ -396,4 +396,43 @@ func TestMutateExplainExitCodes(t *testing.T) {
 	if res = explainRun(t, mustMarshal(bad)); res.exitCode != 1 || !strings.Contains(string(res.stderr), "HTTP 400") {
 		t.Errorf("a review without uid: expected exit 1 and HTTP 400 as without --explain, got %d: %s", res.exitCode, res.stderr)
 	}
+}
+
+// TestMutateExplainNamespaces: --explain tells the match.namespaces part of
+// the selection: a team profile preferred over the cluster-wide one it
+// covers, a profile of other namespaces, labels that are unknown, and the
+// annotation naming another team's profile.
+func TestMutateExplainNamespaces(t *testing.T) {
+	run := func(pod obj, args ...string) string {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "pod.json")
+		if err := os.WriteFile(file, mustMarshal(pod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := runBinary(t, nil, append(append([]string{"mutate", "--explain", "--profiles", teamsProfilesPath}, args...), file)...)
+		if res.exitCode != 0 {
+			t.Fatalf("mutate --explain %v: exit %d: %s", args, res.exitCode, res.stderr)
+		}
+		return string(res.stdout)
+	}
+	expect := func(what, out string, lines ...string) {
+		t.Helper()
+		for _, l := range lines {
+			if !strings.Contains(out, l+"\n") {
+				t.Errorf("%s: expected the line %q in\n%s", what, l, out)
+			}
+		}
+	}
+	pod := trainingPod(8)
+	expect("team namespace", run(pod, "--namespace-labels", "rdma-webhook.io/nccl=2.18"),
+		`  profile "nccl218-8card": chosen by rule gpus`,
+		`    profile "roce-8card": covered by "nccl218-8card", limited to this namespace (its nodeLabels are within this profile's)`,
+		`    profile "research-default": limited by match.namespaces to other namespaces than "kubeflow"`)
+	expect("labels unknown", run(pod),
+		`  namespace "kubeflow": its labels could not be read, and a profile's match.namespaces selector needs them: no rule from where that profile could have won`,
+		`    profile "nccl218-8card": match.namespaces is a selector and the labels of "kubeflow" are unknown (no candidate)`,
+		`    profile "roce-8card": node-labels: the pod has no node constraints; gpus: match.gpus [8] has the pod's 8 GPUs, but the rule chose nothing: the namespace's labels are unknown; not the default`)
+	pod["metadata"].(obj)["annotations"] = obj{"rdma-webhook.io/profile": "research-default"}
+	expect("another team's profile", run(pod, "--namespace-labels", "team=x"),
+		`  no profile: the annotation rdma-webhook.io/profile names "research-default", limited by match.namespaces to other namespaces than "kubeflow" (rule other-namespaces; nothing is added)`)
 }

@@ -589,7 +589,8 @@ func TestMutateOfflineNodeLabels(t *testing.T) {
 }
 
 // TestMutateOfflineNamespaceLabels: --namespace-labels is accepted and
-// handed on, and as no rule reads namespace labels yet it changes nothing.
+// handed on; with the shipped profiles, none limited to namespaces, it
+// changes nothing (nsmatch_test.go has profiles that read them).
 func TestMutateOfflineNamespaceLabels(t *testing.T) {
 	for _, f := range loadFixtures(t)[:4] {
 		data := mustMarshal(f.object)
@@ -761,7 +762,7 @@ func TestOfflineFlagsDocumented(t *testing.T) {
 		must            []string
 	}{
 		{"mutate", string(runBinary(t, nil, "mutate", "--help").stdout), readme,
-			[]string{"--patched", "--output", "--node-labels", "--namespace-labels", "--profiles", "--explain"}},
+			[]string{"--patched", "--output", "--node-labels", "--namespace-labels", "--namespace", "--profiles", "--explain"}},
 		{"check-profiles", string(runBinary(t, nil, "check-profiles", "--help").stdout), readme, []string{"--show"}},
 		{"gen-certs", string(runBinary(t, nil, "gen-certs", "--help").stdout), readme, []string{"--force"}},
 		{"install-dev-certs.sh", string(script), certsReadme,

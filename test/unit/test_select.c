@@ -97,7 +97,7 @@ static void run(const char *profiles_text, const char *metadata, const char *spe
     if (!cur_spec)
         fail_msg("test spec does not parse: %s", buf);
     podjson_init(&r);
-    select_profile(&r, cur_meta, cur_spec, cur_ps, hooks, out);
+    select_profile(&r, cur_meta, cur_spec, "default", cur_ps, hooks, out);
     assert_false(podjson_failed(&r));
 }
 
