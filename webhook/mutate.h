@@ -98,6 +98,15 @@ struct mutate_options {
      * own (--detect-image). NULL: no run-time detection, and a profile that
      * asks for it gets a warning instead. */
     const char *detect_image;
+    /* The profiles serving are not the source's current version (store.h,
+     * "stale"): every Pod admission gets, first, the warning "fix
+     * STALE_FIX: serving old profiles of WHEN" (WHEN from stale_since, unix
+     * seconds), with stale_fix_short in its place when stale_fix does not
+     * fit; a target pod also keeps it in MUTATE_ANNOTATION_WARNINGS. NULL:
+     * not stale. */
+    const char *stale_fix;       /* "ConfigMap NS/NAME", "profiles file PATH" */
+    const char *stale_fix_short; /* "ConfigMap NAME"; NULL: stale_fix, shortened */
+    long long stale_since;
 };
 
 struct mutate_input {
@@ -148,6 +157,7 @@ enum mutate_warning_kind {
     MUTATE_W_PINNED,      /* the profile's nodeLabels were added to the nodeSelector */
     MUTATE_W_IB_DISABLED, /* a container's NCCL_IB_DISABLE was respected */
     MUTATE_W_DETECT,      /* the profile's run-time detection was not added */
+    MUTATE_W_STALE,       /* the profiles serving are older than the source's (stale_fix) */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

@@ -104,6 +104,15 @@ struct server_config {
     const char *profiles_key; /* the ConfigMap key /validate-profiles checks (--profiles-key) */
     unsigned cert_expiry_warn_days;
     const char *detect_image; /* mutate_options.detect_image; NULL: none (outlives the server) */
+    /* What an admission's warning tells the admin to fix while the store is
+     * stale (mutate_options.stale_fix and _short): "ConfigMap NS/NAME" and
+     * "ConfigMap NAME", or the file's. NULL: "the profiles". Outlive the
+     * server. */
+    const char *profiles_fix;
+    const char *profiles_fix_short;
+    /* The last good copy's writer, for its counts in /metrics; NULL: none.
+     * Outlives the server. */
+    struct lastgood *lastgood;
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,
