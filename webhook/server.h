@@ -25,6 +25,12 @@
  * After an admission with warnings (not a dry run) the summary goes to the
  * Events queue (events.h), which the request never waits for.
  *
+ * While the store is stale (store.h: an old version of the profiles
+ * serves), every admission gets mutate's stale warning, naming
+ * cfg.profiles_fix and when the version serving was loaded, and /metrics
+ * says rdma_webhook_profiles_stale 1 (with the last good copy's write
+ * counts, cfg.lastgood). Readiness is only "a version serves".
+ *
  * struct server is opaque: server_init() allocates it and the owner sees only
  * the functions below. The log, the profiles store, the lookups and the
  * Events are the caller's, shared by pointer, and outlive the server.
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 struct events;
+struct lastgood;
 struct log;
 struct lookups;
 struct server;

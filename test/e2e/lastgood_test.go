@@ -37,7 +37,9 @@ func waitCopy(t testing.TB, a *fakeAPI, doc []byte, what string) (map[string]str
 	return labels, ann, rv
 }
 
-func isCopyWrite(r apiRequest) bool { return r.Kind == "create-configmap" || r.Kind == "update-configmap" }
+func isCopyWrite(r apiRequest) bool {
+	return r.Kind == "create-configmap" || r.Kind == "update-configmap"
+}
 
 // sourceRV is the profiles ConfigMap's resourceVersion now.
 func sourceRV(a *fakeAPI) string {

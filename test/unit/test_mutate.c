@@ -2539,7 +2539,6 @@ TEST(test_every_warning_fits_with_long_names)
     }
 }
 
-
 /* ================= stale profiles ================= */
 
 static const struct mutate_options stale_opts = {
@@ -2551,8 +2550,9 @@ TEST(test_stale_warning_first_and_on_the_pod)
     run(POD("{'containers':[" C8("") "]}"));
     assert_outcome(MUTATE_PATCHED);
     assert_profile_env_8card(C(0));
-    assert_string_equal(T.res.warnings.text[0],
-                        "rdma-webhook: fix ConfigMap ns/cm: serving old profiles of 2025-12-01T19:54Z");
+    assert_string_equal(
+        T.res.warnings.text[0],
+        "rdma-webhook: fix ConfigMap ns/cm: serving old profiles of 2025-12-01T19:54Z");
     assert_string_equal(T.res.warnings.full[0], T.res.warnings.text[0]);
     assert_int_equal(T.res.warnings.kind[0], MUTATE_W_STALE);
     assert_string_equal(mutate_warning_kind_name(MUTATE_W_STALE), "stale_profiles");
@@ -2598,7 +2598,8 @@ TEST(test_stale_warning_fits_with_long_names)
     teardown(NULL);
     T.opts = &o;
     run(POD("{'containers':[" C8("") "]}"));
-    assert_contains(T.res.warnings.text[0], "fix ConfigMap rdma-webhook/rdma-webhook-profiles-7g8h9k2m4t:");
+    assert_contains(T.res.warnings.text[0],
+                    "fix ConfigMap rdma-webhook/rdma-webhook-profiles-7g8h9k2m4t:");
 }
 
 TEST(test_stale_warning_on_a_pod_that_is_not_a_target_changes_nothing)

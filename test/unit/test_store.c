@@ -464,7 +464,8 @@ TEST(test_fallback_serves_stale_with_its_own_time)
     assert_int_equal(snap->loaded_at, 1764618848);
     assert_int_equal(snap->generation, 1);
     store_release(snap);
-    assert_contains(logged(fx), "\"level\":\"error\",\"msg\":\"profiles loaded from the last good copy");
+    assert_contains(logged(fx),
+                    "\"level\":\"error\",\"msg\":\"profiles loaded from the last good copy");
     one_profile(text, sizeof(text), "new");
     assert_int_equal(publish(fx, text), ERR_OK);
     assert_false(store_stale(fx->s));
