@@ -47,6 +47,7 @@ struct lastgood {
     pthread_mutex_t mu; /* pending, counts */
     pthread_cond_t cv;
     struct lastgood_offer pending;
+    int fresh; /* pending is a new offer: no backoff left from an older one */
     unsigned long long counts[LASTGOOD_COUNTS];
     atomic_int stop;
     pthread_t thread;
@@ -275,6 +276,7 @@ void lastgood_offer(struct lastgood *lg, const char *text, size_t len, const cha
     lg->pending.rv[0] = '\0';
     if (resource_version && strlen(resource_version) < sizeof(lg->pending.rv))
         memcpy(lg->pending.rv, resource_version, strlen(resource_version) + 1);
+    lg->fresh = 1;
     pthread_cond_signal(&lg->cv);
     pthread_mutex_unlock(&lg->mu);
 }
@@ -353,6 +355,11 @@ static void *lastgood_main(void *arg)
         long long now = monotime_now(), wake = now + LASTGOOD_POLL_MS * MONOTIME_NS_PER_MS;
         struct lastgood_offer o;
 
+        if (lg->fresh) {
+            lg->fresh = 0;
+            retry_at = 0;
+            backoff = first;
+        }
         if (lastgood_take(lg, now, retry_at, &o)) {
             enum lastgood_count which = LASTGOOD_FAILED;
             char err[ERR_LEN] = "";
