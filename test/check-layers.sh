@@ -46,6 +46,7 @@ target 1
 bodybuf 2
 certs 2
 cmwatch 2
+lastgood 2
 connguard 2
 docs 2
 events 2

@@ -6,6 +6,7 @@
 #include "events.h"
 #include "filewatch.h"
 #include "kubeapi.h"
+#include "lastgood.h"
 #include "logq.h"
 #include "lookups.h"
 #include "server.h"
@@ -41,8 +42,11 @@ struct cmd_serve_app {
     struct log log;
     struct store *store;
     struct server *srv;
-    struct filewatch *watch; /* profiles from a file, or */
-    struct cmwatch *cmwatch; /* from a ConfigMap */
+    struct filewatch *watch;   /* profiles from a file, or */
+    struct cmwatch *cmwatch;   /* from a ConfigMap */
+    struct lastgood *lastgood; /* the last good copy and the stale signal; NULL: none */
+    char cm_ns[64], cm_name[254], copy_name[254 + sizeof(LASTGOOD_SUFFIX)];
+    char fix[600], fix_short[300]; /* what a stale warning tells to fix */
     struct kubeapi api;
     struct lookups *lookups;
     struct events *events;                /* NULL: no API, or the queue could not be made */
@@ -211,15 +215,52 @@ static void cmd_serve_detect_image(struct cmd_serve_app *app, const struct cmd_s
     log_msg(&app->log, LOG_INFO, "detect image", "image", app->detect_image);
 }
 
+/* The last good copy (with a ConfigMap and a copy name) and the stale
+ * signal (always). Without them serving goes on, only less loudly. */
+static void cmd_serve_start_lastgood(struct cmd_serve_app *app, const struct cmd_serve_flags *o)
+{
+    struct lastgood_config lc = {.fix = app->fix, .interval_ms = o->stale_log_s * 1000u};
+    char err[ERR_LEN] = "";
+
+    if (o->profiles_configmap) {
+        if (o->profiles_last_good)
+            snprintf(app->copy_name, sizeof(app->copy_name), "%s", o->profiles_last_good);
+        else
+            snprintf(app->copy_name, sizeof(app->copy_name), "%s" LASTGOOD_SUFFIX, app->cm_name);
+        lc.api = &app->api;
+        lc.ns = app->cm_ns;
+        lc.name = app->cm_name;
+        lc.key = o->profiles_key;
+        lc.copy = app->copy_name;
+    }
+    if (lastgood_init(&app->lastgood, app->store, &app->log, &lc, err, sizeof(err)) != ERR_OK)
+        log_msg(&app->log, LOG_WARN, "no last good copy, no repeated stale warning", "error", err);
+    else if (o->profiles_configmap && !app->copy_name[0])
+        log_msg(&app->log, LOG_WARN,
+                "no last good copy (--profiles-last-good \"\"): a restart while the ConfigMap "
+                "is invalid is not ready",
+                NULL, NULL);
+}
+
 /* Starts the profiles source: the ConfigMap watch, or the file (its identity
  * recorded, then loaded, then watched: a version written during the load is
  * loaded again, not missed). */
 static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
                                     char *err, size_t errlen)
 {
-    if (o->profiles_configmap)
-        return cmwatch_init(&app->cmwatch, &app->api, app->store, &app->log, o->profiles_configmap,
-                            o->profiles_key, o->watch_timeout_s, err, errlen);
+    if (o->profiles_configmap) {
+        if (cmwatch_split_name(o->profiles_configmap, app->cm_ns, app->cm_name, err, errlen))
+            return -1;
+        snprintf(app->fix, sizeof(app->fix), "ConfigMap %s/%s", app->cm_ns, app->cm_name);
+        snprintf(app->fix_short, sizeof(app->fix_short), "ConfigMap %s", app->cm_name);
+        cmd_serve_start_lastgood(app, o);
+        return cmwatch_init(&app->cmwatch, &app->api, app->store, app->lastgood, &app->log,
+                            o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
+                            errlen);
+    }
+    snprintf(app->fix, sizeof(app->fix), "profiles file %s", o->profiles);
+    snprintf(app->fix_short, sizeof(app->fix_short), "the profiles file");
+    cmd_serve_start_lastgood(app, o);
     app->profiles_path = o->profiles;
     app->profiles_src = store_source_file(o->profiles);
     if (filewatch_init(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
@@ -265,27 +306,31 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
                 err);
     cfg.cert_reload_interval_ms = o->reload_interval_ms;
     cfg.profiles_key = o->profiles_key;
-    if (cmd_serve_start_api(app, o, err, sizeof(err))) {
-        log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
-        goto out;
-    }
+    if (cmd_serve_start_api(app, o, err, sizeof(err)))
+        goto cannot;
     cmd_serve_detect_image(app, o, &cfg);
-    if (cmd_serve_start_profiles(app, o, err, sizeof(err)) ||
-        server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, app->events, err,
+    cfg.profiles_fix = app->fix;
+    cfg.profiles_fix_short = app->fix_short;
+    if (cmd_serve_start_profiles(app, o, err, sizeof(err)))
+        goto cannot;
+    cfg.lastgood = app->lastgood;
+    if (server_init(&app->srv, &cfg, &app->log, app->store, app->lookups, app->events, err,
                     sizeof(err)) ||
-        server_start(app->srv, err, sizeof(err))) {
-        log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
-        goto out;
-    }
+        server_start(app->srv, err, sizeof(err)))
+        goto cannot;
     log_msg(&app->log, LOG_INFO, "serving", "listen", o->cfg.listen);
     cmd_serve_wait_signals(app, &set, o->grace_s);
     rc = 0;
+    goto out;
+cannot:
+    log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
 out:
     server_stop(&app->srv);
     /* No admission runs now: what they reported goes out, within a bound. */
     events_stop(&app->events, CMD_SERVE_EVENTS_STOP_MS, NULL);
     filewatch_stop(&app->watch);
     cmwatch_stop(&app->cmwatch);
+    lastgood_stop(&app->lastgood);
     lookups_stop(&app->lookups);
     cmd_serve_stop_log_queue(&app->log);
     return rc;

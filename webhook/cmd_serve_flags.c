@@ -26,6 +26,12 @@ static void cmd_serve_flags_usage(FILE *f)
         "  --profiles-configmap NS/NAME  instead of --profiles: list and watch the profiles\n"
         "                                in ConfigMap NS/NAME through the Kubernetes API\n"
         "  --profiles-key KEY            the ConfigMap key holding them (default profiles.json)\n"
+        "  --profiles-last-good NAME     with --profiles-configmap: the ConfigMap, in the same\n"
+        "                                namespace, where the webhook keeps the last valid\n"
+        "                                version, served after a restart while the current one\n"
+        "                                is invalid (default: NAME-last-good; \"\" turns it off)\n"
+        "  --stale-log-seconds N         while an old version serves, log an error this often\n"
+        "                                (default 60)\n"
         "  --kube-api URL                API server, e.g. https://127.0.0.1:6443 (default: in\n"
         "                                cluster, from KUBERNETES_SERVICE_HOST/PORT)\n"
         "  --kube-ca FILE                CA of the API server (default: the service account's)\n"
@@ -110,6 +116,8 @@ enum serve_flag {
     FLAG_BODY_BUDGET,
     FLAG_DETECT_IMAGE,
     FLAG_DETECT_DEPLOYMENT,
+    FLAG_LAST_GOOD,
+    FLAG_STALE_LOG,
 };
 
 static const struct option serve_options[] = {
@@ -141,6 +149,8 @@ static const struct option serve_options[] = {
     {"body-budget-bytes", required_argument, NULL, FLAG_BODY_BUDGET},
     {"detect-image", required_argument, NULL, FLAG_DETECT_IMAGE},
     {"detect-image-from-deployment", required_argument, NULL, FLAG_DETECT_DEPLOYMENT},
+    {"profiles-last-good", required_argument, NULL, FLAG_LAST_GOOD},
+    {"stale-log-seconds", required_argument, NULL, FLAG_STALE_LOG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -167,6 +177,7 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
         {FLAG_HEADER_TIMEOUT, 1, 3600, &o->cfg.header_timeout_s},
         {FLAG_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
         {FLAG_BODY_BUDGET, 65536, 0xffffffffu, &o->cfg.body_budget},
+        {FLAG_STALE_LOG, 1, 86400, &o->stale_log_s},
     };
     const struct option *opt = serve_options;
     unsigned long long v;
@@ -210,6 +221,7 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case FLAG_LOG_LEVEL: o->log_level = optarg; break;
         case FLAG_DETECT_IMAGE: o->cfg.detect_image = optarg; break;
         case FLAG_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
+        case FLAG_LAST_GOOD: o->profiles_last_good = optarg; break;
         case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
         default:
@@ -238,6 +250,7 @@ static void cmd_serve_flags_defaults(struct cmd_serve_flags *o)
     o->configmap_cache_s = 10;
     o->namespace_cache_s = 10;
     o->watch_timeout_s = 300;
+    o->stale_log_s = 60;
     o->cfg.threads = server_default_threads();
     o->cfg.conn_timeout_s = SERVER_DEFAULT_CONN_TIMEOUT_S;
     o->cfg.header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
@@ -282,6 +295,16 @@ static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
         why = "--profiles and --profiles-configmap exclude each other; pick one source";
     else if (o->profiles_configmap && o->no_kube_api)
         why = "--profiles-configmap needs the API; drop --no-kube-api";
+    else if (o->profiles_last_good && !o->profiles_configmap)
+        why = "--profiles-last-good goes with --profiles-configmap (a file source keeps no copy)";
+    else if (o->profiles_last_good && *o->profiles_last_good &&
+             !k8sname_subdomain(o->profiles_last_good))
+        why = "--profiles-last-good takes a ConfigMap name (a DNS subdomain), or \"\" for none";
+    else if (o->profiles_configmap && !o->profiles_last_good &&
+             cmd_serve_flags_ns_name(o->profiles_configmap) &&
+             strlen(strchr(o->profiles_configmap, '/') + 1) + strlen("-last-good") > 253)
+        why = "--profiles-configmap: NAME-last-good would be longer than 253 bytes; name the "
+              "copy with --profiles-last-good";
     else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
         why = "--kube-api needs --kube-ca and --kube-token-file";
     else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)

@@ -17,6 +17,10 @@ struct cmd_serve_flags {
     int profiles_set;
     const char *profiles_configmap;
     const char *profiles_key;
+    /* --profiles-last-good NAME: the copy's name; NULL: NAME-last-good of
+     * --profiles-configmap; "": no copy. */
+    const char *profiles_last_good;
+    unsigned stale_log_s; /* --stale-log-seconds */
     const char *kube_api, *kube_ca, *kube_token_file;
     int no_kube_api;
     unsigned api_budget_ms, node_cache_s, configmap_cache_s, namespace_cache_s, watch_timeout_s;

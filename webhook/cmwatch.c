@@ -25,6 +25,7 @@ struct cmwatch {
     unsigned magic;
     const struct kubeapi *api;
     struct store *store;
+    struct lastgood *lastgood; /* NULL: no copy */
     struct log *log;
     char ns[254];
     char name[254];
@@ -41,6 +42,30 @@ struct cmwatch {
 
 enum cmwatch_next { CMWATCH_WATCH, CMWATCH_RELIST, CMWATCH_BACKOFF };
 
+/* The source has no valid version: the next valid one is published even
+ * when it is the one serving (that clears the store's staleness), and with
+ * nothing serving yet, the last good copy is tried. */
+static void cmwatch_no_valid(struct cmwatch *w)
+{
+    free(w->last_text);
+    w->last_text = NULL;
+    if (w->lastgood && !store_ready(w->store))
+        lastgood_fall_back(w->lastgood, &w->stop);
+}
+
+/* A version just published goes to the last good copy. */
+static void cmwatch_offer(struct cmwatch *w, const cJSON *cm, const char *text)
+{
+    const char *rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cm, "metadata"), "resourceVersion"));
+    struct store_snapshot *snap;
+
+    if (!w->lastgood || !(snap = store_acquire(w->store)))
+        return;
+    lastgood_offer(w->lastgood, text, strlen(text), rv, snap->loaded_at);
+    store_release(snap);
+}
+
 /* Publishes the key's text unless it is what is serving already. */
 static void cmwatch_publish(struct cmwatch *w, const cJSON *cm)
 {
@@ -54,12 +79,16 @@ static void cmwatch_publish(struct cmwatch *w, const cJSON *cm)
                  "the ConfigMap has no key \"%.200s\" (a string in data); check --profiles-key",
                  w->key);
         store_reject(w->store, w->origin, problem);
+        cmwatch_no_valid(w);
         return;
     }
     if (w->last_text && strcmp(w->last_text, text) == 0)
         return;
-    if (store_publish(w->store, text, strlen(text), w->origin) != ERR_OK)
+    if (store_publish(w->store, text, strlen(text), w->origin) != ERR_OK) {
+        cmwatch_no_valid(w);
         return;
+    }
+    cmwatch_offer(w, cm, text);
     copy = strdup(text);
     free(w->last_text);
     w->last_text = copy;
@@ -99,10 +128,12 @@ static enum cmwatch_next cmwatch_list(struct cmwatch *w)
     }
     cmwatch_set_rv(w, list);
     w->backoff_ms = CMWATCH_BACKOFF_MIN_MS;
-    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "items")) == 0)
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "items")) == 0) {
         log_msg(w->log, LOG_ERROR, "profiles ConfigMap not found; waiting for it to be created",
                 "source", w->origin);
-    else
+        store_set_stale(w->store);
+        cmwatch_no_valid(w);
+    } else
         cmwatch_publish(w, cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(list, "items"), 0));
     next = CMWATCH_WATCH;
 out:
@@ -145,6 +176,9 @@ static int cmwatch_event(void *arg, const char *line, size_t len)
                     ? "profiles ConfigMap deleted; the previous version keeps serving"
                     : "profiles ConfigMap deleted; " STORE_NONE_YET,
                 "source", w->origin);
+        store_set_stale(w->store);
+        free(w->last_text);
+        w->last_text = NULL;
     } else {
         cmwatch_set_rv(w, obj);
         if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
@@ -229,6 +263,23 @@ static void *cmwatch_main(void *arg)
     return NULL;
 }
 
+int cmwatch_split_name(const char *ns_name, char ns[64], char name[254], char *err, size_t errlen)
+{
+    const char *slash = strchr(ns_name, '/');
+    size_t nl = slash ? (size_t)(slash - ns_name) : 0;
+
+    if (!slash || nl == 0 || nl >= 64 || strlen(slash + 1) >= 254)
+        return err_set(err, errlen, ERR_FAIL, "--profiles-configmap takes NAMESPACE/NAME");
+    memcpy(ns, ns_name, nl);
+    ns[nl] = '\0';
+    memcpy(name, slash + 1, strlen(slash + 1) + 1);
+    if (!k8sname_label(ns) || !k8sname_subdomain(name))
+        return err_set(err, errlen, ERR_FAIL,
+                       "--profiles-configmap: \"%s\" is not NAMESPACE/NAME of valid names",
+                       ns_name);
+    return ERR_OK;
+}
+
 static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key, char *err,
                          size_t errlen)
 {
@@ -253,8 +304,8 @@ static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key
 }
 
 int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *store,
-                 struct log *log, const char *ns_name, const char *key, unsigned watch_timeout_s,
-                 char *err, size_t errlen)
+                 struct lastgood *lastgood, struct log *log, const char *ns_name, const char *key,
+                 unsigned watch_timeout_s, char *err, size_t errlen)
 {
     struct cmwatch *w = calloc(1, sizeof(*w));
     int rc;
@@ -265,6 +316,7 @@ int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *
     w->magic = CMWATCH_MAGIC;
     w->api = api;
     w->store = store;
+    w->lastgood = lastgood;
     w->log = log;
     w->watch_timeout_s = watch_timeout_s;
     atomic_init(&w->stop, 0);

@@ -9,6 +9,14 @@
  * Every version goes through store_publish(), validated like a file and
  * serialised with every other reload of the store.
  *
+ * With a lastgood (the last good copy): each version published is offered
+ * to it, with its resourceVersion, to be saved; a version refused (invalid,
+ * or without the key) or a ConfigMap not found while no version serves yet
+ * falls back to the copy (lastgood_fall_back). A version refused while one
+ * serves, and a DELETED ConfigMap, leave the store stale; the next version
+ * published clears it (a version equal to the one serving is published
+ * again after a refusal, so a revert clears it too).
+ *
  * Lifecycle: cmwatch_init() starts the thread (there is nothing to do
  * between making the watch and starting it); cmwatch_stop() undoes it.
  */
@@ -16,6 +24,7 @@
 #define RDMA_WEBHOOK_CMWATCH_H
 
 #include "kubeapi.h"
+#include "lastgood.h"
 #include "log.h"
 #include "store.h"
 
@@ -24,12 +33,17 @@
 /* Opaque: the ConfigMap's names, the watch's position and the thread. */
 struct cmwatch;
 
-/* ns_name is "NS/NAME"; api, store and log must outlive the watch. ERR_OK
- * with *out set and the thread running; or ERR_* with a message in err and
- * *out NULL. */
+/* ns_name is "NS/NAME"; api, store, log and lastgood (NULL: none) must
+ * outlive the watch. ERR_OK with *out set and the thread running; or ERR_*
+ * with a message in err and *out NULL. */
 int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *store,
-                 struct log *log, const char *ns_name, const char *key, unsigned watch_timeout_s,
-                 char *err, size_t errlen);
+                 struct lastgood *lastgood, struct log *log, const char *ns_name, const char *key,
+                 unsigned watch_timeout_s, char *err, size_t errlen);
+
+/* "NS/NAME" split and checked as cmwatch_init does: ERR_OK, or ERR_FAIL
+ * with a message naming --profiles-configmap. ns and name have 64 and 254
+ * bytes. */
+int cmwatch_split_name(const char *ns_name, char ns[64], char name[254], char *err, size_t errlen);
 /* Stops and joins the thread, frees the watch and sets *w to NULL. A no-op
  * on NULL. */
 void cmwatch_stop(struct cmwatch **w);

@@ -219,7 +219,7 @@ out:
     return rc;
 }
 
-/* One request with a body: method is "POST" or "PATCH". */
+/* One request with a body: method is "POST", "PUT" or "PATCH". */
 static int kubeapi_send(const struct kubeapi *k, const char *method, const char *content_type,
                         const char *path, const char *body, size_t len, long timeout_ms,
                         const atomic_int *stop, struct dynbuf *resp, long *status, char *err,
@@ -266,6 +266,14 @@ int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *b
 {
     return kubeapi_send(k, "PATCH", "application/merge-patch+json", path, body, len, timeout_ms,
                         stop, resp, status, err, errlen);
+}
+
+int kubeapi_put(const struct kubeapi *k, const char *path, const char *body, size_t len,
+                long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+                char *err, size_t errlen)
+{
+    return kubeapi_send(k, "PUT", "application/json", path, body, len, timeout_ms, stop, resp,
+                        status, err, errlen);
 }
 
 /* State of one watch stream: the partial line carried between chunks. */

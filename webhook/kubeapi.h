@@ -1,10 +1,11 @@
 /* kubeapi: a minimal Kubernetes API client on libcurl.
  *
- * GET, watch, and the two writes the webhook makes (an Event's create and
- * its merge-patch). Credentials come from the pod's service account (KUBERNETES_SERVICE_HOST
- * and _PORT, the mounted CA and token) or, for development, from a URL, a CA
- * file and a token file. The token file is read again before every request,
- * because bound service-account tokens rotate; the token is never logged.
+ * GET, watch, and the writes the webhook makes: POST (an Event, the last
+ * good copy of the profiles), merge-PATCH (an Event's series) and PUT (the
+ * copy's update, carrying its resourceVersion). Credentials come from the pod's service account
+ * (KUBERNETES_SERVICE_HOST and _PORT, the mounted CA and token) or, for development, from a URL, a
+ * CA file and a token file. The token file is read again before every request, because bound
+ * service-account tokens rotate; the token is never logged.
  *
  * Errors (err.h): ERR_OK means that an HTTP exchange happened (the status is
  * in *status, which may be an error status). Otherwise a negative code with
@@ -54,6 +55,12 @@ int kubeapi_post(const struct kubeapi *k, const char *path, const char *body, si
 int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *body, size_t len,
                         long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
                         char *err, size_t errlen);
+/* PUTs body (the whole object, application/json) to path: an update, which
+ * the apiserver answers 409 when the body's metadata.resourceVersion is not
+ * the object's. */
+int kubeapi_put(const struct kubeapi *k, const char *path, const char *body, size_t len,
+                long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+                char *err, size_t errlen);
 
 /* Streams a watch: calls on_line for every complete line of the response
  * (lines may arrive split across chunks), until the server ends it (ERR_OK),

@@ -180,6 +180,20 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
                 "# HELP rdma_webhook_profiles_generation Profiles version serving (0: none).\n"
                 "# TYPE rdma_webhook_profiles_generation gauge\n"
                 "rdma_webhook_profiles_generation %lu\n"
+                "# HELP rdma_webhook_profiles_stale 1 while the profiles serving are not the "
+                "source's current version (it is invalid or gone): fix the source.\n"
+                "# TYPE rdma_webhook_profiles_stale gauge\n"
+                "rdma_webhook_profiles_stale %d\n"
+                "# HELP rdma_webhook_profiles_loaded_timestamp_seconds When the profiles "
+                "serving were first loaded (0: none).\n"
+                "# TYPE rdma_webhook_profiles_loaded_timestamp_seconds gauge\n"
+                "rdma_webhook_profiles_loaded_timestamp_seconds %lld\n"
+                "# HELP rdma_webhook_profiles_last_good_writes_total Writes of the last good "
+                "copy: written, unchanged (it held the version already), failed.\n"
+                "# TYPE rdma_webhook_profiles_last_good_writes_total counter\n"
+                "rdma_webhook_profiles_last_good_writes_total{result=\"written\"} %llu\n"
+                "rdma_webhook_profiles_last_good_writes_total{result=\"unchanged\"} %llu\n"
+                "rdma_webhook_profiles_last_good_writes_total{result=\"failed\"} %llu\n"
                 "# HELP rdma_webhook_profile_reloads_total Profile versions by outcome.\n"
                 "# TYPE rdma_webhook_profile_reloads_total counter\n"
                 "rdma_webhook_profile_reloads_total{result=\"loaded\"} %lu\n"
@@ -198,9 +212,10 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
                 "# HELP rdma_webhook_build_info The running build.\n"
                 "# TYPE rdma_webhook_build_info gauge\n"
                 "rdma_webhook_build_info{version=\"%s\"} 1\n",
-                atomic_load(&m->in_flight), g->profiles_loaded, g->profiles_loaded,
-                g->profiles_rejected, g->cert_not_after, g->cert_generation, g->log_dropped,
-                g->version);
+                atomic_load(&m->in_flight), g->profiles_loaded, g->profiles_stale,
+                g->profiles_loaded_at, g->last_good[0], g->last_good[1], g->last_good[2],
+                g->profiles_loaded, g->profiles_rejected, g->cert_not_after, g->cert_generation,
+                g->log_dropped, g->version);
 }
 
 static void metrics_render_profiles(struct metrics *m, struct metrics_out *out)

@@ -67,7 +67,10 @@ struct metrics {
 struct metrics_gauges {
     unsigned long profiles_loaded; /* also the serving generation (0: none) */
     unsigned long profiles_rejected;
-    long long cert_not_after; /* unix seconds; 0 when no certificate */
+    int profiles_stale;           /* 1: the version serving is not the source's current one */
+    long long profiles_loaded_at; /* unix seconds the version serving was first loaded; 0: none */
+    unsigned long long last_good[3]; /* copy writes: written, unchanged, failed (lastgood) */
+    long long cert_not_after;        /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;
     unsigned long long log_dropped;
     const char *version;

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define MUTATE_SHM_VOLUME "rdma-webhook-shm"
 #define MUTATE_ENV_MAX    (2 * PROFILES_MAX_ENV)
@@ -75,9 +76,11 @@ struct mutate_ctx {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
     static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile",  "unknown_profile", "override",         "nccl_value",  "non_root",  "envfrom",
-        "scheduler",   "host_network",    "no_container",     "node_lookup", "ambiguous", "pinned",
-        "ib_disabled", "detect",          "namespace_lookup", "error"};
+        "no_profile",   "unknown_profile", "override",         "nccl_value",
+        "non_root",     "envfrom",         "scheduler",        "host_network",
+        "no_container", "node_lookup",     "ambiguous",        "pinned",
+        "ib_disabled",  "detect",          "namespace_lookup", "stale_profiles",
+        "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -1705,6 +1708,36 @@ static int mutate_is_target(struct mutate_ctx *m)
     return v == TARGET_YES;
 }
 
+/* The profiles serving are older than the source's: said first, on every
+ * Pod admission, so that no other warning crowds it out. The date is in
+ * minutes (the seconds would not leave room for a ConfigMap's NS/NAME). */
+static void mutate_warn_stale(struct mutate_ctx *m)
+{
+#define MUTATE_STALE_FMT "fix %s: serving old profiles of %s"
+    const struct mutate_options *o = m->in->opts;
+    const size_t fixed = strlen(MUTATE_WARNING_LEAD) + strlen(MUTATE_STALE_FMT) - 4;
+    time_t t = o ? (time_t)o->stale_since : 0;
+    const char *fix;
+    char when[32];
+    struct tm tm;
+
+    if (!o || !o->stale_fix)
+        return;
+    if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%MZ", &tm))
+        snprintf(when, sizeof(when), "?");
+    for (int pass = 1; pass >= 0; pass--) {
+        size_t room = MUTATE_WARNING_MAX - 1 - fixed - strlen(when);
+
+        m->warn_full = pass;
+        fix = o->stale_fix;
+        if (!pass && strlen(fix) > room)
+            fix = mutate_s(m, o->stale_fix_short ? o->stale_fix_short : fix, room);
+        mutate_warn_text(m, MUTATE_STALE_FMT, fix, when);
+    }
+    mutate_warn_add(m, MUTATE_W_STALE);
+#undef MUTATE_STALE_FMT
+}
+
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
  * block training even under failurePolicy: Ignore. */
 static void mutate_fail(struct mutate_ctx *m, const char *why)
@@ -1720,6 +1753,7 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
+    mutate_warn_stale(m);
     MUTATE_WARN(m, MUTATE_W_ERROR, "see the webhook's log: pod not mutated, %s",
                 mutate_s(m, why, MUTATE_SHOWN_LEN - 1));
 }
@@ -1750,19 +1784,22 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
                    const struct mutate_hooks *hooks, struct mutate_result *res)
 {
     struct mutate_ctx m = {.in = in, .ps = ps, .hooks = hooks, .res = res};
+    int target = 0;
 
     podjson_init(&m.r);
     res->outcome = MUTATE_SKIPPED;
+    mutate_warn_stale(&m);
     m.metadata = podjson_obj(&m.r, in->object, "metadata");
     m.spec = podjson_obj(&m.r, in->object, "spec");
     if (!m.spec)
         podjson_fail(&m.r, "spec is missing");
-    if (!podjson_failed(&m.r) && mutate_is_target(&m) && mutate_has_target_container(&m) &&
-        mutate_choose(&m) == 0) {
+    if (!podjson_failed(&m.r) && (target = mutate_is_target(&m)) &&
+        mutate_has_target_container(&m) && mutate_choose(&m) == 0) {
         res->profile = m.p;
         mutate_pod(&m);
     }
-    if (!podjson_failed(&m.r))
+    /* A pod that is not a target is never changed, warned or not. */
+    if (!podjson_failed(&m.r) && target)
         mutate_finish_annotations(&m, res->reason == MUTATE_R_MUTATED);
     if (podjson_failed(&m.r))
         mutate_fail(&m, m.r.bad_field);

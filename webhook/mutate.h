@@ -99,6 +99,15 @@ struct mutate_options {
      * own (--detect-image). NULL: no run-time detection, and a profile that
      * asks for it gets a warning instead. */
     const char *detect_image;
+    /* The profiles serving are not the source's current version (store.h,
+     * "stale"): every Pod admission gets, first, the warning "fix
+     * STALE_FIX: serving old profiles of WHEN" (WHEN from stale_since, unix
+     * seconds), with stale_fix_short in its place when stale_fix does not
+     * fit; a target pod also keeps it in MUTATE_ANNOTATION_WARNINGS. NULL:
+     * not stale. */
+    const char *stale_fix;       /* "ConfigMap NS/NAME", "profiles file PATH" */
+    const char *stale_fix_short; /* "ConfigMap NAME"; NULL: stale_fix, shortened */
+    long long stale_since;
 };
 
 struct mutate_input {
@@ -154,6 +163,7 @@ enum mutate_warning_kind {
     MUTATE_W_DETECT,      /* the profile's run-time detection was not added */
     /* A selector in match.namespaces could not be evaluated. */
     MUTATE_W_NAMESPACE_LOOKUP,
+    MUTATE_W_STALE, /* the profiles serving are older than the source's (stale_fix) */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

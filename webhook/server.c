@@ -5,6 +5,7 @@
 #include "connguard.h"
 #include "err.h"
 #include "events.h"
+#include "lastgood.h"
 #include "filewatch.h"
 #include "framing.h"
 #include "log.h"
@@ -274,16 +275,24 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     struct metrics_gauges g = {
         .profiles_loaded = store_loaded(s->store),
         .profiles_rejected = store_rejected(s->store),
+        .profiles_stale = store_stale(s->store),
         .cert_not_after = cert ? cert->not_after : 0,
         .cert_generation = tlscreds_generation(s->creds),
         .log_dropped = s->log->queue ? logq_dropped(s->log->queue) : 0,
         .version = RDMA_WEBHOOK_VERSION,
     };
+    struct store_snapshot *snap;
     struct dynbuf b;
     size_t len;
     int rc;
 
     tlscreds_release(cert);
+    if ((snap = store_acquire(s->store))) {
+        g.profiles_loaded_at = snap->loaded_at;
+        store_release(snap);
+    }
+    if (s->cfg.lastgood)
+        lastgood_counts(s->cfg.lastgood, g.last_good);
     dynbuf_init(&b, 65536);
     rc = metrics_render(&s->metrics, &g, &b);
     if (rc == ERR_OK)
@@ -380,6 +389,7 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
                                     struct server_request *req)
 {
     struct store_snapshot *snap = store_acquire(s->store);
+    struct mutate_options opts = s->mutate_opts;
     struct mutate_hooks hooks = {0};
     struct lookups_request lookups;
     struct arena arena;
@@ -395,9 +405,16 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
     if (s->lookups)
         lookups_begin(s->lookups, &lookups, &hooks);
+    /* Read after the snapshot: a publish in between may spare one admission
+     * the warning, never warn with a version that is not serving. */
+    if (store_stale(s->store)) {
+        opts.stale_fix = s->cfg.profiles_fix ? s->cfg.profiles_fix : "the profiles";
+        opts.stale_fix_short = s->cfg.profiles_fix_short;
+        opts.stale_since = snap->loaded_at;
+    }
     arena_begin(&arena);
     status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks,
-                           &s->mutate_opts, &out, &sum);
+                           &opts, &out, &sum);
     arena_end(&arena);
     store_release(snap);
     /* Parsed: its share of the budget is free for the next body. */

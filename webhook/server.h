@@ -25,6 +25,12 @@
  * After an admission with warnings (not a dry run) the summary goes to the
  * Events queue (events.h), which the request never waits for.
  *
+ * While the store is stale (store.h: an old version of the profiles
+ * serves), every admission gets mutate's stale warning, naming
+ * cfg.profiles_fix and when the version serving was loaded, and /metrics
+ * says rdma_webhook_profiles_stale 1 (with the last good copy's write
+ * counts, cfg.lastgood). Readiness is only "a version serves".
+ *
  * struct server is opaque: server_init() allocates it and the owner sees only
  * the functions below. The log, the profiles store, the lookups and the
  * Events are the caller's, shared by pointer, and outlive the server.
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 struct events;
+struct lastgood;
 struct log;
 struct lookups;
 struct server;
@@ -104,6 +111,15 @@ struct server_config {
     const char *profiles_key; /* the ConfigMap key /validate-profiles checks (--profiles-key) */
     unsigned cert_expiry_warn_days;
     const char *detect_image; /* mutate_options.detect_image; NULL: none (outlives the server) */
+    /* What an admission's warning tells the admin to fix while the store is
+     * stale (mutate_options.stale_fix and _short): "ConfigMap NS/NAME" and
+     * "ConfigMap NAME", or the file's. NULL: "the profiles". Outlive the
+     * server. */
+    const char *profiles_fix;
+    const char *profiles_fix_short;
+    /* The last good copy's writer, for its counts in /metrics; NULL: none.
+     * Outlives the server. */
+    struct lastgood *lastgood;
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,

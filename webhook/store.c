@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define STORE_ERRORS_MAX 8192
 
@@ -34,6 +35,7 @@ struct store {
     struct store_held *cur; /* NULL until a valid version was published */
     unsigned long generation;
     unsigned long rejected; /* versions refused since start */
+    atomic_int stale;       /* see store.h; written under mu, read without */
     struct log *log;
 };
 
@@ -166,6 +168,27 @@ static void store_log_rejected(struct store *s, const char *origin, const struct
     }
 }
 
+/* A version from the source was refused: counted, and whatever serves now
+ * is older than the source's. */
+static void store_refused(struct store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->rejected++;
+    if (s->cur)
+        atomic_store(&s->stale, 1);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* A read that failed: nothing is counted, but the version serving may no
+ * longer be the source's. */
+static void store_unread(struct store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->cur)
+        atomic_store(&s->stale, 1);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void store_reject(struct store *s, const char *origin, const char *problem)
 {
     struct dynbuf errors;
@@ -176,17 +199,30 @@ void store_reject(struct store *s, const char *origin, const char *problem)
     /* In order with the reloads, in the log as in the counts. */
     pthread_mutex_lock(&s->reload_mu);
     store_log_rejected(s, origin, &errors);
-    pthread_mutex_lock(&s->mu);
-    s->rejected++;
-    pthread_mutex_unlock(&s->mu);
+    store_refused(s);
     pthread_mutex_unlock(&s->reload_mu);
     dynbuf_free(&errors);
+}
+
+int store_stale(struct store *s)
+{
+    assert(s->magic == STORE_MAGIC);
+    return atomic_load(&s->stale);
+}
+
+void store_set_stale(struct store *s)
+{
+    assert(s->magic == STORE_MAGIC);
+    pthread_mutex_lock(&s->mu);
+    if (s->cur)
+        atomic_store(&s->stale, 1);
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* The log line's figures are read under the lock: once it is dropped, a
  * concurrent publish may replace and free next. (Publishes are serialised by
  * reload_mu too; this keeps store_swap right on its own.) */
-static void store_swap(struct store *s, struct store_held *next, const char *origin)
+static void store_swap(struct store *s, struct store_held *next, const char *origin, int stale)
 {
     struct store_held *old;
     struct log_line l;
@@ -198,17 +234,28 @@ static void store_swap(struct store *s, struct store_held *next, const char *ori
     generation = next->pub.generation = ++s->generation;
     n_profiles = next->pub.ps->n;
     s->cur = next;
+    atomic_store(&s->stale, stale);
     pthread_mutex_unlock(&s->mu);
     store_drop(old);
-    log_begin(&l, s->log, LOG_INFO, "profiles loaded");
+    log_begin(&l, s->log, stale ? LOG_ERROR : LOG_INFO,
+              stale ? "profiles loaded from the last good copy: not the source's current version"
+                    : "profiles loaded");
     log_str(&l, "source", origin);
     log_int(&l, "generation", (long long)generation);
     log_int(&l, "profiles", (long long)n_profiles);
     log_end(&l);
 }
 
+/* How a version is published: from the source (loaded_at 0: now), or as a
+ * fallback with its own loaded_at. */
+struct store_how {
+    int fallback;
+    long long loaded_at;
+};
+
 /* Validates text and, when valid, makes it current; with reload_mu held. */
-static int store_publish_locked(struct store *s, const char *text, size_t len, const char *origin)
+static int store_publish_locked(struct store *s, const char *text, size_t len, const char *origin,
+                                const struct store_how *how)
 {
     struct dynbuf errors;
     struct store_held *next = NULL;
@@ -219,9 +266,13 @@ static int store_publish_locked(struct store *s, const char *text, size_t len, c
     ps = profiles_parse(text, len, &errors);
     if (!ps) {
         store_log_rejected(s, origin, &errors);
-        pthread_mutex_lock(&s->mu);
-        s->rejected++;
-        pthread_mutex_unlock(&s->mu);
+        if (how->fallback) {
+            pthread_mutex_lock(&s->mu);
+            s->rejected++;
+            pthread_mutex_unlock(&s->mu);
+        } else {
+            store_refused(s);
+        }
         goto out;
     }
     next = calloc(1, sizeof(*next));
@@ -232,9 +283,10 @@ static int store_publish_locked(struct store *s, const char *text, size_t len, c
         goto out;
     }
     next->pub.ps = ps;
+    next->pub.loaded_at = how->fallback ? how->loaded_at : (long long)time(NULL);
     next->magic = STORE_SNAP_MAGIC;
     atomic_init(&next->refs, 1);
-    store_swap(s, next, origin);
+    store_swap(s, next, origin, how->fallback);
     rc = ERR_OK;
 out:
     dynbuf_free(&errors);
@@ -253,7 +305,8 @@ static void store_log_unreadable(struct store *s, const char *origin, const char
     log_end(&l);
 }
 
-int store_reload(struct store *s, const struct store_source *src)
+static int store_reload_how(struct store *s, const struct store_source *src,
+                            const struct store_how *how)
 {
     struct dynbuf text;
     char err[ERR_LEN] = "";
@@ -264,14 +317,23 @@ int store_reload(struct store *s, const struct store_source *src)
     pthread_mutex_lock(&s->reload_mu);
     rc = src->read(src->ctx, &text, err, sizeof(err));
     if (rc == ERR_OK) {
-        rc = store_publish_locked(s, dynbuf_ptr(&text), dynbuf_len(&text), src->origin);
+        rc = store_publish_locked(s, dynbuf_ptr(&text), dynbuf_len(&text), src->origin, how);
     } else {
         rc = rc < 0 ? rc : ERR_FAIL;
         store_log_unreadable(s, src->origin, err[0] ? err : err_name(rc));
+        if (!how->fallback)
+            store_unread(s);
     }
     pthread_mutex_unlock(&s->reload_mu);
     dynbuf_free(&text);
     return rc;
+}
+
+int store_reload(struct store *s, const struct store_source *src)
+{
+    const struct store_how how = {0, 0};
+
+    return store_reload_how(s, src, &how);
 }
 
 static int store_read_file(void *path, struct dynbuf *text, char *err, size_t errlen)
@@ -310,4 +372,14 @@ int store_publish(struct store *s, const char *text, size_t len, const char *ori
     struct store_source src = {.origin = origin, .read = store_read_text, .ctx = &t};
 
     return store_reload(s, &src);
+}
+
+int store_publish_fallback(struct store *s, const char *text, size_t len, const char *origin,
+                           long long loaded_at)
+{
+    struct store_text t = {text, len};
+    struct store_source src = {.origin = origin, .read = store_read_text, .ctx = &t};
+    const struct store_how how = {1, loaded_at};
+
+    return store_reload_how(s, &src, &how);
 }

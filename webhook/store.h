@@ -17,6 +17,15 @@
  * err message could hold. The functions still return ERR_* codes, for a
  * caller that acts on the outcome.
  *
+ * Stale: the store is stale while the version serving is not the source's
+ * current one, as far as the store knows: a version read from the source was
+ * refused (store_reload, store_publish, store_reject) while an older one
+ * serves, the source is gone (store_set_stale), or the version serving came
+ * from elsewhere (store_publish_fallback: the last good copy, at a start
+ * where the source's version was invalid). The next version published from
+ * the source clears it. The server tells every admission and the metrics;
+ * lastgood repeats an error line while it lasts.
+ *
  * Lifecycle: store_init() makes the (opaque) store, empty; store_stop()
  * undoes it.
  */
@@ -45,6 +54,9 @@ struct store;
 struct store_snapshot {
     struct profiles *ps;
     unsigned long generation; /* 1 for the first version published */
+    /* Unix seconds: when this version was first loaded, here or (for a
+     * fallback) by the replica that saved the copy. */
+    long long loaded_at;
 };
 
 /* Where store_reload() reads a version. read() puts the version's text into
@@ -82,6 +94,19 @@ int store_publish(struct store *s, const char *text, size_t len, const char *ori
 /* Records a version refused before it could be parsed (a ConfigMap without
  * the profiles key): logged and counted like a rejected one. */
 void store_reject(struct store *s, const char *origin, const char *problem);
+
+/* Publishes a version that is not the source's current one (the last good
+ * copy): validated like any other; when published, the store is stale and
+ * the snapshot's loaded_at is the one given. Returns as store_publish(). */
+int store_publish_fallback(struct store *s, const char *text, size_t len, const char *origin,
+                           long long loaded_at);
+
+/* The source has no version any more (a deleted ConfigMap): stale when a
+ * version serves. */
+void store_set_stale(struct store *s);
+
+/* 1 while stale (see the top); lock-free, for every admission. */
+int store_stale(struct store *s);
 
 /* The current snapshot with a reference taken, or NULL before the first
  * valid version. */

@@ -11,7 +11,9 @@
 #   --listen :8443 / --metrics-listen :9090   127.0.0.1:WEBHOOK_PORT / _METRICS_PORT
 #   /etc/rdma-webhook/tls/                    DIR/certs/ (install-dev-certs.sh)
 #   --profiles FILE                           --profiles-configmap NS/NAME, the
-#                                             ConfigMap the Deployment mounts
+#                                             ConfigMap the Deployment mounts,
+#                                             and --profiles-last-good with the
+#                                             copy manifests/rbac.yaml grants
 # plus what a pod gets from its service account: the API's address and CA,
 # and a token of the service account rdma-webhook made by TokenRequest
 # (`kubectl create token`), so the webhook has exactly the RBAC of manifests/.
@@ -92,7 +94,7 @@ start() {
         :9090) a=127.0.0.1:$mport ;;
         /etc/rdma-webhook/tls/*) a=$dir/certs/${a#/etc/rdma-webhook/tls/} ;;
         --profiles)
-            set -- "$@" --profiles-configmap "$ns/$cm"
+            set -- "$@" --profiles-configmap "$ns/$cm" --profiles-last-good rdma-webhook-profiles-last-good
             skip=1
             continue
             ;;

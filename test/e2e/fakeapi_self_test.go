@@ -533,3 +533,88 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// send does a request with a JSON body and decodes the answer.
+func (c *fakeClient) send(t testing.TB, method, p string, body obj) (int, obj) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.a.url()+p, strings.NewReader(string(mustMarshal(body))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, p, err)
+	}
+	o, err := decodeObject(readAll(resp))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, p, err)
+	}
+	return resp.StatusCode, o
+}
+
+// TestFakeAPIConfigMapWrites: creates and updates of a ConfigMap as the
+// apiserver answers them: 201 with a resourceVersion, 409 AlreadyExists for
+// a name taken, 404 for an update of none, 409 Conflict for a stale
+// resourceVersion, 200 for the current one (labels and annotations kept as
+// sent); a lost race and a refused write as the knobs say.
+func TestFakeAPIConfigMapWrites(t *testing.T) {
+	a := startFakeAPI(t)
+	c := newFakeClient(t, a, false)
+	coll := "/api/v1/namespaces/ns/configmaps"
+	cm := func(rv string, v string) obj {
+		meta := obj{"name": "copy", "namespace": "ns", "labels": obj{"l": "1"}, "annotations": obj{"a": v}}
+		if rv != "" {
+			meta["resourceVersion"] = rv
+		}
+		return obj{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": obj{"k": v}}
+	}
+	st, o := c.send(t, http.MethodPut, coll+"/copy", cm("", "x"))
+	if st != http.StatusNotFound {
+		t.Fatalf("update of none: %d %s", st, compact(o))
+	}
+	checkStatus(t, o, 404, "NotFound")
+	st, o = c.send(t, http.MethodPost, coll, cm("", "v1"))
+	rv1, _ := pathStr(o, "metadata", "resourceVersion")
+	if st != http.StatusCreated || rv1 == "" {
+		t.Fatalf("create: %d %s", st, compact(o))
+	}
+	st, o = c.send(t, http.MethodPost, coll, cm("", "v1"))
+	if st != http.StatusConflict {
+		t.Fatalf("create of a name taken: %d", st)
+	}
+	checkStatus(t, o, 409, "AlreadyExists")
+	st, o = c.send(t, http.MethodPut, coll+"/copy", cm("1", "v2"))
+	if st != http.StatusConflict {
+		t.Fatalf("update with a stale resourceVersion: %d", st)
+	}
+	checkStatus(t, o, 409, "Conflict")
+	st, o = c.send(t, http.MethodPut, coll+"/copy", cm(rv1, "v2"))
+	if rv2, _ := pathStr(o, "metadata", "resourceVersion"); st != http.StatusOK || rv2 == rv1 {
+		t.Fatalf("update: %d %s", st, compact(o))
+	}
+	got := c.getJSON(t, coll+"/copy", 200)
+	if v, _ := pathStr(got, "data", "k"); v != "v2" {
+		t.Errorf("after the update: data %s", compact(got["data"]))
+	}
+	if v, _ := pathStr(got, "metadata", "annotations", "a"); v != "v2" {
+		t.Errorf("after the update: annotations %s", compact(path(got, "metadata", "annotations")))
+	}
+	if v, _ := pathStr(got, "metadata", "labels", "l"); v != "1" {
+		t.Errorf("after the update: labels %s", compact(path(got, "metadata", "labels")))
+	}
+	rv3, _ := pathStr(got, "metadata", "resourceVersion")
+	a.raceNextWrites(1)
+	if st, _ = c.send(t, http.MethodPut, coll+"/copy", cm(rv3, "v3")); st != http.StatusConflict {
+		t.Errorf("a lost race: %d, expected 409", st)
+	}
+	if v, _ := pathStr(c.getJSON(t, coll+"/copy", 200), "data", "k"); v != "v3" {
+		t.Errorf("after a lost race: the other writer's v3 is not stored (%q)", v)
+	}
+	a.setWriteFailure(http.StatusForbidden)
+	if st, o = c.send(t, http.MethodPost, coll, cm("", "v4")); st != http.StatusForbidden {
+		t.Errorf("a refused write: %d", st)
+	}
+	checkStatus(t, o, 403, "Forbidden")
+}

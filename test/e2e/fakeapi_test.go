@@ -14,8 +14,17 @@ package e2e
 //	GET /api/v1/namespaces/NS/configmaps/NAME                            get
 //	GET /api/v1/nodes/NAME                                               get
 //	GET /api/v1/namespaces/NAME                                          get-namespace
+//	POST /api/v1/namespaces/NS/configmaps                                create-configmap
+//	PUT /api/v1/namespaces/NS/configmaps/NAME                            update-configmap
 //	POST /apis/events.k8s.io/v1/namespaces/NS/events                     create-event
 //	PATCH /apis/events.k8s.io/v1/namespaces/NS/events/NAME (merge patch) patch-event
+//
+// A ConfigMap's create is refused 409 AlreadyExists when the name is
+// taken; an update 404 when there is none, and 409 Conflict when its
+// metadata.resourceVersion is not the stored one (optimistic concurrency; an
+// update without one is unconditional, as the apiserver allows for
+// ConfigMaps). Both keep the body's labels, annotations and data, give a
+// new resourceVersion and send the watch event.
 //
 // Events are validated as the apiserver validates an events.k8s.io/v1
 // create (the required fields, their limits, the namespace rule) and
@@ -78,6 +87,11 @@ type fakeConfigMap struct {
 	rv         int64
 	data       map[string]string
 	binaryData map[string][]byte
+	// written: made by a create or update through the API, which keeps
+	// exactly its labels and annotations (not those of a kubectl apply).
+	written     bool
+	labels      map[string]string
+	annotations map[string]string
 }
 
 // fakeEvent is one entry of the watch history (what etcd would still hold
@@ -138,6 +152,8 @@ type fakeAPI struct {
 	delays         map[string]time.Duration // path prefix -> delay before answering
 	failures       map[string]int           // path prefix -> HTTP status to answer
 	rbacByName     bool                     // list/watch need fieldSelector=metadata.name=
+	writeFailure   int                      // answer every ConfigMap create/update with this
+	raceWrites     int                      // the next N ConfigMap writes lose a race (see raceNextWrites)
 	http2          bool
 }
 
@@ -295,6 +311,29 @@ func (a *fakeAPI) setFailure(prefix string, status int) {
 		a.failures[prefix] = status
 	}
 	a.mu.Unlock()
+}
+
+// setWriteFailure answers every create and update of a ConfigMap with
+// status (a Status object; 0 removes it); reads are not affected.
+func (a *fakeAPI) setWriteFailure(status int) { a.mu.Lock(); a.writeFailure = status; a.mu.Unlock() }
+
+// raceNextWrites makes the next n ConfigMap writes lose a race to another
+// replica writing the same body just before: the object is created (or
+// updated, with a new resourceVersion) from the body, and the write itself
+// is answered 409 (AlreadyExists, or Conflict for the stale
+// resourceVersion), as the apiserver answers the slower of two writers.
+func (a *fakeAPI) raceNextWrites(n int) { a.mu.Lock(); a.raceWrites = n; a.mu.Unlock() }
+
+// configMap is a copy of the stored ConfigMap's data, labels and
+// annotations (nil when there is none), and its resourceVersion.
+func (a *fakeAPI) configMap(ns, name string) (data, labels, annotations map[string]string, rv int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cm, ok := a.cms[ns+"/"+name]
+	if !ok {
+		return nil, nil, nil, 0
+	}
+	return copyStrings(cm.data), copyStrings(cm.labels), copyStrings(cm.annotations), cm.rv
 }
 
 // ---- objects -----------------------------------------------------------
@@ -667,6 +706,12 @@ func (cm *fakeConfigMap) object(inList bool) kubeConfigMap {
 		Data:       cm.data,
 		BinaryData: cm.binaryData,
 	}
+	if cm.written {
+		out.Metadata.Labels, out.Metadata.Annotations = cm.labels, cm.annotations
+		out.Metadata.ManagedFields = []interface{}{obj{"manager": "rdma-webhook", "operation": "Update",
+			"apiVersion": "v1", "time": *kubeTime(cm.created), "fieldsType": "FieldsV1",
+			"fieldsV1": obj{"f:data": fields}}}
+	}
 	if !inList {
 		out.Kind, out.APIVersion = "ConfigMap", "v1"
 	}
@@ -802,6 +847,12 @@ func requestKind(r *http.Request) string {
 		return "get-node"
 	case len(parts) == 4 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces":
 		return "get-namespace"
+	case len(parts) == 6 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps" &&
+		r.Method == http.MethodPut:
+		return "update-configmap"
+	case len(parts) == 5 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps" &&
+		r.Method == http.MethodPost:
+		return "create-configmap"
 	case len(parts) == 6 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "configmaps":
 		return "get-configmap"
 	case len(parts) == 7 && parts[0] == "apis" && parts[1] == "apps" && parts[2] == "v1" && parts[3] == "namespaces" &&
@@ -856,6 +907,12 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 		return
 	case "patch-event":
 		a.patchEvent(w, rec, parts[4], parts[6])
+		return
+	case "create-configmap":
+		a.writeConfigMap(w, rec, parts[3], "")
+		return
+	case "update-configmap":
+		a.writeConfigMap(w, rec, parts[3], parts[5])
 		return
 	}
 	if r.Method != http.MethodGet {
@@ -1239,4 +1296,68 @@ func (a *fakeAPI) writePayload(w io.Writer, f http.Flusher, p fakePayload) {
 		}
 	}
 	a.mu.Unlock()
+}
+
+// writeConfigMap serves a create (name "") or an update of a ConfigMap in
+// ns, as the apiserver does (see the top of this file).
+func (a *fakeAPI) writeConfigMap(w http.ResponseWriter, rec *apiRequest, ns, name string) {
+	var in kubeConfigMap
+	if err := json.Unmarshal(rec.Body, &in); err != nil || rec.ContentType != "application/json" {
+		writeStatus(w, http.StatusBadRequest, "BadRequest", fmt.Sprintf("the body is not a JSON ConfigMap (%s): %v", rec.ContentType, err), nil)
+		return
+	}
+	// Answered once the lock is released: the recorder takes it.
+	code, body := a.writeConfigMapLocked(ns, name, in)
+	writeJSON(w, code, body)
+}
+
+func (a *fakeAPI) writeConfigMapLocked(ns, name string, in kubeConfigMap) (int, interface{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	create := name == ""
+	if create {
+		name = in.Metadata.Name
+	}
+	details := &kubeStatusDetails{Name: name, Kind: "configmaps"}
+	fail := func(code int, reason, msg string) (int, interface{}) {
+		return code, newStatus(code, reason, msg, details)
+	}
+	if a.writeFailure != 0 {
+		return fail(a.writeFailure, statusReason(a.writeFailure), "the fake apiserver refuses ConfigMap writes")
+	}
+	if in.Metadata.Name != name || (in.Metadata.Namespace != "" && in.Metadata.Namespace != ns) || name == "" {
+		return fail(http.StatusBadRequest, "BadRequest", "the name or namespace of the body does not match the request")
+	}
+	if create && in.Metadata.ResourceVersion != "" {
+		return fail(http.StatusBadRequest, "BadRequest", "resourceVersion should not be set on objects to be created")
+	}
+	if a.raceWrites > 0 {
+		a.raceWrites--
+		// The other replica's write, of the same body, came first.
+		other := in
+		other.Metadata.ResourceVersion = ""
+		a.storeWrittenLocked(ns, name, other)
+	}
+	cm, exists := a.cms[ns+"/"+name]
+	switch {
+	case create && exists:
+		return fail(http.StatusConflict, "AlreadyExists", fmt.Sprintf("configmaps %q already exists", name))
+	case !create && !exists:
+		return fail(http.StatusNotFound, "NotFound", fmt.Sprintf("configmaps %q not found", name))
+	case !create && in.Metadata.ResourceVersion != "" && in.Metadata.ResourceVersion != strconv.FormatInt(cm.rv, 10):
+		return fail(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on configmaps %q: "+
+			"the object has been modified; please apply your changes to the latest version and try again", name))
+	}
+	cm = a.storeWrittenLocked(ns, name, in)
+	if create {
+		return http.StatusCreated, cm.object(false)
+	}
+	return http.StatusOK, cm.object(false)
+}
+
+func (a *fakeAPI) storeWrittenLocked(ns, name string, in kubeConfigMap) *fakeConfigMap {
+	a.putLocked(ns, name, in.Data, nil, nil)
+	cm := a.cms[ns+"/"+name]
+	cm.written, cm.labels, cm.annotations = true, copyStrings(in.Metadata.Labels), copyStrings(in.Metadata.Annotations)
+	return cm
 }

@@ -231,7 +231,10 @@ func TestKubeAPIWatchErrorEvent(t *testing.T) {
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
-	had := a.currentRV()
+	// The profiles ConfigMap's last event: the webhook's own writes (the
+	// last good copy) move the apiserver's resourceVersion past it, but its
+	// watch, selecting the profiles ConfigMap by name, never sees them.
+	_, _, _, had := a.configMap(profNS, profName)
 	mark := a.requestMark()
 	a.watchError(500)
 	r, _ := a.waitRequest(t, mark, 3*time.Second, "a watch after the ERROR event", isKind("watch"))
@@ -286,7 +289,7 @@ func TestKubeAPIWatchCutMidEvent(t *testing.T) {
 			a := startFakeAPI(t, opts...)
 			in := readyConfigMapInstance(t, a, shippedProfiles(t))
 			waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
-			had := a.currentRV()
+			_, _, _, had := a.configMap(profNS, profName) // not the copy's writes (see above)
 			mark, logMark := a.requestMark(), in.logMark()
 
 			a.cutNextEvent()

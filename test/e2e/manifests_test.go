@@ -587,10 +587,15 @@ func TestRBACLeastPrivilege(t *testing.T) {
 						t.Errorf("%s: wildcard in %v", objKey(o), r)
 					}
 				}
-				// The one write: Events (events.k8s.io), create and patch.
+				// The writes: Events (events.k8s.io), create and patch; and
+				// in the Role, the last good copy of the profiles (checked
+				// below).
 				events := sameStrings(r.groups, []string{"events.k8s.io"}) && sameStrings(r.resources, []string{"events"})
+				copyRule := kind == "Role" && sameStrings(r.resources, []string{"configmaps"}) &&
+					(sameStrings(r.names, []string{lastGoodCMName}) || len(r.names) == 0)
 				for _, v := range r.verbs {
-					if v != "get" && v != "list" && v != "watch" && !(events && (v == "create" || v == "patch")) {
+					if v != "get" && v != "list" && v != "watch" && !(events && (v == "create" || v == "patch")) &&
+						!(copyRule && (v == "update" || (v == "create" && len(r.names) == 0))) {
 						t.Errorf("%s: write verb %q in %+v", objKey(o), v, r)
 					}
 				}
@@ -603,15 +608,20 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	// The profiles ConfigMap, and the webhook's own Deployment (its image,
-	// for --detect-image-from-deployment), each by name.
+	// The profiles ConfigMap; its last good copy, get and update by name
+	// and create (which resourceNames cannot restrict); and the webhook's
+	// own Deployment (its image, for --detect-image-from-deployment).
 	role := findObject(t, objs, "Role", "")
-	if rs := rulesOf(role); len(rs) != 2 || !sameStrings(rs[0].resources, []string{"configmaps"}) ||
+	if rs := rulesOf(role); len(rs) != 4 || !sameStrings(rs[0].resources, []string{"configmaps"}) ||
 		!sameStrings(rs[0].verbs, []string{"get", "list", "watch"}) || len(rs[0].names) != 1 ||
-		!sameStrings(rs[1].groups, []string{"apps"}) || !sameStrings(rs[1].resources, []string{"deployments"}) ||
-		!sameStrings(rs[1].verbs, []string{"get"}) || !sameStrings(rs[1].names, []string{webhookName}) {
-		t.Errorf("Role: expected get/list/watch of configmaps by one resourceName, and get of "+
-			"deployment %s; got %+v", webhookName, rs)
+		!sameStrings(rs[1].resources, []string{"configmaps"}) || !sameStrings(rs[1].verbs, []string{"get", "update"}) ||
+		!sameStrings(rs[1].names, []string{lastGoodCMName}) ||
+		!sameStrings(rs[2].resources, []string{"configmaps"}) || !sameStrings(rs[2].verbs, []string{"create"}) ||
+		len(rs[2].names) != 0 ||
+		!sameStrings(rs[3].groups, []string{"apps"}) || !sameStrings(rs[3].resources, []string{"deployments"}) ||
+		!sameStrings(rs[3].verbs, []string{"get"}) || !sameStrings(rs[3].names, []string{webhookName}) {
+		t.Errorf("Role: expected get/list/watch of configmaps by one resourceName, get/update of %s, create of "+
+			"configmaps, and get of deployment %s; got %+v", lastGoodCMName, webhookName, rs)
 	}
 	cr := findObject(t, objs, "ClusterRole", "")
 	want := map[string][]string{"/nodes": {"get"}, "/namespaces": {"get"}, "/configmaps": {"get"}, "events.k8s.io/events": {"create", "patch"}}

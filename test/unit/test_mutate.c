@@ -2539,6 +2539,89 @@ TEST(test_every_warning_fits_with_long_names)
     }
 }
 
+/* ================= stale profiles ================= */
+
+static const struct mutate_options stale_opts = {
+    .stale_fix = "ConfigMap ns/cm", .stale_fix_short = "ConfigMap cm", .stale_since = 1764618848};
+
+TEST(test_stale_warning_first_and_on_the_pod)
+{
+    T.opts = &stale_opts;
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_outcome(MUTATE_PATCHED);
+    assert_profile_env_8card(C(0));
+    assert_string_equal(
+        T.res.warnings.text[0],
+        "rdma-webhook: fix ConfigMap ns/cm: serving old profiles of 2025-12-01T19:54Z");
+    assert_string_equal(T.res.warnings.full[0], T.res.warnings.text[0]);
+    assert_int_equal(T.res.warnings.kind[0], MUTATE_W_STALE);
+    assert_string_equal(mutate_warning_kind_name(MUTATE_W_STALE), "stale_profiles");
+    /* run() checked that the pod keeps it and that a second call adds nothing. */
+}
+
+TEST(test_no_stale_warning_without_the_option)
+{
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_int_equal(warned("serving old profiles"), 0);
+}
+
+/* The longest names fit: NS/NAME, then NAME, then NAME shortened; the log's
+ * text has them whole. */
+TEST(test_stale_warning_fits_with_long_names)
+{
+    char fix[400], fix_short[300], name[254];
+    struct mutate_options o = {.stale_since = 1764618848};
+
+    memset(name, 'n', 253);
+    name[253] = '\0';
+    snprintf(fix, sizeof(fix), "ConfigMap %s/%s", NAME63, name);
+    snprintf(fix_short, sizeof(fix_short), "ConfigMap %s", name);
+    o.stale_fix = fix;
+    o.stale_fix_short = fix_short;
+    T.opts = &o;
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_true(strlen(T.res.warnings.text[0]) < MUTATE_WARNING_MAX);
+    assert_contains(T.res.warnings.text[0], "rdma-webhook: fix ConfigMap nnn");
+    assert_contains(T.res.warnings.text[0], "...: serving old profiles of 2025-12-01T19:54Z");
+    assert_contains(T.res.warnings.full[0], fix);
+    /* A name that fits without its namespace is shown whole. */
+    snprintf(fix, sizeof(fix), "ConfigMap %s/rdma-webhook-profiles-7g8h9k2m4t", NAME63);
+    o.stale_fix_short = "ConfigMap rdma-webhook-profiles-7g8h9k2m4t";
+    teardown(NULL);
+    T.opts = &o;
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_string_equal(T.res.warnings.text[0], "rdma-webhook: fix ConfigMap "
+                                                "rdma-webhook-profiles-7g8h9k2m4t: serving old "
+                                                "profiles of 2025-12-01T19:54Z");
+    /* The manifests' NS/NAME fits as it is. */
+    o.stale_fix = "ConfigMap rdma-webhook/rdma-webhook-profiles-7g8h9k2m4t";
+    teardown(NULL);
+    T.opts = &o;
+    run(POD("{'containers':[" C8("") "]}"));
+    assert_contains(T.res.warnings.text[0],
+                    "fix ConfigMap rdma-webhook/rdma-webhook-profiles-7g8h9k2m4t:");
+}
+
+TEST(test_stale_warning_on_a_pod_that_is_not_a_target_changes_nothing)
+{
+    T.opts = &stale_opts;
+    run("{'apiVersion':'v1','kind':'Pod','metadata':{'name':'web'},"
+        "'spec':{'containers':[{'name':'c','image':'nginx'}]}}");
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.patch.n_ops, 0);
+    assert_int_equal(warned("serving old profiles"), 1);
+}
+
+TEST(test_stale_warning_kept_on_an_error)
+{
+    T.opts = &stale_opts;
+    run(POD("{'containers':" C8("") "}"));
+    assert_outcome(MUTATE_ERROR);
+    assert_int_equal(T.res.warnings.n, 2);
+    assert_contains(T.res.warnings.text[0], "serving old profiles");
+    assert_contains(T.res.warnings.text[1], "pod not mutated");
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_teardown(name, teardown)
@@ -2549,6 +2632,11 @@ int main(void)
         T_(test_warnings_annotation_not_json_is_replaced),
         T_(test_no_warnings_no_annotation),
         T_(test_env_created_when_absent),
+        T_(test_stale_warning_first_and_on_the_pod),
+        T_(test_no_stale_warning_without_the_option),
+        T_(test_stale_warning_fits_with_long_names),
+        T_(test_stale_warning_on_a_pod_that_is_not_a_target_changes_nothing),
+        T_(test_stale_warning_kept_on_an_error),
         T_(test_env_appended_after_user_env),
         T_(test_empty_env_array_gets_appended),
         T_(test_user_value_wins_with_warning),

@@ -9,6 +9,9 @@
  * read, so the newest version read is the one left serving; and concurrent
  * publishes log each generation once, in order (store_swap used to read the
  * new snapshot for its log line after another publish could free it).
+ * Staleness: a refused version (invalid, without its key, unreadable) while
+ * one serves, a source gone, and a fallback make the store stale; the next
+ * version from the source clears it; a fallback keeps its own loaded_at.
  */
 #include "unit.h"
 
@@ -402,6 +405,73 @@ TEST(test_concurrent_publishes_log_each_generation_once)
     }
 }
 
+static int fail_read(void *ctx, struct dynbuf *text, char *err, size_t errlen)
+{
+    (void)ctx, (void)text;
+    return err_set(err, errlen, ERR_FAIL, "no such file");
+}
+
+TEST(test_stale_after_a_refusal_until_the_next_version)
+{
+    struct fixture *fx = *state;
+    struct store_source bad = {.origin = "gone", .read = fail_read};
+    struct store_snapshot *snap;
+    long long before = (long long)time(NULL);
+    char text[128];
+
+    /* Nothing serving: a refusal is not staleness. */
+    assert_int_equal(publish(fx, "{"), ERR_FAIL);
+    store_set_stale(fx->s);
+    assert_false(store_stale(fx->s));
+    one_profile(text, sizeof(text), "a");
+    assert_int_equal(publish(fx, text), ERR_OK);
+    snap = store_acquire(fx->s);
+    assert_true(snap->loaded_at >= before && snap->loaded_at <= (long long)time(NULL));
+    store_release(snap);
+    assert_false(store_stale(fx->s));
+    assert_int_equal(publish(fx, "{"), ERR_FAIL);
+    assert_true(store_stale(fx->s));
+    assert_int_equal(publish(fx, text), ERR_OK);
+    assert_false(store_stale(fx->s));
+    store_reject(fx->s, "cm", "no key");
+    assert_true(store_stale(fx->s));
+    assert_int_equal(publish(fx, text), ERR_OK);
+    assert_int_equal(store_reload(fx->s, &bad), ERR_FAIL);
+    assert_true(store_stale(fx->s));
+    assert_int_equal(publish(fx, text), ERR_OK);
+    store_set_stale(fx->s);
+    assert_true(store_stale(fx->s));
+    assert_int_equal(publish(fx, text), ERR_OK);
+    assert_false(store_stale(fx->s));
+}
+
+TEST(test_fallback_serves_stale_with_its_own_time)
+{
+    struct fixture *fx = *state;
+    struct store_snapshot *snap;
+    char text[128];
+
+    /* An invalid copy: refused, not ready, not stale. */
+    assert_int_equal(store_publish_fallback(fx->s, "{", 1, "copy", 1000), ERR_FAIL);
+    assert_false(store_ready(fx->s));
+    assert_false(store_stale(fx->s));
+    assert_int_equal(store_rejected(fx->s), 1);
+    one_profile(text, sizeof(text), "old");
+    assert_int_equal(store_publish_fallback(fx->s, text, strlen(text), "copy", 1764618848), ERR_OK);
+    assert_true(store_ready(fx->s));
+    assert_true(store_stale(fx->s));
+    snap = store_acquire(fx->s);
+    assert_int_equal(snap->loaded_at, 1764618848);
+    assert_int_equal(snap->generation, 1);
+    store_release(snap);
+    assert_contains(logged(fx),
+                    "\"level\":\"error\",\"msg\":\"profiles loaded from the last good copy");
+    one_profile(text, sizeof(text), "new");
+    assert_int_equal(publish(fx, text), ERR_OK);
+    assert_false(store_stale(fx->s));
+    assert_string_equal(current_name(fx), "new");
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -417,6 +487,8 @@ int main(void)
         T_(test_replaced_snapshot_lives_until_its_last_release),
         T_(test_racing_reloads_leave_the_newest_serving),
         T_(test_concurrent_publishes_log_each_generation_once),
+        T_(test_stale_after_a_refusal_until_the_next_version),
+        T_(test_fallback_serves_stale_with_its_own_time),
     };
 #undef T_
 
