@@ -39,6 +39,7 @@ mutate 1
 nccl 1
 patch 1
 podjson 1
+podsec 1
 profiles 1
 review 1
 select 1

@@ -4,6 +4,7 @@
 #include "explain.h"
 #include "nccl.h"
 #include "podjson.h"
+#include "podsec.h"
 #include "profiles.h"
 #include "target.h"
 #include "trace.h"
@@ -32,6 +33,16 @@
 #define MUTATE_SHOWN_VAR   24
 #define MUTATE_SHOWN_VALUE 16
 
+/* Whether IPC_LOCK may be added, from the namespace's Pod Security levels
+ * (mutate.h, podsec.h). */
+enum mutate_podsec {
+    MUTATE_PODSEC_UNPLANNED,
+    MUTATE_PODSEC_ADD,       /* allowed by every mode, or no namespace hook */
+    MUTATE_PODSEC_ADD_NOTED, /* added; the warn or audit level reports it */
+    MUTATE_PODSEC_FORBIDDEN, /* the enforce level would reject the pod: not added */
+    MUTATE_PODSEC_UNKNOWN,   /* the labels could not be read: not added */
+};
+
 /* Whether the pod gets run-time detection (mutate.h). */
 enum mutate_detect {
     MUTATE_DETECT_OFF,      /* the profile does not ask for it */
@@ -45,6 +56,13 @@ struct mutate_ctx {
     const struct profiles *ps;
     const struct profiles_entry *p;
     const struct mutate_hooks *hooks;
+    /* hooks->select as select and this file see it: the Namespace's labels
+     * asked for once per call (mutate_ns_labels). */
+    struct select_hooks select;
+    int ns_asked, ns_rc;
+    cJSON *ns_labels;
+    enum mutate_podsec podsec;
+    struct podsec_policy policy;
     struct mutate_result *res;
     struct podjson r;
     const cJSON *metadata;
@@ -76,11 +94,10 @@ struct mutate_ctx {
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
     static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile",   "unknown_profile", "override",         "nccl_value",
-        "non_root",     "envfrom",         "scheduler",        "host_network",
-        "no_container", "node_lookup",     "ambiguous",        "pinned",
-        "ib_disabled",  "detect",          "namespace_lookup", "stale_profiles",
-        "error"};
+        "no_profile",     "unknown_profile", "override",     "nccl_value",   "non_root",
+        "envfrom",        "scheduler",       "host_network", "no_container", "node_lookup",
+        "ambiguous",      "pinned",          "ib_disabled",  "detect",       "namespace_lookup",
+        "stale_profiles", "pod_security",    "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -633,8 +650,133 @@ static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
     return podjson_bool(&m->r, psc, "runAsNonRoot");
 }
 
+/* The labels of the pod's Namespace, asked of the hook once per call,
+ * whoever asks first (select, or mutate_podsec_plan); 0, or -1 when they
+ * cannot be had. */
+static int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
+{
+    const struct select_hooks *h = &m->hooks->select;
+
+    if (!m->ns_asked) {
+        m->ns_asked = 1;
+        m->ns_rc =
+            h->namespace_labels(h->ctx, m->in->namespace_ ? m->in->namespace_ : "", &m->ns_labels);
+    }
+    *labels = m->ns_labels;
+    return m->ns_rc || !m->ns_labels ? -1 : 0;
+}
+
+static int mutate_node_labels_through(void *ctx, const char *name, cJSON **labels)
+{
+    const struct mutate_ctx *m = ctx;
+
+    return m->hooks->select.node_labels(m->hooks->select.ctx, name, labels);
+}
+
+/* The namespace_labels hook select gets: the pod's own Namespace through
+ * mutate_ns_labels, any other straight through. */
+static int mutate_namespace_labels_once(void *ctx, const char *name, cJSON **labels)
+{
+    struct mutate_ctx *m = ctx;
+    const cJSON *have;
+
+    if (strcmp(name, m->in->namespace_ ? m->in->namespace_ : "") != 0)
+        return m->hooks->select.namespace_labels(m->hooks->select.ctx, name, labels);
+    if (mutate_ns_labels(m, &have))
+        return -1;
+    *labels = cJSON_Duplicate(have, 1);
+    return *labels ? 0 : -1;
+}
+
+static void mutate_select_hooks(struct mutate_ctx *m)
+{
+    if (!m->hooks)
+        return;
+    m->select.ctx = m;
+    m->select.node_labels = m->hooks->select.node_labels ? mutate_node_labels_through : NULL;
+    m->select.namespace_labels =
+        m->hooks->select.namespace_labels ? mutate_namespace_labels_once : NULL;
+}
+
+/* Decided once, when the first container would get IPC_LOCK. Without the
+ * hook (no API) it is added as ever. With it, labels that cannot be read
+ * leave IPC_LOCK out: if enforce were baseline or restricted, the pod would
+ * be rejected after this webhook (for a PyTorchJob: never created), while
+ * without IPC_LOCK it runs, NCCL needing the node's memlock limit at worst. */
+static enum mutate_podsec mutate_podsec_plan(struct mutate_ctx *m)
+{
+    const cJSON *labels;
+
+    if (m->podsec != MUTATE_PODSEC_UNPLANNED)
+        return m->podsec;
+    m->podsec = MUTATE_PODSEC_ADD;
+    if (!m->hooks || !m->hooks->select.namespace_labels)
+        return m->podsec;
+    if (mutate_ns_labels(m, &labels))
+        return m->podsec = MUTATE_PODSEC_UNKNOWN;
+    podsec_read(labels, &m->policy);
+    if (!podsec_allows_add(m->policy.level[PODSEC_ENFORCE], "IPC_LOCK"))
+        m->podsec = MUTATE_PODSEC_FORBIDDEN;
+    else if (!podsec_allows_add(m->policy.level[PODSEC_WARN], "IPC_LOCK") ||
+             !podsec_allows_add(m->policy.level[PODSEC_AUDIT], "IPC_LOCK"))
+        m->podsec = MUTATE_PODSEC_ADD_NOTED;
+    return m->podsec;
+}
+
+/* 1 when container cname may get IPC_LOCK; else 0, having said why. */
+static int mutate_podsec_allows(struct mutate_ctx *m, const char *cname)
+{
+    enum mutate_podsec plan = mutate_podsec_plan(m);
+    const char *invalid = m->policy.invalid[PODSEC_ENFORCE];
+
+    switch (plan) {
+    case MUTATE_PODSEC_FORBIDDEN:
+        if (invalid)
+            MUTATE_WARN(
+                m, MUTATE_W_POD_SECURITY,
+                "fix Pod Security enforce=\"%s\", read as restricted: no IPC_LOCK in \"%s\"",
+                mutate_s(m, invalid, MUTATE_SHOWN_VALUE), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        else
+            MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
+                        "raise memlock on nodes for container \"%s\": no IPC_LOCK under Pod "
+                        "Security %s",
+                        mutate_s(m, cname, MUTATE_SHOWN_NAME),
+                        podsec_level_name(m->policy.level[PODSEC_ENFORCE]));
+        return 0;
+    case MUTATE_PODSEC_UNKNOWN:
+        MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
+                    "check the webhook can read namespaces: Pod Security level unknown, no "
+                    "IPC_LOCK in \"%s\"",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        return 0;
+    default: return 1;
+    }
+}
+
+/* IPC_LOCK was added where the warn or audit level forbids it. */
+static void mutate_podsec_note(struct mutate_ctx *m, const char *cname)
+{
+    int warn = !podsec_allows_add(m->policy.level[PODSEC_WARN], "IPC_LOCK");
+    int audit = !podsec_allows_add(m->policy.level[PODSEC_AUDIT], "IPC_LOCK");
+    char what[32];
+
+    if (m->podsec != MUTATE_PODSEC_ADD_NOTED)
+        return;
+    if (warn && audit)
+        snprintf(what, sizeof(what), "warning and audit");
+    else
+        snprintf(what, sizeof(what), "%s %s",
+                 podsec_level_name(m->policy.level[warn ? PODSEC_WARN : PODSEC_AUDIT]),
+                 warn ? "warning" : "audit");
+    MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
+                "ignore Pod Security %s on IPC_LOCK in container \"%s\" (added for RDMA)", what,
+                mutate_s(m, cname, MUTATE_SHOWN_NAME));
+}
+
 /* Adds IPC_LOCK, creating securityContext, capabilities and add as needed,
- * since an "add" under a missing parent fails in the apiserver. */
+ * since an "add" under a missing parent fails in the apiserver. Where Pod
+ * Security forbids adding it, the container keeps what it has; it may need
+ * the node's memlock limit instead, which the warning says. */
 static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath,
                             const char *cname)
 {
@@ -643,6 +785,7 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
     const cJSON *add = podjson_arr(&m->r, caps, "add");
     struct patch *p = &m->res->patch;
     char path[PATCH_PATH_MAX];
+    int has;
 
     if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged")) {
         MUTATE_TRACE(m, "IPC_LOCK: not added: %s",
@@ -650,15 +793,22 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
                                     : "the profile's ipcLock is false");
         return;
     }
+    has = mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK");
+    if (!has && !mutate_podsec_allows(m, cname)) {
+        MUTATE_TRACE(m, "IPC_LOCK: not added: the namespace's Pod Security enforce level forbids "
+                        "it, or cannot be read (the warning says which)");
+        return;
+    }
     if (mutate_runs_as_non_root(m, sc))
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
                     "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
                     "nothing",
                     mutate_s(m, cname, MUTATE_SHOWN_NAME));
-    if (mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK")) {
+    if (has) {
         MUTATE_TRACE(m, "IPC_LOCK: already in securityContext.capabilities.add");
         return;
     }
+    mutate_podsec_note(m, cname);
     MUTATE_TRACE(m, "IPC_LOCK: added to securityContext.capabilities.add");
     if (!sc) {
         mutate_join(m, path, cpath, "/securityContext", NULL);
@@ -1646,10 +1796,10 @@ static int mutate_choose(struct mutate_ctx *m)
 {
     struct select_result sel;
     select_profile(&m->r, m->metadata, m->spec, m->in->namespace_, m->ps,
-                   m->hooks ? &m->hooks->select : NULL, &sel);
+                   m->hooks ? &m->select : NULL, &sel);
     if (m->in->trace)
         explain_selection(m->in->trace, m->spec, m->in->namespace_, m->ps,
-                          m->hooks ? &m->hooks->select : NULL, &sel);
+                          m->hooks ? &m->select : NULL, &sel);
     m->p = sel.profile;
     m->rule = m->res->rule = sel.rule;
     mutate_warn_ties(m, &sel);
@@ -1787,6 +1937,7 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     int target = 0;
 
     podjson_init(&m.r);
+    mutate_select_hooks(&m);
     res->outcome = MUTATE_SKIPPED;
     mutate_warn_stale(&m);
     m.metadata = podjson_obj(&m.r, in->object, "metadata");
@@ -1809,4 +1960,5 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         res->outcome = MUTATE_PATCHED;
     if (m.in->trace)
         mutate_trace_result(&m);
+    cJSON_Delete(m.ns_labels);
 }

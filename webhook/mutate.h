@@ -11,7 +11,12 @@
  * mutate_warnings_value), so a skipped pod may still be MUTATE_PATCHED. Values the user declared
  * are never changed. A container whose NCCL_IB_DISABLE NCCL reads as non-zero (the user chose TCP)
  * gets none of the profile's NCCL_IB_* variables, no IPC_LOCK and no RDMA device; it keeps /dev/shm
- * and the scheduler. Applying the patch and calling again yields no operations. The function never
+ * and the scheduler. IPC_LOCK also depends on the namespace's Pod Security levels (podsec.h), read
+ * through hooks->select.namespace_labels at most once per call: it is not added where the enforce
+ * level forbids it, nor where the labels cannot be read (a pod Pod Security would reject is worse
+ * than one without IPC_LOCK), and is added with a warning where warn or audit will report it;
+ * without the hook it is added as ever. One the user declared is never touched.
+ * Applying the patch and calling again yields no operations. The function never
  * fails the admission: a pod it cannot read is reported as MUTATE_ERROR with no patch and a
  * warning.
  *
@@ -113,7 +118,7 @@ struct mutate_options {
 struct mutate_input {
     const struct cJSON *object;        /* a Pod, or a pod template: metadata and spec */
     const char *base;                  /* JSON Pointer of object in the patched document */
-    const char *namespace_;            /* for envFrom lookups and match.namespaces */
+    const char *namespace_;            /* for envFrom and Namespace lookups */
     int implicit_target;               /* a PyTorchJob's template: a target by definition */
     const struct mutate_options *opts; /* NULL: every option unset */
     /* `mutate --explain`: each decision and its reason, a line each
@@ -163,7 +168,8 @@ enum mutate_warning_kind {
     MUTATE_W_DETECT,      /* the profile's run-time detection was not added */
     /* A selector in match.namespaces could not be evaluated. */
     MUTATE_W_NAMESPACE_LOOKUP,
-    MUTATE_W_STALE, /* the profiles serving are older than the source's (stale_fix) */
+    MUTATE_W_STALE,        /* the profiles serving are older than the source's (stale_fix) */
+    MUTATE_W_POD_SECURITY, /* the namespace's Pod Security levels and IPC_LOCK */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

@@ -181,6 +181,11 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 		delays: map[string]time.Duration{}, failures: map[string]int{},
 		rbacByName: true,
 	}
+	// The namespaces of the pods the tests admit exist, as the namespace of
+	// any pod an apiserver sends does (the webhook reads its Pod Security
+	// labels).
+	a.putNamespace(jobNS, nil)
+	a.putNamespace("default", nil)
 	for _, o := range opts {
 		o(a)
 	}

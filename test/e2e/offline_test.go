@@ -589,8 +589,8 @@ func TestMutateOfflineNodeLabels(t *testing.T) {
 }
 
 // TestMutateOfflineNamespaceLabels: --namespace-labels is accepted and
-// handed on; with the shipped profiles, none limited to namespaces, it
-// changes nothing (nsmatch_test.go has profiles that read them).
+// handed on; labels no rule reads change nothing (nsmatch_test.go has
+// profiles that read them, TestMutateOfflinePodSecurity the Pod Security ones).
 func TestMutateOfflineNamespaceLabels(t *testing.T) {
 	for _, f := range loadFixtures(t)[:4] {
 		data := mustMarshal(f.object)
@@ -599,6 +599,61 @@ func TestMutateOfflineNamespaceLabels(t *testing.T) {
 		if plain.exitCode != 0 || labelled.exitCode != 0 || !bytes.Equal(plain.stdout, labelled.stdout) ||
 			!bytes.Equal(plain.stderr, labelled.stderr) {
 			t.Errorf("%s: --namespace-labels changed the result (exit %d vs %d)\n%s\n%s", f.name, plain.exitCode, labelled.exitCode, plain.stderr, labelled.stderr)
+		}
+	}
+}
+
+// TestMutateOfflinePodSecurity: the example PyTorchJob mutated offline for
+// a namespace whose labels say enforce=restricted gets no IPC_LOCK in
+// either replica template, and stderr says so for each; without the flag,
+// and with enforce=privileged, each gets IPC_LOCK; with warn=baseline too,
+// with the warning.
+func TestMutateOfflinePodSecurity(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "examples", "pytorchjob-8gpu.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		labels []string
+		ipc    bool
+		warn   string
+	}{
+		{nil, true, ""},
+		{[]string{"--namespace-labels", "pod-security.kubernetes.io/enforce=privileged"}, true, ""},
+		{[]string{"--namespace-labels", "pod-security.kubernetes.io/enforce=restricted"}, false,
+			`Warning: rdma-webhook: raise memlock on nodes for container "pytorch": no IPC_LOCK under Pod Security restricted`},
+		{[]string{"--namespace-labels", "pod-security.kubernetes.io/enforce=baseline,pod-security.kubernetes.io/warn=restricted"}, false,
+			"no IPC_LOCK under Pod Security baseline"},
+		{[]string{"--namespace-labels", "pod-security.kubernetes.io/warn=baseline"}, true,
+			`Warning: rdma-webhook: ignore Pod Security baseline warning on IPC_LOCK in container "pytorch" (added for RDMA)`},
+	} {
+		res := mutateRun(t, data, append([]string{"--patched", "-o", "json"}, c.labels...)...)
+		if res.exitCode != 0 {
+			t.Fatalf("%v: exit %d: %s", c.labels, res.exitCode, res.stderr)
+		}
+		var job obj
+		for _, v := range jsonValues(t, res.stdout) {
+			if o, ok := v.(obj); ok && o["kind"] == "PyTorchJob" {
+				job = o
+			}
+		}
+		if job == nil {
+			t.Fatalf("%v: no PyTorchJob in the output:\n%s", c.labels, res.stdout)
+		}
+		for _, role := range []string{"Master", "Worker"} {
+			pod := pathObj(job, "spec", "pytorchReplicaSpecs", role, "template")
+			if pod == nil {
+				t.Fatalf("%v: no %s template in %s", c.labels, role, res.stdout)
+			}
+			if got := hasIPCLock(pod); got != c.ipc {
+				t.Errorf("%v: %s: IPC_LOCK %v, want %v\n%s", c.labels, role, got, c.ipc, res.stderr)
+			}
+		}
+		if n := strings.Count(string(res.stderr), "Pod Security"); c.warn == "" && n != 0 {
+			t.Errorf("%v: unexpected Pod Security warning:\n%s", c.labels, res.stderr)
+		}
+		if c.warn != "" && strings.Count(string(res.stderr), c.warn) != 2 {
+			t.Errorf("%v: expected %q once for each template:\n%s", c.labels, c.warn, res.stderr)
 		}
 	}
 }

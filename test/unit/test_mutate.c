@@ -248,6 +248,15 @@ static void print_warnings(void)
         }                                                                                          \
     } while (0)
 
+/* When phrase is not NULL, the warning with it names container name. */
+#define assert_warned_container_named(name, phrase)                                                \
+    do {                                                                                           \
+        for (size_t i_ = 0; (phrase) && i_ < T.res.warnings.n; i_++)                               \
+            if (strstr(T.res.warnings.text[i_], (phrase)) &&                                       \
+                !strstr(T.res.warnings.text[i_], "\"" name "\""))                                  \
+                fail_msg("warning does not name \"%s\": %s", name, T.res.warnings.text[i_]);       \
+    } while (0)
+
 /* ---- the harness ---- */
 
 /* Every value of before is in after; arrays may only have grown at the end. */
@@ -845,6 +854,264 @@ TEST(test_privileged_non_root_no_warning)
 {
     run(POD("{'containers':[" C8(",'securityContext':{'privileged':true,'runAsUser':1000}") "]}"));
     assert_not_warned("non-root");
+}
+
+/* ================= IPC_LOCK and Pod Security ================= */
+
+#define PSA_ENFORCE "pod-security.kubernetes.io/enforce"
+#define PSA_WARN    "pod-security.kubernetes.io/warn"
+#define PSA_AUDIT   "pod-security.kubernetes.io/audit"
+
+/* The namespace_labels hook: labels (test JSON) or a failure, counted. */
+static struct {
+    const char *labels; /* NULL: the lookup fails */
+    int calls;
+    char name[64];
+} ns_hook;
+
+static int fake_namespace_labels(void *ctx __attribute__((unused)), const char *name,
+                                 cJSON **labels)
+{
+    ns_hook.calls++;
+    snprintf(ns_hook.name, sizeof(ns_hook.name), "%s", name);
+    if (!ns_hook.labels)
+        return -1;
+    *labels = J(ns_hook.labels);
+    return 0;
+}
+
+static const struct mutate_hooks ns_hooks = {.select = {.namespace_labels = fake_namespace_labels}};
+
+/* How many times one call of mutate_object() on pod asks for the
+ * namespace's labels (the harness calls it twice, the second time on the
+ * patched pod). */
+static int ns_asks_of_one_call(const char *labels, const char *pod, const struct profiles *ps)
+{
+    struct mutate_result res;
+    cJSON *doc = J(pod);
+    int calls;
+
+    memset(&ns_hook, 0, sizeof(ns_hook));
+    ns_hook.labels = labels;
+    mutate_once(doc, "", 0, ps, &ns_hooks, &res);
+    calls = ns_hook.calls;
+    mutate_result_free(&res);
+    cJSON_Delete(doc);
+    return calls;
+}
+
+/* Runs pod in a namespace with these labels (NULL: unreadable) and returns
+ * whether container 0 came out with IPC_LOCK; ns_hook.calls is then the
+ * asks of the first call. */
+static int run_in_ns(const char *labels, const char *pod)
+{
+    const cJSON *add;
+    int calls = ns_asks_of_one_call(labels, pod, shipped);
+
+    memset(&ns_hook, 0, sizeof(ns_hook));
+    ns_hook.labels = labels;
+    run_with(pod, shipped, &ns_hooks);
+    ns_hook.calls = calls;
+    assert_outcome(MUTATE_PATCHED);
+    add = at(T.patched, "/spec/containers/0/securityContext/capabilities/add");
+    for (int i = 0; i < cJSON_GetArraySize(add); i++)
+        if (strcmp(cJSON_GetArrayItem(add, i)->valuestring, "IPC_LOCK") == 0)
+            return 1;
+    return 0;
+}
+
+static size_t warned_kind(enum mutate_warning_kind kind)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < T.res.warnings.n; i++)
+        n += T.res.warnings.kind[i] == kind;
+    return n;
+}
+
+/* The rule, mode by mode and level by level, for a pod that declares no
+ * IPC_LOCK and for one that does. */
+TEST(test_pod_security_levels_and_modes)
+{
+    static const struct {
+        const char *labels;
+        int added;       /* the webhook adds IPC_LOCK */
+        const char *say; /* in the pod_security warning; NULL: none */
+    } cases[] = {
+        {"{}", 1, NULL},
+        {"{'" PSA_ENFORCE "':'privileged'}", 1, NULL},
+        {"{'" PSA_ENFORCE "':'baseline'}", 0, "no IPC_LOCK under Pod Security baseline"},
+        {"{'" PSA_ENFORCE "':'restricted'}", 0, "no IPC_LOCK under Pod Security restricted"},
+        {"{'" PSA_ENFORCE "':'Baseline'}", 0, "enforce=\"Baseline\", read as restricted"},
+        {"{'" PSA_ENFORCE "':''}", 0, "enforce=\"\", read as restricted"},
+        {"{'" PSA_ENFORCE "':'baseline','" PSA_ENFORCE "-version':'v1.21'}", 0,
+         "under Pod Security baseline"},
+        {"{'" PSA_ENFORCE "':'restricted','" PSA_WARN "':'privileged'}", 0,
+         "under Pod Security restricted"},
+        {"{'" PSA_WARN "':'privileged','" PSA_AUDIT "':'privileged'}", 1, NULL},
+        {"{'" PSA_WARN "':'baseline'}", 1, "ignore Pod Security baseline warning on IPC_LOCK"},
+        {"{'" PSA_WARN "':'restricted'}", 1, "ignore Pod Security restricted warning"},
+        {"{'" PSA_AUDIT "':'baseline'}", 1, "ignore Pod Security baseline audit on IPC_LOCK"},
+        {"{'" PSA_AUDIT "':'restricted'}", 1, "restricted audit"},
+        {"{'" PSA_WARN "':'restricted','" PSA_AUDIT "':'baseline'}", 1,
+         "ignore Pod Security warning and audit on IPC_LOCK"},
+        /* warn and audit fail open on a value that is not a level */
+        {"{'" PSA_WARN "':'strict','" PSA_AUDIT "':'Restricted'}", 1, NULL},
+        {"{'" PSA_ENFORCE "':'privileged','" PSA_WARN "':'baseline'}", 1, "baseline warning"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int got = run_in_ns(cases[i].labels, POD("{'containers':[" C8("") "]}"));
+
+        print_message("%s: IPC_LOCK %s\n", cases[i].labels, got ? "added" : "not added");
+        if (got != cases[i].added)
+            fail_msg("%s: IPC_LOCK added %d, want %d", cases[i].labels, got, cases[i].added);
+        assert_int_equal(ns_hook.calls, 1);
+        assert_string_equal(ns_hook.name, "ns");
+        assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), cases[i].say ? 1 : 0);
+        if (cases[i].say)
+            assert_warned(cases[i].say);
+        assert_warned_container_named("pytorch", cases[i].say);
+        /* Everything else is added, whatever the level. */
+        assert_profile_env_8card(C(0));
+        assert_json_at(T.patched, "/spec/containers/0/volumeMounts/0/mountPath", "'/dev/shm'");
+        assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
+        assert_json_at(T.patched, "/spec/containers/0/resources/limits/rdma~1hca", "'1'");
+        teardown(NULL);
+
+        /* A user's own IPC_LOCK is kept, and not asked about. */
+        assert_int_equal(run_in_ns(cases[i].labels,
+                                   POD("{'containers':[" C8(",'securityContext':{'capabilities':"
+                                                            "{'add':['IPC_LOCK']}}") "]}")),
+                         1);
+        assert_int_equal(ns_hook.calls, 0);
+        assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+        teardown(NULL);
+    }
+}
+
+TEST(test_pod_security_lookup_failure_leaves_ipc_lock_out)
+{
+    assert_false(run_in_ns(NULL, POD("{'containers':[" C8("") "]}")));
+    assert_warned("check the webhook can read namespaces: Pod Security level unknown, no IPC_LOCK "
+                  "in \"pytorch\"");
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 1);
+    assert_profile_env_8card(C(0));
+    assert_json_at(T.patched, "/spec/containers/0/volumeMounts/0/mountPath", "'/dev/shm'");
+}
+
+TEST(test_pod_security_lookup_failure_keeps_the_user_s_ipc_lock)
+{
+    assert_true(
+        run_in_ns(NULL, POD("{'containers':[" C8(
+                            ",'securityContext':{'capabilities':{'add':['IPC_LOCK']}}") "]}")));
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+}
+
+TEST(test_pod_security_without_the_hook_adds_as_ever)
+{
+    struct mutate_hooks h = {0}; /* hooks, but no namespace_labels: no API */
+
+    run_with(POD("{'containers':[" C8("") "]}"), shipped, &h);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+}
+
+/* Two target containers and a target init container: one lookup, one
+ * warning for each container, none of them gets IPC_LOCK. */
+TEST(test_pod_security_asks_once_and_names_each_container)
+{
+    const char *pod = POD(
+        "{'initContainers':[" C8N("warm", "") "],'containers':[" C8("") "," C8N("second", "") "]}");
+    const struct profiles *ps =
+        profiles_from("{'profiles':[{'name':'p','default':true,'initContainers':true}]}");
+
+    assert_int_equal(ns_asks_of_one_call("{'" PSA_ENFORCE "':'baseline'}", pod, ps), 1);
+    ns_hook.labels = "{'" PSA_ENFORCE "':'baseline'}";
+    run_with(pod, ps, &ns_hooks);
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 3);
+    assert_warned("container \"pytorch\"");
+    assert_warned("container \"second\"");
+    assert_warned("container \"warm\"");
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
+    assert_absent(T.patched, "/spec/containers/1/securityContext");
+    assert_absent(T.patched, "/spec/initContainers/0/securityContext");
+}
+
+/* Nothing would get IPC_LOCK: the namespace is not asked about. */
+TEST(test_pod_security_not_asked_when_nothing_would_be_added)
+{
+    static const char *const pods[] = {
+        POD("{'containers':[" C8(",'securityContext':{'privileged':true}") "]}"),
+        POD("{'containers':[" C8(",'env':[{'name':'NCCL_IB_DISABLE','value':'1'}]") "]}"),
+        POD("{'containers':[" C8(
+            ",'securityContext':{'capabilities':{'add':['CAP_IPC_LOCK']}}") "]}"),
+    };
+
+    for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+        memset(&ns_hook, 0, sizeof(ns_hook));
+        ns_hook.labels = "{'" PSA_ENFORCE "':'baseline'}";
+        run_with(pods[i], shipped, &ns_hooks);
+        assert_int_equal(ns_hook.calls, 0); /* in neither call */
+        assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+        teardown(NULL);
+    }
+    memset(&ns_hook, 0, sizeof(ns_hook));
+    run_with(POD("{'containers':[" C8("") "]}"),
+             profiles_from("{'profiles':[{'name':'p','match':{'gpus':8},'ipcLock':false}]}"),
+             &ns_hooks);
+    assert_int_equal(ns_hook.calls, 0);
+}
+
+/* mutate_object() puts its memo in front of the select hooks: the
+ * caller's ctx still reaches the Node hook, and the Namespace hook too. */
+static int ctx_marker;
+static int ctx_seen;
+
+static int ctx_node_labels(void *ctx, const char *name __attribute__((unused)), cJSON **labels)
+{
+    ctx_seen += ctx == &ctx_marker;
+    *labels = J("{'nvidia.com/gpu.count':'4'}");
+    return 0;
+}
+
+static int ctx_namespace_labels(void *ctx, const char *name, cJSON **labels)
+{
+    ctx_seen += ctx == &ctx_marker;
+    return fake_namespace_labels(ctx, name, labels);
+}
+
+TEST(test_pod_security_hooks_keep_the_caller_s_ctx)
+{
+    struct mutate_hooks h = {.select = {.node_labels = ctx_node_labels,
+                                        .namespace_labels = ctx_namespace_labels,
+                                        .ctx = &ctx_marker}};
+
+    memset(&ns_hook, 0, sizeof(ns_hook));
+    ns_hook.labels = "{'" PSA_ENFORCE "':'baseline'}";
+    ctx_seen = 0;
+    run_with(POD("{'nodeName':'n','containers':[" C8("") "]}"), shipped, &h);
+    assert_string_equal(T.res.profile->name, "roce-4card"); /* chosen by the Node's labels */
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
+    assert_int_equal(ctx_seen, 2 * 2); /* each hook once in each of the harness's two calls */
+}
+
+/* The non-root warning is about an IPC_LOCK that is there: where it is not
+ * added, the Pod Security warning alone says to raise memlock. */
+TEST(test_pod_security_forbidden_non_root_one_warning)
+{
+    assert_false(
+        run_in_ns("{'" PSA_ENFORCE "':'restricted'}",
+                  POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}")));
+    assert_not_warned("non-root");
+    assert_int_equal(T.res.warnings.n, 1);
+    teardown(NULL);
+    assert_true(
+        run_in_ns("{'" PSA_WARN "':'restricted'}",
+                  POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}")));
+    assert_warned("non-root");
+    assert_warned("restricted warning");
 }
 
 /* ================= /dev/shm ================= */
@@ -2500,43 +2767,92 @@ static const struct warning_case warning_cases[] = {
      WARN_PREFIX "see the webhook's log: pod not mutated, env is not an array", "env"},
 };
 
+/* The same for the Pod Security warnings, with the namespace's labels the
+ * hook gives ("fail": the lookup fails). */
+static const struct {
+    struct warning_case w;
+    const char *ns_labels;
+} podsec_warning_cases[] = {
+    {{"pod security enforce", NULL, POD("{'containers':[" LC("") "]}"), NULL, 0,
+      MUTATE_W_POD_SECURITY,
+      WARN_PREFIX
+      "raise memlock on nodes for container \"a2345678901234567...\": no IPC_LOCK under "
+      "Pod Security restricted",
+      NAME63},
+     "{'" PSA_ENFORCE "':'restricted'}"},
+    {{"pod security invalid", NULL, POD("{'containers':[" LC("") "]}"), NULL, 0,
+      MUTATE_W_POD_SECURITY,
+      WARN_PREFIX
+      "fix Pod Security enforce=\"restricted-re...\", read as restricted: no IPC_LOCK in "
+      "\"a2345678901234567...\"",
+      "restricted-restricted-restricted"},
+     "{'" PSA_ENFORCE "':'restricted-restricted-restricted'}"},
+    {{"pod security unread", NULL, POD("{'containers':[" LC("") "]}"), NULL, 0,
+      MUTATE_W_POD_SECURITY,
+      WARN_PREFIX "check the webhook can read namespaces: Pod Security level unknown, no IPC_LOCK "
+                  "in \"a2345678901234567...\"",
+      NAME63},
+     "fail"},
+    {{"pod security warn", NULL, POD("{'containers':[" LC("") "]}"), NULL, 0, MUTATE_W_POD_SECURITY,
+      WARN_PREFIX "ignore Pod Security restricted warning on IPC_LOCK in container "
+                  "\"a2345678901234567...\" (added for RDMA)",
+      NAME63},
+     "{'" PSA_WARN "':'restricted'}"},
+    {{"pod security warn and audit", NULL, POD("{'containers':[" LC("") "]}"), NULL, 0,
+      MUTATE_W_POD_SECURITY,
+      WARN_PREFIX "ignore Pod Security warning and audit on IPC_LOCK in container "
+                  "\"a2345678901234567...\" (added for RDMA)",
+      NAME63},
+     "{'" PSA_WARN "':'restricted','" PSA_AUDIT "':'restricted'}"},
+};
+
+static void check_warning_case(const struct warning_case *c, const char *ns_labels)
+{
+    struct mutate_hooks h = {.select = {.node_labels = failing_node_labels}};
+    int found = 0, matched = 0;
+
+    T.opts = c->opts;
+    memset(&ns_hook, 0, sizeof(ns_hook));
+    if (ns_labels) {
+        h.select.namespace_labels = fake_namespace_labels;
+        ns_hook.labels = strcmp(ns_labels, "fail") ? ns_labels : NULL;
+    }
+    run_with(c->pod, c->profiles ? profiles_from(c->profiles) : shipped,
+             c->failing_nodes || ns_labels ? &h : NULL);
+    for (size_t w = 0; w < T.res.warnings.n; w++) {
+        if (T.res.warnings.kind[w] != c->kind)
+            continue;
+        found = 1;
+        print_message("%s (%zu bytes): %s\n", c->what, strlen(T.res.warnings.text[w]),
+                      T.res.warnings.text[w]);
+        assert_true(strlen(T.res.warnings.text[w]) < MUTATE_WARNING_MAX);
+        if (strcmp(T.res.warnings.text[w], c->text) != 0)
+            continue; /* another of the kind (both ties, say) */
+        matched = 1;
+        if (!strstr(T.res.warnings.full[w], c->in_log))
+            fail_msg("%s: the log's text lacks \"%s\": %s", c->what, c->in_log,
+                     T.res.warnings.full[w]);
+    }
+    if (found && !matched) {
+        print_warnings();
+        fail_msg("%s: no warning is \"%s\"", c->what, c->text);
+    }
+    if (!found) {
+        print_warnings();
+        fail_msg("%s: no warning of kind %s", c->what, mutate_warning_kind_name(c->kind));
+    }
+    teardown(NULL);
+}
+
 /* Each kind of warning, with the longest names: the short text is exactly
  * as written here (so under 120 bytes, with its fix), and the full text, for
  * the log, has what the short one had to cut. */
 TEST(test_every_warning_fits_with_long_names)
 {
-    for (size_t i = 0; i < sizeof(warning_cases) / sizeof(warning_cases[0]); i++) {
-        const struct warning_case *c = &warning_cases[i];
-        struct mutate_hooks h = {.select = {.node_labels = failing_node_labels}};
-        int found = 0, matched = 0;
-
-        T.opts = c->opts;
-        run_with(c->pod, c->profiles ? profiles_from(c->profiles) : shipped,
-                 c->failing_nodes ? &h : NULL);
-        for (size_t w = 0; w < T.res.warnings.n; w++) {
-            if (T.res.warnings.kind[w] != c->kind)
-                continue;
-            found = 1;
-            print_message("%s (%zu bytes): %s\n", c->what, strlen(T.res.warnings.text[w]),
-                          T.res.warnings.text[w]);
-            assert_true(strlen(T.res.warnings.text[w]) < MUTATE_WARNING_MAX);
-            if (strcmp(T.res.warnings.text[w], c->text) != 0)
-                continue; /* another of the kind (both ties, say) */
-            matched = 1;
-            if (!strstr(T.res.warnings.full[w], c->in_log))
-                fail_msg("%s: the log's text lacks \"%s\": %s", c->what, c->in_log,
-                         T.res.warnings.full[w]);
-        }
-        if (found && !matched) {
-            print_warnings();
-            fail_msg("%s: no warning is \"%s\"", c->what, c->text);
-        }
-        if (!found) {
-            print_warnings();
-            fail_msg("%s: no warning of kind %s", c->what, mutate_warning_kind_name(c->kind));
-        }
-        teardown(NULL);
-    }
+    for (size_t i = 0; i < sizeof(warning_cases) / sizeof(warning_cases[0]); i++)
+        check_warning_case(&warning_cases[i], NULL);
+    for (size_t i = 0; i < sizeof(podsec_warning_cases) / sizeof(podsec_warning_cases[0]); i++)
+        check_warning_case(&podsec_warning_cases[i].w, podsec_warning_cases[i].ns_labels);
 }
 
 /* ================= stale profiles ================= */
@@ -2684,6 +3000,14 @@ int main(void)
         T_(test_envfrom_past_64_warned_once),
         T_(test_envfrom_past_64_with_other_prefix_no_warning),
         T_(test_ipc_lock_creates_security_context),
+        T_(test_pod_security_levels_and_modes),
+        T_(test_pod_security_lookup_failure_leaves_ipc_lock_out),
+        T_(test_pod_security_lookup_failure_keeps_the_user_s_ipc_lock),
+        T_(test_pod_security_without_the_hook_adds_as_ever),
+        T_(test_pod_security_asks_once_and_names_each_container),
+        T_(test_pod_security_not_asked_when_nothing_would_be_added),
+        T_(test_pod_security_forbidden_non_root_one_warning),
+        T_(test_pod_security_hooks_keep_the_caller_s_ctx),
         T_(test_ipc_lock_creates_capabilities),
         T_(test_ipc_lock_creates_add),
         T_(test_ipc_lock_appended_to_existing_add),

@@ -15,25 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestPodSecurityBaseline: in a namespace that enforces Pod Security
-// baseline, the pod the webhook mutated is refused for its IPC_LOCK, as the
-// README's Troubleshooting says; the README's remedy (enforce=privileged)
-// lets the same pod in.
-func TestPodSecurityBaseline(t *testing.T) {
-	ns := newNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
-	pod := toJSON(t, gpuPod("psa", 8))
-	_, stderr, err := kubectl(pod, "create", "-n", ns, "-f", "-")
-	if err == nil {
-		t.Fatalf("a pod with IPC_LOCK was admitted into a baseline namespace")
-	}
-	if !strings.Contains(stderr, `violates PodSecurity "baseline:latest"`) || !strings.Contains(stderr, "IPC_LOCK") {
-		t.Errorf("the refusal is not the one the README names:\n%s", stderr)
-	}
-	mustKubectl(t, "", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged", "--overwrite")
-	mustKubectl(t, pod, "create", "-n", ns, "-f", "-")
-	requireMutated(t, getPod(t, ns, "psa"), "pytorch", want{profile: "roce-8card", hca: hca8})
-}
-
 // TestNodeLookup: a pod created bound to a Node (spec.nodeName; no kubelet
 // needed) gets the profile the Node's labels select, looked up by the
 // webhook through the API with its own service account.

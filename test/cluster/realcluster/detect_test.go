@@ -138,9 +138,9 @@ func requireDetected(t testing.TB, p *corev1.Pod, c, image string, root bool) {
 // Deployment's own, which the webhook read through the API with the RBAC
 // of manifests/. And in a namespace that enforces Pod Security
 // "restricted", the init container itself is admitted: the pod there is a
-// plain one opted in by label, since a PyTorchJob pod of the shipped
-// profiles is refused there for its IPC_LOCK (TestPodSecurityBaseline),
-// and training images run as root, which restricted refuses too.
+// plain restricted-compliant one opted in by label (training images run as
+// root, which restricted refuses), with a profile without IPC_LOCK (which
+// the webhook would leave out there anyway: TestPodSecurity).
 func TestRunTimeDetection(t *testing.T) {
 	image := deploymentImage(t)
 	found := false

@@ -30,6 +30,8 @@ type want struct {
 	userEnv map[string]string // declared by the job: kept, never doubled
 	// Variables the user declared through envFrom: the webhook must not add them.
 	fromEnvFrom []string
+	// Pod Security forbids added capabilities in the namespace: no IPC_LOCK.
+	noIPCLock bool
 }
 
 func envOf(c *corev1.Container) map[string][]string {
@@ -84,7 +86,11 @@ func requireMutated(t testing.TB, p *corev1.Pod, c string, w want) {
 			t.Errorf("%s: env %s = %q, want [%q]", what, k, vals, v)
 		}
 	}
-	requireIPCLock(t, p, ctr)
+	if w.noIPCLock {
+		requireNoIPCLock(t, p, ctr)
+	} else {
+		requireIPCLock(t, p, ctr)
+	}
 	requireShm(t, p, ctr)
 	if p.Spec.SchedulerName != "volcano" {
 		t.Errorf("%s: schedulerName %q, want volcano", what, p.Spec.SchedulerName)
@@ -94,6 +100,26 @@ func requireMutated(t testing.TB, p *corev1.Pod, c string, w want) {
 		if q, ok := rl["rdma/hca"]; !ok || q.Cmp(one) != 0 {
 			t.Errorf("%s: %s rdma/hca = %v, want 1", what, kind, rl["rdma/hca"])
 		}
+	}
+}
+
+// hasIPCLock: IPC_LOCK is in container c's capabilities.add.
+func hasIPCLock(c *corev1.Container) bool {
+	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+		return false
+	}
+	for _, cap := range c.SecurityContext.Capabilities.Add {
+		if cap == "IPC_LOCK" {
+			return true
+		}
+	}
+	return false
+}
+
+func requireNoIPCLock(t testing.TB, p *corev1.Pod, c *corev1.Container) {
+	t.Helper()
+	if hasIPCLock(c) {
+		t.Errorf("%s/%s: container %s has IPC_LOCK, where Pod Security forbids adding it", p.Namespace, p.Name, c.Name)
 	}
 }
 

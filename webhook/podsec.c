@@ -1,0 +1,61 @@
+#include "podsec.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+/* Baseline's "default set" (policy/check_capabilities_baseline.go), the
+ * capabilities a container runtime grants anyway. */
+static const char *const podsec_default_set[] = {
+    "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
+    "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
+
+static const char *const podsec_labels[PODSEC_MODES] = {PODSEC_LABEL_ENFORCE, PODSEC_LABEL_WARN,
+                                                        PODSEC_LABEL_AUDIT};
+
+const char *podsec_level_name(enum podsec_level level)
+{
+    static const char *const names[] = {"privileged", "baseline", "restricted"};
+
+    return level <= PODSEC_RESTRICTED ? names[level] : "restricted";
+}
+
+/* 0 with *level for a level's name, -1 otherwise (api.ParseLevel). */
+static int podsec_parse(const char *s, enum podsec_level *level)
+{
+    for (int l = PODSEC_PRIVILEGED; l <= PODSEC_RESTRICTED; l++)
+        if (strcmp(s, podsec_level_name((enum podsec_level)l)) == 0) {
+            *level = (enum podsec_level)l;
+            return 0;
+        }
+    return -1;
+}
+
+void podsec_read(const cJSON *labels, struct podsec_policy *out)
+{
+    for (int mode = 0; mode < PODSEC_MODES; mode++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, podsec_labels[mode]);
+        const char *s = cJSON_GetStringValue(v);
+
+        out->level[mode] = PODSEC_PRIVILEGED;
+        out->invalid[mode] = NULL;
+        if (!v)
+            continue;
+        if (s && podsec_parse(s, &out->level[mode]) == 0)
+            continue;
+        /* Not a level: enforce fails closed, warn and audit fail open. */
+        out->invalid[mode] = s ? s : "?";
+        out->level[mode] = mode == PODSEC_ENFORCE ? PODSEC_RESTRICTED : PODSEC_PRIVILEGED;
+    }
+}
+
+int podsec_allows_add(enum podsec_level level, const char *cap)
+{
+    if (level == PODSEC_PRIVILEGED)
+        return 1;
+    if (level == PODSEC_RESTRICTED)
+        return strcmp(cap, "NET_BIND_SERVICE") == 0;
+    for (size_t i = 0; i < sizeof(podsec_default_set) / sizeof(podsec_default_set[0]); i++)
+        if (strcmp(cap, podsec_default_set[i]) == 0)
+            return 1;
+    return 0;
+}
