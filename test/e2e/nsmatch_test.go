@@ -167,10 +167,13 @@ func TestNamespaceProfilesServe(t *testing.T) {
 	if n := a.count(mark, isKind("get-namespace")); n != 1 {
 		t.Errorf("one admission: expected 1 Namespace GET, got %d:\n%s", n, a.logSince(mark))
 	}
-	// The cluster-wide profile named by annotation needs no lookup.
+	// The cluster-wide profile named by annotation needs no lookup (nor
+	// does Pod Security, for a container that declares IPC_LOCK itself).
 	mark = a.requestMark()
 	named := trainingPod(4)
 	named["metadata"].(obj)["annotations"] = obj{"rdma-webhook.io/profile": "roce-4card"}
+	named["spec"].(obj)["containers"].([]interface{})[0].(obj)["securityContext"] =
+		obj{"capabilities": obj{"add": []interface{}{"IPC_LOCK"}}}
 	if rr, _ = admitIn("elsewhere", named); rr.auditProf != "roce-4card" {
 		t.Errorf("annotation to a cluster-wide profile: got %q (warnings %q)", rr.auditProf, rr.warnings)
 	}
