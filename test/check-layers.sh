@@ -38,6 +38,7 @@ nccl 1
 patch 1
 podjson 1
 profiles 1
+report 1
 review 1
 select 1
 target 1

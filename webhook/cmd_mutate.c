@@ -5,6 +5,7 @@
 #include "k8sname.h"
 #include "mutate.h"
 #include "profiles.h"
+#include "report.h"
 #include "review.h"
 
 #include <cjson/cJSON.h>
@@ -42,7 +43,7 @@ static void cmd_mutate_usage(FILE *f)
     fprintf(f,
             "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml]\n"
             "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
-            "                           [--detect-image IMAGE] [FILE|-]\n"
+            "                           [--detect-image IMAGE] [--mode enforce|report] [FILE|-]\n"
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and PyTorchJobs: JSON, or YAML\n"
             "(one document or several, separated by ---), Lists of them too (kind: List,\n"
@@ -58,12 +59,14 @@ static void cmd_mutate_usage(FILE *f)
             "                            choose the profile as a bound pod's Node does\n"
             "                            (selected-by: node), and nothing is pinned\n"
             "  --namespace-labels K=V,...\n"
-            "                            the labels of the pods' namespace, handed to the\n"
-            "                            admission; no rule reads them yet, so today they\n"
-            "                            change nothing\n"
+            "                            the labels of the pods' namespace, as serve reads\n"
+            "                            them from the API: rdma-webhook.io/mode=report|enforce\n"
+            "                            sets the mode\n"
             "  --detect-image IMAGE      the image of the init container rdma-webhook-detect,\n"
             "                            as serve --detect-image (without it: no run-time\n"
             "                            detection)\n"
+            "  --mode enforce|report     as serve --mode: report gives each pod only the\n"
+            "                            annotation rdma-webhook.io/report (default enforce)\n"
             "  -h, --help                show this help\n"
             "\n"
             "Warnings go to stderr as kubectl would print them. Exit status: 0 when every\n"
@@ -487,6 +490,7 @@ int cmd_mutate(int argc, char **argv)
                                          {"node-labels", required_argument, NULL, 'N'},
                                          {"namespace-labels", required_argument, NULL, 'S'},
                                          {"detect-image", required_argument, NULL, 'i'},
+                                         {"mode", required_argument, NULL, 'm'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
@@ -520,6 +524,12 @@ int cmd_mutate(int argc, char **argv)
                 goto out;
             }
             ctx.opts.detect_image = optarg;
+        } else if (c == 'm') {
+            if ((ctx.opts.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
+                fprintf(stderr, "rdma-webhook mutate: --mode takes enforce or report, not \"%s\"\n",
+                        optarg);
+                goto out;
+            }
         } else if (c == 'h') {
             cmd_mutate_usage(stdout);
             rc = 0;

@@ -104,6 +104,7 @@ struct server_config {
     const char *profiles_key; /* the ConfigMap key /validate-profiles checks (--profiles-key) */
     unsigned cert_expiry_warn_days;
     const char *detect_image; /* mutate_options.detect_image; NULL: none (outlives the server) */
+    int mode;                 /* mutate_options.mode, an enum report_mode: --mode */
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,
