@@ -1557,7 +1557,7 @@ static enum report_lookup mutate_mode_label(struct mutate_ctx *m, char *buf, siz
 }
 
 /* The pod's mode, by the three levels; warns about a label it ignores, and
- * about labels it could not read (the pod is then reported). */
+ * about labels it could not read (the profile and the flag decide then). */
 static enum report_mode mutate_mode(struct mutate_ctx *m)
 {
     enum report_mode flag = m->in->opts ? m->in->opts->mode : REPORT_MODE_UNSET;
@@ -1575,8 +1575,8 @@ static enum report_mode mutate_mode(struct mutate_ctx *m)
                     mutate_s(m, ns, MUTATE_SHOWN_NAME), mutate_s(m, label, MUTATE_SHOWN_VALUE));
     if (d.lookup_failed)
         MUTATE_WARN(m, MUTATE_W_MODE,
-                    "check the webhook can get namespaces: \"%s\" unread, pod reported, not "
-                    "mutated",
+                    "check the webhook can get namespaces: \"%s\" unread, its " REPORT_LABEL
+                    " not applied",
                     mutate_s(m, ns, MUTATE_SHOWN_NAME));
     m->res->report_by = d.mode == REPORT_MODE_REPORT ? report_by_name(d.by) : NULL;
     return d.mode;

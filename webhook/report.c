@@ -29,9 +29,9 @@ const char *report_mode_name(enum report_mode mode)
 
 const char *report_by_name(enum report_by by)
 {
-    static const char *const names[] = {"flag", "profile", "namespace-label", "namespace-unread"};
+    static const char *const names[] = {"flag", "profile", "namespace-label"};
 
-    return by <= REPORT_BY_UNREAD ? names[by] : "flag";
+    return by <= REPORT_BY_NAMESPACE ? names[by] : "flag";
 }
 
 void report_decide(enum report_mode flag, enum report_mode profile, enum report_lookup lookup,
@@ -44,11 +44,8 @@ void report_decide(enum report_mode flag, enum report_mode profile, enum report_
         from_label = report_mode_parse(label);
         out->label_invalid = from_label == REPORT_MODE_UNSET;
     }
-    if (lookup == REPORT_LOOKUP_FAILED) {
-        out->lookup_failed = 1;
-        out->mode = REPORT_MODE_REPORT;
-        out->by = REPORT_BY_UNREAD;
-    } else if (from_label != REPORT_MODE_UNSET) {
+    out->lookup_failed = lookup == REPORT_LOOKUP_FAILED;
+    if (from_label != REPORT_MODE_UNSET) {
         out->mode = from_label;
         out->by = REPORT_BY_NAMESPACE;
     } else if (profile != REPORT_MODE_UNSET) {

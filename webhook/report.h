@@ -4,12 +4,13 @@
  * Three levels set the mode, the most specific winning: the namespace label
  * REPORT_LABEL, then the profile's "mode", then serve's (or mutate's)
  * --mode; none of them set is enforce. A label value that is neither
- * "report" nor "enforce" is ignored (the caller warns). When the namespace's
- * labels cannot be read, the webhook cannot know whether the admin put the
- * namespace in report mode: it reports (report_decide sets lookup_failed and
- * the caller warns), because a pod left as it is runs (over TCP), while
- * changes the admin asked not to have made may keep it from being admitted
- * (the IPC_LOCK under Pod Security).
+ * "report" nor "enforce" is ignored (the caller warns). Labels that cannot
+ * be read are ignored the same way (report_decide sets lookup_failed and the
+ * caller warns): the profile and the flag decide, as for every other lookup
+ * that fails (a fallback and a warning). So an API problem, or a missing
+ * RBAC rule, never turns the webhook off where no namespace uses the label,
+ * and an admin who wants "report when in doubt" gets it by running with
+ * --mode report and labelling the namespaces to mutate enforce.
  *
  * In report mode the pod gets nothing but REPORT_ANNOTATION, a JSON object
  * that summarises what enforce would have written (report_value): the
@@ -45,14 +46,13 @@ enum report_by {
     REPORT_BY_FLAG,      /* --mode, or the default: enforce */
     REPORT_BY_PROFILE,   /* the profile's "mode" */
     REPORT_BY_NAMESPACE, /* the namespace label */
-    REPORT_BY_UNREAD,    /* the namespace's labels could not be read: report */
 };
 
 /* "report" and "enforce"; UNSET for anything else (NULL included). */
 enum report_mode report_mode_parse(const char *s);
 /* "report", "enforce" (also for UNSET). */
 const char *report_mode_name(enum report_mode mode);
-/* "flag", "profile", "namespace-label", "namespace-unread". */
+/* "flag", "profile", "namespace-label". */
 const char *report_by_name(enum report_by by);
 
 /* How the namespace's labels came out of the lookup. */
@@ -66,7 +66,7 @@ struct report_decision {
     enum report_mode mode; /* ENFORCE or REPORT */
     enum report_by by;
     int label_invalid; /* the label was there with another value: ignored */
-    int lookup_failed; /* REPORT_LOOKUP_FAILED: reported, whatever the rest says */
+    int lookup_failed; /* REPORT_LOOKUP_FAILED: the label is not known; the rest decides */
 };
 
 /* The precedence above. flag and profile may be UNSET. */

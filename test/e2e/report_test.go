@@ -134,22 +134,23 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 		}
 	})
 
-	t.Run("unread labels report", func(t *testing.T) {
+	t.Run("unread labels", func(t *testing.T) {
+		// The label said enforce; the flag's default decides while the
+		// labels cannot be read: mutated, with a warning.
 		a.setFailure("/api/v1/namespaces/"+jobNS, 500)
 		defer a.setFailure("/api/v1/namespaces/"+jobNS, 0)
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			ad := in.admit(t, pod)
-			if !isMutated(ad) {
-				requireOnlyReport(t, pod, ad.patched, "reported", "namespace-unread")
-				if ad.warningWith("check the webhook can get namespaces") == "" {
-					t.Errorf("expected the unread-namespace warning, got %q", ad.rr.warnings)
+			if ad.warningWith("check the webhook can get namespaces") != "" {
+				if !isMutated(ad) {
+					t.Errorf("unread labels, no --mode: expected the pod mutated, got %s", ad.rr.patch)
 				}
-				requireReportedEvent(t, a)
+				requireEvent(t, a, "MutatedWithWarnings", "check the webhook can get namespaces")
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("still mutated 5 s after the Namespace GET began to fail%s", in.state())
+				t.Fatalf("no unread-namespace warning 5 s after the Namespace GET began to fail: %q%s", ad.rr.warnings, in.state())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -171,6 +172,28 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	})
+
+	t.Run("reported with warnings: the Event says so", func(t *testing.T) {
+		a.putNamespace(jobNS, map[string]string{modeLabel: "report"})
+		octal := trainingPod(8)
+		pathArr(octal, "spec", "containers")[0].(obj)["env"] = []interface{}{obj{"name": "NCCL_IB_TIMEOUT", "value": "022"}}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ad := in.admit(t, octal)
+			if reportOf(t, ad.patched) != nil {
+				rep := requireOnlyReport(t, octal, ad.patched, "reported", "namespace-label")
+				if ws, _ := rep["warnings"].([]interface{}); len(ws) == 0 || ad.warningWith("NCCL_IB_TIMEOUT") == "" {
+					t.Errorf("the octal NCCL_IB_TIMEOUT warning: in the report %v, to the user %q", rep["warnings"], ad.rr.warnings)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not reported 5 s after the label went back to report%s", in.state())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		requireEvent(t, a, "ReportedWithWarnings", "NCCL_IB_TIMEOUT")
 	})
 }
 
@@ -260,22 +283,19 @@ func TestReportModeOffline(t *testing.T) {
 	}
 }
 
-// requireReportedEvent: the job's Event for a reported pod with warnings
-// says so in its reason.
-func requireReportedEvent(t testing.TB, a *fakeAPI) {
+// requireEvent: the job has an Event with this reason whose note says
+// phrase.
+func requireEvent(t testing.TB, a *fakeAPI, reason, phrase string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		for _, ev := range a.eventsAbout("PyTorchJob", "e2e-job") {
-			if ev["reason"] == "ReportedWithWarnings" {
-				if note, _ := ev["note"].(string); !strings.Contains(note, "check the webhook can get namespaces") {
-					t.Errorf("the Event's note lacks the warning: %q", note)
-				}
+			if note, _ := ev["note"].(string); ev["reason"] == reason && strings.Contains(note, phrase) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no ReportedWithWarnings Event on the PyTorchJob within 5 s: %v", a.eventsAbout("PyTorchJob", "e2e-job"))
+			t.Fatalf("no %s Event saying %q on the PyTorchJob within 5 s: %v", reason, phrase, a.eventsAbout("PyTorchJob", "e2e-job"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -70,11 +70,15 @@ TEST(test_decide_precedence)
          REPORT_BY_FLAG, 1},
         {REPORT_MODE_UNSET, REPORT_MODE_UNSET, REPORT_LOOKUP_OK, "", REPORT_MODE_ENFORCE,
          REPORT_BY_FLAG, 1},
-        /* unread labels: reported, whatever the flag and profile say */
-        {REPORT_MODE_ENFORCE, REPORT_MODE_ENFORCE, REPORT_LOOKUP_FAILED, NULL, REPORT_MODE_REPORT,
-         REPORT_BY_UNREAD, 0},
-        {REPORT_MODE_UNSET, REPORT_MODE_UNSET, REPORT_LOOKUP_FAILED, NULL, REPORT_MODE_REPORT,
-         REPORT_BY_UNREAD, 0},
+        /* unread labels: the profile and the flag decide, as without a label */
+        {REPORT_MODE_ENFORCE, REPORT_MODE_UNSET, REPORT_LOOKUP_FAILED, NULL, REPORT_MODE_ENFORCE,
+         REPORT_BY_FLAG, 0},
+        {REPORT_MODE_UNSET, REPORT_MODE_UNSET, REPORT_LOOKUP_FAILED, NULL, REPORT_MODE_ENFORCE,
+         REPORT_BY_FLAG, 0},
+        {REPORT_MODE_REPORT, REPORT_MODE_UNSET, REPORT_LOOKUP_FAILED, NULL, REPORT_MODE_REPORT,
+         REPORT_BY_FLAG, 0},
+        {REPORT_MODE_ENFORCE, REPORT_MODE_REPORT, REPORT_LOOKUP_FAILED, NULL, REPORT_MODE_REPORT,
+         REPORT_BY_PROFILE, 0},
         /* a label value without a successful lookup is no label */
         {REPORT_MODE_UNSET, REPORT_MODE_UNSET, REPORT_LOOKUP_NONE, "report", REPORT_MODE_ENFORCE,
          REPORT_BY_FLAG, 0},
@@ -535,19 +539,24 @@ TEST(test_invalid_label_is_ignored_with_a_warning)
     assert_contains(dynbuf_ptr(&R.res.patch.out), "audit");
 }
 
-/* Labels that cannot be read: the pod is reported, with a warning, even
- * when the flag says enforce. */
-TEST(test_unread_labels_report_with_a_warning)
+/* Labels that cannot be read: a warning, and the flag decides, either way
+ * (an admin who wants "report when in doubt" runs with --mode report). */
+TEST(test_unread_labels_warn_and_the_flag_decides)
 {
     const struct mutate_options enforce = {.mode = REPORT_MODE_ENFORCE};
+    const struct mutate_options report = {.mode = REPORT_MODE_REPORT};
 
     NS.fail = 1;
     run(POD_JSON(""), &enforce, &ns_hooks);
     assert_int_equal(NS.calls, 1);
-    assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
-    assert_string_equal(R.res.report_by, "namespace-unread");
+    assert_int_equal(R.res.reason, MUTATE_R_MUTATED);
+    assert_null(R.res.report_by);
     assert_true(warned_kind(MUTATE_W_MODE));
-    assert_string_equal(report_str("by"), "namespace-unread");
+    assert_contains(dynbuf_ptr(&R.res.patch.out), "check the webhook can get namespaces");
+
+    run(POD_JSON(""), &report, &ns_hooks);
+    assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
+    assert_string_equal(R.res.report_by, "flag");
     assert_only_the_report();
     assert_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(R.report, "warnings"), 0)->valuestring,
                     "check the webhook can get namespaces");
@@ -557,7 +566,8 @@ TEST(test_unread_labels_report_with_a_warning)
  * bytes for the user, with their fix, for the longest of both. */
 TEST(test_mode_warnings_fit_with_long_names)
 {
-    static const char *const ends[] = {"\" ignored)", "unread, pod reported, not mutated"};
+    static const char *const ends[] = {"\" ignored)",
+                                       "unread, its rdma-webhook.io/mode not applied"};
     struct mutate_input in = {.base = "", .namespace_ = NAME63};
     char labels[128];
     struct mutate_result res;
@@ -732,7 +742,7 @@ int main(void)
         T_(test_namespace_label_wins_and_is_read_once),
         T_(test_profile_mode_over_the_flag_under_the_label),
         T_(test_invalid_label_is_ignored_with_a_warning),
-        T_(test_unread_labels_report_with_a_warning),
+        T_(test_unread_labels_warn_and_the_flag_decides),
         T_(test_mode_warnings_fit_with_long_names),
         T_(test_skipped_pod_with_warnings_reports_them),
         T_(test_nothing_to_write_reads_no_label),
