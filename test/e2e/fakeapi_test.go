@@ -165,9 +165,10 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 		delays: map[string]time.Duration{}, failures: map[string]int{},
 		rbacByName: true,
 	}
-	// The namespace the tests' pods are in exists, as a pod's always does
+	// The namespaces the tests' pods are in exist, as a pod's always does
 	// (the apiserver refuses a pod in a namespace that does not).
 	a.putNamespace(jobNS, nil)
+	a.putNamespace("default", nil)
 	for _, o := range opts {
 		o(a)
 	}
