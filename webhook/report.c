@@ -140,16 +140,6 @@ static void report_op_text(const cJSON *op, const cJSON *value, const char *base
     utf8_shorten(all.buf, outlen - 1, out, outlen);
 }
 
-/* An operation that makes a list (env, volumes) is one entry per item, so
- * that each variable shows whole: the values an operation holds. */
-static const cJSON *report_items(const cJSON *op, int *each)
-{
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(op, "value");
-
-    *each = cJSON_IsArray(value) && cJSON_GetArraySize(value) > 0;
-    return value;
-}
-
 static void report_member(struct jsonw *w, const char *key, const char *value)
 {
     if (!value)
@@ -203,33 +193,60 @@ static void report_warnings(struct jsonw *w, struct dynbuf *out, const struct re
     jsonw_raw(w, "]");
 }
 
-/* The operations while they fit, then "... N more". */
-static void report_ops(struct jsonw *w, struct dynbuf *out, const cJSON *ops, const char *base)
+/* One entry: for an operation that makes a list (env, volumes), one per
+ * item, so that each variable shows whole. 0 once the list is full. */
+static int report_op(struct jsonw *w, struct dynbuf *out, const cJSON *op, const char *base,
+                     size_t *n)
 {
-    const cJSON *op, *value, *it;
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(op, "value"), *it;
     char text[REPORT_OP_MAX + 1];
-    size_t n = 0, total = 0;
-    int each, full = 0;
+
+    if (!cJSON_IsArray(value) || cJSON_GetArraySize(value) == 0) {
+        report_op_text(op, value, base, text, sizeof(text));
+        if (!report_item(w, out, text, *n == 0, REPORT_VALUE_MAX - REPORT_TAIL_ROOM))
+            return 0;
+        ++*n;
+        return 1;
+    }
+    cJSON_ArrayForEach(it, value)
+    {
+        report_op_text(op, it, base, text, sizeof(text));
+        if (!report_item(w, out, text, *n == 0, REPORT_VALUE_MAX - REPORT_TAIL_ROOM))
+            return 0;
+        ++*n;
+    }
+    return 1;
+}
+
+/* How many entries the operations make (report_op). */
+static size_t report_entries(const cJSON *ops)
+{
+    const cJSON *op, *value;
+    size_t total = 0;
 
     cJSON_ArrayForEach(op, ops)
     {
-        value = report_items(op, &each);
-        total += each ? (size_t)cJSON_GetArraySize(value) : 1;
+        value = cJSON_GetObjectItemCaseSensitive(op, "value");
+        total += cJSON_IsArray(value) && cJSON_GetArraySize(value) > 0
+                     ? (size_t)cJSON_GetArraySize(value)
+                     : 1;
     }
+    return total;
+}
+
+/* The operations while they fit, then "... N more". */
+static void report_ops(struct jsonw *w, struct dynbuf *out, const cJSON *ops, const char *base)
+{
+    const cJSON *op;
+    size_t n = 0;
+
     jsonw_raw(w, ",\"additions\":[");
     cJSON_ArrayForEach(op, ops)
     {
-        value = report_items(op, &each);
-        for (it = each ? value->child : value; !full && (it || !each);
-             it = each ? it->next : NULL) {
-            report_op_text(op, it, base ? base : "", text, sizeof(text));
-            full = !report_item(w, out, text, n == 0, REPORT_VALUE_MAX - REPORT_TAIL_ROOM);
-            n += !full;
-            if (!each)
-                break;
-        }
+        if (!report_op(w, out, op, base ? base : "", &n))
+            break;
     }
-    report_more(w, n, total);
+    report_more(w, n, report_entries(ops));
     jsonw_raw(w, "]");
 }
 

@@ -229,6 +229,19 @@ func TestReportModeFlagAndProfile(t *testing.T) {
 	if r := runBinary(t, nil, "serve", "--mode", "audit"); r.exitCode != 2 || !strings.Contains(string(r.stderr), "--mode takes enforce or report") {
 		t.Errorf("serve --mode audit: expected exit 2 and the usage message, got %d: %s", r.exitCode, r.stderr)
 	}
+	// --show spells the field out where it is set, and only there.
+	shown := runBinary(t, nil, "check-profiles", "--show", path)
+	var eff obj
+	if err := json.Unmarshal(shown.stdout, &eff); shown.exitCode != 0 || err != nil {
+		t.Fatalf("check-profiles --show: exit %d, %v: %s", shown.exitCode, err, shown.stderr)
+	}
+	effList := eff["profiles"].([]interface{})
+	if m, ok := effList[1].(obj)["mode"]; !ok || m != "enforce" {
+		t.Errorf("check-profiles --show: roce-4card mode %v, want enforce", m)
+	}
+	if m, ok := effList[0].(obj)["mode"]; ok {
+		t.Errorf("check-profiles --show: roce-8card has no mode, shown %v", m)
+	}
 	list[1].(obj)["mode"] = "audit"
 	if err := os.WriteFile(path, mustMarshal(profiles), 0o644); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@
 #include "patch.h"
 #include "profiles.h"
 #include "report.h"
+#include "review.h"
 
 #define NAME63 "a23456789012345678901234567890123456789012345678901234567890123"
 
@@ -679,6 +680,40 @@ TEST(test_job_template_is_reported_per_template)
     mutate_result_free(&res);
 }
 
+/* Through review_handle: a reported pod counts once; the review of the
+ * reported pod is a call again (no second Event), nothing-missing. */
+TEST(test_review_of_the_reported_pod_is_a_call_again)
+{
+    const struct mutate_options report = {.mode = REPORT_MODE_REPORT};
+    char body[4096];
+    struct review_summary sum;
+    struct dynbuf out;
+    char *pod;
+
+    run(POD_JSON(""), &report, NULL);
+    assert_non_null(pod = cJSON_PrintUnformatted(R.patched));
+    for (int again = 0; again < 2; again++) {
+        snprintf(body, sizeof(body),
+                 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                 "\"request\":{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\","
+                 "\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":\"ns\","
+                 "\"object\":%s}}",
+                 again ? pod : POD_JSON(""));
+        dynbuf_init(&out, 1 << 20);
+        assert_int_equal(review_handle(body, strlen(body), shipped, NULL, &report, &out, &sum),
+                         200);
+        assert_int_equal(sum.called_again, again);
+        assert_int_equal(sum.reason, again ? MUTATE_R_NOTHING_MISSING : MUTATE_R_REPORTED);
+        assert_string_equal(sum.report_by, "flag");
+        if (!again)
+            assert_contains(dynbuf_ptr(&out), "\"mode\":\"report\"");
+        else
+            assert_null(strstr(dynbuf_ptr(&out), "\"patch\""));
+        dynbuf_free(&out);
+    }
+    free(pod);
+}
+
 /* ---- the profile field ---- */
 
 TEST(test_profile_mode_invalid_is_refused)
@@ -748,6 +783,7 @@ int main(void)
         T_(test_nothing_to_write_reads_no_label),
         T_(test_reported_pod_is_not_pinned),
         T_(test_job_template_is_reported_per_template),
+        T_(test_review_of_the_reported_pod_is_a_call_again),
         T_(test_profile_mode_invalid_is_refused),
     };
 #undef T_
