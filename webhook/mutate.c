@@ -1628,7 +1628,7 @@ static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
         warnings[i] = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
     ri.result = res->reason == MUTATE_R_MUTATED ? "reported" : "skipped";
     ri.reason = res->reason == MUTATE_R_MUTATED ? NULL : mutate_reason_name(res->reason);
-    ri.profile = res->reason == MUTATE_R_MUTATED && m->p ? m->p->name : NULL;
+    ri.profile = res->profile ? res->profile->name : NULL;
     ri.selected_by = select_rule_name(m->rule);
     ri.ops = ops;
     rc = report_value(&ri, value);
