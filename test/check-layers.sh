@@ -41,6 +41,7 @@ patch 1
 podjson 1
 podsec 1
 profiles 1
+report 1
 review 1
 select 1
 target 1

@@ -5,6 +5,7 @@
 #include "k8sname.h"
 #include "mutate.h"
 #include "profiles.h"
+#include "report.h"
 #include "review.h"
 #include "trace.h"
 
@@ -50,7 +51,8 @@ static void cmd_mutate_usage(FILE *f)
     fprintf(f,
             "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml] [--explain]\n"
             "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
-            "                           [--namespace NAME] [--detect-image IMAGE] [FILE|-]\n"
+            "                           [--namespace NAME] [--detect-image IMAGE]\n"
+            "                           [--mode enforce|report] [FILE|-]\n"
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and PyTorchJobs: JSON, or YAML\n"
             "(one document or several, separated by ---), Lists of them too (kind: List,\n"
@@ -72,12 +74,15 @@ static void cmd_mutate_usage(FILE *f)
             "  --namespace-labels K=V,...\n"
             "                            the labels of the pods' namespace, for profiles\n"
             "                            whose match.namespaces is a selector (plus\n"
-            "                            kubernetes.io/metadata.name, as the apiserver sets it)\n"
+            "                            kubernetes.io/metadata.name, as the apiserver sets it),\n"
+            "                            Pod Security, and rdma-webhook.io/mode=report|enforce\n"
             "  -n, --namespace NAME      the namespace of objects that name none (default\n"
             "                            \"default\"); one that names another is an error\n"
             "  --detect-image IMAGE      the image of the init container rdma-webhook-detect,\n"
             "                            as serve --detect-image (without it: no run-time\n"
             "                            detection)\n"
+            "  --mode enforce|report     as serve --mode: report gives each pod only the\n"
+            "                            annotation rdma-webhook.io/report (default enforce)\n"
             "  -h, --help                show this help\n"
             "\n"
             "Warnings go to stderr as kubectl would print them (with --explain, to stdout in\n"
@@ -672,6 +677,7 @@ int cmd_mutate(int argc, char **argv)
                                          {"namespace", required_argument, NULL, 'n'},
                                          {"detect-image", required_argument, NULL, 'i'},
                                          {"explain", no_argument, NULL, 'E'},
+                                         {"mode", required_argument, NULL, 'm'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
@@ -716,6 +722,12 @@ int cmd_mutate(int argc, char **argv)
                 goto out;
             }
             ctx.opts.detect_image = optarg;
+        } else if (c == 'm') {
+            if ((ctx.opts.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
+                fprintf(stderr, "rdma-webhook mutate: --mode takes enforce or report, not \"%s\"\n",
+                        optarg);
+                goto out;
+            }
         } else if (c == 'h') {
             cmd_mutate_usage(stdout);
             rc = 0;

@@ -147,6 +147,9 @@ static void cmd_profiles_one(struct cmd_profiles_json *j, cJSON *list,
         cmd_profiles_add(j, shm, "sizeLimit", cJSON_CreateString(p->shm_size_limit));
     cmd_profiles_add(j, o, "initContainers", cJSON_CreateBool(p->init_containers));
     cmd_profiles_detect(j, o, &p->detect);
+    /* Unset is serve's --mode, which a profiles file cannot spell out. */
+    if (p->mode != REPORT_MODE_UNSET)
+        cmd_profiles_add(j, o, "mode", cJSON_CreateString(report_mode_name(p->mode)));
 }
 
 /* The snapshot as a profiles document: what serve applies, with nothing

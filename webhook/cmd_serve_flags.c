@@ -2,6 +2,7 @@
 
 #include "cmd.h"
 #include "k8sname.h"
+#include "report.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -80,6 +81,10 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                instead of --detect-image: at start, the image of\n"
         "                                the first container of Deployment NS/NAME, read\n"
         "                                through the API (the manifests name their own)\n"
+        "  --mode enforce|report         report: pods get only the annotation\n"
+        "                                rdma-webhook.io/report, what enforce would add;\n"
+        "                                a profile's \"mode\" and the namespace label\n"
+        "                                rdma-webhook.io/mode win over it (default enforce)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "The certificate and key files are watched too and swapped without a restart.\n"
@@ -118,6 +123,7 @@ enum serve_flag {
     FLAG_DETECT_DEPLOYMENT,
     FLAG_LAST_GOOD,
     FLAG_STALE_LOG,
+    FLAG_MODE,
 };
 
 static const struct option serve_options[] = {
@@ -151,6 +157,7 @@ static const struct option serve_options[] = {
     {"detect-image-from-deployment", required_argument, NULL, FLAG_DETECT_DEPLOYMENT},
     {"profiles-last-good", required_argument, NULL, FLAG_LAST_GOOD},
     {"stale-log-seconds", required_argument, NULL, FLAG_STALE_LOG},
+    {"mode", required_argument, NULL, FLAG_MODE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -222,6 +229,13 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case FLAG_DETECT_IMAGE: o->cfg.detect_image = optarg; break;
         case FLAG_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
         case FLAG_LAST_GOOD: o->profiles_last_good = optarg; break;
+        case FLAG_MODE:
+            if ((o->cfg.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
+                fprintf(stderr, "rdma-webhook serve: --mode takes enforce or report, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
         default:

@@ -97,6 +97,7 @@ static const char *events_reason(enum mutate_reason r)
     switch (mutate_reason_outcome(r)) {
     case MUTATE_PATCHED: return "MutatedWithWarnings";
     case MUTATE_SKIPPED: return "NotMutated";
+    case MUTATE_REPORTED: return "ReportedWithWarnings";
     default: return "MutationError";
     }
 }

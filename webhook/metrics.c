@@ -57,8 +57,9 @@ void metrics_admission(struct metrics *m, int ignored, int reason, long long ns,
     for (int k = 0; k < MUTATE_W_KINDS && warning_kinds; k++)
         if (warning_kinds[k])
             atomic_fetch_add(&m->warnings[k], warning_kinds[k]);
-    /* mutate says it pinned a pod with exactly one such warning. */
-    if (warning_kinds && warning_kinds[MUTATE_W_PINNED])
+    /* mutate says it pinned a pod with exactly one such warning; a reported
+     * pod was warned so, and not pinned. */
+    if (warning_kinds && warning_kinds[MUTATE_W_PINNED] && !ignored && reason == MUTATE_R_MUTATED)
         atomic_fetch_add(&m->pinned, 1);
     if (ns < 0)
         ns = 0;

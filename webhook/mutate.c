@@ -97,29 +97,30 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
         "no_profile",     "unknown_profile", "override",     "nccl_value",   "non_root",
         "envfrom",        "scheduler",       "host_network", "no_container", "node_lookup",
         "ambiguous",      "pinned",          "ib_disabled",  "detect",       "namespace_lookup",
-        "stale_profiles", "pod_security",    "error"};
+        "stale_profiles", "pod_security",    "mode",         "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
 
 const char *mutate_outcome_name(enum mutate_outcome outcome)
 {
-    static const char *const names[] = {"mutated", "skipped", "error"};
+    static const char *const names[] = {"mutated", "skipped", "error", "reported"};
 
-    return outcome <= MUTATE_ERROR ? names[outcome] : "error";
+    return outcome <= MUTATE_REPORTED ? names[outcome] : "error";
 }
 
 enum mutate_outcome mutate_reason_outcome(enum mutate_reason reason)
 {
-    return reason == MUTATE_R_MUTATED ? MUTATE_PATCHED
-           : reason == MUTATE_R_ERROR ? MUTATE_ERROR
-                                      : MUTATE_SKIPPED;
+    return reason == MUTATE_R_MUTATED    ? MUTATE_PATCHED
+           : reason == MUTATE_R_REPORTED ? MUTATE_REPORTED
+           : reason == MUTATE_R_ERROR    ? MUTATE_ERROR
+                                         : MUTATE_SKIPPED;
 }
 
 const char *mutate_reason_name(enum mutate_reason reason)
 {
     static const char *const names[MUTATE_REASONS] = {
-        "mutated",         "not-target",   "opted-out",       "no-profile",
+        "mutated",         "reported",     "not-target",      "opted-out", "no-profile",
         "unknown-profile", "no-container", "nothing-missing", "error"};
 
     return reason < MUTATE_REASONS ? names[reason] : "error";
@@ -1900,6 +1901,8 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->reason = MUTATE_R_ERROR;
     res->profile = NULL;
     res->pinned = 0;
+    res->report_by = NULL;
+    res->report_seen = 0;
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
@@ -1919,6 +1922,12 @@ static void mutate_trace_result(struct mutate_ctx *m)
                   res->patch.n_ops == 1 ? "" : "s");
     else if (res->reason == MUTATE_R_ERROR)
         trace_add(m->in->trace, "result: error, no patch");
+    else if (res->report_by)
+        trace_add(m->in->trace, "result: %s, in report mode (from the %s)%s",
+                  mutate_reason_name(res->reason), res->report_by,
+                  res->patch.n_ops ? ": the patch sets only " REPORT_ANNOTATION
+                                     ", which lists what enforce mode would do"
+                                   : "; the pod has this report already");
     else
         trace_add(m->in->trace, "result: skipped (%s)%s", mutate_reason_name(res->reason),
                   res->patch.n_ops ? "; the patch sets only " MUTATE_ANNOTATION_WARNINGS : "");
@@ -1928,6 +1937,141 @@ static void mutate_trace_result(struct mutate_ctx *m)
         if (strcmp(res->warnings.full[i], res->warnings.text[i]) != 0)
             trace_add(m->in->trace, "  the user sees: %s", res->warnings.text[i]);
     }
+}
+
+/* ---- report mode (report.h) ---- */
+
+/* The namespace's REPORT_LABEL, from the one lookup of its labels: how it
+ * went, and the value in buf (*label NULL when there is none). */
+static enum report_lookup mutate_mode_label(struct mutate_ctx *m, char *buf, size_t len,
+                                            const char **label)
+{
+    const cJSON *labels;
+    const char *v;
+
+    *label = NULL;
+    if (!m->hooks || !m->hooks->select.namespace_labels)
+        return REPORT_LOOKUP_NONE;
+    if (mutate_ns_labels(m, &labels))
+        return REPORT_LOOKUP_FAILED;
+    if ((v = cJSON_GetStringValue(podjson_member(labels, REPORT_LABEL)))) {
+        utf8_shorten(v, len - 1, buf, len);
+        *label = buf;
+    }
+    return REPORT_LOOKUP_OK;
+}
+
+/* The pod's mode, by the three levels; warns about a label it ignores, and
+ * about labels it could not read (the profile and the flag decide then). */
+static enum report_mode mutate_mode(struct mutate_ctx *m)
+{
+    enum report_mode flag = m->in->opts ? m->in->opts->mode : REPORT_MODE_UNSET;
+    enum report_mode profile = m->res->profile ? m->res->profile->mode : REPORT_MODE_UNSET;
+    const char *ns = m->in->namespace_ ? m->in->namespace_ : "";
+    struct report_decision d;
+    char value[64];
+    const char *label;
+    enum report_lookup lookup = mutate_mode_label(m, value, sizeof(value), &label);
+
+    report_decide(flag, profile, lookup, label, &d);
+    if (d.label_invalid)
+        MUTATE_WARN(m, MUTATE_W_MODE,
+                    "label namespace \"%s\" " REPORT_LABEL "=report|enforce (\"%s\" ignored)",
+                    mutate_s(m, ns, MUTATE_SHOWN_NAME), mutate_s(m, label, MUTATE_SHOWN_VALUE));
+    if (d.lookup_failed)
+        MUTATE_WARN(m, MUTATE_W_MODE,
+                    "check the webhook can get namespaces: \"%s\" unread, its " REPORT_LABEL
+                    " not applied",
+                    mutate_s(m, ns, MUTATE_SHOWN_NAME));
+    m->res->report_by = d.mode == REPORT_MODE_REPORT ? report_by_name(d.by) : NULL;
+    return d.mode;
+}
+
+/* Writes REPORT_ANNOTATION=value, making metadata.annotations (and
+ * metadata) when the pod has none. */
+static void mutate_annotate_report(struct mutate_ctx *m, const cJSON *annotations,
+                                   const char *value)
+{
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+
+    if (annotations) {
+        mutate_annotate_one(m, REPORT_ANNOTATION, value);
+        return;
+    }
+    mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
+    patch_op_begin(p, "add", path);
+    jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
+    jsonw_key(&p->w, REPORT_ANNOTATION);
+    jsonw_str(&p->w, value);
+    jsonw_raw(&p->w, m->metadata ? "}" : "}}");
+    patch_op_end(p);
+}
+
+/* The summary of the patch made so far (the changes: the annotations come
+ * after this) and of the warnings, into value. 0, or -1 with the pod failed. */
+static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
+{
+    struct mutate_result *res = m->res;
+    const char *warnings[MUTATE_MAX_WARNINGS];
+    struct report_input ri = {.by = res->report_by,
+                              .warnings = warnings,
+                              .n_warnings = res->warnings.n,
+                              .base = m->in->base};
+    cJSON *ops = NULL;
+    int rc;
+
+    if (patch_finish(&res->patch)) {
+        podjson_fail(&m->r, "the patch would exceed its size limit");
+        return -1;
+    }
+    if (res->patch.n_ops && !(ops = cJSON_Parse(dynbuf_ptr(&res->patch.out)))) {
+        podjson_fail(&m->r, "out of memory for the report");
+        return -1;
+    }
+    for (size_t i = 0; i < res->warnings.n; i++)
+        warnings[i] = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
+    ri.result = res->reason == MUTATE_R_MUTATED ? "reported" : "skipped";
+    ri.reason = res->reason == MUTATE_R_MUTATED ? NULL : mutate_reason_name(res->reason);
+    ri.profile = res->profile ? res->profile->name : NULL;
+    ri.selected_by = select_rule_name(m->rule);
+    ri.ops = ops;
+    rc = report_value(&ri, value);
+    cJSON_Delete(ops);
+    if (rc)
+        podjson_fail(&m->r, "out of memory for the report");
+    return rc ? -1 : 0;
+}
+
+/* Report mode, when the pod would get anything: the patch becomes the
+ * annotation that summarises it, unless the pod has that one already.
+ * Returns 1 when the pod is reported (the annotations are done), 0 in
+ * enforce mode. */
+static int mutate_report(struct mutate_ctx *m)
+{
+    struct mutate_result *res = m->res;
+    const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
+    const char *have = podjson_str(&m->r, annotations, REPORT_ANNOTATION);
+    struct dynbuf value;
+
+    if ((res->reason != MUTATE_R_MUTATED && res->warnings.n == 0) ||
+        mutate_mode(m) != REPORT_MODE_REPORT)
+        return 0;
+    dynbuf_init(&value, REPORT_VALUE_MAX);
+    if (mutate_report_value(m, &value) == 0) {
+        patch_free(&res->patch);
+        patch_init(&res->patch, res->patch.out.cap);
+        res->pinned = 0;
+        res->report_seen = have != NULL;
+        if (have && strcmp(have, dynbuf_ptr(&value)) == 0)
+            res->reason = res->reason == MUTATE_R_MUTATED ? MUTATE_R_NOTHING_MISSING : res->reason;
+        else
+            mutate_annotate_report(m, annotations, dynbuf_ptr(&value));
+        if (res->reason == MUTATE_R_MUTATED)
+            res->reason = MUTATE_R_REPORTED;
+    }
+    dynbuf_free(&value);
+    return 1;
 }
 
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,
@@ -1950,7 +2094,7 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         mutate_pod(&m);
     }
     /* A pod that is not a target is never changed, warned or not. */
-    if (!podjson_failed(&m.r) && target)
+    if (!podjson_failed(&m.r) && target && !mutate_report(&m))
         mutate_finish_annotations(&m, res->reason == MUTATE_R_MUTATED);
     if (podjson_failed(&m.r))
         mutate_fail(&m, m.r.bad_field);

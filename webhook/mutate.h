@@ -35,11 +35,21 @@
  * static env in full, and a pod with its own container or volume of those
  * names is not detected at all; each with a warning. So is a pod whose
  * profile has detect while detect_image is NULL.
+ *
+ * Report mode (report.h): once the patch is made, the mode is decided (the
+ * namespace's labels read once, through hooks->select.namespace_labels);
+ * in report mode the pod gets, instead of the patch, only the annotation
+ * REPORT_ANNOTATION that summarises it, when it would have got anything
+ * (changes, or the warnings annotation alone). A pod that would have been
+ * mutated is MUTATE_R_REPORTED; one that carries the same summary already
+ * gets no operation and is MUTATE_R_NOTHING_MISSING, as a mutated pod is
+ * the second time.
  */
 #ifndef RDMA_WEBHOOK_MUTATE_H
 #define RDMA_WEBHOOK_MUTATE_H
 
 #include "patch.h"
+#include "report.h"
 #include "select.h"
 
 #include <stddef.h>
@@ -113,6 +123,9 @@ struct mutate_options {
     const char *stale_fix;       /* "ConfigMap NS/NAME", "profiles file PATH" */
     const char *stale_fix_short; /* "ConfigMap NAME"; NULL: stale_fix, shortened */
     long long stale_since;
+    /* --mode: the mode of a pod whose profile and namespace label say none
+     * (report.h); UNSET is enforce. */
+    enum report_mode mode;
 };
 
 struct mutate_input {
@@ -126,14 +139,20 @@ struct mutate_input {
     struct trace *trace;
 };
 
-enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR };
+/* MUTATE_REPORTED is never a mutate_result's outcome (a reported pod's is
+ * MUTATE_PATCHED: its patch is the report annotation), only what
+ * mutate_reason_outcome() makes of MUTATE_R_REPORTED, for the log line and
+ * the metrics. */
+enum mutate_outcome { MUTATE_PATCHED, MUTATE_SKIPPED, MUTATE_ERROR, MUTATE_REPORTED };
 
 /* Why a pod came out as it did. MUTATE_R_MUTATED goes with MUTATE_PATCHED,
- * MUTATE_R_ERROR with MUTATE_ERROR, the rest with MUTATE_SKIPPED
+ * MUTATE_R_REPORTED with MUTATE_REPORTED (report mode: it would have been
+ * mutated), MUTATE_R_ERROR with MUTATE_ERROR, the rest with MUTATE_SKIPPED
  * (mutate_reason_outcome), though such a pod's result is MUTATE_PATCHED when
- * the patch adds only the warnings annotation. */
+ * the patch adds only the warnings (or report) annotation. */
 enum mutate_reason {
     MUTATE_R_MUTATED,
+    MUTATE_R_REPORTED,
     MUTATE_R_NOT_TARGET,
     MUTATE_R_OPTED_OUT,
     MUTATE_R_NO_PROFILE,
@@ -145,7 +164,7 @@ enum mutate_reason {
 };
 
 /* The names the admission log and the metrics use: "mutated", "skipped",
- * "error"; "mutated", "not-target", "no-profile", ... */
+ * "error", "reported"; "mutated", "reported", "not-target", "no-profile", ... */
 const char *mutate_outcome_name(enum mutate_outcome outcome);
 const char *mutate_reason_name(enum mutate_reason reason);
 enum mutate_outcome mutate_reason_outcome(enum mutate_reason reason);
@@ -170,6 +189,7 @@ enum mutate_warning_kind {
     MUTATE_W_NAMESPACE_LOOKUP,
     MUTATE_W_STALE,        /* the profiles serving are older than the source's (stale_fix) */
     MUTATE_W_POD_SECURITY, /* the namespace's Pod Security levels and IPC_LOCK */
+    MUTATE_W_MODE,         /* the namespace's rdma-webhook.io/mode label: invalid, or unread */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };
@@ -193,6 +213,11 @@ struct mutate_result {
     int pinned;            /* the patch adds the profile's nodeLabels to the nodeSelector */
     struct patch patch;    /* valid JSON Patch text when outcome is MUTATE_PATCHED */
     struct mutate_warnings warnings;
+    /* Report mode (report.h): which level chose it (report_by_name), NULL
+     * in enforce mode; and whether the pod carried REPORT_ANNOTATION
+     * already (a call again: that call reported it). */
+    const char *report_by;
+    int report_seen;
 };
 
 void mutate_result_init(struct mutate_result *res, size_t patch_cap);

@@ -896,13 +896,23 @@ static void profiles_check_detect(struct profiles_ctx *c, const struct profiles_
     }
 }
 
+/* "mode": the profile's pods are reported, or enforced, unless their
+ * namespace's label says otherwise (report.h). */
+static void profiles_read_mode(struct profiles_ctx *c, const cJSON *obj, struct profiles_entry *p)
+{
+    const char *mode = profiles_get_str(c, obj, "mode", NULL);
+
+    if (mode && (p->mode = report_mode_parse(mode)) == REPORT_MODE_UNSET)
+        perr(c, "mode: must be \"report\" or \"enforce\", not \"%s\"", mode);
+}
+
 static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size_t idx,
                                   const struct profiles_common *defaults, struct profiles_entry *p)
 {
     static const char *const keys[] = {
         "name",   "default",   "match",   "pin", "env",           "hostNetworkEnv",
         "hca",    "resources", "ipcLock", "shm", "schedulerName", "initContainers",
-        "detect", NULL};
+        "detect", "mode",      NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
     struct profiles_common common;
@@ -928,6 +938,7 @@ static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size
     p->shm_size_limit = common.shm_size_limit;
     p->init_containers = common.init_containers;
     p->detect = common.detect;
+    profiles_read_mode(c, obj, p);
     if ((it = profiles_get(c, obj, "hca", cJSON_Array, "an array of device names")) && p->env.v)
         profiles_read_hca(c, it, &p->env);
     profiles_check_detect(c, p);

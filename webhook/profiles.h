@@ -13,6 +13,7 @@
 #define RDMA_WEBHOOK_PROFILES_H
 
 #include "dynbuf.h"
+#include "report.h"
 
 #include <stddef.h>
 
@@ -110,6 +111,7 @@ struct profiles_entry {
     const char *shm_size_limit; /* NULL: no sizeLimit */
     int init_containers;        /* also mutate matching init containers */
     struct profiles_detect detect;
+    enum report_mode mode; /* "mode": report or enforce; UNSET: the flag's (report.h) */
 };
 
 struct profiles {

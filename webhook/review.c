@@ -80,6 +80,8 @@ static int review_write(struct dynbuf *out, const char *api_version, const char 
         jsonw_str(&w, res->profile->name);
         jsonw_raw(&w, ",\"selected-by\":");
         jsonw_str(&w, select_rule_name(res->rule));
+        if (res->reason == MUTATE_R_REPORTED)
+            jsonw_raw(&w, ",\"mode\":\"report\"");
         jsonw_raw(&w, "}");
     }
     if (res)
@@ -170,6 +172,11 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     sum->reason = res->reason;
     review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
     sum->selected_by = res->profile ? select_rule_name(res->rule) : NULL;
+    sum->report_by = res->report_by;
+    /* A reported pod carries no rdma-webhook.io/injected: its report says
+     * that an earlier call saw it. */
+    if (res->report_seen)
+        sum->called_again = 1;
     sum->ops = res->outcome == MUTATE_PATCHED ? res->patch.n_ops : 0;
     sum->warnings = res->warnings.n;
     sum->warning_texts = res->warnings;

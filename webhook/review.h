@@ -42,6 +42,9 @@ struct review_summary {
     enum mutate_reason reason; /* the outcome is mutate_reason_outcome(reason) */
     char profile[64];          /* "" when none; a copy, so it outlives the snapshot */
     const char *selected_by;   /* the rule that chose profile (static text); NULL when none */
+    /* Report mode: the level that chose it (report_by_name, static text);
+     * NULL in enforce mode. */
+    const char *report_by;
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];

@@ -347,6 +347,8 @@ static void server_log_admission(struct server *s, const struct review_summary *
         log_str(&l, "profile", sum->profile);
     if (sum->selected_by)
         log_str(&l, "selected_by", sum->selected_by);
+    if (sum->report_by)
+        log_str(&l, "report_by", sum->report_by);
     log_int(&l, "ops", (long long)sum->ops);
     log_int(&l, "warnings", (long long)sum->warnings);
     for (size_t i = 0; i < sum->warnings && i < MUTATE_MAX_WARNINGS; i++)
@@ -1040,6 +1042,7 @@ int server_init(struct server **out, const struct server_config *cfg, struct log
         goto nomem;
     s->cfg = *cfg;
     s->mutate_opts.detect_image = cfg->detect_image;
+    s->mutate_opts.mode = (enum report_mode)cfg->mode;
     s->log = log;
     s->store = store;
     s->lookups = lookups;

@@ -120,6 +120,7 @@ struct server_config {
     /* The last good copy's writer, for its counts in /metrics; NULL: none.
      * Outlives the server. */
     struct lastgood *lastgood;
+    int mode; /* mutate_options.mode, an enum report_mode: --mode */
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,

@@ -181,9 +181,9 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 		delays: map[string]time.Duration{}, failures: map[string]int{},
 		rbacByName: true,
 	}
-	// The namespaces of the pods the tests admit exist, as the namespace of
-	// any pod an apiserver sends does (the webhook reads its Pod Security
-	// labels).
+	// The namespaces the tests' pods are in exist, as a pod's always does
+	// (the apiserver refuses a pod in a namespace that does not), for the
+	// webhook's Namespace lookups (Pod Security, report mode, teams).
 	a.putNamespace(jobNS, nil)
 	a.putNamespace("default", nil)
 	for _, o := range opts {

@@ -43,6 +43,7 @@ TEST(test_each_reason_has_its_own_labels)
         const char *series;
     } cases[] = {
         {MUTATE_R_MUTATED, "rdma_webhook_admissions_total{result=\"mutated\",reason=\"\"}"},
+        {MUTATE_R_REPORTED, "rdma_webhook_admissions_total{result=\"reported\",reason=\"\"}"},
         {MUTATE_R_NOT_TARGET,
          "rdma_webhook_admissions_total{result=\"skipped\",reason=\"not-target\"}"},
         {MUTATE_R_OPTED_OUT,
@@ -104,6 +105,28 @@ TEST(test_ops_warnings_and_latency_buckets)
 
 /* A pinned pod comes with one MUTATE_W_PINNED warning; the pod is counted
  * once, whatever else it was warned about. */
+TEST(test_pinned_counts_mutated_pods_only)
+{
+    unsigned kinds[MUTATE_W_KINDS] = {0};
+    struct metrics m;
+    struct dynbuf out;
+
+    kinds[MUTATE_W_PINNED] = 1;
+    kinds[MUTATE_W_OVERRIDE] = 3;
+    metrics_init(&m);
+    metrics_admission(&m, 0, MUTATE_R_MUTATED, 1000, 3, kinds);
+    /* Report mode warns as enforce would, but pins nothing: not a pinned pod. */
+    metrics_admission(&m, 0, MUTATE_R_REPORTED, 1000, 1, kinds);
+    metrics_admission(&m, 0, MUTATE_R_NOTHING_MISSING, 1000, 0, kinds);
+    render(&m, &out);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_pinned_pods_total"), 1);
+    assert_int_equal(value_of(dynbuf_ptr(&out), "rdma_webhook_warnings_total{kind=\"pinned\"}"), 3);
+    assert_int_equal(value_of(dynbuf_ptr(&out),
+                              "rdma_webhook_admissions_total{result=\"reported\",reason=\"\"}"),
+                     1);
+    dynbuf_free(&out);
+}
+
 /* Profile names are the admin's: the first METRICS_PROFILES_MAX get their
  * own series, later ones share "_other", so the label set stays bounded. */
 TEST(test_admissions_by_profile_bounded)
@@ -208,6 +231,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_reason_has_its_own_labels),
         cmocka_unit_test(test_ops_warnings_and_latency_buckets),
+        cmocka_unit_test(test_pinned_counts_mutated_pods_only),
         cmocka_unit_test(test_admissions_by_profile_bounded),
         cmocka_unit_test(test_pinned_pods_counted),
         cmocka_unit_test(test_render_too_big_leaves_out_as_it_was),

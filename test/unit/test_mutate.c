@@ -979,12 +979,13 @@ TEST(test_pod_security_levels_and_modes)
         assert_json_at(T.patched, "/spec/containers/0/resources/limits/rdma~1hca", "'1'");
         teardown(NULL);
 
-        /* A user's own IPC_LOCK is kept, and not asked about. */
+        /* A user's own IPC_LOCK is kept, whatever the level. The one
+         * lookup left is report mode's (rdma-webhook.io/mode). */
         assert_int_equal(run_in_ns(cases[i].labels,
                                    POD("{'containers':[" C8(",'securityContext':{'capabilities':"
                                                             "{'add':['IPC_LOCK']}}") "]}")),
                          1);
-        assert_int_equal(ns_hook.calls, 0);
+        assert_int_equal(ns_hook.calls, 1);
         assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
         teardown(NULL);
     }
@@ -1039,7 +1040,8 @@ TEST(test_pod_security_asks_once_and_names_each_container)
     assert_absent(T.patched, "/spec/initContainers/0/securityContext");
 }
 
-/* Nothing would get IPC_LOCK: the namespace is not asked about. */
+/* Nothing would get IPC_LOCK: Pod Security says nothing, and the namespace
+ * is asked about once only, for report mode's label. */
 TEST(test_pod_security_not_asked_when_nothing_would_be_added)
 {
     static const char *const pods[] = {
@@ -1053,7 +1055,9 @@ TEST(test_pod_security_not_asked_when_nothing_would_be_added)
         memset(&ns_hook, 0, sizeof(ns_hook));
         ns_hook.labels = "{'" PSA_ENFORCE "':'baseline'}";
         run_with(pods[i], shipped, &ns_hooks);
-        assert_int_equal(ns_hook.calls, 0); /* in neither call */
+        /* The mode label, once per call with something to write: the
+         * reinvocation still warns about NCCL_IB_DISABLE (pod 1). */
+        assert_int_equal(ns_hook.calls, i == 1 ? 2 : 1);
         assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
         teardown(NULL);
     }
@@ -1061,7 +1065,8 @@ TEST(test_pod_security_not_asked_when_nothing_would_be_added)
     run_with(POD("{'containers':[" C8("") "]}"),
              profiles_from("{'profiles':[{'name':'p','match':{'gpus':8},'ipcLock':false}]}"),
              &ns_hooks);
-    assert_int_equal(ns_hook.calls, 0);
+    assert_int_equal(ns_hook.calls, 1); /* the mode label */
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
 }
 
 /* mutate_object() puts its memo in front of the select hooks: the

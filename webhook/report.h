@@ -1,0 +1,95 @@
+/* report: report-only mode. Which mode an admission runs in, and the one
+ * annotation a reported pod gets instead of the changes.
+ *
+ * Three levels set the mode, the most specific winning: the namespace label
+ * REPORT_LABEL, then the profile's "mode", then serve's (or mutate's)
+ * --mode; none of them set is enforce. A label value that is neither
+ * "report" nor "enforce" is ignored (the caller warns). Labels that cannot
+ * be read are ignored the same way (report_decide sets lookup_failed and the
+ * caller warns): the profile and the flag decide, as for every other lookup
+ * that fails (a fallback and a warning). So an API problem, or a missing
+ * RBAC rule, never turns the webhook off where no namespace uses the label,
+ * and an admin who wants "report when in doubt" gets it by running with
+ * --mode report and labelling the namespaces to mutate enforce.
+ *
+ * In report mode the pod gets nothing but REPORT_ANNOTATION, a JSON object
+ * that summarises what enforce would have written (report_value): the
+ * result, the level that chose report, the profile and its rule, the
+ * warnings and each JSON Patch operation as "op path value", the value
+ * compact and cut; bounded by REPORT_VALUE_MAX, the operations that do not
+ * fit counted in a last "... N more". The summary is a function of the
+ * would-be changes only, so a second call on the reported pod writes the
+ * same text, which the caller leaves alone.
+ */
+#ifndef RDMA_WEBHOOK_REPORT_H
+#define RDMA_WEBHOOK_REPORT_H
+
+#include "dynbuf.h"
+
+#include <stddef.h>
+
+struct cJSON;
+
+#define REPORT_LABEL      "rdma-webhook.io/mode"
+#define REPORT_ANNOTATION "rdma-webhook.io/report"
+/* The annotation's value at most, in bytes; Kubernetes allows 256 KiB for
+ * all of a pod's annotations together. */
+#define REPORT_VALUE_MAX 8192
+/* One operation's text at most, and the value in it. */
+#define REPORT_OP_MAX    160
+#define REPORT_VALUE_CUT 96
+
+enum report_mode { REPORT_MODE_UNSET, REPORT_MODE_ENFORCE, REPORT_MODE_REPORT };
+
+/* Which level decided. */
+enum report_by {
+    REPORT_BY_FLAG,      /* --mode, or the default: enforce */
+    REPORT_BY_PROFILE,   /* the profile's "mode" */
+    REPORT_BY_NAMESPACE, /* the namespace label */
+};
+
+/* "report" and "enforce"; UNSET for anything else (NULL included). */
+enum report_mode report_mode_parse(const char *s);
+/* "report", "enforce" (also for UNSET). */
+const char *report_mode_name(enum report_mode mode);
+/* "flag", "profile", "namespace-label". */
+const char *report_by_name(enum report_by by);
+
+/* How the namespace's labels came out of the lookup. */
+enum report_lookup {
+    REPORT_LOOKUP_NONE,   /* no lookup there (no API): the level does not apply */
+    REPORT_LOOKUP_OK,     /* read: label is the value of REPORT_LABEL, or NULL */
+    REPORT_LOOKUP_FAILED, /* asked and not answered */
+};
+
+struct report_decision {
+    enum report_mode mode; /* ENFORCE or REPORT */
+    enum report_by by;
+    int label_invalid; /* the label was there with another value: ignored */
+    int lookup_failed; /* REPORT_LOOKUP_FAILED: the label is not known; the rest decides */
+};
+
+/* The precedence above. flag and profile may be UNSET. */
+void report_decide(enum report_mode flag, enum report_mode profile, enum report_lookup lookup,
+                   const char *label, struct report_decision *out);
+
+/* What the summary says, besides the operations. */
+struct report_input {
+    const char *result;      /* "reported", or "skipped" for a pod enforce would only warn */
+    const char *reason;      /* why skipped; NULL for reported */
+    const char *by;          /* report_by_name() */
+    const char *profile;     /* NULL: none */
+    const char *selected_by; /* with profile */
+    const char *const *warnings;
+    size_t n_warnings;
+    const struct cJSON *ops; /* the would-be JSON Patch (an array), or NULL */
+    const char *base;        /* taken off each path: the pod's place in the patched document */
+};
+
+/* Writes the annotation's value (JSON text, NUL-terminated, at most
+ * REPORT_VALUE_MAX bytes) to out, whose cap must be REPORT_VALUE_MAX or
+ * more. The warnings take at most half of it (the rest counted, as the
+ * operations are). ERR_OK or ERR_NOMEM. */
+int report_value(const struct report_input *in, struct dynbuf *out);
+
+#endif
