@@ -1961,6 +1961,19 @@ static enum report_lookup mutate_mode_label(struct mutate_ctx *m, char *buf, siz
     return REPORT_LOOKUP_OK;
 }
 
+/* Whether a warning already says the Namespace could not be read (select's
+ * or Pod Security's): one cause, one warning. */
+static int mutate_ns_failure_warned(const struct mutate_ctx *m)
+{
+    const struct mutate_warnings *w = &m->res->warnings;
+
+    for (size_t i = 0; i < w->n; i++)
+        if (w->kind[i] == MUTATE_W_NAMESPACE_LOOKUP ||
+            (w->kind[i] == MUTATE_W_POD_SECURITY && m->podsec == MUTATE_PODSEC_UNKNOWN))
+            return 1;
+    return 0;
+}
+
 /* The pod's mode, by the three levels; warns about a label it ignores, and
  * about labels it could not read (the profile and the flag decide then). */
 static enum report_mode mutate_mode(struct mutate_ctx *m)
@@ -1978,7 +1991,7 @@ static enum report_mode mutate_mode(struct mutate_ctx *m)
         MUTATE_WARN(m, MUTATE_W_MODE,
                     "label namespace \"%s\" " REPORT_LABEL "=report|enforce (\"%s\" ignored)",
                     mutate_s(m, ns, MUTATE_SHOWN_NAME), mutate_s(m, label, MUTATE_SHOWN_VALUE));
-    if (d.lookup_failed)
+    if (d.lookup_failed && !mutate_ns_failure_warned(m))
         MUTATE_WARN(m, MUTATE_W_MODE,
                     "check the webhook can get namespaces: \"%s\" unread, its " REPORT_LABEL
                     " not applied",

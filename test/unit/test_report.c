@@ -28,6 +28,14 @@
     "\"labels\":{\"training.kubeflow.org/operator-name\":\"pytorchjob-controller\"}" meta "},"     \
     "\"spec\":{\"containers\":[{\"name\":\"pytorch\",\"image\":\"i\",\"resources\":{\"limits\":"   \
     "{\"nvidia.com/gpu\":\"8\"}}}]}}"
+/* The same pod with its own IPC_LOCK: Pod Security has nothing to decide,
+ * so an unread Namespace is report mode's alone to warn about. */
+#define POD_JSON_IPC                                                                               \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"w-0\",\"namespace\":\"ns\"," \
+    "\"labels\":{\"training.kubeflow.org/operator-name\":\"pytorchjob-controller\"}},"             \
+    "\"spec\":{\"containers\":[{\"name\":\"pytorch\",\"image\":\"i\",\"resources\":{\"limits\":"   \
+    "{\"nvidia.com/"                                                                               \
+    "gpu\":\"8\"}},\"securityContext\":{\"capabilities\":{\"add\":[\"IPC_LOCK\"]}}}]}}"
 
 static struct profiles *shipped;
 
@@ -548,19 +556,31 @@ TEST(test_unread_labels_warn_and_the_flag_decides)
     const struct mutate_options report = {.mode = REPORT_MODE_REPORT};
 
     NS.fail = 1;
-    run(POD_JSON(""), &enforce, &ns_hooks);
+    run(POD_JSON_IPC, &enforce, &ns_hooks);
     assert_int_equal(NS.calls, 1);
     assert_int_equal(R.res.reason, MUTATE_R_MUTATED);
     assert_null(R.res.report_by);
     assert_true(warned_kind(MUTATE_W_MODE));
     assert_contains(dynbuf_ptr(&R.res.patch.out), "check the webhook can get namespaces");
 
-    run(POD_JSON(""), &report, &ns_hooks);
+    run(POD_JSON_IPC, &report, &ns_hooks);
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
     assert_string_equal(R.res.report_by, "flag");
     assert_only_the_report();
     assert_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(R.report, "warnings"), 0)->valuestring,
                     "check the webhook can get namespaces");
+}
+
+/* One cause, one warning: when Pod Security already says the Namespace
+ * could not be read, report mode does not say it again. */
+TEST(test_unread_labels_warned_once)
+{
+    NS.fail = 1;
+    run(POD_JSON(""), NULL, &ns_hooks);
+    assert_int_equal(NS.calls, 1);
+    assert_true(warned_kind(MUTATE_W_POD_SECURITY));
+    assert_false(warned_kind(MUTATE_W_MODE));
+    assert_int_equal(R.res.warnings.n, 1);
 }
 
 /* Warnings name the namespace and the value whole in the log, and fit 120
@@ -580,7 +600,7 @@ TEST(test_mode_warnings_fit_with_long_names)
         size_t i;
 
         NS.fail = fail;
-        assert_non_null(pod = cJSON_Parse(POD_JSON("")));
+        assert_non_null(pod = cJSON_Parse(fail ? POD_JSON_IPC : POD_JSON("")));
         in.object = pod;
         mutate_result_init(&res, 1 << 20);
         mutate_object(&in, shipped, &ns_hooks, &res);
@@ -778,6 +798,7 @@ int main(void)
         T_(test_profile_mode_over_the_flag_under_the_label),
         T_(test_invalid_label_is_ignored_with_a_warning),
         T_(test_unread_labels_warn_and_the_flag_decides),
+        T_(test_unread_labels_warned_once),
         T_(test_mode_warnings_fit_with_long_names),
         T_(test_skipped_pod_with_warnings_reports_them),
         T_(test_nothing_to_write_reads_no_label),
