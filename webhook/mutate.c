@@ -1993,7 +1993,7 @@ static enum report_mode mutate_mode(struct mutate_ctx *m)
                     mutate_s(m, ns, MUTATE_SHOWN_NAME), mutate_s(m, label, MUTATE_SHOWN_VALUE));
     if (d.lookup_failed && !mutate_ns_failure_warned(m))
         MUTATE_WARN(m, MUTATE_W_MODE,
-                    "check the webhook can get namespaces: \"%s\" unread, its " REPORT_LABEL
+                    "check the webhook can read namespaces: \"%s\" unread, " REPORT_LABEL
                     " not applied",
                     mutate_s(m, ns, MUTATE_SHOWN_NAME));
     m->res->report_by = d.mode == REPORT_MODE_REPORT ? report_by_name(d.by) : NULL;

@@ -142,11 +142,11 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			ad := in.admit(t, pod)
-			if ad.warningWith("check the webhook can get namespaces") != "" {
+			if ad.warningWith("check the webhook can read namespaces") != "" {
 				if !isMutated(ad) {
 					t.Errorf("unread labels, no --mode: expected the pod mutated, got %s", ad.rr.patch)
 				}
-				requireEvent(t, a, "MutatedWithWarnings", "check the webhook can get namespaces")
+				requireEvent(t, a, "MutatedWithWarnings", "check the webhook can read namespaces")
 				break
 			}
 			if time.Now().After(deadline) {

@@ -561,14 +561,14 @@ TEST(test_unread_labels_warn_and_the_flag_decides)
     assert_int_equal(R.res.reason, MUTATE_R_MUTATED);
     assert_null(R.res.report_by);
     assert_true(warned_kind(MUTATE_W_MODE));
-    assert_contains(dynbuf_ptr(&R.res.patch.out), "check the webhook can get namespaces");
+    assert_contains(dynbuf_ptr(&R.res.patch.out), "check the webhook can read namespaces");
 
     run(POD_JSON_IPC, &report, &ns_hooks);
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
     assert_string_equal(R.res.report_by, "flag");
     assert_only_the_report();
     assert_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(R.report, "warnings"), 0)->valuestring,
-                    "check the webhook can get namespaces");
+                    "check the webhook can read namespaces");
 }
 
 /* One cause, one warning: when Pod Security already says the Namespace
@@ -588,7 +588,7 @@ TEST(test_unread_labels_warned_once)
 TEST(test_mode_warnings_fit_with_long_names)
 {
     static const char *const ends[] = {"\" ignored)",
-                                       "unread, its rdma-webhook.io/mode not applied"};
+                                       "unread, rdma-webhook.io/mode not applied"};
     struct mutate_input in = {.base = "", .namespace_ = NAME63};
     char labels[128];
     struct mutate_result res;
