@@ -927,9 +927,9 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 	}
 	switch rec.Kind {
 	case "get-node":
-		a.getNode(w, parts[3])
+		a.getClusterObject(w, a.nodes, "nodes", parts[3])
 	case "get-namespace":
-		a.getNamespace(w, parts[3])
+		a.getClusterObject(w, a.nss, "namespaces", parts[3])
 	case "get-configmap":
 		a.getConfigMap(w, parts[3], parts[5])
 	case "get-deployment":
@@ -995,33 +995,20 @@ func writeJSON(w http.ResponseWriter, code int, v interface{}) {
 	_, _ = w.Write(body)
 }
 
-func (a *fakeAPI) getNode(w http.ResponseWriter, name string) {
+// getClusterObject answers the GET of a cluster-scoped object of
+// resource (nodes, namespaces) from objects, as the apiserver does: the
+// object, or a 404 Status naming it.
+func (a *fakeAPI) getClusterObject(w http.ResponseWriter, objects map[string]obj, resource, name string) {
 	a.mu.Lock()
-	n, ok := a.nodes[name]
+	o, ok := objects[name]
 	var body []byte
 	if ok {
-		body = mustMarshal(n)
+		body = mustMarshal(o)
 	}
 	a.mu.Unlock()
 	if !ok {
-		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("nodes %q not found", name),
-			&kubeStatusDetails{Name: name, Kind: "nodes"})
-		return
-	}
-	writeJSON(w, http.StatusOK, json.RawMessage(body))
-}
-
-func (a *fakeAPI) getNamespace(w http.ResponseWriter, name string) {
-	a.mu.Lock()
-	n, ok := a.nss[name]
-	var body []byte
-	if ok {
-		body = mustMarshal(n)
-	}
-	a.mu.Unlock()
-	if !ok {
-		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("namespaces %q not found", name),
-			&kubeStatusDetails{Name: name, Kind: "namespaces"})
+		writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("%s %q not found", resource, name),
+			&kubeStatusDetails{Name: name, Kind: resource})
 		return
 	}
 	writeJSON(w, http.StatusOK, json.RawMessage(body))

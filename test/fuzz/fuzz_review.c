@@ -1,5 +1,9 @@
 /* libFuzzer target: request body bytes to response bytes, through the same
- * review_handle() the server calls, with the shipped profiles.
+ * review_handle() the server calls, in two set-ups: the shipped profiles with
+ * no API, and profiles that use every rule the API feeds (match.namespaces by
+ * name and selector, detect with an image, pin, a profile in report mode)
+ * with a Namespace lookup whose answer the input's length picks: none (it
+ * fails), Pod Security baseline, rdma-webhook.io/mode=report, a team label.
  *
  * Besides memory safety (ASan+UBSan), it checks the properties the webhook
  * promises for every input: a 200 response is JSON whose uid is the request's
@@ -11,6 +15,7 @@
 #include "mutate.h"
 #include "patch.h"
 #include "profiles.h"
+#include "report.h"
 #include "review.h"
 
 #include <cjson/cJSON.h>
@@ -43,15 +48,70 @@ static struct profiles *fuzz_profiles(void)
     return ps;
 }
 
+/* Every rule an API answer feeds, and the options serve can set. */
+static const char fuzz_rich_text[] =
+    "{\"profiles\":["
+    "{\"name\":\"wide-8\",\"match\":{\"gpus\":8,\"nodeLabels\":{\"t\":\"a\"}},"
+    "\"pin\":true,\"hca\":[\"mlx5_1\",\"mlx5_2\"],\"detect\":true},"
+    "{\"name\":\"team-8\",\"match\":{\"gpus\":8,\"nodeLabels\":{\"t\":\"a\"},"
+    "\"namespaces\":{\"matchExpressions\":[{\"key\":\"team\",\"operator\":\"In\","
+    "\"values\":[\"x\"]}]}},\"hca\":[\"mlx5_1\"],\"env\":{\"NCCL_IB_GID_INDEX\":\"3\"}},"
+    "{\"name\":\"wide-4\",\"match\":{\"gpus\":4},\"hca\":[\"mlx5_1\"],\"mode\":\"report\"},"
+    "{\"name\":\"fuzz-ns\",\"default\":true,\"match\":{\"namespaces\":[\"fuzz\"]},"
+    "\"hca\":[\"mlx5_0\"]}]}";
+
+static struct profiles *fuzz_rich_profiles(void)
+{
+    static struct profiles *ps;
+
+    if (!ps && !(ps = profiles_parse(fuzz_rich_text, strlen(fuzz_rich_text), NULL)))
+        abort();
+    return ps;
+}
+
+/* The Namespace's labels: which answer is the input's (its length mod 4),
+ * so that each seed meets a different one as it grows. */
+static const char *const fuzz_ns_answers[] = {
+    NULL, /* the lookup fails */
+    "{\"pod-security.kubernetes.io/enforce\":\"baseline\"}",
+    "{\"rdma-webhook.io/mode\":\"report\",\"team\":\"x\"}",
+    "{\"team\":\"x\",\"pod-security.kubernetes.io/warn\":\"restricted\"}",
+};
+
+static int fuzz_ns_labels(void *ctx, const char *name, cJSON **labels)
+{
+    const char *text = *(const char *const *)ctx;
+
+    (void)name;
+    *labels = text ? cJSON_Parse(text) : NULL;
+    return *labels ? 0 : -1;
+}
+
+/* A Node lookup that knows no Node, as for a pod bound to one that is gone. */
+static int fuzz_node_labels(void *ctx, const char *name, cJSON **labels)
+{
+    (void)ctx;
+    (void)name;
+    *labels = NULL;
+    return -1;
+}
+
+struct fuzz_setup {
+    struct profiles *ps;
+    const struct mutate_hooks *hooks; /* NULL: no API */
+    const struct mutate_options *opts;
+};
+
 /* Applies the response's patch to the request object and requires that a
  * second mutation adds nothing. */
-static void fuzz_check_idempotent(const uint8_t *data, size_t size, const char *resp)
+static void fuzz_check_idempotent(const uint8_t *data, size_t size, const char *resp,
+                                  const struct fuzz_setup *set)
 {
     cJSON *doc = cJSON_ParseWithLength((const char *)data, size);
     cJSON *r = cJSON_Parse(resp);
     cJSON *req = cJSON_GetObjectItemCaseSensitive(doc, "request");
-    const char *b64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r, "response"), "patch"));
+    const char *b64 = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "response"), "patch"));
     struct mutate_result res;
     struct mutate_result again;
     char err[256];
@@ -62,9 +122,10 @@ static void fuzz_check_idempotent(const uint8_t *data, size_t size, const char *
         goto out;
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     mutate_object(&(struct mutate_input){.object = cJSON_GetObjectItemCaseSensitive(req, "object"),
-                                          .base = "/request/object",
-                                          .namespace_ = "fuzz"},
-                  fuzz_profiles(), NULL, &res);
+                                         .base = "/request/object",
+                                         .namespace_ = "fuzz",
+                                         .opts = set->opts},
+                  set->ps, set->hooks, &res);
     if (res.outcome == MUTATE_PATCHED) {
         cJSON *ops = cJSON_Parse(dynbuf_ptr(&res.patch.out));
 
@@ -74,12 +135,13 @@ static void fuzz_check_idempotent(const uint8_t *data, size_t size, const char *
         }
         cJSON_Delete(ops);
         mutate_result_init(&again, REVIEW_PATCH_MAX);
-        mutate_object(&(struct mutate_input){
-                          .object = cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(doc, "request"), "object"),
-                          .base = "/request/object",
-                          .namespace_ = "fuzz"},
-                      fuzz_profiles(), NULL, &again);
+        mutate_object(
+            &(struct mutate_input){.object = cJSON_GetObjectItemCaseSensitive(
+                                       cJSON_GetObjectItemCaseSensitive(doc, "request"), "object"),
+                                   .base = "/request/object",
+                                   .namespace_ = "fuzz",
+                                   .opts = set->opts},
+            set->ps, set->hooks, &again);
         if (again.outcome == MUTATE_PATCHED) {
             fprintf(stderr, "second mutation not empty: %s\n", dynbuf_ptr(&again.patch.out));
             abort();
@@ -124,20 +186,38 @@ static void fuzz_check_uid(const uint8_t *data, size_t size, const struct dynbuf
     free(echoed);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void fuzz_one(const uint8_t *data, size_t size, const struct fuzz_setup *set)
 {
     struct review_summary sum;
     struct dynbuf out;
     int status;
 
     dynbuf_init(&out, 16u << 20);
-    status = review_handle((const char *)data, size, fuzz_profiles(), NULL, NULL, &out, &sum);
+    status = review_handle((const char *)data, size, set->ps, set->hooks, set->opts, &out, &sum);
     if (status != 200 && status != 400)
         abort();
     if (status == 200) {
         fuzz_check_uid(data, size, &out);
-        fuzz_check_idempotent(data, size, dynbuf_ptr(&out));
+        fuzz_check_idempotent(data, size, dynbuf_ptr(&out), set);
     }
     dynbuf_free(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *answer = fuzz_ns_answers[size % 4];
+    const struct mutate_hooks hooks = {
+        .select = {.node_labels = fuzz_node_labels,
+                   .namespace_labels = fuzz_ns_labels,
+                   .ctx = (void *)&answer},
+    };
+    const struct mutate_options opts = {.detect_image = "registry.example/rdma-webhook:fuzz",
+                                        .mode =
+                                            size % 8 < 4 ? REPORT_MODE_UNSET : REPORT_MODE_ENFORCE};
+    const struct fuzz_setup plain = {.ps = fuzz_profiles()};
+    const struct fuzz_setup rich = {.ps = fuzz_rich_profiles(), .hooks = &hooks, .opts = &opts};
+
+    fuzz_one(data, size, &plain);
+    fuzz_one(data, size, &rich);
     return 0;
 }
