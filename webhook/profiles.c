@@ -1065,8 +1065,7 @@ static void profiles_check_names(struct profiles_ctx *c)
     }
 }
 
-/* 1 when every label of a is also in b, with the same value. */
-static int profiles_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b)
+int profiles_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b)
 {
     for (size_t i = 0; i < a->n; i++) {
         const char *v = profiles_kv_get(b, a->v[i].name);

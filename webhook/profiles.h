@@ -173,6 +173,8 @@ int profiles_in_namespace(const struct profiles_entry *p, const char *ns,
 int profiles_ns_limited(const struct profiles_entry *p);
 /* 1 when p is limited to namespaces by a selector, which needs the labels. */
 int profiles_ns_needs_labels(const struct profiles_entry *p);
+/* 1 when every label of a is also in b, with the same value. */
+int profiles_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b);
 /* Looks name up in a kv list; NULL when absent. */
 const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name);
 

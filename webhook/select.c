@@ -231,17 +231,6 @@ static void select_found_add(struct select_ctx *x, struct select_found *f,
     f->named[f->n++] = named;
 }
 
-static int select_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b)
-{
-    for (size_t i = 0; i < a->n; i++) {
-        const char *v = profiles_kv_get(b, a->v[i].name);
-
-        if (!v || strcmp(v, a->v[i].value) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* The preference for profiles limited to namespaces: one found here covers
  * a cluster-wide one found here whose nodeLabels include all of its own
  * (the same nodes, or some of them), which drops out; a pod that names the
@@ -251,7 +240,7 @@ static int select_labels_within(const struct profiles_kvs *a, const struct profi
 int select_covers(const struct profiles_entry *limited, const struct profiles_entry *wide)
 {
     return profiles_ns_limited(limited) && !profiles_ns_limited(wide) &&
-           select_labels_within(&limited->node_labels, &wide->node_labels);
+           profiles_labels_within(&limited->node_labels, &wide->node_labels);
 }
 
 static void select_prefer_limited(struct select_found *f, struct select_tie *tie)
