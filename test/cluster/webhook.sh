@@ -10,10 +10,7 @@
 # pod's paths and ports mapped to the host:
 #   --listen :8443 / --metrics-listen :9090   127.0.0.1:WEBHOOK_PORT / _METRICS_PORT
 #   /etc/rdma-webhook/tls/                    DIR/certs/ (install-dev-certs.sh)
-#   --profiles FILE                           --profiles-configmap NS/NAME, the
-#                                             ConfigMap the Deployment mounts,
-#                                             and --profiles-last-good with the
-#                                             copy manifests/rbac.yaml grants
+# (the profiles come through the API, --profiles-configmap, as in the pod)
 # plus what a pod gets from its service account: the API's address and CA,
 # and a token of the service account rdma-webhook made by TokenRequest
 # (`kubectl create token`), so the webhook has exactly the RBAC of manifests/.
@@ -60,9 +57,9 @@ deployment_args() {
         -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}'
 }
 
+# profiles_configmap: the NS/NAME after --profiles-configmap in the args.
 profiles_configmap() {
-    "$KUBECTL" -n "$ns" get deployment rdma-webhook \
-        -o jsonpath='{.spec.template.spec.volumes[?(@.name=="profiles")].configMap.name}'
+    deployment_args | sed -n '/^--profiles-configmap$/{n;p;q}'
 }
 
 start() {
@@ -72,7 +69,7 @@ start() {
     port=${WEBHOOK_PORT:-18443}
     mport=${WEBHOOK_METRICS_PORT:-19090}
     cm=$(profiles_configmap)
-    [ -n "$cm" ] || die "the Deployment mounts no profiles ConfigMap: is manifests/ applied?"
+    [ -n "$cm" ] || die "the Deployment passes no --profiles-configmap: is manifests/ applied?"
     "$KUBECTL" -n "$ns" create token rdma-webhook --duration=24h >"$dir/webhook.token" ||
         die "TokenRequest for serviceaccount $ns/rdma-webhook failed"
     args=$(deployment_args) || die "cannot read deployment $ns/rdma-webhook"
@@ -83,21 +80,11 @@ start() {
     # extra flags (simple words too), last so that they win.
     extra=$*
     set --
-    skip=
     for a in $args; do
-        if [ -n "$skip" ]; then
-            skip=
-            continue
-        fi
         case $a in
         :8443) a=127.0.0.1:$port ;;
         :9090) a=127.0.0.1:$mport ;;
         /etc/rdma-webhook/tls/*) a=$dir/certs/${a#/etc/rdma-webhook/tls/} ;;
-        --profiles)
-            set -- "$@" --profiles-configmap "$ns/$cm" --profiles-last-good rdma-webhook-profiles-last-good
-            skip=1
-            continue
-            ;;
         esac
         set -- "$@" "$a"
     done
@@ -126,6 +113,6 @@ mkdir -p "$dir/pids" "$dir/logs"
 case $cmd in
 start) start "$@" ;;
 stop) stop ;;
-configmap) echo "$ns/$(profiles_configmap)" ;;
+configmap) profiles_configmap ;;
 *) die "unknown command $cmd: start, stop or configmap" ;;
 esac

@@ -34,7 +34,7 @@ const (
 	webhookNamespace = "rdma-webhook"
 	webhookName      = "rdma-webhook" // Deployment, Service, ServiceAccount, MutatingWebhookConfiguration
 	tlsSecretName    = "rdma-webhook-tls"
-	profilesCMName   = "rdma-webhook-profiles"           // before kustomize's hash suffix
+	profilesCMName   = "rdma-webhook-profiles"           // generated, no hash suffix
 	lastGoodCMName   = "rdma-webhook-profiles-last-good" // the copy the Role grants (--profiles-last-good)
 	operatorLabel    = "training.kubeflow.org/operator-name"
 	injectKey        = "rdma-webhook.io/inject"

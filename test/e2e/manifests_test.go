@@ -15,10 +15,13 @@ import (
 	"testing"
 )
 
-// The Deployment's container arguments: the Dockerfile's CMD (SPEC 4) and
-// the image of the detection init container, which only the Deployment can
-// name (its own, read through the API).
-var wantDeploymentArgs = append(append([]string{}, wantServeArgs...),
+// The Deployment's container arguments: the Dockerfile's CMD (SPEC 4) with
+// the profiles read through the API instead of a file (so that a restart can
+// serve the last good copy), and the image of the detection init container,
+// which only the Deployment can name (its own, read through the API).
+var wantDeploymentArgs = append(append([]string{}, wantServeArgs[:len(wantServeArgs)-2]...),
+	"--profiles-configmap", webhookNamespace+"/"+profilesCMName,
+	"--profiles-last-good", lastGoodCMName,
 	"--detect-image-from-deployment", webhookNamespace+"/"+webhookName)
 
 // The Dockerfile's CMD.
@@ -269,7 +272,8 @@ func TestDeploymentManifest(t *testing.T) {
 	checkSecurity(t, spec, c)
 	checkResources(t, c)
 	checkGrace(t, spec, c, help)
-	checkMounts(t, objs, spec, c)
+	checkMounts(t, spec, c)
+	checkProfilesSource(t, objs, c)
 	checkService(t, objs, podLabels, ports)
 }
 
@@ -465,11 +469,10 @@ func checkGrace(t *testing.T, spec, c obj, help string) {
 	}
 }
 
-// checkMounts: the certificate, key and profiles paths in the args lie in
-// directory mounts (no subPath: those never update) of the TLS Secret and of
-// the generated profiles ConfigMap, whose profiles.json is the very file
-// `make run` serves.
-func checkMounts(t *testing.T, objs []obj, spec, c obj) {
+// checkMounts: the certificate and key paths in the args lie in a directory
+// mount (no subPath: those never update) of the TLS Secret, the only volume:
+// the profiles come through the API (checkProfilesSource).
+func checkMounts(t *testing.T, spec, c obj) {
 	t.Helper()
 	volumes := map[string]obj{}
 	for _, v := range pathArr(spec, "volumes") {
@@ -477,14 +480,7 @@ func checkMounts(t *testing.T, objs []obj, spec, c obj) {
 		volumes[n] = v.(obj)
 	}
 	args := stringsOf(c["args"])
-	flag := func(name string) string {
-		for i, a := range args {
-			if a == name && i+1 < len(args) {
-				return args[i+1]
-			}
-		}
-		return ""
-	}
+	flag := func(name string) string { return argAfter(args, name) }
 	// volumeFor finds the mount holding file and returns its volume and the
 	// file's key inside it.
 	volumeFor := func(file string) (obj, string) {
@@ -514,32 +510,58 @@ func checkMounts(t *testing.T, objs []obj, spec, c obj) {
 			t.Errorf("%s: key %q in the Secret, expected tls.crt/tls.key", f, key)
 		}
 	}
-	v, key := volumeFor(flag("--profiles"))
-	cmName, _ := pathStr(v, "configMap", "name")
-	if v == nil || cmName == "" {
-		t.Fatalf("--profiles: the volume is not a ConfigMap: %s", compact(v))
+	if len(volumes) != 1 {
+		t.Errorf("volumes %s: expected the TLS Secret only", compact(spec["volumes"]))
 	}
-	if !strings.HasPrefix(cmName, profilesCMName) {
-		t.Errorf("profiles volume: ConfigMap %q, expected the generated %s-<hash>", cmName, profilesCMName)
+}
+
+// argAfter: the argument after flag name in args, or "".
+func argAfter(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// checkProfilesSource: --profiles-configmap names the rendered profiles
+// ConfigMap, by its fixed name (a hash suffix would change with every edit,
+// which the flag cannot follow), whose profiles.json is the very file
+// `make run` serves and whose label has its edits validated; the Role grants
+// that ConfigMap and the --profiles-last-good copy by those names.
+func checkProfilesSource(t *testing.T, objs []obj, c obj) {
+	t.Helper()
+	args := stringsOf(c["args"])
+	flag := func(name string) string { return argAfter(args, name) }
+	ns, cmName, _ := strings.Cut(flag("--profiles-configmap"), "/")
+	if ns != webhookNamespace || cmName != profilesCMName {
+		t.Fatalf("--profiles-configmap %q, expected %s/%s", flag("--profiles-configmap"), webhookNamespace, profilesCMName)
 	}
 	cm := findObject(t, objs, "ConfigMap", cmName)
 	want, err := os.ReadFile(profilesPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := pathStr(cm, "data", key); got != string(want) {
-		t.Errorf("ConfigMap %s key %q differs from %s", cmName, key, profilesPath)
+	if got, _ := pathStr(cm, "data", "profiles.json"); got != string(want) {
+		t.Errorf("ConfigMap %s key profiles.json differs from %s", cmName, profilesPath)
 	}
-	// The Role reads that ConfigMap, by its generated name.
+	if l := stringMap(path(cm, "metadata", "labels")); l["rdma-webhook.io/profiles"] != "true" {
+		t.Errorf("ConfigMap %s: labels %v, expected rdma-webhook.io/profiles=true (its edits are validated)", cmName, l)
+	}
 	role := findObject(t, objs, "Role", "")
-	found := false
+	granted := map[string]bool{}
 	for _, r := range pathArr(role, "rules") {
-		if contains(stringsOf(path(r, "resources")), "configmaps") && sameStrings(stringsOf(path(r, "resourceNames")), []string{cmName}) {
-			found = true
+		if contains(stringsOf(path(r, "resources")), "configmaps") {
+			for _, n := range stringsOf(path(r, "resourceNames")) {
+				granted[n] = true
+			}
 		}
 	}
-	if !found {
-		t.Errorf("Role: no configmaps rule restricted to resourceNames [%s]: %s", cmName, compact(role["rules"]))
+	for _, n := range []string{cmName, flag("--profiles-last-good")} {
+		if !granted[n] {
+			t.Errorf("Role: no configmaps rule restricted to resourceNames [%s]: %s", n, compact(role["rules"]))
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // profilesConfigMap is the ConfigMap the webhook watches: the one the
-// Deployment mounts (kustomize's generated rdma-webhook-profiles-<hash>).
+// Deployment names in --profiles-configmap (NS/NAME, as the webhook reads it).
 func profilesConfigMap(t testing.TB) *corev1.ConfigMap {
 	t.Helper()
 	ctx := context.Background()
@@ -20,16 +20,22 @@ func profilesConfigMap(t testing.TB) *corev1.ConfigMap {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range d.Spec.Template.Spec.Volumes {
-		if v.Name == "profiles" && v.ConfigMap != nil {
-			cm, err := clientset.CoreV1().ConfigMaps("rdma-webhook").Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cm
+	args := d.Spec.Template.Spec.Containers[0].Args
+	for i, a := range args {
+		if a != "--profiles-configmap" || i+1 >= len(args) {
+			continue
 		}
+		ns, name, ok := strings.Cut(args[i+1], "/")
+		if !ok {
+			t.Fatalf("--profiles-configmap %q is not NS/NAME", args[i+1])
+		}
+		cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
 	}
-	t.Fatal("the Deployment mounts no profiles ConfigMap")
+	t.Fatalf("the Deployment passes no --profiles-configmap: %q", args)
 	return nil
 }
 
