@@ -49,6 +49,7 @@ bodybuf 2
 certs 2
 cmwatch 2
 lastgood 2
+podsecconf 2
 connguard 2
 docs 2
 events 2

@@ -4,6 +4,7 @@
 #include "fsutil.h"
 #include "k8sname.h"
 #include "mutate.h"
+#include "podsecconf.h"
 #include "profiles.h"
 #include "report.h"
 #include "review.h"
@@ -31,7 +32,7 @@
 /* The run: what every object is mutated with, and where it is printed. */
 struct cmd_mutate_ctx {
     const struct profiles *ps;
-    struct mutate_options opts; /* --detect-image */
+    struct mutate_options opts; /* --detect-image, --mode, --pod-security-config */
     int patched;
     int explain;             /* --explain: the decisions, in words, instead */
     enum docs_format format; /* what is printed */
@@ -52,7 +53,8 @@ static void cmd_mutate_usage(FILE *f)
             "Usage: rdma-webhook mutate [--profiles FILE] [--patched] [-o json|yaml] [--explain]\n"
             "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
             "                           [--namespace NAME] [--detect-image IMAGE]\n"
-            "                           [--mode enforce|report] [FILE|-]\n"
+            "                           [--mode enforce|report] [--pod-security-config FILE]\n"
+            "                           [FILE|-]\n"
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and PyTorchJobs: JSON, or YAML\n"
             "(one document or several, separated by ---), Lists of them too (kind: List,\n"
@@ -83,6 +85,10 @@ static void cmd_mutate_usage(FILE *f)
             "                            detection)\n"
             "  --mode enforce|report     as serve --mode: report gives each pod only the\n"
             "                            annotation rdma-webhook.io/report (default enforce)\n"
+            "  --pod-security-config FILE\n"
+            "                            as serve --pod-security-config: the cluster's\n"
+            "                            PodSecurity defaults and exemptions (a user exemption\n"
+            "                            applies to an AdmissionReview's userInfo)\n"
             "  -h, --help                show this help\n"
             "\n"
             "Warnings go to stderr as kubectl would print them (with --explain, to stdout in\n"
@@ -678,10 +684,12 @@ int cmd_mutate(int argc, char **argv)
                                          {"detect-image", required_argument, NULL, 'i'},
                                          {"explain", no_argument, NULL, 'E'},
                                          {"mode", required_argument, NULL, 'm'},
+                                         {"pod-security-config", required_argument, NULL, 'C'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *profiles = CMD_DEFAULT_PROFILES, *path = "-";
+    const char *profiles = CMD_DEFAULT_PROFILES, *path = "-", *podsec_path = NULL;
     struct cmd_mutate_ctx ctx = {0};
+    struct podsecconf podsec;
     struct profiles *ps = NULL;
     struct dynbuf input;
     struct docs d;
@@ -690,6 +698,7 @@ int cmd_mutate(int argc, char **argv)
 
     docs_init(&d);
     dynbuf_init(&input, CMD_MUTATE_INPUT_MAX);
+    podsecconf_init(&podsec);
     while ((c = getopt_long(argc, argv, "ho:n:", opts, NULL)) != -1) {
         if (c == 'p') {
             profiles = optarg;
@@ -728,6 +737,8 @@ int cmd_mutate(int argc, char **argv)
                         optarg);
                 goto out;
             }
+        } else if (c == 'C') {
+            podsec_path = optarg;
         } else if (c == 'h') {
             cmd_mutate_usage(stdout);
             rc = 0;
@@ -755,6 +766,11 @@ int cmd_mutate(int argc, char **argv)
     rc = 1;
     if (!(ps = cmd_profiles_load(profiles, "pass --profiles FILE")))
         goto out;
+    if (podsec_path && podsecconf_load(&podsec, podsec_path, err, sizeof(err))) {
+        fprintf(stderr, "rdma-webhook mutate: --pod-security-config: %s\n", err);
+        goto out;
+    }
+    ctx.opts.podsec = &podsec.cfg;
     if (fsutil_read(path, &input, err, sizeof(err)) ||
         docs_read(&d, dynbuf_ptr(&input), dynbuf_len(&input), NULL, err, sizeof(err))) {
         fprintf(stderr, "rdma-webhook: %s: %s\n", strcmp(path, "-") ? path : "stdin", err);
@@ -772,5 +788,6 @@ out:
     dynbuf_free(&input);
     cJSON_Delete(ctx.node_labels);
     cJSON_Delete(ctx.namespace_labels);
+    podsecconf_stop(&podsec);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include "lastgood.h"
 #include "logq.h"
 #include "lookups.h"
+#include "podsecconf.h"
 #include "server.h"
 #include "store.h"
 
@@ -53,6 +54,7 @@ struct cmd_serve_app {
     const char *profiles_path;            /* NULL with a ConfigMap */
     struct store_source profiles_src;     /* the file at profiles_path */
     char detect_image[CMD_IMAGE_MAX + 1]; /* read by --detect-image-from-deployment */
+    struct podsecconf podsec;             /* --pod-security-config */
 };
 
 /* Reads the profiles file and publishes it; the old snapshot stays on error.
@@ -306,6 +308,14 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
                 err);
     cfg.cert_reload_interval_ms = o->reload_interval_ms;
     cfg.profiles_key = o->profiles_key;
+    /* As the apiserver does, a configuration it would refuse stops the start. */
+    if (o->pod_security_config &&
+        podsecconf_load(&app->podsec, o->pod_security_config, err, sizeof(err)))
+        goto cannot;
+    if (o->pod_security_config)
+        log_msg(&app->log, LOG_INFO, "Pod Security configuration read", "file",
+                o->pod_security_config);
+    cfg.podsec = &app->podsec.cfg;
     if (cmd_serve_start_api(app, o, err, sizeof(err)))
         goto cannot;
     cmd_serve_detect_image(app, o, &cfg);
@@ -332,6 +342,7 @@ out:
     cmwatch_stop(&app->cmwatch);
     lastgood_stop(&app->lastgood);
     lookups_stop(&app->lookups);
+    podsecconf_stop(&app->podsec);
     cmd_serve_stop_log_queue(&app->log);
     return rc;
 }
@@ -350,6 +361,7 @@ int cmd_serve(int argc, char **argv)
     if (!app)
         goto oom;
     app->log = (struct log){.fd = STDERR_FILENO, .min = level};
+    podsecconf_init(&app->podsec);
     if (store_init(&app->store, &app->log, NULL, 0) != ERR_OK)
         goto oom_app;
     curl_global_init(CURL_GLOBAL_DEFAULT);

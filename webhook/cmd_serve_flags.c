@@ -85,6 +85,11 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                rdma-webhook.io/report, what enforce would add;\n"
         "                                a profile's \"mode\" and the namespace label\n"
         "                                rdma-webhook.io/mode win over it (default enforce)\n"
+        "  --pod-security-config FILE    the cluster's PodSecurity defaults and exemptions:\n"
+        "                                the apiserver's --admission-control-config-file or\n"
+        "                                the PodSecurityConfiguration it names, read at start\n"
+        "                                (default: PodSecurity's own, privileged, no\n"
+        "                                exemptions)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "The certificate and key files are watched too and swapped without a restart.\n"
@@ -124,6 +129,7 @@ enum serve_flag {
     FLAG_LAST_GOOD,
     FLAG_STALE_LOG,
     FLAG_MODE,
+    FLAG_POD_SECURITY_CONFIG,
 };
 
 static const struct option serve_options[] = {
@@ -158,6 +164,7 @@ static const struct option serve_options[] = {
     {"profiles-last-good", required_argument, NULL, FLAG_LAST_GOOD},
     {"stale-log-seconds", required_argument, NULL, FLAG_STALE_LOG},
     {"mode", required_argument, NULL, FLAG_MODE},
+    {"pod-security-config", required_argument, NULL, FLAG_POD_SECURITY_CONFIG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -229,6 +236,7 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case FLAG_DETECT_IMAGE: o->cfg.detect_image = optarg; break;
         case FLAG_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
         case FLAG_LAST_GOOD: o->profiles_last_good = optarg; break;
+        case FLAG_POD_SECURITY_CONFIG: o->pod_security_config = optarg; break;
         case FLAG_MODE:
             if ((o->cfg.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
                 fprintf(stderr, "rdma-webhook serve: --mode takes enforce or report, not \"%s\"\n",

@@ -30,6 +30,7 @@ struct cmd_serve_flags {
     /* --detect-image-from-deployment NS/NAME: cfg.detect_image is read from
      * that Deployment at start (cmd_serve.c). */
     const char *detect_deployment;
+    const char *pod_security_config; /* --pod-security-config FILE; NULL: none */
 };
 
 /* Fills *o from the defaults and argv, and *level from --log-level. Returns 0

@@ -708,14 +708,26 @@ static enum mutate_podsec mutate_podsec_plan(struct mutate_ctx *m)
 {
     const cJSON *labels;
 
+    const struct podsec_config *conf = m->in->opts ? m->in->opts->podsec : NULL;
+    const char *exempt;
+
     if (m->podsec != MUTATE_PODSEC_UNPLANNED)
         return m->podsec;
     m->podsec = MUTATE_PODSEC_ADD;
+    exempt = podsec_exempt(conf, m->in->namespace_, m->in->user,
+                           podjson_str(&m->r, m->spec, "runtimeClassName"));
+    if (exempt) {
+        MUTATE_TRACE(m,
+                     "Pod Security: the pod is exempt by its %s (--pod-security-config): "
+                     "IPC_LOCK may be added",
+                     exempt);
+        return m->podsec;
+    }
     if (!m->hooks || !m->hooks->select.namespace_labels)
         return m->podsec;
     if (mutate_ns_labels(m, &labels))
         return m->podsec = MUTATE_PODSEC_UNKNOWN;
-    podsec_read(labels, &m->policy);
+    podsec_read(labels, conf ? conf->defaults : NULL, &m->policy);
     if (!podsec_allows_add(m->policy.level[PODSEC_ENFORCE], "IPC_LOCK"))
         m->podsec = MUTATE_PODSEC_FORBIDDEN;
     else if (!podsec_allows_add(m->policy.level[PODSEC_WARN], "IPC_LOCK") ||

@@ -55,6 +55,7 @@
 #include <stddef.h>
 
 struct cJSON;
+struct podsec_config;
 struct profiles_entry;
 struct profiles;
 struct trace;
@@ -126,12 +127,18 @@ struct mutate_options {
     /* --mode: the mode of a pod whose profile and namespace label say none
      * (report.h); UNSET is enforce. */
     enum report_mode mode;
+    /* --pod-security-config: the cluster's PodSecurity defaults and
+     * exemptions (podsec.h). NULL: the plugin's own (privileged, none). */
+    const struct podsec_config *podsec;
 };
 
 struct mutate_input {
-    const struct cJSON *object;        /* a Pod, or a pod template: metadata and spec */
-    const char *base;                  /* JSON Pointer of object in the patched document */
-    const char *namespace_;            /* for envFrom and Namespace lookups */
+    const struct cJSON *object; /* a Pod, or a pod template: metadata and spec */
+    const char *base;           /* JSON Pointer of object in the patched document */
+    const char *namespace_;     /* for envFrom and Namespace lookups */
+    /* request.userInfo.username: who creates the pod, for Pod Security's
+     * exemptions by user (podsec.h). NULL: unknown, exempt by no user. */
+    const char *user;
     int implicit_target;               /* a PyTorchJob's template: a target by definition */
     const struct mutate_options *opts; /* NULL: every option unset */
     /* `mutate --explain`: each decision and its reason, a line each

@@ -19,8 +19,7 @@ const char *podsec_level_name(enum podsec_level level)
     return level <= PODSEC_RESTRICTED ? names[level] : "restricted";
 }
 
-/* 0 with *level for a level's name, -1 otherwise (api.ParseLevel). */
-static int podsec_parse(const char *s, enum podsec_level *level)
+int podsec_level_parse(const char *s, enum podsec_level *level)
 {
     for (int l = PODSEC_PRIVILEGED; l <= PODSEC_RESTRICTED; l++)
         if (strcmp(s, podsec_level_name((enum podsec_level)l)) == 0) {
@@ -30,17 +29,17 @@ static int podsec_parse(const char *s, enum podsec_level *level)
     return -1;
 }
 
-void podsec_read(const cJSON *labels, struct podsec_policy *out)
+void podsec_read(const cJSON *labels, const enum podsec_level *defaults, struct podsec_policy *out)
 {
     for (int mode = 0; mode < PODSEC_MODES; mode++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, podsec_labels[mode]);
         const char *s = cJSON_GetStringValue(v);
 
-        out->level[mode] = PODSEC_PRIVILEGED;
+        out->level[mode] = defaults ? defaults[mode] : PODSEC_PRIVILEGED;
         out->invalid[mode] = NULL;
         if (!v)
             continue;
-        if (s && podsec_parse(s, &out->level[mode]) == 0)
+        if (s && podsec_level_parse(s, &out->level[mode]) == 0)
             continue;
         /* Not a level: enforce fails closed, warn and audit fail open. */
         out->invalid[mode] = s ? s : "?";
@@ -58,4 +57,32 @@ int podsec_allows_add(enum podsec_level level, const char *cap)
         if (strcmp(cap, podsec_default_set[i]) == 0)
             return 1;
     return 0;
+}
+
+static int podsec_listed(const cJSON *list, const char *s)
+{
+    const cJSON *e;
+
+    if (!s)
+        return 0;
+    cJSON_ArrayForEach(e, list)
+    {
+        if (cJSON_IsString(e) && strcmp(e->valuestring, s) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+const char *podsec_exempt(const struct podsec_config *c, const char *ns, const char *user,
+                          const char *runtime_class)
+{
+    if (!c)
+        return NULL;
+    if (podsec_listed(c->namespaces, ns))
+        return "namespace";
+    if (podsec_listed(c->usernames, user))
+        return "user";
+    if (podsec_listed(c->runtime_classes, runtime_class))
+        return "runtimeClass";
+    return NULL;
 }

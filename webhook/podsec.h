@@ -3,9 +3,9 @@
  * k8s.io/pod-security-admission reads them (api.PolicyToEvaluate):
  *   - each mode (enforce, warn, audit) has a level: privileged, baseline or
  *     restricted, compared case-sensitively;
- *   - a mode without its label is privileged (the PodSecurity admission
- *     configuration's default; a cluster that configures another default is
- *     not seen from here);
+ *   - a mode without its label has the cluster's default level: privileged,
+ *     unless the PodSecurity admission configuration says otherwise
+ *     (serve --pod-security-config, podsecconf.h);
  *   - a value that is not a level reads as restricted for enforce, and as
  *     privileged for warn and audit ("fail open"), and is kept for the
  *     warning that says so. (PodSecurity refuses such a label on a namespace
@@ -36,12 +36,35 @@ struct podsec_policy {
     const char *invalid[PODSEC_MODES];
 };
 
-/* labels: the namespace's labels (an object of strings), or NULL for none. */
-void podsec_read(const struct cJSON *labels, struct podsec_policy *out);
+/* labels: the namespace's labels (an object of strings), or NULL for none.
+ * defaults: the level of each mode without its label (podsec_config's), or
+ * NULL for privileged. */
+void podsec_read(const struct cJSON *labels, const enum podsec_level *defaults,
+                 struct podsec_policy *out);
+
+/* 0 with *level for "privileged", "baseline" or "restricted" (compared
+ * case-sensitively, as api.ParseLevel does), -1 for anything else. */
+int podsec_level_parse(const char *s, enum podsec_level *level);
 
 /* 1 when a pod with capability cap (as written in capabilities.add) added
  * to a container passes level's capability checks. */
 int podsec_allows_add(enum podsec_level level, const char *cap);
+
+/* What the cluster's PodSecurity admission plugin is configured with
+ * (PodSecurityConfiguration; podsecconf.h reads it from a file): the level of
+ * each mode whose label is absent, and who is never evaluated. */
+struct podsec_config {
+    enum podsec_level defaults[PODSEC_MODES];
+    /* Arrays of strings, or NULL for none; owned by whoever filled them. */
+    const struct cJSON *namespaces, *usernames, *runtime_classes;
+};
+
+/* Why Pod Security does not evaluate a pod at all, or NULL when it does:
+ * "namespace", "user" or "runtimeClass" (the exemption that applies; the
+ * apiserver checks them in that order). c NULL: no exemptions. Any other
+ * argument may be NULL (unknown: not exempt by it). */
+const char *podsec_exempt(const struct podsec_config *c, const char *ns, const char *user,
+                          const char *runtime_class);
 
 /* "privileged", "baseline", "restricted". */
 const char *podsec_level_name(enum podsec_level level);

@@ -210,6 +210,7 @@ static int review_answer(const struct review_envelope *env, const struct profile
         in.object = podjson_member(req, "object");
         review_summarize_request(req, in.object, sum);
         in.namespace_ = sum->namespace_;
+        in.user = cJSON_GetStringValue(podjson_member(podjson_member(req, "userInfo"), "username"));
         mutate_object(&in, ps, hooks, &res);
         review_summarize_result(&res, sum);
     }

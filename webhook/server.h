@@ -45,6 +45,7 @@ struct events;
 struct lastgood;
 struct log;
 struct lookups;
+struct podsec_config;
 struct server;
 struct store;
 
@@ -121,6 +122,9 @@ struct server_config {
      * Outlives the server. */
     struct lastgood *lastgood;
     int mode; /* mutate_options.mode, an enum report_mode: --mode */
+    /* mutate_options.podsec (--pod-security-config); NULL: PodSecurity's
+     * own defaults. Outlives the server. */
+    const struct podsec_config *podsec;
 };
 
 /* Allocates the server in its stopped state: counters, certificate slot,

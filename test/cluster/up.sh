@@ -346,7 +346,8 @@ wait_for etcd grep -q '^etcd: ready' "$DIR/logs/etcd.log"
 # kube-apiserver.  Admission: no --enable/--disable-admission-plugins, so
 # the defaults apply (NamespaceLifecycle, ServiceAccount, PodSecurity,
 # MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmission-
-# Policy, ValidatingAdmissionWebhook, ResourceQuota, ...).
+# Policy, ValidatingAdmissionWebhook, ResourceQuota, ...); PodSecurity with
+# the exemptions of test/cluster/admission.yaml.
 # MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) is GA and on by
 # default since 1.36, so no --feature-gates/--runtime-config are needed.
 # --allow-privileged: like kubeadm clusters; otherwise privileged pods would
@@ -371,6 +372,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
 	--service-account-signing-key-file="$DIR/pki/sa.key" \
 	--service-cluster-ip-range=10.96.0.0/12 \
 	--allow-privileged=true \
+	--admission-control-config-file="$here/admission.yaml" \
 	--requestheader-client-ca-file="$DIR/pki/front-proxy-ca.crt" \
 	--requestheader-allowed-names=front-proxy-client \
 	--requestheader-username-headers=X-Remote-User \

@@ -24,6 +24,7 @@
 #include "dynbuf.h"
 #include "mutate.h"
 #include "patch.h"
+#include "podsec.h"
 #include "profiles.h"
 #include "utf8.h"
 
@@ -63,6 +64,7 @@ static struct {
     struct mutate_result again;
     int have_again;
     const struct mutate_options *opts; /* for both calls; NULL: none */
+    const char *user;                  /* mutate_input.user; NULL: unknown */
 } T;
 
 /* ---- JSON helpers ---- */
@@ -306,6 +308,7 @@ static void mutate_once(const cJSON *doc, const char *base, int implicit, const 
                               .base = base,
                               .namespace_ = "ns",
                               .implicit_target = implicit,
+                              .user = T.user,
                               .opts = T.opts};
 
     assert_non_null(in.object);
@@ -1007,6 +1010,113 @@ TEST(test_pod_security_lookup_failure_keeps_the_user_s_ipc_lock)
         run_in_ns(NULL, POD("{'containers':[" C8(
                             ",'securityContext':{'capabilities':{'add':['IPC_LOCK']}}") "]}")));
     assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+}
+
+/* --pod-security-config: the cluster's defaults and exemptions, as a
+ * podsecconf_load() would leave them (podsec.h). */
+struct psconf_case {
+    struct podsec_config conf;
+    cJSON *lists; /* owns conf's */
+    struct mutate_options opts;
+};
+
+static void psconf_setup(struct psconf_case *c, enum podsec_level enforce, enum podsec_level warn,
+                         const char *namespaces, const char *usernames, const char *classes)
+{
+    memset(c, 0, sizeof(*c));
+    c->conf.defaults[PODSEC_ENFORCE] = enforce;
+    c->conf.defaults[PODSEC_WARN] = warn;
+    c->conf.defaults[PODSEC_AUDIT] = PODSEC_PRIVILEGED;
+    c->lists = cJSON_CreateObject();
+    assert_non_null(c->lists);
+    if (namespaces)
+        cJSON_AddItemToObject(c->lists, "n", J(namespaces));
+    if (usernames)
+        cJSON_AddItemToObject(c->lists, "u", J(usernames));
+    if (classes)
+        cJSON_AddItemToObject(c->lists, "r", J(classes));
+    c->conf.namespaces = cJSON_GetObjectItemCaseSensitive(c->lists, "n");
+    c->conf.usernames = cJSON_GetObjectItemCaseSensitive(c->lists, "u");
+    c->conf.runtime_classes = cJSON_GetObjectItemCaseSensitive(c->lists, "r");
+    c->opts.podsec = &c->conf;
+    T.opts = &c->opts;
+}
+
+/* A namespace without the enforce label has the cluster's default level:
+ * under a default of baseline no IPC_LOCK, as for the label; a label still
+ * wins over the default, and the default warn level only warns. */
+TEST(test_pod_security_config_defaults)
+{
+    struct psconf_case c;
+    const char *pod = POD("{'containers':[" C8("") "]}");
+
+    psconf_setup(&c, PODSEC_BASELINE, PODSEC_PRIVILEGED, NULL, NULL, NULL);
+    assert_false(run_in_ns("{}", pod));
+    assert_warned("no IPC_LOCK under Pod Security baseline");
+    assert_profile_env_8card(C(0));
+    teardown(NULL);
+    T.opts = &c.opts;
+    assert_true(run_in_ns("{'" PSA_ENFORCE "':'privileged'}", pod));
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+    teardown(NULL);
+    cJSON_Delete(c.lists);
+
+    psconf_setup(&c, PODSEC_PRIVILEGED, PODSEC_RESTRICTED, NULL, NULL, NULL);
+    assert_true(run_in_ns("{}", pod));
+    assert_warned("ignore Pod Security restricted warning on IPC_LOCK");
+    teardown(NULL);
+    /* A warn label that is not a level fails open, default or not. */
+    T.opts = &c.opts;
+    assert_true(run_in_ns("{'" PSA_WARN "':'strict'}", pod));
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+    teardown(NULL);
+    cJSON_Delete(c.lists);
+}
+
+/* An exempt pod is never evaluated by Pod Security: IPC_LOCK is added
+ * whatever the namespace's level, with no warning, even when the labels
+ * cannot be read. Exempt by namespace, by the requesting user, or by its
+ * runtimeClassName; anything else is evaluated as ever. */
+TEST(test_pod_security_config_exemptions)
+{
+    static const struct {
+        const char *namespaces, *usernames, *classes, *user, *runtime_class;
+        int exempt;
+    } cases[] = {
+        {"['other','ns']", NULL, NULL, NULL, NULL, 1},
+        {"['other']", NULL, NULL, NULL, NULL, 0},
+        {NULL, "['system:serviceaccount:kubeflow:training-operator']", NULL,
+         "system:serviceaccount:kubeflow:training-operator", NULL, 1},
+        {NULL, "['system:serviceaccount:kubeflow:training-operator']", NULL, "alice", NULL, 0},
+        {NULL, "['alice']", NULL, NULL, NULL, 0},
+        {NULL, NULL, "['kata']", NULL, "kata", 1},
+        {NULL, NULL, "['kata']", NULL, "gvisor", 0},
+        {NULL, NULL, "['kata']", NULL, NULL, 0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct psconf_case c;
+        char pod[1024];
+        const char *labels[] = {"{'" PSA_ENFORCE "':'restricted'}", NULL};
+
+        snprintf(pod, sizeof(pod), "%s",
+                 cases[i].runtime_class
+                     ? (strcmp(cases[i].runtime_class, "kata") == 0
+                            ? POD("{'runtimeClassName':'kata','containers':[" C8("") "]}")
+                            : POD("{'runtimeClassName':'gvisor','containers':[" C8("") "]}"))
+                     : POD("{'containers':[" C8("") "]}"));
+        for (size_t l = 0; l < 2; l++) {
+            psconf_setup(&c, PODSEC_PRIVILEGED, PODSEC_PRIVILEGED, cases[i].namespaces,
+                         cases[i].usernames, cases[i].classes);
+            T.user = cases[i].user;
+            print_message("case %zu, labels %s\n", i, labels[l] ? labels[l] : "(unread)");
+            assert_int_equal(run_in_ns(labels[l], pod), cases[i].exempt);
+            assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), cases[i].exempt ? 0 : 1);
+            assert_profile_env_8card(C(0));
+            teardown(NULL);
+            cJSON_Delete(c.lists);
+        }
+    }
 }
 
 TEST(test_pod_security_without_the_hook_adds_as_ever)
@@ -3009,6 +3119,8 @@ int main(void)
         T_(test_pod_security_lookup_failure_leaves_ipc_lock_out),
         T_(test_pod_security_lookup_failure_keeps_the_user_s_ipc_lock),
         T_(test_pod_security_without_the_hook_adds_as_ever),
+        T_(test_pod_security_config_defaults),
+        T_(test_pod_security_config_exemptions),
         T_(test_pod_security_asks_once_and_names_each_container),
         T_(test_pod_security_not_asked_when_nothing_would_be_added),
         T_(test_pod_security_forbidden_non_root_one_warning),

@@ -18,7 +18,7 @@ static struct podsec_policy read_labels(const char *json)
 
     if (json && !labels)
         fail_msg("test JSON does not parse: %s", json);
-    podsec_read(labels, &p);
+    podsec_read(labels, NULL, &p);
     /* p.invalid points into labels: compare before freeing. */
     cJSON_Delete(labels);
     return p;
@@ -69,7 +69,7 @@ TEST(test_a_value_that_is_not_a_level)
                  bad[i], bad[i], bad[i]);
         labels = cJSON_Parse(json);
         assert_non_null(labels);
-        podsec_read(labels, &p);
+        podsec_read(labels, NULL, &p);
         assert_int_equal(p.level[PODSEC_ENFORCE], PODSEC_RESTRICTED);
         assert_int_equal(p.level[PODSEC_WARN], PODSEC_PRIVILEGED);
         assert_int_equal(p.level[PODSEC_AUDIT], PODSEC_PRIVILEGED);
@@ -121,6 +121,50 @@ TEST(test_level_names)
     assert_string_equal(podsec_level_name(PODSEC_RESTRICTED), "restricted");
 }
 
+/* The cluster's defaults (PodSecurityConfiguration) fill the modes
+ * without a label; a label wins; a value that is not a level still reads
+ * as restricted for enforce and privileged for warn and audit, whatever the
+ * default (api.PolicyToEvaluate starts from the defaults, then parses). */
+TEST(test_defaults_fill_the_modes_without_a_label)
+{
+    static const enum podsec_level defaults[PODSEC_MODES] = {PODSEC_BASELINE, PODSEC_RESTRICTED,
+                                                             PODSEC_BASELINE};
+    cJSON *labels = cJSON_Parse("{\"pod-security.kubernetes.io/audit\":\"privileged\"}");
+    struct podsec_policy p;
+
+    assert_non_null(labels);
+    podsec_read(NULL, defaults, &p);
+    assert_int_equal(p.level[PODSEC_ENFORCE], PODSEC_BASELINE);
+    assert_int_equal(p.level[PODSEC_WARN], PODSEC_RESTRICTED);
+    assert_int_equal(p.level[PODSEC_AUDIT], PODSEC_BASELINE);
+    podsec_read(labels, defaults, &p);
+    assert_int_equal(p.level[PODSEC_ENFORCE], PODSEC_BASELINE);
+    assert_int_equal(p.level[PODSEC_WARN], PODSEC_RESTRICTED);
+    assert_int_equal(p.level[PODSEC_AUDIT], PODSEC_PRIVILEGED);
+    cJSON_Delete(labels);
+    labels = cJSON_Parse("{\"pod-security.kubernetes.io/enforce\":\"x\","
+                         "\"pod-security.kubernetes.io/warn\":\"x\"}");
+    assert_non_null(labels);
+    podsec_read(labels, defaults, &p);
+    assert_int_equal(p.level[PODSEC_ENFORCE], PODSEC_RESTRICTED);
+    assert_int_equal(p.level[PODSEC_WARN], PODSEC_PRIVILEGED);
+    assert_int_equal(p.level[PODSEC_AUDIT], PODSEC_BASELINE);
+    cJSON_Delete(labels);
+}
+
+TEST(test_level_parse)
+{
+    enum podsec_level l = PODSEC_PRIVILEGED;
+
+    assert_int_equal(podsec_level_parse("restricted", &l), 0);
+    assert_int_equal(l, PODSEC_RESTRICTED);
+    assert_int_equal(podsec_level_parse("baseline", &l), 0);
+    assert_int_equal(l, PODSEC_BASELINE);
+    assert_int_equal(podsec_level_parse("Privileged", &l), -1);
+    assert_int_equal(podsec_level_parse("", &l), -1);
+    assert_int_equal(l, PODSEC_BASELINE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +175,8 @@ int main(void)
         cmocka_unit_test(test_ipc_lock_only_under_privileged),
         cmocka_unit_test(test_baseline_allows_the_default_set_restricted_net_bind_service),
         cmocka_unit_test(test_level_names),
+        cmocka_unit_test(test_defaults_fill_the_modes_without_a_label),
+        cmocka_unit_test(test_level_parse),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

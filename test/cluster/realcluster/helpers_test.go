@@ -60,6 +60,13 @@ func newNamespace(t *testing.T, labels map[string]string) string {
 	if len(name) > 63 {
 		name = strings.TrimRight(name[:63], "-")
 	}
+	return createNamespace(t, name, labels)
+}
+
+// createNamespace makes namespace name with labels, ready for pods, and
+// deletes it when the test ends.
+func createNamespace(t *testing.T, name string, labels map[string]string) string {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if _, err := clientset.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)

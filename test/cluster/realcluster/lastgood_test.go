@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// lastGoodName is the copy test/cluster/webhook.sh names with
+// lastGoodName is the copy manifests/deployment.yaml names with
 // --profiles-last-good, the one manifests/rbac.yaml grants.
 const lastGoodName = "rdma-webhook-profiles-last-good"
 
