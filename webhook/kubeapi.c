@@ -194,36 +194,12 @@ static void kubeapi_stoppable(CURL *c, const atomic_int *stop)
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
 }
 
-int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
-                struct dynbuf *body, long *status, char *err, size_t errlen)
-{
-    struct kubeapi_sink sink = {body, ERR_OK};
-    struct curl_slist *headers = NULL;
-    CURL *c;
-    CURLcode cc;
-    int rc = kubeapi_start(k, path, timeout_ms, NULL, &headers, &c, err, errlen);
-
-    if (rc)
-        goto out;
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-    kubeapi_stoppable(c, stop);
-    cc = curl_easy_perform(c);
-    if (cc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    else
-        rc = kubeapi_failed("GET", path, cc, sink.rc, "the response", body->cap, err, errlen);
-out:
-    curl_easy_cleanup(c);
-    curl_slist_free_all(headers);
-    return rc;
-}
-
-/* One request with a body: method is "POST", "PUT" or "PATCH". */
-static int kubeapi_send(const struct kubeapi *k, const char *method, const char *content_type,
-                        const char *path, const char *body, size_t len, long timeout_ms,
-                        const atomic_int *stop, struct dynbuf *resp, long *status, char *err,
-                        size_t errlen)
+/* One request: method is "GET" (body NULL, no content type), "POST", "PUT"
+ * or "PATCH"; the response goes into resp (its cap bounds it). */
+static int kubeapi_request(const struct kubeapi *k, const char *method, const char *content_type,
+                           const char *path, const char *body, size_t len, long timeout_ms,
+                           const atomic_int *stop, struct dynbuf *resp, long *status, char *err,
+                           size_t errlen)
 {
     struct kubeapi_sink sink = {resp, ERR_OK};
     struct curl_slist *headers = NULL;
@@ -233,11 +209,13 @@ static int kubeapi_send(const struct kubeapi *k, const char *method, const char 
 
     if (rc)
         goto out;
-    /* POSTFIELDS makes the request a POST; CUSTOMREQUEST only renames it. */
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    if (strcmp(method, "POST") != 0)
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        /* POSTFIELDS makes the request a POST; CUSTOMREQUEST only renames it. */
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        if (strcmp(method, "POST") != 0)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     kubeapi_stoppable(c, stop);
@@ -252,28 +230,35 @@ out:
     return rc;
 }
 
+int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
+                struct dynbuf *body, long *status, char *err, size_t errlen)
+{
+    return kubeapi_request(k, "GET", NULL, path, NULL, 0, timeout_ms, stop, body, status, err,
+                           errlen);
+}
+
 int kubeapi_post(const struct kubeapi *k, const char *path, const char *body, size_t len,
                  long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
                  char *err, size_t errlen)
 {
-    return kubeapi_send(k, "POST", "application/json", path, body, len, timeout_ms, stop, resp,
-                        status, err, errlen);
+    return kubeapi_request(k, "POST", "application/json", path, body, len, timeout_ms, stop, resp,
+                           status, err, errlen);
 }
 
 int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *body, size_t len,
                         long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
                         char *err, size_t errlen)
 {
-    return kubeapi_send(k, "PATCH", "application/merge-patch+json", path, body, len, timeout_ms,
-                        stop, resp, status, err, errlen);
+    return kubeapi_request(k, "PATCH", "application/merge-patch+json", path, body, len, timeout_ms,
+                           stop, resp, status, err, errlen);
 }
 
 int kubeapi_put(const struct kubeapi *k, const char *path, const char *body, size_t len,
                 long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
                 char *err, size_t errlen)
 {
-    return kubeapi_send(k, "PUT", "application/json", path, body, len, timeout_ms, stop, resp,
-                        status, err, errlen);
+    return kubeapi_request(k, "PUT", "application/json", path, body, len, timeout_ms, stop, resp,
+                           status, err, errlen);
 }
 
 /* State of one watch stream: the partial line carried between chunks. */
