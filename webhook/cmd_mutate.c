@@ -56,14 +56,16 @@ static void cmd_mutate_usage(FILE *f)
             "                           [--mode enforce|report] [--pod-security-config FILE]\n"
             "                           [FILE|-]\n"
             "\n"
-            "Runs the webhook offline on AdmissionReviews, Pods and PyTorchJobs: JSON, or YAML\n"
+            "Runs the webhook offline on AdmissionReviews, Pods and the pod templates of\n"
+            "PyTorchJobs (and of MPIJobs and Volcano Jobs, with targets.mpijob/.volcanojob on\n"
+            "in the profiles): JSON, or YAML\n"
             "(one document or several, separated by ---), Lists of them too (kind: List,\n"
             "PodList, ...); stdin when FILE is - or absent. E.g.\n"
             "  kubectl get pod P -o yaml | rdma-webhook mutate --patched\n"
             "\n"
             "  --profiles FILE           profiles JSON (default %s)\n"
             "  --patched                 print each object mutated instead of the\n"
-            "                            AdmissionReview response (always so for a PyTorchJob)\n"
+            "                            AdmissionReview response (always so for a job)\n"
             "  -o, --output json|yaml    what to print (default: the input's format with\n"
             "                            --patched, else JSON)\n"
             "  --explain                 print, for each pod and job template, what was decided\n"
@@ -410,39 +412,123 @@ static int cmd_mutate_explain_review(struct cmd_mutate_ctx *c, const cJSON *doc)
     return 0;
 }
 
-/* Each replica type's template is mutated as a pod the job would create. */
-static int cmd_mutate_pytorchjob(struct cmd_mutate_ctx *c, cJSON **doc)
-{
-    const cJSON *specs = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(*doc, "spec"), "pytorchReplicaSpecs");
-    const char *ns =
-        cmd_mutate_ns(c, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-                             cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace")));
-    const cJSON *rs;
-    char base[PATCH_PATH_MAX / 2], tok[128];
+/* A job kind whose pod templates are mutated offline, each as a pod the job
+ * would create: where the templates are (spec.FIELD, a map of replica specs
+ * or, for a Volcano Job, a list of tasks), and the targets bit without which
+ * its pods are no targets (0: always, a PyTorchJob). */
+struct cmd_mutate_job {
+    const char *kind;
+    const char *group; /* apiVersion's start; NULL: any */
+    const char *field;
+    int tasks; /* spec.tasks: [{name, template}] */
+    unsigned target_bit;
+    const char *target_name; /* "targets.mpijob" */
+};
 
-    if (!ns)
-        return 1;
-    if (!cJSON_IsObject(specs))
-        return cmd_mutate_fail(c, "PyTorchJob has no spec.pytorchReplicaSpecs");
+/* "replica Worker (spec.mpiReplicaSpecs.Worker.template)", in a title. */
+#define CMD_MUTATE_WHAT_MAX 192
+
+static const struct cmd_mutate_job cmd_mutate_jobs[] = {
+    {"PyTorchJob", NULL, "pytorchReplicaSpecs", 0, 0, NULL},
+    {"MPIJob", "kubeflow.org/", "mpiReplicaSpecs", 0, PROFILES_TARGET_MPIJOB, "targets.mpijob"},
+    {"Job", "batch.volcano.sh/", "tasks", 1, PROFILES_TARGET_VOLCANOJOB, "targets.volcanojob"},
+};
+
+static const struct cmd_mutate_job *cmd_mutate_job_of(const cJSON *doc, const char *kind)
+{
+    const char *api = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "apiVersion"));
+
+    for (size_t i = 0; i < sizeof(cmd_mutate_jobs) / sizeof(cmd_mutate_jobs[0]); i++) {
+        const struct cmd_mutate_job *j = &cmd_mutate_jobs[i];
+
+        if (strcmp(kind, j->kind) == 0 &&
+            (!j->group || (api && strncmp(api, j->group, strlen(j->group)) == 0)))
+            return j;
+    }
+    return NULL;
+}
+
+/* One template of the job, at base, titled for --explain by what. */
+static int cmd_mutate_job_template(struct cmd_mutate_ctx *c, cJSON **doc, const cJSON *tmpl,
+                                   const char *base, const char *ns, const char *what)
+{
+    char title[sizeof(c->title) + CMD_MUTATE_WHAT_MAX + 2];
+
+    if (!c->explain)
+        return cmd_mutate_apply_into(c, doc, tmpl, base, ns, 1);
+    snprintf(title, sizeof(title), "%s, %s", c->title, what);
+    return cmd_mutate_explain_one(c, tmpl, base, ns, 1, title);
+}
+
+/* The templates of spec.tasks (a Volcano Job), or of the map of replica
+ * specs (the Kubeflow jobs). */
+static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
+                                    const struct cmd_mutate_job *j, const cJSON *specs,
+                                    const char *ns)
+{
+    char base[PATCH_PATH_MAX / 2], tok[128], what[CMD_MUTATE_WHAT_MAX];
+    const cJSON *rs;
+    int i = 0;
+
     cJSON_ArrayForEach(rs, specs)
     {
         const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(rs, "template");
+        const char *name = j->tasks
+                               ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rs, "name"))
+                               : rs->string;
 
-        if (!cJSON_IsObject(tmpl) || patch_escape_token(rs->string, tok, sizeof(tok)))
+        if (!cJSON_IsObject(tmpl) ||
+            (!j->tasks && patch_escape_token(rs->string, tok, sizeof(tok)))) {
+            i++;
             continue;
-        snprintf(base, sizeof(base), "/spec/pytorchReplicaSpecs/%s/template", tok);
-        if (c->explain) {
-            char title[sizeof(c->title) + 192];
-
-            snprintf(title, sizeof(title),
-                     "%s, replica %.63s (spec.pytorchReplicaSpecs.%.63s.template)", c->title,
-                     rs->string, rs->string);
-            cmd_mutate_explain_one(c, tmpl, base, ns, 1, title);
-        } else if (cmd_mutate_apply_into(c, doc, tmpl, base, ns, 1)) {
-            return 1;
         }
+        if (j->tasks) {
+            snprintf(base, sizeof(base), "/spec/tasks/%d/template", i);
+            snprintf(what, sizeof(what), "task %.63s (spec.tasks[%d].template)", name ? name : "?",
+                     i);
+        } else {
+            snprintf(base, sizeof(base), "/spec/%s/%s/template", j->field, tok);
+            snprintf(what, sizeof(what), "replica %.63s (spec.%s.%.63s.template)", name, j->field,
+                     name);
+        }
+        if (cmd_mutate_job_template(c, doc, tmpl, base, ns, what))
+            return 1;
+        i++;
     }
+    return 0;
+}
+
+/* Each template of the job is mutated as a pod the job would create, when
+ * the profiles make that kind's pods targets. */
+static int cmd_mutate_job(struct cmd_mutate_ctx *c, cJSON **doc, const struct cmd_mutate_job *j)
+{
+    const cJSON *specs =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*doc, "spec"), j->field);
+    const char *ns =
+        cmd_mutate_ns(c, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace")));
+
+    if (!ns)
+        return 1;
+    if (j->target_bit && !(c->ps->targets & j->target_bit)) {
+        fprintf(stderr,
+                "rdma-webhook: %sleft as it is: a %s's pods are targets only with %s true in "
+                "the profiles\n",
+                c->where, j->kind, j->target_name);
+        if (c->explain)
+            printf("%s%s:\n  left as it is: a %s's pods are targets only with %s true in the "
+                   "profiles\n",
+                   c->printed++ ? "\n" : "", c->title, j->kind, j->target_name);
+        return 0;
+    }
+    if (j->tasks ? !cJSON_IsArray(specs) : !cJSON_IsObject(specs)) {
+        char what[128];
+
+        snprintf(what, sizeof(what), "%s has no spec.%s", j->kind, j->field);
+        return cmd_mutate_fail(c, what);
+    }
+    if (cmd_mutate_job_templates(c, doc, j, specs, ns))
+        return 1;
     return c->patched || c->explain ? 0 : cmd_mutate_print(c, *doc);
 }
 
@@ -566,6 +652,7 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
                              size_t doc, size_t item)
 {
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*obj, "kind"));
+    const struct cmd_mutate_job *job;
 
     if (!kind && list_kind && *list_kind)
         kind = list_kind;
@@ -584,18 +671,19 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
                    ? 1
                    : cmd_mutate_explain_one(c, *obj, "", ns, 0, c->title);
     }
-    if (kind && strcmp(kind, "PyTorchJob") == 0)
-        return cmd_mutate_pytorchjob(c, obj);
+    if (kind && (job = cmd_mutate_job_of(*obj, kind)) != NULL)
+        return cmd_mutate_job(c, obj, job);
     if (!kind || !*kind)
-        return cmd_mutate_fail(c, "no kind: an AdmissionReview, a Pod or a PyTorchJob says which "
-                                  "it is in \"kind\"");
+        return cmd_mutate_fail(c,
+                               "no kind: an AdmissionReview, a Pod or a job (PyTorchJob, MPIJob, "
+                               "Volcano Job) says which it is in \"kind\"");
     fprintf(stderr,
-            "rdma-webhook: %sleft as it is: the webhook mutates Pods (and, offline, PyTorchJob "
-            "templates), not a %.64s\n",
+            "rdma-webhook: %sleft as it is: the webhook mutates Pods (and, offline, the pod "
+            "templates of PyTorchJobs, MPIJobs and Volcano Jobs), not a %.64s\n",
             c->where, kind);
     if (c->explain)
-        printf("%s%s:\n  left as it is: the webhook mutates Pods (and, offline, PyTorchJob "
-               "templates)\n",
+        printf("%s%s:\n  left as it is: the webhook mutates Pods (and, offline, the pod templates "
+               "of PyTorchJobs, MPIJobs and Volcano Jobs)\n",
                c->printed++ ? "\n" : "", c->title);
     return 0;
 }
