@@ -29,6 +29,13 @@
 #define CMD_MUTATE_EXPLAIN_LINES 2000
 #define CMD_MUTATE_EXPLAIN_BYTES (256u << 10)
 
+/* A ConfigMap of the input: its namespace (as kubectl would create it),
+ * name and data. */
+struct cmd_mutate_configmap {
+    const char *ns, *name;
+    const cJSON *data;
+};
+
 /* The run: what every object is mutated with, and where it is printed. */
 struct cmd_mutate_ctx {
     const struct profiles *ps;
@@ -39,6 +46,10 @@ struct cmd_mutate_ctx {
     cJSON *node_labels;      /* --node-labels, or NULL */
     cJSON *namespace_labels; /* --namespace-labels, or NULL */
     const char *namespace_;  /* --namespace, or NULL */
+    /* The ConfigMaps of the input, which answer the pods' envFrom as the
+     * API would (points into the documents; n_configmaps of them). */
+    struct cmd_mutate_configmap *configmaps;
+    size_t n_configmaps;
     struct mutate_hooks hooks;
     size_t objects;  /* in the whole input: above one, messages say which */
     size_t printed;  /* documents printed so far */
@@ -58,10 +69,11 @@ static void cmd_mutate_usage(FILE *f)
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and the pod templates of\n"
             "PyTorchJobs (and of MPIJobs and Volcano Jobs, with targets.mpijob/.volcanojob on\n"
-            "in the profiles): JSON, or YAML\n"
-            "(one document or several, separated by ---), Lists of them too (kind: List,\n"
-            "PodList, ...); stdin when FILE is - or absent. E.g.\n"
+            "in the profiles): JSON, or YAML (one document or several, separated by ---),\n"
+            "Lists of them too (kind: List, PodList, ...); stdin when FILE is - or absent.\n"
+            "E.g.\n"
             "  kubectl get pod P -o yaml | rdma-webhook mutate --patched\n"
+            "ConfigMaps in the input answer the pods' envFrom, as the API answers serve.\n"
             "\n"
             "  --profiles FILE           profiles JSON (default %s)\n"
             "  --patched                 print each object mutated instead of the\n"
@@ -166,6 +178,41 @@ static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labe
         return *labels = NULL, -1;
     }
     return 0;
+}
+
+/* ---- ConfigMaps of the input, for envFrom ---- */
+
+static const struct cmd_mutate_configmap *
+cmd_mutate_configmap_find(const struct cmd_mutate_ctx *c, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < c->n_configmaps; i++)
+        if (strcmp(c->configmaps[i].ns, ns) == 0 && strcmp(c->configmaps[i].name, name) == 0)
+            return &c->configmaps[i];
+    return NULL;
+}
+
+/* A ConfigMap the input holds answers as the API would; one it does not
+ * hold may exist in the cluster: unknown, as without the API. */
+static enum mutate_envfrom cmd_mutate_configmap_value(void *ctx, const char *ns, const char *name,
+                                                      const char *key, char *value, size_t len)
+{
+    const struct cmd_mutate_configmap *cm = cmd_mutate_configmap_find(ctx, ns, name);
+    const char *v;
+
+    if (!cm)
+        return MUTATE_ENVFROM_UNKNOWN;
+    v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cm->data, key));
+    if (!v)
+        return MUTATE_ENVFROM_LACKS;
+    if (value && snprintf(value, len, "%s", v) >= (int)len)
+        return MUTATE_ENVFROM_UNKNOWN;
+    return MUTATE_ENVFROM_HAS;
+}
+
+static enum mutate_envfrom cmd_mutate_configmap_has_key(void *ctx, const char *ns, const char *name,
+                                                        const char *key)
+{
+    return cmd_mutate_configmap_value(ctx, ns, name, key, NULL, 0);
 }
 
 /* The namespace of an object that says ns (NULL: none): --namespace or
@@ -677,6 +724,17 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
         return cmd_mutate_fail(c,
                                "no kind: an AdmissionReview, a Pod or a job (PyTorchJob, MPIJob, "
                                "Volcano Job) says which it is in \"kind\"");
+    if (strcmp(kind, "ConfigMap") == 0) {
+        /* Read before any pod (cmd_mutate_keep_configmaps). */
+        fprintf(stderr,
+                "rdma-webhook: %sleft as it is: its data answers the envFrom of the input's pods\n",
+                c->where);
+        if (c->explain)
+            printf("%s%s:\n  left as it is: its data answers the envFrom of the input's pods, as "
+                   "the API would\n",
+                   c->printed++ ? "\n" : "", c->title);
+        return 0;
+    }
     fprintf(stderr,
             "rdma-webhook: %sleft as it is: the webhook mutates Pods (and, offline, the pod "
             "templates of PyTorchJobs, MPIJobs and Volcano Jobs), not a %.64s\n",
@@ -719,6 +777,53 @@ static size_t cmd_mutate_count(const struct docs *d)
     return n;
 }
 
+/* Keeps o when it is a ConfigMap (a List item takes list_kind). */
+static void cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
+                                      const char *list_kind)
+{
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "kind"));
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+    const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
+
+    if (!kind)
+        kind = list_kind;
+    if (!kind || strcmp(kind, "ConfigMap") != 0 || !name)
+        return;
+    if (!ns || !*ns)
+        ns = c->namespace_ ? c->namespace_ : "default";
+    c->configmaps[c->n_configmaps++] = (struct cmd_mutate_configmap){
+        .ns = ns, .name = name, .data = cJSON_GetObjectItemCaseSensitive(o, "data")};
+}
+
+/* The ConfigMaps of the input, before any pod is mutated: a pod's envFrom
+ * may name one that comes after it. 0, or -1 out of memory. */
+static int cmd_mutate_keep_configmaps(struct cmd_mutate_ctx *c, const struct docs *d)
+{
+    c->configmaps = calloc(c->objects, sizeof(*c->configmaps));
+    if (!c->configmaps)
+        return -1;
+    for (size_t i = 0; i < d->n; i++) {
+        char kind[64];
+        const cJSON *items = docs_list_items(d->v[i], kind, sizeof(kind)), *it;
+
+        if (!items) {
+            cmd_mutate_keep_configmap(c, d->v[i], NULL);
+            continue;
+        }
+        cJSON_ArrayForEach(it, items)
+        {
+            cmd_mutate_keep_configmap(c, it, kind);
+        }
+    }
+    if (c->n_configmaps) {
+        c->hooks.configmap_has_key = cmd_mutate_configmap_has_key;
+        c->hooks.configmap_value = cmd_mutate_configmap_value;
+        c->hooks.ctx = c;
+    }
+    return 0;
+}
+
 /* Every object of every document; with --patched, every document printed
  * (one that could not be processed as it was). */
 static int cmd_mutate_docs(struct cmd_mutate_ctx *c, struct docs *d)
@@ -728,6 +833,10 @@ static int cmd_mutate_docs(struct cmd_mutate_ctx *c, struct docs *d)
     c->objects = cmd_mutate_count(d);
     if (c->objects == 0) {
         fprintf(stderr, "rdma-webhook: no object in the input\n");
+        return 1;
+    }
+    if (cmd_mutate_keep_configmaps(c, d)) {
+        fprintf(stderr, "rdma-webhook: out of memory\n");
         return 1;
     }
     for (size_t i = 0; i < d->n; i++) {
@@ -876,6 +985,7 @@ out:
     dynbuf_free(&input);
     cJSON_Delete(ctx.node_labels);
     cJSON_Delete(ctx.namespace_labels);
+    free(ctx.configmaps);
     podsecconf_stop(&podsec);
     return rc;
 }
