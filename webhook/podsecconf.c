@@ -145,6 +145,9 @@ static int podsecconf_list(const cJSON *exemptions, const char *field, int (*val
     if (!cJSON_IsArray(list))
         return err_set(err, errlen, ERR_FAIL, "%s: exemptions.%s must be a list", file, field);
     for (const cJSON *e = list->child; e; e = e->next, i++) {
+        if (i == PODSECCONF_MAX_ENTRIES)
+            return err_set(err, errlen, ERR_TOO_BIG, "%s: exemptions.%s has more than %d entries",
+                           file, field, PODSECCONF_MAX_ENTRIES);
         if (!cJSON_IsString(e) || !valid(e->valuestring))
             return err_set(err, errlen, ERR_FAIL, "%s: exemptions.%s[%d] must be %s", file, field,
                            i, what);

@@ -33,8 +33,11 @@
 
 struct cJSON;
 
-/* The largest file read (an admission configuration is a few KiB). */
-#define PODSECCONF_MAX_BYTES (1u << 20)
+/* The largest file read (an admission configuration is a few KiB), and the
+ * most entries of one exemptions list (each is checked against those before
+ * it for duplicates). */
+#define PODSECCONF_MAX_BYTES   (1u << 20)
+#define PODSECCONF_MAX_ENTRIES 4096
 
 struct podsecconf {
     struct podsec_config cfg; /* its lists point into doc or inner */

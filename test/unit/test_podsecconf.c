@@ -279,6 +279,26 @@ TEST(test_missing_and_oversized_files)
     podsecconf_stop(&c);
 }
 
+/* A list longer than PODSECCONF_MAX_ENTRIES is refused, naming the cap. */
+TEST(test_too_many_exemptions)
+{
+    struct podsecconf c;
+    char err[ERR_LEN] = "", path[PATH_MAX];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/many.yaml", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(PSC_HEAD "exemptions:\n  usernames:\n", f);
+    for (int i = 0; i <= PODSECCONF_MAX_ENTRIES; i++)
+        fprintf(f, "  - user-%d\n", i);
+    assert_int_equal(fclose(f), 0);
+    podsecconf_init(&c);
+    assert_int_equal(podsecconf_load(&c, path, err, sizeof(err)), ERR_TOO_BIG);
+    assert_contains(err, "exemptions.usernames has more than 4096 entries");
+    podsecconf_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_admission_configuration_without_pod_security),
         cmocka_unit_test(test_invalid_files_are_refused_with_the_field),
         cmocka_unit_test(test_missing_and_oversized_files),
+        cmocka_unit_test(test_too_many_exemptions),
     };
 
     return cmocka_run_group_tests(tests, setup_group, teardown_group);
