@@ -517,18 +517,15 @@ static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
     const cJSON *rs;
     int i = 0;
 
-    cJSON_ArrayForEach(rs, specs)
-    {
+    for (rs = specs->child; rs; rs = rs->next, i++) {
         const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(rs, "template");
         const char *name = j->tasks
                                ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rs, "name"))
                                : rs->string;
 
         if (!cJSON_IsObject(tmpl) ||
-            (!j->tasks && patch_escape_token(rs->string, tok, sizeof(tok)))) {
-            i++;
+            (!j->tasks && patch_escape_token(rs->string, tok, sizeof(tok))))
             continue;
-        }
         if (j->tasks) {
             snprintf(base, sizeof(base), "/spec/tasks/%d/template", i);
             snprintf(what, sizeof(what), "task %.63s (spec.tasks[%d].template)", name ? name : "?",
@@ -540,7 +537,6 @@ static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
         }
         if (cmd_mutate_job_template(c, doc, tmpl, base, ns, what))
             return 1;
-        i++;
     }
     return 0;
 }
