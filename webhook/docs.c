@@ -682,14 +682,22 @@ static void docs_measure(const cJSON *v, size_t level, size_t *nodes, size_t *de
         docs_measure(c, level + 1, nodes, depth);
 }
 
-/* Each key once in every object of v, as for YAML; path says where v is
- * (".spec.containers[0]"), for the message. */
-static int docs_json_unique(const cJSON *v, char *path, size_t pathlen, char *err, size_t errlen)
+/* Each key once in every object of v, as for YAML, and every number a
+ * finite double: cJSON reads one beyond a double's range (1e400) as an
+ * infinity, which JSON cannot hold (written back it would be null), and the
+ * apiserver refuses it. path says where v is (".spec.containers[0]"), for
+ * the message. */
+static int docs_json_check(const cJSON *v, char *path, size_t pathlen, char *err, size_t errlen)
 {
     size_t at = strlen(path), i = 0;
     const char *dup;
     int rc = ERR_OK;
 
+    if (cJSON_IsNumber(v) && !isfinite(v->valuedouble))
+        return err_set(err, errlen, ERR_FAIL,
+                       "the number at %s is out of range: it must fit a double (about 1.8e308); "
+                       "quote it for a string",
+                       at ? path : "the top");
     if (cJSON_IsObject(v)) {
         if (docs_duplicate_key(v, &dup) != ERR_OK)
             return err_set(err, errlen, ERR_NOMEM, "out of memory reading JSON");
@@ -703,7 +711,7 @@ static int docs_json_unique(const cJSON *v, char *path, size_t pathlen, char *er
             snprintf(path + at, pathlen - at, ".%.64s", c->string);
         else
             snprintf(path + at, pathlen - at, "[%zu]", i);
-        rc = docs_json_unique(c, path, pathlen, err, errlen);
+        rc = docs_json_check(c, path, pathlen, err, errlen);
         path[at] = '\0';
     }
     return rc;
@@ -743,7 +751,7 @@ static int docs_read_json(struct docs *d, const char *text, size_t len,
                    : err_set(err, errlen, ERR_TOO_BIG, "JSON of more than %zu values", lim->nodes);
     }
     path[0] = '\0';
-    if ((rc = docs_json_unique(v, path, sizeof(path), err, errlen)) != ERR_OK || cJSON_IsNull(v)) {
+    if ((rc = docs_json_check(v, path, sizeof(path), err, errlen)) != ERR_OK || cJSON_IsNull(v)) {
         cJSON_Delete(v);
         return rc;
     }

@@ -28,7 +28,8 @@
  * null, a float, a mapping or a sequence; a key twice in one mapping (the
  * apiserver's strict field validation refuses it too; in JSON as well,
  * named by its path); merge keys (`<<`); an alias to an anchor not yet
- * complete or not defined.
+ * complete or not defined; a JSON number beyond a double's range (1e400,
+ * which cJSON would read as an infinity; named by its path).
  *
  * Bounded (ERR_TOO_BIG, naming the limit): the nesting depth, the values in
  * the whole stream and the anchors and aliases in it, aliases counted as the

@@ -174,6 +174,11 @@ TEST(test_refusals_name_the_place)
     assert_refused("{\"a\": 1, \"a\": 2}", ERR_FAIL, "key \"a\" twice in the object at the top");
     assert_refused("{\"s\": {\"c\": [{}, {\"r\": 1, \"v\": 2, \"r\": 3}]}}", ERR_FAIL,
                    "key \"r\" twice in the object at .s.c[1]");
+    /* Beyond a double's range cJSON reads an infinity, which would come
+     * back as null (found by fuzz_docs: [999993e400099990]). */
+    assert_refused("[999993e400099990]", ERR_FAIL, "the number at [0] is out of range");
+    assert_refused("{\"a\": {\"b\": [0, -1e309]}}", ERR_FAIL,
+                   "the number at .a.b[1] is out of range");
 }
 
 /* Text after the value is an error, in either format, and names where. */
