@@ -459,6 +459,16 @@ static int cmd_mutate_explain_review(struct cmd_mutate_ctx *c, const cJSON *doc)
     return 0;
 }
 
+/* An object printed as it came (with --patched) or not at all: why, on
+ * stderr after which object it is, and in the explanation. Returns 0. */
+static int cmd_mutate_left(struct cmd_mutate_ctx *c, const char *why)
+{
+    fprintf(stderr, "rdma-webhook: %sleft as it is: %s\n", c->where, why);
+    if (c->explain)
+        printf("%s%s:\n  left as it is: %s\n", c->printed++ ? "\n" : "", c->title, why);
+    return 0;
+}
+
 /* A job kind whose pod templates are mutated offline, each as a pod the job
  * would create: where the templates are (spec.FIELD, a map of replica specs
  * or, for a Volcano Job, a list of tasks), and the targets bit without which
@@ -554,15 +564,11 @@ static int cmd_mutate_job(struct cmd_mutate_ctx *c, cJSON **doc, const struct cm
     if (!ns)
         return 1;
     if (j->target_bit && !(c->ps->targets & j->target_bit)) {
-        fprintf(stderr,
-                "rdma-webhook: %sleft as it is: a %s's pods are targets only with %s true in "
-                "the profiles\n",
-                c->where, j->kind, j->target_name);
-        if (c->explain)
-            printf("%s%s:\n  left as it is: a %s's pods are targets only with %s true in the "
-                   "profiles\n",
-                   c->printed++ ? "\n" : "", c->title, j->kind, j->target_name);
-        return 0;
+        char why[128];
+
+        snprintf(why, sizeof(why), "a %s's pods are targets only with %s true in the profiles",
+                 j->kind, j->target_name);
+        return cmd_mutate_left(c, why);
     }
     if (j->tasks ? !cJSON_IsArray(specs) : !cJSON_IsObject(specs)) {
         char what[128];
@@ -696,6 +702,7 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
 {
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*obj, "kind"));
     const struct cmd_mutate_job *job;
+    char why[192];
 
     if (!kind && list_kind && *list_kind)
         kind = list_kind;
@@ -720,26 +727,15 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
         return cmd_mutate_fail(c,
                                "no kind: an AdmissionReview, a Pod or a job (PyTorchJob, MPIJob, "
                                "Volcano Job) says which it is in \"kind\"");
-    if (strcmp(kind, "ConfigMap") == 0) {
-        /* Read before any pod (cmd_mutate_keep_configmaps). */
-        fprintf(stderr,
-                "rdma-webhook: %sleft as it is: its data answers the envFrom of the input's pods\n",
-                c->where);
-        if (c->explain)
-            printf("%s%s:\n  left as it is: its data answers the envFrom of the input's pods, as "
-                   "the API would\n",
-                   c->printed++ ? "\n" : "", c->title);
-        return 0;
-    }
-    fprintf(stderr,
-            "rdma-webhook: %sleft as it is: the webhook mutates Pods (and, offline, the pod "
-            "templates of PyTorchJobs, MPIJobs and Volcano Jobs), not a %.64s\n",
-            c->where, kind);
-    if (c->explain)
-        printf("%s%s:\n  left as it is: the webhook mutates Pods (and, offline, the pod templates "
-               "of PyTorchJobs, MPIJobs and Volcano Jobs)\n",
-               c->printed++ ? "\n" : "", c->title);
-    return 0;
+    /* A ConfigMap was read before any pod (cmd_mutate_keep_configmaps). */
+    if (strcmp(kind, "ConfigMap") == 0)
+        return cmd_mutate_left(c, "its data answers the envFrom of the input's pods, as the API "
+                                  "would");
+    snprintf(why, sizeof(why),
+             "the webhook mutates Pods (and, offline, the pod templates of PyTorchJobs, MPIJobs "
+             "and Volcano Jobs), not a %.64s",
+             kind);
+    return cmd_mutate_left(c, why);
 }
 
 /* A List's items one by one; a mutated item takes its place. */

@@ -309,12 +309,12 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
     cfg.cert_reload_interval_ms = o->reload_interval_ms;
     cfg.profiles_key = o->profiles_key;
     /* As the apiserver does, a configuration it would refuse stops the start. */
-    if (o->pod_security_config &&
-        podsecconf_load(&app->podsec, o->pod_security_config, err, sizeof(err)))
-        goto cannot;
-    if (o->pod_security_config)
+    if (o->pod_security_config) {
+        if (podsecconf_load(&app->podsec, o->pod_security_config, err, sizeof(err)))
+            goto cannot;
         log_msg(&app->log, LOG_INFO, "Pod Security configuration read", "file",
                 o->pod_security_config);
+    }
     cfg.podsec = &app->podsec.cfg;
     if (cmd_serve_start_api(app, o, err, sizeof(err)))
         goto cannot;

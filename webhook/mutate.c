@@ -707,7 +707,6 @@ static void mutate_select_hooks(struct mutate_ctx *m)
 static enum mutate_podsec mutate_podsec_plan(struct mutate_ctx *m)
 {
     const cJSON *labels;
-
     const struct podsec_config *conf = m->in->opts ? m->in->opts->podsec : NULL;
     const char *exempt;
 
