@@ -189,7 +189,7 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	if got, want := servedSerial(t, in.addr), certSerial(t, filepath.Join(gens[0], "tls.crt")); got != want {
 		t.Fatalf("served serial %q, want the first certificate's %q", got, want)
 	}
-	body := mustMarshal(podCreate("kubeflow", loadFixture(t, gpu8Fixture, "", false).object).body())
+	body := mustMarshal(podCreate("kubeflow", loadFixture(t, gpu8Fixture, "").object).body())
 	load := startRotationLoad(t, in, roots, body)
 	time.Sleep(300 * time.Millisecond)
 

@@ -40,28 +40,15 @@ type rdmaResource struct {
 	Value     string `json:"value"`
 }
 
-// sharedExpectations: the shared fixtures carry no expect block; these are
-// the few facts the brief fixes for them (by file-name prefix).
-var sharedExpectations = map[string]string{
-	"001": `{"mutated": false, "profile": null, "warnings": []}`,
-	"003": `{"mutated": false, "profile": null, "warnings": ["add a profile for"]}`,
-	"019": `{"mutated": true, "profile": "roce-8card", "targetContainers": ["pytorch"]}`,
-	"038": `{"mutated": false, "profile": null, "warnings": []}`,
-}
-
 func loadFixtures(t testing.TB) []fixture {
 	t.Helper()
 	local := globFixtures(t, localPodsGlob)
-	shared := globFixtures(t, sharedPodsGlob)
-	if len(shared) == 0 {
-		t.Fatalf("no shared fixtures at %s", sharedPodsGlob)
+	if len(local) == 0 {
+		t.Fatalf("no fixtures at %s", localPodsGlob)
 	}
 	var out []fixture
 	for _, f := range local {
-		out = append(out, loadFixture(t, f, "local/", true))
-	}
-	for _, f := range shared {
-		out = append(out, loadFixture(t, f, "shared/", false))
+		out = append(out, loadFixture(t, f, "local/"))
 	}
 	return out
 }
@@ -76,7 +63,7 @@ func globFixtures(t testing.TB, pattern string) []string {
 	return files
 }
 
-func loadFixture(t testing.TB, file, prefix string, needExpect bool) fixture {
+func loadFixture(t testing.TB, file, prefix string) fixture {
 	t.Helper()
 	doc, err := readJSONFile(file)
 	if err != nil {
@@ -92,26 +79,17 @@ func loadFixture(t testing.TB, file, prefix string, needExpect bool) fixture {
 	if f.namespace == "" {
 		f.namespace, _ = pathStr(f.object, "metadata", "namespace")
 	}
-	f.expect = fixtureExpectation(t, file, base, doc, needExpect)
+	f.expect = fixtureExpectation(t, file, doc)
 	return f
 }
 
-func fixtureExpectation(t testing.TB, file, base string, doc obj, needExpect bool) expectation {
+func fixtureExpectation(t testing.TB, file string, doc obj) expectation {
 	t.Helper()
 	raw, has := doc["expect"]
-	var src []byte
-	switch {
-	case has:
-		src = mustMarshal(raw)
-	case needExpect:
+	if !has {
 		t.Fatalf("fixture %s: no \"expect\" block", file)
-	default:
-		src = []byte(sharedExpectations[strings.SplitN(base, "-", 2)[0]])
 	}
-	if len(src) == 0 {
-		return expectation{}
-	}
-	return parseExpectation(t, file, src)
+	return parseExpectation(t, file, mustMarshal(raw))
 }
 
 func parseExpectation(t testing.TB, file string, src []byte) expectation {

@@ -11,7 +11,6 @@ const (
 	defaultBinary   = "../../build/rdma-webhook"
 	profilesPath    = "../../manifests/profiles.json"
 	localPodsGlob   = "../pods/*.json"
-	sharedPodsGlob  = "../../../shared/testdata/pods/*.json"
 	validatorDir    = "../validate"
 	validatorScript = "../validate/validate.mjs"
 )

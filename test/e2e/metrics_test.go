@@ -49,9 +49,9 @@ func wantDelta(t *testing.T, before, after map[string]float64, sample string, wa
 // (the suite runs tests one at a time, so nothing else moves them).
 func TestMetricsCountWhatHappened(t *testing.T) {
 	before := scrape(t)
-	gpu8 := loadFixture(t, "../pods/100-gpu8-master.json", "", false)
-	gpu2 := loadFixture(t, "../pods/103-gpu2-no-profile.json", "", false)
-	other := loadFixture(t, "../pods/126-job-pod-pi.json", "", false)
+	gpu8 := loadFixture(t, "../pods/100-gpu8-master.json", "")
+	gpu2 := loadFixture(t, "../pods/103-gpu2-no-profile.json", "")
+	other := loadFixture(t, "../pods/126-job-pod-pi.json", "")
 
 	mutated := srv.review(t, podCreate(gpu8.namespace, gpu8.object))
 	warned := srv.review(t, podCreate(gpu2.namespace, gpu2.object))

@@ -142,7 +142,7 @@ func (v *configMapVolume) update(t testing.TB, data []byte) {
 // PyTorchJob master, profile roce-8card).
 func gpu8Review(t testing.TB) reviewRequest {
 	t.Helper()
-	f := loadFixture(t, gpu8Fixture, "local/", true)
+	f := loadFixture(t, gpu8Fixture, "local/")
 	return podCreate(f.namespace, f.object)
 }
 
