@@ -587,8 +587,7 @@ TEST(test_unread_labels_warned_once)
  * bytes for the user, with their fix, for the longest of both. */
 TEST(test_mode_warnings_fit_with_long_names)
 {
-    static const char *const ends[] = {"\" ignored)",
-                                       "unread, rdma-webhook.io/mode not applied"};
+    static const char *const ends[] = {"\" ignored)", "unread, rdma-webhook.io/mode not applied"};
     struct mutate_input in = {.base = "", .namespace_ = NAME63};
     char labels[128];
     struct mutate_result res;
