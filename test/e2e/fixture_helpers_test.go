@@ -41,7 +41,7 @@ type rdmaResource struct {
 }
 
 // sharedExpectations: the shared fixtures carry no expect block; these are
-// the few facts the brief fixes for them (by file-name prefix).
+// the few facts this suite fixes for them (by file-name prefix).
 var sharedExpectations = map[string]string{
 	"001": `{"mutated": false, "profile": null, "warnings": []}`,
 	"003": `{"mutated": false, "profile": null, "warnings": ["add a profile for"]}`,
