@@ -2,7 +2,7 @@
 # `make bench`: rdma-webhook against three yardsticks on one machine, same
 # certificate, same reviews, same client, and two floors: the bare responder
 # that also parses each review with cJSON, and the memory of the required
-# libraries alone (lib_floor). See README.md, "Benchmark".
+# libraries alone (lib_floor). See docs/benchmark.md.
 #
 # Expects (the Makefile builds them): build/rdma-webhook, certs/dev,
 # build/bench/{mhd_responder,gowebhook,ready_probe,lib_floor}. Writes

@@ -1,7 +1,7 @@
 /* cmd_serve_flags: the flags of `rdma-webhook serve`, their defaults and
  * their checks, kept apart from running the server (cmd_serve.c).
  *
- * Every flag here is in the --help text and in the README's table; a value
+ * Every flag here is in the --help text and in docs/reference.md's table; a value
  * out of range or a combination that cannot work is a usage error, reported
  * on stderr with what to do instead, before anything starts.
  */

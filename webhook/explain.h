@@ -19,7 +19,7 @@ struct select_hooks;
 struct select_result;
 struct trace;
 
-/* The regular containers: each one a target or not, and why (SPEC 1.2). */
+/* The regular containers: each one a target or not, and why (docs/profiles.md, step 2). */
 void explain_containers(struct trace *t, const struct cJSON *spec, const struct profiles *ps);
 
 /* The init containers, once the profile is known: mutated only with its

@@ -1,5 +1,5 @@
-/* mutate: what the webhook adds to a target pod (SPEC 1.4) and what it tells
- * the user (SPEC 1.5).
+/* mutate: what the webhook adds to a target pod (docs/profiles.md, step 4) and what it tells
+ * the user (docs/operations.md "Warnings").
  *
  * mutate_object() reads a pod, or the pod template of a job, and writes a JSON
  * Patch that adds, for the selected profile, only what is missing: the NCCL
@@ -176,7 +176,7 @@ const char *mutate_outcome_name(enum mutate_outcome outcome);
 const char *mutate_reason_name(enum mutate_reason reason);
 enum mutate_outcome mutate_reason_outcome(enum mutate_reason reason);
 
-/* What a warning is about, for metrics (SPEC 1.5). */
+/* What a warning is about, for metrics (docs/operations.md "Warnings"). */
 enum mutate_warning_kind {
     MUTATE_W_NO_PROFILE,
     MUTATE_W_UNKNOWN_PROFILE,

@@ -7,7 +7,7 @@
  * resolved (defaults merged in, NCCL_IB_HCA built from "hca"), so the request
  * path never merges or allocates for profiles.
  *
- * The JSON format is documented in README.md ("Profiles").
+ * The JSON format is documented in docs/profiles.md ("The profiles file").
  */
 #ifndef RDMA_WEBHOOK_PROFILES_H
 #define RDMA_WEBHOOK_PROFILES_H

@@ -1,4 +1,4 @@
-/* review: AdmissionReview in, AdmissionReview response out (SPEC 1.1, 1.6).
+/* review: AdmissionReview in, AdmissionReview response out (docs/reference.md "HTTP statuses").
  *
  * review_handle() takes the raw request body and gives either an HTTP status
  * other than 200 with a one-line plain-text reason, or 200 with the JSON

@@ -1,4 +1,4 @@
-/* select: which profile applies to a pod (SPEC 1.3). The rules, first hit
+/* select: which profile applies to a pod (docs/profiles.md "How a profile is chosen"). First hit
  * wins; none of them guesses between profiles:
  *   1. the annotation rdma-webhook.io/profile (an unknown name selects nothing);
  *   2. node labels. The pod's node constraints are its spec.nodeSelector, its

@@ -1,5 +1,5 @@
 /* target: which pods, and which of their containers, the webhook mutates
- * (SPEC 1.2).
+ * (docs/profiles.md "What the webhook does to a pod", steps 1 and 2).
  *
  * A pod is a target when it belongs to a PyTorchJob (controlling owner
  * reference, or the training-operator's label), when it opts in with the
@@ -47,7 +47,7 @@ const char *target_container_device(struct podjson *r, const struct cJSON *conta
 /* Called for each container to mutate, with its index in the list. */
 typedef void (*target_container_fn)(void *ctx, const struct cJSON *container, int idx);
 
-/* The regular containers the webhook mutates (SPEC 1.2): those that ask for
+/* The regular containers the webhook mutates (docs/profiles.md, step 2): those that ask for
  * a GPU or RDMA device; failing those, the first one named "pytorch" (the
  * training-operator's default). Calls fn (when not NULL) for each, in order,
  * and returns how many there are. */

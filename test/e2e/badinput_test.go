@@ -20,14 +20,14 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
-// Bad input over the wire (SPEC 1.6, 5: every bad input gets a clear error
+// Bad input over the wire (docs/reference.md "HTTP statuses": every bad input gets a clear error
 // and the server keeps serving). Each case asserts the exact status, the
 // one-line reason where there is one, and that a good review right after
 // still succeeds on the same run of the shared server.
 
 const exampleReview = "../example-review.json"
 
-// TestBadRequestsExactStatus: the SPEC 1.6 errors, each with its status,
+// TestBadRequestsExactStatus: the errors of docs/reference.md "HTTP statuses", each with its status,
 // reason and (405) Allow header.
 func TestBadRequestsExactStatus(t *testing.T) {
 	type exch struct {
@@ -428,7 +428,7 @@ func TestDuplicateKeys(t *testing.T) {
 }
 
 // TestWrongJSONTypes: each field the webhook reads, given a JSON type it
-// does not expect, is answered 200 allowed (SPEC 1.6): either no patch and
+// does not expect, is answered 200 allowed (docs/reference.md "HTTP statuses"): either no patch and
 // a warning, or the field ignored and a patch that still applies with
 // evanphx/json-patch. Never a 4xx/5xx, never a crash.
 func TestWrongJSONTypes(t *testing.T) {
@@ -469,7 +469,7 @@ func TestWrongJSONTypes(t *testing.T) {
 			pc(p)["envFrom"] = []interface{}{obj{"configMapRef": v, "prefix": "X_"}}
 		}, false},
 		// Without readable resources the container asks for no GPU: a pod
-		// that asks for none is left alone without a warning (SPEC 1.3).
+		// that asks for none is left alone without a warning (docs/profiles.md, step 3).
 		{"containers[0].resources", func(p obj, v interface{}) { pc(p)["resources"] = v }, true},
 		{"containers[0].resources.limits", func(p obj, v interface{}) { pc(p)["resources"].(obj)["limits"] = v }, false},
 		{"containers[0].resources.requests", func(p obj, v interface{}) { pc(p)["resources"].(obj)["requests"] = v }, false},
@@ -537,7 +537,7 @@ func TestWrongJSONTypes(t *testing.T) {
 				rr := parseReview(t, rep.body, r)
 				t.Logf("%s = %s: patch %v, warnings %q", f.name, val.name, rr.patch != nil, rr.warnings)
 				if rr.patch == nil && len(rr.warnings) == 0 && !f.mayBeSkipped {
-					t.Errorf("%s = %s: the 8-GPU PyTorchJob pod got neither a patch nor a warning (SPEC 1.6: a pod the webhook cannot process gets a warning): %s",
+					t.Errorf("%s = %s: the 8-GPU PyTorchJob pod got neither a patch nor a warning (docs/reference.md, HTTP statuses: a pod the webhook cannot process gets a warning): %s",
 						f.name, val.name, compact(rr.response))
 				}
 				if rr.patch != nil {
@@ -608,7 +608,7 @@ func TestPlainHTTPOnTLSPort(t *testing.T) {
 }
 
 // TestOldTLSVersionsRefused: TLS 1.0 and 1.1 handshakes are refused one by
-// one (TLS 1.2+ only, SPEC 3), and a TLS 1.2 client is served right after.
+// one (TLS 1.2+ only, docs/operations.md "Certificates and signals"), and a TLS 1.2 client is served right after.
 func TestOldTLSVersionsRefused(t *testing.T) {
 	for _, v := range []uint16{tls.VersionTLS10, tls.VersionTLS11} {
 		v := v

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestHTTPErrors: SPEC 1.6 errors over the wire, each followed by a good
-// request that must still succeed (brief part c).
+// TestHTTPErrors: the errors of docs/reference.md "HTTP statuses" over the wire, each followed by a good
+// request that must still succeed.
 func TestHTTPErrors(t *testing.T) {
 	cases := []struct {
 		name   string

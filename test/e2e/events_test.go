@@ -1,6 +1,6 @@
 package e2e
 
-// Events (README "Events"): an admission with warnings becomes an
+// Events (docs/operations.md "Events"): an admission with warnings becomes an
 // events.k8s.io/v1 Event on the pod's controlling owner, or on its
 // Namespace, sent to the fake apiserver off the request path; never for a
 // dry run; aggregated into one Event per job and warning; a forbidden API

@@ -1,7 +1,7 @@
 package e2e
 
-// manifests/examples/pytorchjob-8gpu.yaml, the README's "Verify" job: valid,
-// and what the README says the webhook does to it.
+// manifests/examples/pytorchjob-8gpu.yaml, the "Verify" job of docs/install.md:
+// valid, and what docs/install.md says the webhook does to it.
 
 import (
 	"os"
@@ -29,7 +29,7 @@ func TestExamplePyTorchJob(t *testing.T) {
 	}
 	for name, tmpl := range templates {
 		named = append(named, namedObject{"example " + name + " template", templateAsPod(tmpl)})
-		// It declares nothing the webhook adds: the README's checks then
+		// It declares nothing the webhook adds: docs/install.md's checks then
 		// show the webhook's work.
 		for _, c := range pathArr(tmpl, "spec", "containers") {
 			for _, e := range pathArr(c, "env") {
@@ -41,7 +41,7 @@ func TestExamplePyTorchJob(t *testing.T) {
 	}
 
 	// The webhook mutates each template as the pods it creates (profile
-	// roce-8card by the 8 GPUs), as README "Verify" describes.
+	// roce-8card by the 8 GPUs), as docs/install.md "Verify" describes.
 	out := mustSucceed(t, nil, "mutate", "--profiles", profilesPath, "--patched",
 		writeTemp(t, "pytorchjob.json", job))
 	mutated := replicaTemplates(out)
@@ -77,17 +77,17 @@ func TestExamplePyTorchJob(t *testing.T) {
 
 var readmeJSONPath = regexp.MustCompile(`kubectl get pod "\$P" -o jsonpath='([^']*)'`)
 
-// TestREADMEVerifyCommands runs the README's "Verify" jsonpath lines on the
+// TestREADMEVerifyCommands runs docs/install.md's "Verify" jsonpath lines on the
 // example job's master pod as the webhook mutates it: each prints something,
-// and together they show what the README says they show.
+// and together they show what docs/install.md says they show.
 func TestREADMEVerifyCommands(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	matches := readmeJSONPath.FindAllStringSubmatch(string(readme), -1)
 	if len(matches) < 5 {
-		t.Fatalf("README: expected the Verify section's kubectl jsonpath lines, found %d", len(matches))
+		t.Fatalf("docs/install.md: expected the Verify section's kubectl jsonpath lines, found %d", len(matches))
 	}
 	job := findObject(t, readYAMLObjects(t, examplePyTorchJob), "PyTorchJob", "")
 	out := mustSucceed(t, nil, "mutate", "--profiles", profilesPath, "--patched",
@@ -103,14 +103,14 @@ func TestREADMEVerifyCommands(t *testing.T) {
 	for _, m := range matches {
 		got := runKubectl(t, nil, "patch", "--local", "-f", podFile, "--type", "merge", "-p", "{}", "-o", "jsonpath="+m[1])
 		if strings.TrimSpace(string(got)) == "" {
-			t.Errorf("README: jsonpath %s prints nothing for the mutated pod", m[1])
+			t.Errorf("docs/install.md: jsonpath %s prints nothing for the mutated pod", m[1])
 		}
 		all.Write(got)
 	}
 	for _, want := range []string{"roce-8card", "NCCL_IB_HCA==mlx5_1,", "NCCL_SOCKET_IFNAME=eth0", `["IPC_LOCK"]`,
 		"rdma-webhook-shm", `{"medium":"Memory"}`, "volcano", `"rdma/hca":"1"`} {
 		if !strings.Contains(all.String(), want) {
-			t.Errorf("README's Verify lines do not show %s; they print:\n%s", want, all.String())
+			t.Errorf("docs/install.md's Verify lines do not show %s; they print:\n%s", want, all.String())
 		}
 	}
 }

@@ -1,7 +1,7 @@
 package e2e
 
 // fakeAPI: an in-process stand-in for the kube-apiserver, for the webhook's
-// Kubernetes API client (SPEC 1.3 node labels, 1.4 envFrom keys, 2 profiles
+// Kubernetes API client (docs/operations.md "The Kubernetes API": node labels, envFrom keys, profiles
 // from a ConfigMap). It follows the API concepts documentation
 // (https://kubernetes.io/docs/reference/using-api/api-concepts/): list,
 // watch from a resourceVersion, bookmarks, 410 Gone as an HTTP status or as

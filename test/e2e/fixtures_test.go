@@ -5,7 +5,7 @@ import (
 )
 
 // TestFixtures sends every fixture pod through /mutate as the apiserver
-// would and checks the result (brief part a).
+// would and checks the result (test/CONTRACT.md).
 func TestFixtures(t *testing.T) {
 	ps := loadProfiles(t)
 	var schemaSet []namedObject

@@ -2,7 +2,7 @@ package e2e
 
 import "testing"
 
-// TestOtherOperationsAndKinds: only CREATE of a Pod is mutated (brief part b).
+// TestOtherOperationsAndKinds: only CREATE of a Pod is mutated (docs/profiles.md).
 func TestOtherOperationsAndKinds(t *testing.T) {
 	pod := trainingPod(8)
 	create := srv.review(t, podCreate("kubeflow", copyObject(pod)))

@@ -1,9 +1,9 @@
 package e2e
 
 // The webhook's Kubernetes API client against the fake apiserver
-// (fakeapi_test.go): profiles from a ConfigMap by list + watch (SPEC 2),
-// Node labels for pods with spec.nodeName (SPEC 1.3), of ConfigMap
-// keys (SPEC 1.4), the token file, and the lookup budget. Every test runs
+// (fakeapi_test.go; docs/operations.md "The Kubernetes API"): profiles from a ConfigMap by list + watch,
+// Node labels for pods with spec.nodeName, of ConfigMap
+// keys (envFrom), the token file, and the lookup budget. Every test runs
 // its own webhook and its own fake.
 
 import (

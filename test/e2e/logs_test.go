@@ -8,7 +8,7 @@ import (
 )
 
 // TestMutationLogLine: one JSON log line per mutation on stderr, with uid,
-// namespace, pod, profile and the rule that chose it (SPEC 3, CONTRACT
+// namespace, pod, profile and the rule that chose it (docs/operations.md "Logs", CONTRACT
 // "Logs: JSON lines").
 func TestMutationLogLine(t *testing.T) {
 	r := podCreate("kubeflow", trainingPod(8))

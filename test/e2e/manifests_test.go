@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The Deployment's container arguments: the Dockerfile's CMD (SPEC 4) with
+// The Deployment's container arguments: the Dockerfile's CMD (docs/install.md) with
 // the profiles read through the API instead of a file (so that a restart can
 // serve the last good copy), and the image of the detection init container,
 // which only the Deployment can name (its own, read through the API).
@@ -947,7 +947,7 @@ func checkRouting(t *testing.T, entries []webhookEntry, webhookNS obj) {
 			}
 		}
 		// An opt-in by annotation alone is invisible to objectSelector: the
-		// README tells users to set the label. The same pod with the label is
+		// docs/install.md tells users to set the label. The same pod with the label is
 		// sent.
 		if p.anns[injectKey] == "true" && !optIn && !operator {
 			annotationOnly++
@@ -1006,7 +1006,7 @@ func TestWebhookSelectorsMatchWhatTheWebhookMutates(t *testing.T) {
 		if len(calledFor(entries, nsLabels(ns, webhookNS), labels)) == 0 {
 			anns := stringMap(path(f.object, "metadata", "annotations"))
 			if anns[injectKey] == "true" {
-				continue // annotation-only opt-in: needs the label (README)
+				continue // annotation-only opt-in: needs the label (docs/install.md)
 			}
 			missed = append(missed, f.name)
 		}

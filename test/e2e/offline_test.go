@@ -16,7 +16,7 @@ import (
 )
 
 // TestMutateOfflineMatchesServe: `mutate --patched` on a bare Pod gives the
-// pod the served patch makes (brief part e).
+// pod the served patch makes (docs/reference.md "mutate").
 func TestMutateOfflineMatchesServe(t *testing.T) {
 	for _, f := range loadFixtures(t) {
 		f := f
@@ -803,10 +803,10 @@ func TestGenCertsForce(t *testing.T) {
 var helpFlag = regexp.MustCompile(`--[a-z][a-z-]*`)
 
 // TestOfflineFlagsDocumented: each flag the offline commands' --help lists
-// is in the README (certs/README.md for the script), and the flags of
+// is in docs/reference.md (certs/README.md for the script), and the flags of
 // issue 15 are among them.
 func TestOfflineFlagsDocumented(t *testing.T) {
-	readme := string(readFile(t, filepath.Join(repoRoot, "README.md")))
+	readme := string(readFile(t, filepath.Join(repoRoot, "docs", "reference.md")))
 	certsReadme := string(readFile(t, filepath.Join(repoRoot, "certs", "README.md")))
 	script, err := exec.Command("sh", installDevCerts, "--help").CombinedOutput()
 	if err != nil {
@@ -831,7 +831,7 @@ func TestOfflineFlagsDocumented(t *testing.T) {
 		}
 		for _, f := range helpFlag.FindAllString(c.help, -1) {
 			if f != "--help" && !strings.Contains(c.doc, "`"+f) {
-				t.Errorf("%s --help lists %s, which its README does not document", c.name, f)
+				t.Errorf("%s --help lists %s, which its docs page does not document", c.name, f)
 			}
 		}
 	}

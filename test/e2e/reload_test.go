@@ -1,7 +1,7 @@
 package e2e
 
 // Profile snapshot swapping and signals of `serve --profiles FILE`
-// (README "Profiles", "Commands and flags"; SPEC 2 and 3). Every test runs
+// (docs/profiles.md "Where the profiles are read from", docs/reference.md "serve"). Every test runs
 // its own server (startInstance): own directory, ports and flags.
 
 import (

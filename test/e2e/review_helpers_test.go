@@ -87,7 +87,7 @@ func (r reviewRequest) body() obj {
 }
 
 // reviewResponse is the webhook's answer, checked for the invariants that
-// hold for every review (SPEC 1.1, CONTRACT "Response").
+// hold for every review (docs/reference.md "HTTP statuses", CONTRACT "Response").
 type reviewResponse struct {
 	raw       obj
 	response  obj

@@ -10,7 +10,7 @@ import (
 )
 
 // TestUnprocessablePods: a well-formed review whose pod cannot be processed
-// is allowed, without a patch, with a warning (SPEC 1.6), and the server
+// is allowed, without a patch, with a warning (docs/reference.md "HTTP statuses"), and the server
 // keeps serving.
 func TestUnprocessablePods(t *testing.T) {
 	cases := []struct {

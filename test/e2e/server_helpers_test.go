@@ -233,7 +233,7 @@ func (p *process) kill() {
 	}
 }
 
-// stop sends SIGTERM (SPEC 3: finish and exit 0) and reports every death
+// stop sends SIGTERM (docs/operations.md "Certificates and signals": finish and exit 0) and reports every death
 // during the suite, an abnormal exit, or a sanitizer report on stderr.
 func (s *server) stop() error {
 	s.mu.Lock()

@@ -14,8 +14,8 @@ var tlsNames = map[uint16]string{
 	tls.VersionTLS12: "TLS 1.2", tls.VersionTLS13: "TLS 1.3",
 }
 
-// TestTLSVersions: TLS 1.2+ only (SPEC 3), the handshake checked against
-// the suite's CA (brief part d).
+// TestTLSVersions: TLS 1.2+ only (docs/operations.md "Certificates and signals"), the handshake checked against
+// the suite's CA.
 func TestTLSVersions(t *testing.T) {
 	srv.ensureRunning()
 	t.Run("TLS 1.1 max is refused", func(t *testing.T) {

@@ -9,7 +9,7 @@
  * promises for every input: a 200 response is JSON whose uid is the request's
  * uid byte for byte (what the apiserver compares), and whenever it carries a
  * patch, that patch applies to the request's object and mutating the result
- * again yields no patch (SPEC 1.4: reinvocation is a no-op). */
+ * again yields no patch (docs/profiles.md, step 4: reinvocation is a no-op). */
 #include "dynbuf.h"
 #include "jsonraw.h"
 #include "mutate.h"

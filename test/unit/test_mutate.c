@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/mutate.c, rule by rule (SPEC 1.4, 1.5; CONTRACT.md).
+ * Unit tests for webhook/mutate.c, rule by rule (docs/profiles.md; docs/operations.md "Warnings").
  *
  * Every test builds a small pod, calls mutate_object() with the shipped
  * profiles (or a small profiles document of its own), applies the patch with

@@ -25,7 +25,7 @@
 #include "fsutil.h"
 #include "ncdetect.h"
 
-/* The seed's 8-card node (../shared/seed: `show_gids` in the cloud guide):
+/* The cloud provider guide's 8-card node (`show_gids` in that guide):
  * mlx5_0 on eth0, the TCP network, and mlx5_1..mlx5_8 on eth1..eth8, each
  * with the v1 and v2 GIDs of its link-local and of its IPv4 address. */
 static const char SEED_8CARD[] =

@@ -1,7 +1,7 @@
 /*
  * Unit tests for webhook/profiles.c: the shipped manifests/profiles.json
  * loads as CONTRACT.md describes it, defaults merge into profiles, and each
- * validation error (SPEC 2) names the profile and the field. Run from the
+ * validation error (docs/profiles.md, validation) names the profile and the field. Run from the
  * repository root (make unit does).
  */
 #include "unit.h"

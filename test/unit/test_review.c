@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/review.c (SPEC 1.1, 1.6; CONTRACT.md "Response"):
+ * Unit tests for webhook/review.c (docs/reference.md "HTTP statuses"; CONTRACT.md "Response"):
  * the 400s for bodies that are not an AdmissionReview, the 200 response shape
  * (uid echoed, allowed true, patchType iff patch, auditAnnotations.profile,
  * apiVersion as asked), and the patch decoded with OpenSSL's base64 and

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/select.c (SPEC 1.3): the order annotation > node
+ * Unit tests for webhook/select.c (docs/profiles.md "How a profile is chosen"): annotation > node
  * labels (nodeSelector, required node affinity, and the Node's labels for
  * spec.nodeName, through a fake hook) > GPU count > default; node affinity
  * operators and terms (terms are ORed, expressions within a term ANDed, as in

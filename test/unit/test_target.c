@@ -1,6 +1,6 @@
 /*
  * Unit tests for target_each_container() (webhook/target.c): which regular
- * containers the webhook mutates (SPEC 1.2). Every container that asks for
+ * containers the webhook mutates (docs/profiles.md, step 2). Every container that asks for
  * a GPU or an RDMA device, in order with its index; failing those, only the
  * first container named "pytorch"; otherwise none. Without a callback it
  * only counts, which is how the webhook decides "no-container". Also what

@@ -36,24 +36,24 @@ func TestNodeLookup(t *testing.T) {
 	requireMutated(t, getPod(t, ns, "on-node"), "pytorch", want{profile: "roce-4card", hca: hca4})
 }
 
-// readmeTroubleshootingCommand is the README's command that lists the
+// readmeTroubleshootingCommand is the command of docs/operations.md that lists the
 // PyTorchJob pods admitted without the webhook.
 func readmeTroubleshootingCommand(t testing.TB) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	data, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)\\*\\*Pods created without the RDMA settings\\.\\*\\*.*?```sh\n(.*?)```")
+	re := regexp.MustCompile("(?s)\n### Pods created without the RDMA settings\n.*?```sh\n(.*?)```")
 	m := re.FindStringSubmatch(string(data))
 	if m == nil {
-		t.Fatal("README.md has no command under **Pods created without the RDMA settings.**")
+		t.Fatal("docs/operations.md has no command under ### Pods created without the RDMA settings")
 	}
 	return m[1]
 }
 
 // TestFailurePolicyIgnore: with the webhook stopped, a PyTorchJob's pods are
-// admitted unchanged (failurePolicy Ignore) and the README's troubleshooting
+// admitted unchanged (failurePolicy Ignore) and docs/operations.md's troubleshooting
 // command lists exactly them.
 func TestFailurePolicyIgnore(t *testing.T) {
 	if err := script("webhook.sh", webhookEnv, "stop", clusterDir); err != nil {
@@ -87,7 +87,7 @@ func TestFailurePolicyIgnore(t *testing.T) {
 	}
 	sort.Strings(got)
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("the README's command listed %q, want exactly the pods admitted while the webhook was down %q\n%s",
+		t.Errorf("the command of docs/operations.md listed %q, want exactly the pods admitted while the webhook was down %q\n%s",
 			got, want, out)
 	}
 }
@@ -144,7 +144,7 @@ func TestSelectorsKeepPodsAway(t *testing.T) {
 }
 
 // mustShell runs a shell command line with the cluster's kubectl first on
-// PATH, as a user of the README would.
+// PATH, as a user of docs/operations.md would.
 func mustShell(t testing.TB, line string) (string, string) {
 	t.Helper()
 	return mustRun(t, time.Minute, []string{"PATH=" + filepath.Dir(kubectlBin) + ":" + os.Getenv("PATH"),

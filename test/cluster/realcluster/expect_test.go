@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// The shipped profiles (manifests/profiles.json), as SPEC 1.3 states them.
+// The shipped profiles (manifests/profiles.json), as docs/profiles.md shows them.
 var shippedEnv = map[string]string{
 	"NCCL_IB_DISABLE":            "0",
 	"NCCL_SOCKET_IFNAME":         "eth0",
@@ -53,7 +53,7 @@ func container(t testing.TB, p *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-// requireMutated checks every addition of SPEC 1.4 on the stored pod's
+// requireMutated checks every addition of docs/profiles.md (step 4) on the stored pod's
 // container c, and that nothing is doubled.
 func requireMutated(t testing.TB, p *corev1.Pod, c string, w want) {
 	t.Helper()

@@ -116,7 +116,7 @@ func template(t testing.TB, j pytorchJob, replicaType string) *corev1.PodSpec {
 // TestPyTorchJobsMutated: the seed's Swin-Transformer job (which already
 // declares IPC_LOCK, /dev/shm, rdma/hca and volcano), submitted with
 // kubectl; every pod the
-// training-operator creates is stored with every addition of SPEC 1.4 and
+// training-operator creates is stored with every addition of docs/profiles.md (step 4) and
 // keeps everything the job declared.
 func TestPyTorchJobsMutated(t *testing.T) {
 	cases := []struct {
@@ -177,8 +177,8 @@ func TestPyTorchJobsLeftAlone(t *testing.T) {
 }
 
 // TestExampleAsTheREADMEShowsIt: `kubectl apply -f
-// manifests/examples/pytorchjob-8gpu.yaml` as the README's "Try it without
-// a cluster" says, into the namespace the file names.
+// manifests/examples/pytorchjob-8gpu.yaml` as the README's "Try it on the
+// local control plane" says, into the namespace the file names.
 func TestExampleAsTheREADMEShowsIt(t *testing.T) {
 	file := filepath.Join(root, "manifests", "examples", "pytorchjob-8gpu.yaml")
 	_, j := readJob(t, file)

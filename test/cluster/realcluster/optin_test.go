@@ -28,7 +28,7 @@ func dryRunInjected(t testing.TB, ns string) string {
 }
 
 // applyWithOptIn applies the installed webhook configuration with the
-// namespace opt-in component, as README's install section shows, and puts
+// namespace opt-in component, as docs/install.md shows, and puts
 // the default back when the test ends (probing in namespace probe).
 func applyWithOptIn(t *testing.T, probe string) {
 	t.Helper()

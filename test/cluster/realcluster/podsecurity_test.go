@@ -70,7 +70,7 @@ func requireJobAdmitted(t *testing.T, ns string, job pytorchJob, ipc bool, warn 
 // admits the pods (for a PyTorchJob: they are created), with the webhook's
 // warning; everything else it adds passes those levels. Under privileged
 // the pods get IPC_LOCK, and with only warn=restricted they get it too,
-// with the webhook's warning beside Pod Security's own. The README's remedy,
+// with the webhook's warning beside Pod Security's own. The remedy in docs/operations.md,
 // labelling the namespace privileged, gives IPC_LOCK to later pods within
 // --namespace-cache-seconds, without a restart.
 func TestPodSecurity(t *testing.T) {

@@ -40,7 +40,7 @@ func profilesConfigMap(t testing.TB) *corev1.ConfigMap {
 }
 
 // profilesDoc is the profiles ConfigMap with text, as an admin keeps it in
-// a file: with the label that has its edits checked (README, "Profiles").
+// a file: with the label that has its edits checked (docs/install.md).
 func profilesDoc(t testing.TB, cm *corev1.ConfigMap, text string) string {
 	return toJSON(t, map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
