@@ -135,7 +135,7 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
             : kubeapi_init_in_cluster(&app->api, err, errlen))
         return -1;
-    if (lookups_init(&app->lookups, &app->api, &lc, err, errlen) != ERR_OK)
+    if (lookups_init(&app->lookups, &app->api, &app->log, &lc, err, errlen) != ERR_OK)
         return -1;
     cmd_serve_start_events(app);
     return 0;

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,31 +37,64 @@ struct lookups_entry {
 struct lookups_cache {
     pthread_mutex_t mu;
     pthread_cond_t done;
+    enum lookups_kind kind;
     long long ttl_ns;
     lookups_fetch_fn fetch;   /* the API call behind the cache */
     unsigned long long waits; /* under mu */
     struct lookups_entry e[LOOKUPS_CACHE_MAX];
 };
 
+/* The failure lines of one kind and reason: at most one every interval. */
+struct lookups_limit {
+    long long next_ns;             /* no line before this, on the configured clock */
+    unsigned long long suppressed; /* lines left out since the last one written */
+};
+
 struct lookups {
     unsigned magic;
     const struct kubeapi *api;
+    struct log *log;
     long long budget_ns;
+    long long log_interval_ns;
     long long (*now)(void);
     struct lookups_cache nodes;
     struct lookups_cache configmaps;
     struct lookups_cache namespaces;
+    atomic_ullong failures[LOOKUPS_KINDS][LOOKUPS_REASONS];
+    pthread_mutex_t limits_mu; /* guards limits */
+    struct lookups_limit limits[LOOKUPS_KINDS][LOOKUPS_REASONS];
 };
 
-static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
-                              cJSON **value);
-static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
-                                   cJSON **value);
-static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
-                                   cJSON **value);
+static const char *const lookups_kind_names[LOOKUPS_KINDS] = {"node", "namespace", "configmap"};
+/* The kind as the API and the log name it, and its resource for RBAC. */
+static const char *const lookups_kind_titles[LOOKUPS_KINDS] = {"Node", "Namespace", "ConfigMap"};
+static const char *const lookups_kind_resources[LOOKUPS_KINDS] = {"nodes", "namespaces",
+                                                                  "configmaps"};
+static const char *const lookups_reason_names[LOOKUPS_REASONS] = {
+    "not_authorized", "forbidden", "not_found", "throttled", "server_error",
+    "timeout",        "transport", "bad_body",  "too_big",   "other"};
 
-static int lookups_cache_init(struct lookups_cache *c, unsigned ttl_s, lookups_fetch_fn fetch)
+const char *lookups_kind_name(enum lookups_kind k)
 {
+    return (unsigned)k < LOOKUPS_KINDS ? lookups_kind_names[k] : "other";
+}
+
+const char *lookups_reason_name(enum lookups_reason r)
+{
+    return (unsigned)r < LOOKUPS_REASONS ? lookups_reason_names[r] : "other";
+}
+
+static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
+                              cJSON **value, long *status, char *err, size_t errlen);
+static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
+                                   cJSON **value, long *status, char *err, size_t errlen);
+static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
+                                   cJSON **value, long *status, char *err, size_t errlen);
+
+static int lookups_cache_init(struct lookups_cache *c, enum lookups_kind kind, unsigned ttl_s,
+                              lookups_fetch_fn fetch)
+{
+    c->kind = kind;
     c->ttl_ns = (long long)ttl_s * MONOTIME_NS_PER_S;
     c->fetch = fetch;
     if (monotime_cond_init(&c->done))
@@ -80,34 +114,41 @@ static void lookups_cache_free(struct lookups_cache *c)
     pthread_mutex_destroy(&c->mu);
 }
 
-int lookups_init(struct lookups **out, const struct kubeapi *api, const struct lookups_config *cfg,
-                 char *err, size_t errlen)
+int lookups_init(struct lookups **out, const struct kubeapi *api, struct log *log,
+                 const struct lookups_config *cfg, char *err, size_t errlen)
 {
     struct lookups *lk = calloc(1, sizeof(*lk));
+    unsigned interval_s =
+        cfg->log_interval_s ? cfg->log_interval_s : LOOKUPS_LOG_INTERVAL_DEFAULT_S;
 
     *out = NULL;
     if (!lk)
         return err_set(err, errlen, ERR_NOMEM, "API lookups: out of memory for the caches");
     lk->api = api;
+    lk->log = log;
     lk->budget_ns = (long long)cfg->budget_ms * MONOTIME_NS_PER_MS;
+    lk->log_interval_ns = (long long)interval_s * MONOTIME_NS_PER_S;
     lk->now = cfg->now_ns ? cfg->now_ns : monotime_now;
-    if (lookups_cache_init(&lk->nodes, cfg->node_ttl_s,
+    if (pthread_mutex_init(&lk->limits_mu, NULL))
+        goto no_lock;
+    if (lookups_cache_init(&lk->nodes, LOOKUPS_K_NODE, cfg->node_ttl_s,
                            cfg->fetch_node ? cfg->fetch_node : lookups_fetch_node))
-        goto no_lock;
-    if (lookups_cache_init(&lk->configmaps, cfg->configmap_ttl_s,
-                           cfg->fetch_configmap ? cfg->fetch_configmap : lookups_fetch_configmap)) {
-        lookups_cache_free(&lk->nodes);
-        goto no_lock;
-    }
-    if (lookups_cache_init(&lk->namespaces, cfg->namespace_ttl_s,
-                           cfg->fetch_namespace ? cfg->fetch_namespace : lookups_fetch_namespace)) {
-        lookups_cache_free(&lk->configmaps);
-        lookups_cache_free(&lk->nodes);
-        goto no_lock;
-    }
+        goto no_nodes;
+    if (lookups_cache_init(&lk->configmaps, LOOKUPS_K_CONFIGMAP, cfg->configmap_ttl_s,
+                           cfg->fetch_configmap ? cfg->fetch_configmap : lookups_fetch_configmap))
+        goto no_configmaps;
+    if (lookups_cache_init(&lk->namespaces, LOOKUPS_K_NAMESPACE, cfg->namespace_ttl_s,
+                           cfg->fetch_namespace ? cfg->fetch_namespace : lookups_fetch_namespace))
+        goto no_namespaces;
     lk->magic = LOOKUPS_MAGIC;
     *out = lk;
     return ERR_OK;
+no_namespaces:
+    lookups_cache_free(&lk->configmaps);
+no_configmaps:
+    lookups_cache_free(&lk->nodes);
+no_nodes:
+    pthread_mutex_destroy(&lk->limits_mu);
 no_lock:
     free(lk);
     return err_set(err, errlen, ERR_FAIL, "API lookups: cannot make the caches' locks");
@@ -123,6 +164,7 @@ void lookups_stop(struct lookups **lkp)
     lookups_cache_free(&lk->nodes);
     lookups_cache_free(&lk->configmaps);
     lookups_cache_free(&lk->namespaces);
+    pthread_mutex_destroy(&lk->limits_mu);
     lk->magic = 0;
     free(lk);
     *lkp = NULL;
@@ -143,6 +185,166 @@ unsigned long long lookups_waits(struct lookups *lk)
     assert(lk->magic == LOOKUPS_MAGIC);
     return lookups_cache_waits(&lk->nodes) + lookups_cache_waits(&lk->configmaps) +
            lookups_cache_waits(&lk->namespaces);
+}
+
+unsigned long long lookups_failures(struct lookups *lk, enum lookups_kind k, enum lookups_reason r)
+{
+    assert(lk->magic == LOOKUPS_MAGIC);
+    if ((unsigned)k >= LOOKUPS_KINDS || (unsigned)r >= LOOKUPS_REASONS)
+        return 0;
+    return atomic_load(&lk->failures[k][r]);
+}
+
+/* ---- failures: the reason, the metric, the rate-limited line ----------- */
+
+/* A call that failed after (nearly) its whole timeout timed out; one that
+ * failed sooner without an answer could not connect. kubeapi says only
+ * "failed" (ERR_FAIL) for both, with curl's text. */
+static enum lookups_reason lookups_reason_of(int rc, long status, long long elapsed_ns,
+                                             long timeout_ms)
+{
+    if (status == 401)
+        return LOOKUPS_R_NOT_AUTHORIZED;
+    if (status == 403)
+        return LOOKUPS_R_FORBIDDEN;
+    if (status == 404)
+        return LOOKUPS_R_NOT_FOUND;
+    if (status == 429)
+        return LOOKUPS_R_THROTTLED;
+    if (status >= 500 && status <= 599)
+        return LOOKUPS_R_SERVER_ERROR;
+    if (rc == ERR_TOO_BIG)
+        return LOOKUPS_R_TOO_BIG;
+    if (rc == ERR_NOMEM)
+        return LOOKUPS_R_OTHER;
+    if (status == 200)
+        return LOOKUPS_R_BAD_BODY;
+    if (status)
+        return LOOKUPS_R_OTHER;
+    return elapsed_ns + LOOKUPS_MIN_CALL_NS >= (long long)timeout_ms * MONOTIME_NS_PER_MS
+               ? LOOKUPS_R_TIMEOUT
+               : LOOKUPS_R_TRANSPORT;
+}
+
+static const char *lookups_status_phrase(long status)
+{
+    switch (status) {
+    case 401: return " Unauthorized";
+    case 403: return " Forbidden";
+    case 404: return " Not Found";
+    case 429: return " Too Many Requests";
+    case 500: return " Internal Server Error";
+    case 502: return " Bad Gateway";
+    case 503: return " Service Unavailable";
+    case 504: return " Gateway Timeout";
+    }
+    return "";
+}
+
+/* What to do next, for reason r of kind k; NULL: the error says it all. */
+static const char *lookups_hint(enum lookups_kind k, enum lookups_reason r, char *buf, size_t len)
+{
+    static const char *const flags[LOOKUPS_KINDS] = {"node", "namespace", "configmap"};
+
+    switch (r) {
+    case LOOKUPS_R_NOT_AUTHORIZED:
+        return "the API did not accept the webhook's token: check its ServiceAccount and the "
+               "token mounted (or --kube-token-file)";
+    case LOOKUPS_R_FORBIDDEN:
+        snprintf(buf, len,
+                 "check the webhook's RBAC: its ServiceAccount needs get on %s "
+                 "(ClusterRole rdma-webhook in manifests/rbac.yaml)",
+                 lookups_kind_resources[k]);
+        return buf;
+    case LOOKUPS_R_NOT_FOUND:
+        return k == LOOKUPS_K_NODE
+                   ? "no such Node: the pod's spec.nodeName names a node the API does not have"
+                   : "no such Namespace: is --kube-api the API of the cluster that calls the "
+                     "webhook?";
+    case LOOKUPS_R_THROTTLED:
+        snprintf(buf, len,
+                 "the apiserver throttles the webhook (API Priority and Fairness): give its "
+                 "ServiceAccount a FlowSchema with more shares, or raise --%s-cache-seconds",
+                 flags[k]);
+        return buf;
+    case LOOKUPS_R_SERVER_ERROR:
+        return "the apiserver failed to answer: see its logs and its /readyz";
+    case LOOKUPS_R_TIMEOUT:
+        return "no answer within the admission's time for lookups: check the apiserver's load "
+               "and the network to it, or raise --api-budget-ms";
+    case LOOKUPS_R_TRANSPORT:
+        return "the API cannot be reached: check --kube-api (in a cluster, "
+               "KUBERNETES_SERVICE_HOST), NetworkPolicies, and the API's CA (--kube-ca)";
+    case LOOKUPS_R_BAD_BODY:
+        return "the answer is not the JSON object the API sends: is --kube-api a Kubernetes "
+               "API, and not a proxy's page?";
+    case LOOKUPS_R_TOO_BIG: return "the object is larger than the 4 MiB a lookup reads";
+    default: return NULL;
+    }
+}
+
+/* Whether a line for lim may be written at now; if so, *suppressed is the
+ * count of lines left out since the previous one (and starts again). */
+static int lookups_limit_pass(struct lookups *lk, struct lookups_limit *lim, long long now,
+                              unsigned long long *suppressed)
+{
+    int pass;
+
+    pthread_mutex_lock(&lk->limits_mu);
+    pass = now >= lim->next_ns;
+    if (pass) {
+        *suppressed = lim->suppressed;
+        lim->suppressed = 0;
+        lim->next_ns = now + lk->log_interval_ns;
+    } else {
+        lim->suppressed++;
+    }
+    pthread_mutex_unlock(&lk->limits_mu);
+    return pass;
+}
+
+/* Counts a failed call of cache kind k for key and logs it, at most once
+ * an interval for each kind and reason. Called without a cache's lock. */
+static void lookups_failed(struct lookups *lk, enum lookups_kind k, const char *key, int rc,
+                           long status, long long elapsed_ns, long timeout_ms, const char *why)
+{
+    enum lookups_reason r = lookups_reason_of(rc, status, elapsed_ns, timeout_ms);
+    const char *slash = k == LOOKUPS_K_CONFIGMAP ? strchr(key, '/') : NULL;
+    char error[ERR_LEN + 64], hint_buf[256], ns[254];
+    unsigned long long suppressed = 0;
+    const char *hint;
+    struct log_line l;
+
+    atomic_fetch_add(&lk->failures[k][r], 1);
+    if (!lk->log || !lookups_limit_pass(lk, &lk->limits[k][r], lk->now(), &suppressed))
+        return;
+    if (status)
+        snprintf(error, sizeof(error), "%ld%s%s%s", status, lookups_status_phrase(status),
+                 *why ? ": " : "", why);
+    else
+        snprintf(error, sizeof(error), "%s", *why ? why : err_name(rc));
+    hint = lookups_hint(k, r, hint_buf, sizeof(hint_buf));
+    log_begin(&l, lk->log, LOG_WARN, "API lookup failed; admissions go on without its answer");
+    log_str(&l, "kind", lookups_kind_titles[k]);
+    if (slash && (size_t)(slash - key) < sizeof(ns)) {
+        memcpy(ns, key, (size_t)(slash - key));
+        ns[slash - key] = '\0';
+        log_str(&l, "namespace", ns);
+        log_str(&l, "name", slash + 1);
+    } else {
+        log_str(&l, "name", key);
+    }
+    if (status)
+        log_int(&l, "status", status);
+    log_str(&l, "reason", lookups_reason_name(r));
+    log_str(&l, "error", error);
+    if (r == LOOKUPS_R_TIMEOUT)
+        log_int(&l, "timeout_ms", timeout_ms);
+    if (hint)
+        log_str(&l, "hint", hint);
+    if (suppressed)
+        log_int(&l, "suppressed", (long long)suppressed);
+    log_end(&l);
 }
 
 static struct lookups_entry *lookups_find(struct lookups_cache *c, const char *key)
@@ -195,9 +397,12 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
                                           const struct lookups_request *req, const char *key,
                                           long timeout_ms)
 {
-    const struct lookups *lk = req->lk;
+    struct lookups *lk = req->lk;
     struct arena *a;
     cJSON *value = NULL;
+    char err[ERR_LEN] = "";
+    long status = 0;
+    long long started, ended;
     int rc, cut_short;
 
     cJSON_Delete(e->value);
@@ -207,8 +412,14 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     pthread_mutex_unlock(&c->mu);
     /* The answer outlives this request: it must not come from its arena. */
     a = arena_suspend();
-    rc = c->fetch(lk->api, key, timeout_ms, &value);
+    started = lk->now();
+    rc = c->fetch(lk->api, key, timeout_ms, &value, &status, err, sizeof(err));
+    ended = lk->now();
     arena_resume(a);
+    /* A call cut short by the budget is counted and logged as the timeout
+     * it is (an API too slow for the budget), but not cached. */
+    if (rc != ERR_OK)
+        lookups_failed(lk, c->kind, key, rc, status, ended - started, timeout_ms, err);
     cut_short = rc != 0 && req->deadline_ns - lk->now() < 2 * LOOKUPS_MIN_CALL_NS;
     pthread_mutex_lock(&c->mu);
     e->state = rc == 0 ? LOOKUPS_READY : cut_short ? LOOKUPS_EMPTY : LOOKUPS_FAILED;
@@ -263,65 +474,96 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
     return NULL;
 }
 
-/* GETs path and parses a 200 body; a 404 gives *found = 0 and returns 0. */
+/* The message of the Status in an error answer into err ("" when it has
+ * none); returns ERR_FAIL. */
+static int lookups_status_message(const struct dynbuf *body, char *err, size_t errlen)
+{
+    cJSON *st = cJSON_ParseWithLength(dynbuf_ptr(body), dynbuf_len(body));
+    const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "message"));
+    int rc = err_set(err, errlen, ERR_FAIL, "%s", msg ? msg : "");
+
+    cJSON_Delete(st);
+    return rc;
+}
+
+/* GETs path and parses a 200 body, which must be a JSON object: ERR_OK with
+ * *doc and *found = 1, or for a 404 ERR_OK with *found = 0 (err holds the
+ * Status message). Else an ERR_* code with *status (0: no answer) and err. */
 static int lookups_get_json(const struct kubeapi *api, const char *path, long timeout_ms,
-                            cJSON **doc, int *found)
+                            cJSON **doc, int *found, long *status, char *err, size_t errlen)
 {
     struct dynbuf body;
-    char err[512];
-    long status = 0;
-    int rc = -1;
+    int rc;
 
     *doc = NULL;
     *found = 0;
+    *status = 0;
     dynbuf_init(&body, LOOKUPS_BODY_MAX);
-    if (kubeapi_get(api, path, timeout_ms, NULL, &body, &status, err, sizeof(err)) == 0) {
-        if (status == 200)
-            *doc = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
-        *found = *doc != NULL;
-        rc = status == 404 || *found ? 0 : -1;
+    rc = kubeapi_get(api, path, timeout_ms, NULL, &body, status, err, errlen);
+    if (rc != ERR_OK)
+        goto cleanup;
+    if (*status != 200) {
+        rc = lookups_status_message(&body, err, errlen);
+        if (*status == 404)
+            rc = ERR_OK;
+        goto cleanup;
     }
+    *doc = cJSON_ParseWithLength(dynbuf_ptr(&body), dynbuf_len(&body));
+    if (!cJSON_IsObject(*doc)) {
+        cJSON_Delete(*doc);
+        *doc = NULL;
+        rc = err_set(err, errlen, ERR_FAIL, "GET %s: the answer is not a JSON object", path);
+        goto cleanup;
+    }
+    *found = 1;
+cleanup:
     dynbuf_free(&body);
     return rc;
 }
 
-/* The labels of the object at path; one that does not exist is a failed
- * lookup. */
+/* The labels of the object at path; one that does not exist (404) is a
+ * failed lookup. */
 static int lookups_fetch_labels(const struct kubeapi *api, const char *path, long timeout_ms,
-                                cJSON **value)
+                                cJSON **value, long *status, char *err, size_t errlen)
 {
     cJSON *obj = NULL, *labels;
-    int found;
+    int found, rc = lookups_get_json(api, path, timeout_ms, &obj, &found, status, err, errlen);
 
-    if (lookups_get_json(api, path, timeout_ms, &obj, &found) || !found)
-        return -1;
+    if (rc != ERR_OK)
+        return rc;
+    if (!found)
+        return ERR_FAIL; /* *status 404, err the API's message */
     labels = cJSON_DetachItemFromObjectCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
     cJSON_Delete(obj);
     *value = labels ? labels : cJSON_CreateObject();
-    return *value ? 0 : -1;
+    return *value ? ERR_OK : err_set(err, errlen, ERR_NOMEM, "GET %s: out of memory", path);
 }
 
+/* The hooks check the names before a lookup; these checks only keep a path
+ * from being built of anything else. */
 static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
-                              cJSON **value)
+                              cJSON **value, long *status, char *err, size_t errlen)
 {
     char path[400];
 
+    *status = 0;
     if (!k8sname_subdomain(name))
-        return -1;
+        return err_set(err, errlen, ERR_FAIL, "not a Node name");
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    return lookups_fetch_labels(api, path, timeout_ms, value);
+    return lookups_fetch_labels(api, path, timeout_ms, value, status, err, errlen);
 }
 
 static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
-                                   cJSON **value)
+                                   cJSON **value, long *status, char *err, size_t errlen)
 {
     char path[400];
 
+    *status = 0;
     if (!k8sname_label(name))
-        return -1;
+        return err_set(err, errlen, ERR_FAIL, "not a Namespace name");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s", name);
-    return lookups_fetch_labels(api, path, timeout_ms, value);
+    return lookups_fetch_labels(api, path, timeout_ms, value, status, err, errlen);
 }
 
 /* The keys are kept, and the values of LOOKUPS_VALUE_MAX bytes or less
@@ -350,28 +592,40 @@ static cJSON *lookups_keys_of(const cJSON *cm)
     return keys;
 }
 
+/* Whether key is a ConfigMap's "namespace/name", with ns (of nslen bytes)
+ * set to its namespace. */
+static int lookups_configmap_key(const char *key, char *ns, size_t nslen)
+{
+    const char *slash = strchr(key, '/');
+
+    if (!slash || (size_t)(slash - key) >= nslen)
+        return 0;
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = '\0';
+    return k8sname_label(ns) && k8sname_subdomain(slash + 1);
+}
+
 /* The keys of ConfigMap "ns/name" (its data) as an object;
  * NULL value for a ConfigMap that does not exist. */
 static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
-                                   cJSON **value)
+                                   cJSON **value, long *status, char *err, size_t errlen)
 {
     char path[600], ns[254];
-    const char *slash = strchr(key, '/');
     cJSON *cm = NULL;
-    int found;
+    int found, rc;
 
-    if (!slash || (size_t)(slash - key) >= sizeof(ns))
-        return -1;
-    memcpy(ns, key, (size_t)(slash - key));
-    ns[slash - key] = '\0';
-    if (!k8sname_label(ns) || !k8sname_subdomain(slash + 1))
-        return -1;
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, slash + 1);
-    if (lookups_get_json(api, path, timeout_ms, &cm, &found))
-        return -1;
+    *status = 0;
+    if (!lookups_configmap_key(key, ns, sizeof(ns)))
+        return err_set(err, errlen, ERR_FAIL, "not a ConfigMap's namespace/name");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, strchr(key, '/') + 1);
+    rc = lookups_get_json(api, path, timeout_ms, &cm, &found, status, err, errlen);
+    if (rc != ERR_OK)
+        return rc;
     *value = found ? lookups_keys_of(cm) : NULL;
     cJSON_Delete(cm);
-    return found && !*value ? -1 : 0;
+    if (found && !*value)
+        return err_set(err, errlen, ERR_NOMEM, "GET %s: out of memory keeping the keys", path);
+    return ERR_OK;
 }
 
 static int lookups_labels(struct lookups_request *req, struct lookups_cache *c, const char *name,
@@ -386,10 +640,14 @@ static int lookups_labels(struct lookups_request *req, struct lookups_cache *c, 
     return *labels ? 0 : -1;
 }
 
+/* A name that no object can have is unknown without a call, a slot or a
+ * failure counted: no API was asked. */
 static int lookups_node_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct lookups_request *req = ctx;
 
+    if (!k8sname_subdomain(name))
+        return -1;
     return lookups_labels(req, &req->lk->nodes, name, labels);
 }
 
@@ -397,6 +655,8 @@ static int lookups_namespace_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct lookups_request *req = ctx;
 
+    if (!k8sname_label(name))
+        return -1;
     return lookups_labels(req, &req->lk->namespaces, name, labels);
 }
 
@@ -410,9 +670,10 @@ static enum mutate_envfrom lookups_configmap_read(struct lookups_request *req, c
     enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
     const cJSON *member;
     const char *v;
-    char ck[512];
+    char ck[512], nsbuf[254];
 
-    if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck))
+    if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck) ||
+        !lookups_configmap_key(ck, nsbuf, sizeof(nsbuf)))
         return MUTATE_ENVFROM_UNKNOWN;
     e = lookups_acquire(&req->lk->configmaps, req, ck);
     if (!e)

@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include "lookups.h"
 #include "mutate.h"
 
 #include <stdarg.h>
@@ -7,6 +8,8 @@
 
 _Static_assert(MUTATE_REASONS <= METRICS_REASONS_MAX, "raise METRICS_REASONS_MAX");
 _Static_assert(MUTATE_W_KINDS <= METRICS_WARNING_KINDS_MAX, "raise METRICS_WARNING_KINDS_MAX");
+_Static_assert(LOOKUPS_KINDS <= METRICS_LOOKUP_KINDS_MAX, "raise METRICS_LOOKUP_KINDS_MAX");
+_Static_assert(LOOKUPS_REASONS <= METRICS_LOOKUP_REASONS_MAX, "raise METRICS_LOOKUP_REASONS_MAX");
 
 static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
 
@@ -219,6 +222,19 @@ static void metrics_render_gauges(struct metrics *m, const struct metrics_gauges
                 g->log_dropped, g->version);
 }
 
+static void metrics_render_lookups(const struct metrics_gauges *g, struct metrics_out *out)
+{
+    metrics_puts(out, "# HELP rdma_webhook_lookup_failures_total API lookups (Node and Namespace "
+                      "labels, envFrom ConfigMaps) that failed, by kind and reason; the "
+                      "admission went on without the answer.\n"
+                      "# TYPE rdma_webhook_lookup_failures_total counter\n");
+    for (int k = 0; k < LOOKUPS_KINDS; k++)
+        for (int r = 0; r < LOOKUPS_REASONS; r++)
+            metrics_put(out, "rdma_webhook_lookup_failures_total{kind=\"%s\",reason=\"%s\"} %llu\n",
+                        lookups_kind_name((enum lookups_kind)k),
+                        lookups_reason_name((enum lookups_reason)r), g->lookup_failures[k][r]);
+}
+
 static void metrics_render_profiles(struct metrics *m, struct metrics_out *out)
 {
     metrics_puts(out, "# HELP rdma_webhook_profile_admissions_total Pod admissions that got a "
@@ -242,6 +258,7 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dyn
     metrics_render_profiles(m, &o);
     metrics_render_latency(m, &o);
     metrics_render_gauges(m, g, &o);
+    metrics_render_lookups(g, &o);
     /* Half an exposition would read as counters gone back to zero. */
     if (o.err)
         dynbuf_truncate(out, before);

@@ -38,6 +38,9 @@ enum metrics_http {
  * full renaming by a reload. */
 #define METRICS_PROFILES_MAX     128
 #define METRICS_PROFILE_NAME_MAX 64
+/* Room for lookups' kinds and reasons, which metrics.c checks the same way. */
+#define METRICS_LOOKUP_KINDS_MAX   4
+#define METRICS_LOOKUP_REASONS_MAX 16
 
 struct metrics_profile {
     char name[METRICS_PROFILE_NAME_MAX];
@@ -70,7 +73,10 @@ struct metrics_gauges {
     int profiles_stale;           /* 1: the version serving is not the source's current one */
     long long profiles_loaded_at; /* unix seconds the version serving was first loaded; 0: none */
     unsigned long long last_good[3]; /* copy writes: written, unchanged, failed (lastgood) */
-    long long cert_not_after;        /* unix seconds; 0 when no certificate */
+    /* Failed API lookups by enum lookups_kind and enum lookups_reason
+     * (lookups_failures); all 0 without an API. */
+    unsigned long long lookup_failures[METRICS_LOOKUP_KINDS_MAX][METRICS_LOOKUP_REASONS_MAX];
+    long long cert_not_after; /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;
     unsigned long long log_dropped;
     const char *version;

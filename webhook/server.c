@@ -293,6 +293,10 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     }
     if (s->cfg.lastgood)
         lastgood_counts(s->cfg.lastgood, g.last_good);
+    for (int k = 0; s->lookups && k < LOOKUPS_KINDS; k++)
+        for (int r = 0; r < LOOKUPS_REASONS; r++)
+            g.lookup_failures[k][r] =
+                lookups_failures(s->lookups, (enum lookups_kind)k, (enum lookups_reason)r);
     dynbuf_init(&b, 65536);
     rc = metrics_render(&s->metrics, &g, &b);
     if (rc == ERR_OK)
@@ -802,7 +806,7 @@ static void server_log_cert(struct server *s, int unchanged)
 void server_reload_certs(struct server *s)
 {
     struct timespec pause = {0, 100 * 1000000L};
-    char err[512];
+    char err[ERR_LEN];
     int changed;
 
     for (int attempt = 0; attempt < 3; attempt++) {

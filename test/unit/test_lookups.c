@@ -7,7 +7,9 @@
  * being loaded; a waiter whose budget runs out gives up as "unknown" and
  * caches nothing; an admission with no budget left does not touch the
  * cache, and a call cut short by the admission's own budget is not cached
- * as a failure.
+ * as a failure. A failed call is counted by kind and reason and logged at
+ * warn with the object, the status and a hint, one line per kind and reason
+ * an interval, the next one saying how many were left out.
  */
 #include "unit.h"
 
@@ -19,16 +21,20 @@
 #include <time.h>
 
 #include "err.h"
+#include "log.h"
 #include "lookups.h"
 #include "monotime.h"
 
-#define BUDGET_MS 1000 /* the configured budget; a test moves a request's deadline */
-#define WAIT_MS   5000 /* the most a test waits for another thread to get somewhere */
+#define BUDGET_MS      1000 /* the configured budget; a test moves a request's deadline */
+#define WAIT_MS        5000 /* the most a test waits for another thread to get somewhere */
+#define LOG_INTERVAL_S 60   /* one failure line per kind and reason this often */
 
 enum fake_mode {
     FAKE_OK,        /* answers at once */
     FAKE_FAIL,      /* fails at once: the API is down */
     FAKE_TIMES_OUT, /* fails after the whole timeout, as libcurl does */
+    FAKE_FORBIDDEN, /* answers 403: the RBAC rule is missing */
+    FAKE_NOT_FOUND, /* answers 404: a ConfigMap's is an answer, a Node's a failure */
 };
 
 /* The fake API. A call for gate_key blocks until the gate opens, then
@@ -79,46 +85,101 @@ static void gate_wait(void)
     pthread_mutex_unlock(&fake.mu);
 }
 
+/* A failure as the fetch of mode reports it (what kubeapi and the API say);
+ * ERR_OK for a ConfigMap's 404, which is an answer: *value stays NULL. */
+static int fake_failure(const char *key, long *status, char *err, size_t errlen)
+{
+    switch (fake.mode) {
+    case FAKE_FAIL:
+        return err_set(err, errlen, ERR_FAIL, "GET /api/v1/nodes/%s: Couldn't connect to server",
+                       key);
+    case FAKE_TIMES_OUT:
+        return err_set(err, errlen, ERR_FAIL, "GET /api/v1/nodes/%s: Timeout was reached", key);
+    case FAKE_FORBIDDEN:
+        *status = 403;
+        return err_set(err, errlen, ERR_FAIL,
+                       "nodes \"%s\" is forbidden: User "
+                       "\"system:serviceaccount:rdma-webhook:rdma-webhook\" cannot get resource",
+                       key);
+    case FAKE_NOT_FOUND:
+        *status = 404;
+        return strchr(key, '/') ? ERR_OK : err_set(err, errlen, ERR_FAIL, "not found");
+    default: return ERR_OK;
+    }
+}
+
 /* Labels {"zone":"a"} for a Node, keys {"K":true} for a ConfigMap. */
-static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_ms, cJSON **value)
+static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_ms, cJSON **value,
+                      long *status, char *err, size_t errlen)
 {
     int gated = fake.gate_key && strcmp(key, fake.gate_key) == 0;
 
     (void)api;
     atomic_fetch_add(&fake.calls, 1);
     atomic_store(&fake.last_timeout_ms, timeout_ms);
+    *status = 0;
     if (gated)
         gate_wait();
     if (!gated && fake.mode == FAKE_TIMES_OUT)
         sleep_ms(timeout_ms);
     if (!gated && fake.mode != FAKE_OK)
-        return -1;
+        return fake_failure(key, status, err, errlen);
+    *status = 200;
     *value = cJSON_CreateObject();
     if (!*value || !cJSON_AddStringToObject(*value, strchr(key, '/') ? "K" : "zone", "a")) {
         cJSON_Delete(*value);
-        return -1;
+        return ERR_NOMEM;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* Labels {"kind":"namespace"}, so that an answer from the wrong cache
  * shows; the mode and the call count are the fake's. */
 static int fake_fetch_namespace(const struct kubeapi *api, const char *key, long timeout_ms,
-                                cJSON **value)
+                                cJSON **value, long *status, char *err, size_t errlen)
 {
     (void)api;
-    (void)key;
     (void)timeout_ms;
     atomic_fetch_add(&fake.calls, 1);
+    *status = 0;
     if (fake.mode != FAKE_OK)
-        return -1;
+        return fake_failure(key, status, err, errlen);
+    *status = 200;
     *value = cJSON_CreateObject();
     if (!*value || !cJSON_AddStringToObject(*value, "kind", "namespace")) {
         cJSON_Delete(*value);
-        return -1;
+        return ERR_NOMEM;
     }
-    return 0;
+    return ERR_OK;
 }
+
+static struct log test_log;
+static FILE *log_file;
+
+/* What the lookups logged so far. */
+static char *log_text(void)
+{
+    static char buf[65536];
+    size_t n;
+
+    fflush(log_file);
+    rewind(log_file);
+    n = fread(buf, 1, sizeof(buf) - 1, log_file);
+    buf[n] = '\0';
+    fseek(log_file, 0, SEEK_END);
+    return buf;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+#define FAILED_MSG "\"msg\":\"API lookup failed; admissions go on without its answer\""
 
 static struct lookups *lk;
 
@@ -129,6 +190,7 @@ static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
                                  .node_ttl_s = ttl_s,
                                  .configmap_ttl_s = ttl_s,
                                  .namespace_ttl_s = 2 * ttl_s,
+                                 .log_interval_s = LOG_INTERVAL_S,
                                  .fetch_node = fake_fetch,
                                  .fetch_configmap = fake_fetch,
                                  .fetch_namespace = fake_fetch_namespace,
@@ -136,7 +198,7 @@ static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
     char err[ERR_LEN];
 
     lookups_stop(&lk);
-    if (lookups_init(&lk, NULL, &cfg, err, sizeof(err)) != ERR_OK)
+    if (lookups_init(&lk, NULL, &test_log, &cfg, err, sizeof(err)) != ERR_OK)
         fail_msg("lookups_init: %s", err);
 }
 
@@ -148,6 +210,10 @@ static int setup(void **state __attribute__((unused)))
     fake.gate_key = NULL;
     fake.gate_open = 0;
     atomic_store(&fake_now, 1000 * MONOTIME_NS_PER_S);
+    log_file = tmpfile();
+    if (!log_file)
+        return -1;
+    test_log = (struct log){.fd = fileno(log_file), .min = LOG_DEBUG};
     make_lookups(60, NULL);
     return 0;
 }
@@ -157,6 +223,7 @@ static int teardown(void **state __attribute__((unused)))
     gate_open(); /* after a failed test, no thread stays blocked in the fake */
     lookups_stop(&lk);
     lookups_stop(&lk); /* a no-op the second time */
+    fclose(log_file);
     return 0;
 }
 
@@ -516,6 +583,184 @@ TEST(test_namespace_labels_have_their_own_cache)
     assert_int_equal(atomic_load(&fake.calls), 3);
 }
 
+static unsigned long long failures(enum lookups_kind k, enum lookups_reason r)
+{
+    return lookups_failures(lk, k, r);
+}
+
+/* Failures of every kind and reason, added up. */
+static unsigned long long all_failures(void)
+{
+    unsigned long long n = 0;
+
+    for (int k = 0; k < LOOKUPS_KINDS; k++)
+        for (int r = 0; r < LOOKUPS_REASONS; r++)
+            n += failures((enum lookups_kind)k, (enum lookups_reason)r);
+    return n;
+}
+
+/* A 403 (issue 21: it used to look like nothing at all) is one warn line
+ * with the object, the status, the API's message and the RBAC to fix, and
+ * one count under kind node, reason forbidden. */
+TEST(test_forbidden_is_logged_with_status_and_object)
+{
+    const char *log;
+
+    make_lookups(60, fake_clock);
+    fake.mode = FAKE_FORBIDDEN;
+    assert_int_equal(node_labels("gpu-node-1", 1000), -1);
+    log = log_text();
+    assert_int_equal(count_of(log, FAILED_MSG), 1);
+    assert_contains(log, "\"level\":\"warn\"," FAILED_MSG);
+    assert_contains(log, FAILED_MSG ",\"kind\":\"Node\",\"name\":\"gpu-node-1\",\"status\":403,"
+                                    "\"reason\":\"forbidden\",\"error\":\"403 Forbidden: nodes "
+                                    "\\\"gpu-node-1\\\" is forbidden: User ");
+    assert_contains(log, "\"hint\":\"check the webhook's RBAC: its ServiceAccount needs get on "
+                         "nodes (ClusterRole rdma-webhook in manifests/rbac.yaml)\"}");
+    assert_null(strstr(log, "suppressed"));
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_FORBIDDEN), 1);
+    assert_int_equal(all_failures(), 1);
+    /* The failure is cached for a second: no call, no count, no line. */
+    assert_int_equal(node_labels("gpu-node-1", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    assert_int_equal(all_failures(), 1);
+    assert_int_equal(count_of(log_text(), FAILED_MSG), 1);
+}
+
+/* Within the interval, more failures of the same kind and reason are
+ * counted but not logged; another kind or reason has its own line; after the
+ * interval a line comes again and says how many were left out. */
+TEST(test_repeated_failures_are_suppressed_then_counted_in_the_next_line)
+{
+    char name[32], kind[32];
+    const char *log, *last;
+
+    make_lookups(60, fake_clock);
+    fake.mode = FAKE_FORBIDDEN;
+    for (int i = 0; i < 6; i++) {
+        snprintf(name, sizeof(name), "n%d", i);
+        assert_int_equal(node_labels(name, 1000), -1);
+        advance_ms(1000);
+    }
+    assert_int_equal(atomic_load(&fake.calls), 6);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_FORBIDDEN), 6);
+    log = log_text();
+    assert_int_equal(count_of(log, FAILED_MSG), 1);
+    assert_contains(log, "\"name\":\"n0\"");
+    assert_null(strstr(log, "\"name\":\"n1\""));
+
+    /* Its own line: the Namespace's RBAC is another rule to fix. */
+    assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "?");
+    log = log_text();
+    assert_int_equal(count_of(log, FAILED_MSG), 2);
+    assert_contains(log, "\"kind\":\"Namespace\",\"name\":\"team-a\",\"status\":403");
+    assert_contains(log, "needs get on namespaces");
+    assert_int_equal(failures(LOOKUPS_K_NAMESPACE, LOOKUPS_R_FORBIDDEN), 1);
+
+    /* 60 s after n0's line (6 s have passed): the next one is written. */
+    advance_ms((LOG_INTERVAL_S - 6) * 1000 - 1);
+    assert_int_equal(node_labels("n-early", 1000), -1);
+    assert_int_equal(count_of(log_text(), FAILED_MSG), 2);
+    advance_ms(1);
+    assert_int_equal(node_labels("n-late", 1000), -1);
+    log = log_text();
+    assert_int_equal(count_of(log, FAILED_MSG), 3);
+    last = strstr(log, "\"name\":\"n-late\"");
+    assert_non_null(last);
+    assert_contains(last, "\"suppressed\":6}");
+    assert_null(strstr(log, "\"name\":\"n-early\""));
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_FORBIDDEN), 8);
+
+    /* The count started again with that line. */
+    advance_ms(LOG_INTERVAL_S * 1000);
+    assert_int_equal(node_labels("n-later", 1000), -1);
+    last = strstr(log_text(), "\"name\":\"n-later\"");
+    assert_non_null(last);
+    assert_null(strstr(last, "suppressed"));
+}
+
+/* A call that takes its whole timeout is a timeout, with the timeout in the
+ * line; one that fails at once is a transport error: two reasons, two
+ * lines. (The real clock: the fake fails after the time it was given.) */
+TEST(test_timeout_is_a_reason_of_its_own)
+{
+    const char *log;
+
+    fake.mode = FAKE_TIMES_OUT;
+    assert_int_equal(node_labels("n1", 30), -1);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TIMEOUT), 1);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TRANSPORT), 0);
+    log = log_text();
+    assert_contains(log, "\"kind\":\"Node\",\"name\":\"n1\",\"reason\":\"timeout\","
+                         "\"error\":\"GET /api/v1/nodes/n1: Timeout was reached\",\"timeout_ms\":");
+    assert_contains(log, "raise --api-budget-ms");
+    assert_null(strstr(log, "\"status\""));
+
+    fake.mode = FAKE_FAIL;
+    assert_int_equal(node_labels("n2", 1000), -1);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TRANSPORT), 1);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TIMEOUT), 1);
+    log = log_text();
+    assert_int_equal(count_of(log, FAILED_MSG), 2);
+    assert_contains(log, "\"name\":\"n2\",\"reason\":\"transport\",\"error\":\"GET "
+                         "/api/v1/nodes/n2: Couldn't connect to server\",\"hint\":\"the API cannot "
+                         "be reached");
+}
+
+/* A ConfigMap's 404 is an answer (it declares nothing): no line, no count.
+ * A Node's 404 fails the lookup, and says so. A ConfigMap's failure names
+ * its namespace and name apart. */
+TEST(test_not_found_and_configmap_failures)
+{
+    const char *log;
+
+    fake.mode = FAKE_NOT_FOUND;
+    assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_LACKS);
+    assert_int_equal(all_failures(), 0);
+    assert_int_equal(count_of(log_text(), FAILED_MSG), 0);
+    assert_int_equal(node_labels("gone", 1000), -1);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_NOT_FOUND), 1);
+    assert_contains(log_text(), "\"name\":\"gone\",\"status\":404,\"reason\":\"not_found\","
+                                "\"error\":\"404 Not Found: not found\",\"hint\":\"no such Node");
+
+    make_lookups(60, NULL);
+    fake.mode = FAKE_FORBIDDEN;
+    assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_UNKNOWN);
+    assert_int_equal(failures(LOOKUPS_K_CONFIGMAP, LOOKUPS_R_FORBIDDEN), 1);
+    log = log_text();
+    assert_contains(log, "\"kind\":\"ConfigMap\",\"namespace\":\"ns\",\"name\":\"cm\","
+                         "\"status\":403,\"reason\":\"forbidden\"");
+    assert_contains(log, "needs get on configmaps");
+}
+
+/* A name no object can have asks no API: nothing is counted or cached. */
+TEST(test_invalid_names_are_not_api_failures)
+{
+    char kind[32];
+
+    fake.mode = FAKE_FORBIDDEN;
+    assert_int_equal(node_labels("Not_A_Node", 1000), -1);
+    assert_string_equal(namespace_kind("a/b", kind, sizeof(kind)), "?");
+    assert_int_equal(atomic_load(&fake.calls), 0);
+    assert_int_equal(all_failures(), 0);
+    assert_int_equal(count_of(log_text(), FAILED_MSG), 0);
+}
+
+/* The label values the metric and the log share. */
+TEST(test_kind_and_reason_names)
+{
+    static const char *const reasons[LOOKUPS_REASONS] = {
+        "not_authorized", "forbidden", "not_found", "throttled", "server_error",
+        "timeout",        "transport", "bad_body",  "too_big",   "other"};
+
+    assert_string_equal(lookups_kind_name(LOOKUPS_K_NODE), "node");
+    assert_string_equal(lookups_kind_name(LOOKUPS_K_NAMESPACE), "namespace");
+    assert_string_equal(lookups_kind_name(LOOKUPS_K_CONFIGMAP), "configmap");
+    for (int r = 0; r < LOOKUPS_REASONS; r++)
+        assert_string_equal(lookups_reason_name((enum lookups_reason)r), reasons[r]);
+    assert_string_equal(lookups_reason_name(LOOKUPS_REASONS), "other");
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -534,6 +779,12 @@ int main(void)
         T_(test_configmap_api_failure_is_cached),
         T_(test_configmap_value),
         T_(test_namespace_labels_have_their_own_cache),
+        T_(test_forbidden_is_logged_with_status_and_object),
+        T_(test_repeated_failures_are_suppressed_then_counted_in_the_next_line),
+        T_(test_timeout_is_a_reason_of_its_own),
+        T_(test_not_found_and_configmap_failures),
+        T_(test_invalid_names_are_not_api_failures),
+        T_(test_kind_and_reason_names),
     };
 #undef T_
 

@@ -1,7 +1,7 @@
 /*
  * Unit tests for webhook/metrics.c: every admission reason lands under its
  * own {result, reason} label pair, ignored requests under their own, and the
- * histogram and counters add up.
+ * histogram and counters add up; failed API lookups by kind and reason.
  */
 #include "unit.h"
 #include "support.h"
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "lookups.h"
 #include "metrics.h"
 #include "mutate.h"
 
@@ -180,6 +181,47 @@ TEST(test_pinned_pods_counted)
     dynbuf_free(&out);
 }
 
+/* Every kind and reason of a failed lookup is a series, 0 until counted,
+ * under one HELP and TYPE. */
+TEST(test_lookup_failures_by_kind_and_reason)
+{
+    struct metrics_gauges g = {.version = "test"};
+    struct metrics m;
+    struct dynbuf out;
+    const char *text;
+
+    metrics_init(&m);
+    g.lookup_failures[LOOKUPS_K_NODE][LOOKUPS_R_FORBIDDEN] = 3;
+    g.lookup_failures[LOOKUPS_K_CONFIGMAP][LOOKUPS_R_TIMEOUT] = 2;
+    dynbuf_init(&out, 1 << 16);
+    assert_int_equal(metrics_render(&m, &g, &out), 0);
+    text = dynbuf_ptr(&out);
+    assert_contains(text, "# HELP rdma_webhook_lookup_failures_total API lookups (Node and "
+                          "Namespace labels, envFrom ConfigMaps) that failed, by kind and reason; "
+                          "the admission went on without the answer.\n"
+                          "# TYPE rdma_webhook_lookup_failures_total counter\n");
+    assert_int_equal(
+        value_of(text, "rdma_webhook_lookup_failures_total{kind=\"node\",reason=\"forbidden\"}"),
+        3);
+    assert_int_equal(
+        value_of(text, "rdma_webhook_lookup_failures_total{kind=\"configmap\",reason=\"timeout\"}"),
+        2);
+    assert_int_equal(
+        value_of(text, "rdma_webhook_lookup_failures_total{kind=\"namespace\",reason=\"other\"}"),
+        0);
+    for (int k = 0; k < LOOKUPS_KINDS; k++)
+        for (int r = 0; r < LOOKUPS_REASONS; r++) {
+            char series[160];
+
+            snprintf(series, sizeof(series),
+                     "rdma_webhook_lookup_failures_total{kind=\"%s\",reason=\"%s\"}",
+                     lookups_kind_name((enum lookups_kind)k),
+                     lookups_reason_name((enum lookups_reason)r));
+            value_of(text, series);
+        }
+    dynbuf_free(&out);
+}
+
 /* A cap too small for the exposition: too big, and out as it was. */
 TEST(test_render_too_big_leaves_out_as_it_was)
 {
@@ -234,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_pinned_counts_mutated_pods_only),
         cmocka_unit_test(test_admissions_by_profile_bounded),
         cmocka_unit_test(test_pinned_pods_counted),
+        cmocka_unit_test(test_lookup_failures_by_kind_and_reason),
         cmocka_unit_test(test_render_too_big_leaves_out_as_it_was),
         cmocka_unit_test(test_render_out_of_memory_says_so),
     };
