@@ -205,7 +205,7 @@ cluster-down:
 # and stops it; down.sh runs again after it for a test binary that was killed.
 realcluster realcluster-asan: realcluster%: build%/rdma-webhook cluster-bins
 	cd test/cluster && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build$*/rdma-webhook \
-	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 -timeout 20m ./realcluster; \
+	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 -v -timeout 20m ./realcluster; \
 	  rc=$$?; ./down.sh $(CURDIR)/$(CLUSTER_TEST_DIR) >/dev/null 2>&1; exit $$rc
 
 # libFuzzer targets (clang-14, ASan+UBSan): `make fuzz` runs each for
