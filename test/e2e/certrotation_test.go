@@ -170,6 +170,7 @@ func waitServedSerial(t *testing.T, in *instance, want string, within time.Durat
 // may fail, and a broken pair (key of another certificate) must be refused
 // with the previous certificate still served.
 func TestCertificateRotationUnderLoad(t *testing.T) {
+	t.Parallel()
 	gens := make([]string, 3)
 	roots := x509.NewCertPool()
 	for i := range gens {

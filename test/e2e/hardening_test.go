@@ -222,6 +222,7 @@ func dripAfterReview(in *instance, d drip) (time.Duration, error) {
 // the connection timeout with no status. Each gets its status at once and
 // the connection is closed; plain chunked is still served.
 func TestUnsupportedTransferEncoding(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath)
 	review := string(goodReviewBody())
 	chunked := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(review), review)
@@ -329,6 +330,7 @@ func startBodyHolder(in *instance, body []byte, hold int) *bodyHolder {
 // 333 MiB). A normal review is still served meanwhile; the bodies that did
 // not fit get 503 with Retry-After, the others are served.
 func TestRequestBodyBudget(t *testing.T) {
+	t.Parallel()
 	const holders, budget = 40, 32 << 20
 	// The bodies are held open for longer than the default --body-timeout
 	// might allow under ASan.
@@ -409,6 +411,7 @@ func TestRequestBodyBudget(t *testing.T) {
 // covers the arenas glibc reserved at start) is limited while one 8 MiB
 // review arrives; the server then serves again.
 func TestRequestBodyOutOfMemory(t *testing.T) {
+	t.Parallel()
 	if sanitizedBinary(t) {
 		t.Skip("ASan's allocator aborts rather than fail, and maps terabytes of shadow")
 	}
@@ -453,6 +456,7 @@ func prlimit(pid int, resource int, set, get *syscall.Rlimit) error {
 // loads, and the pairs a rotation replaces are freed once no connection
 // uses them, while a connection made before the rotations keeps working.
 func TestCertificateReloadOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	asan := sanitizedBinary(t)
 	rotations, storm := 1000, 2000
 	if asan {

@@ -17,6 +17,7 @@ var tlsNames = map[uint16]string{
 // TestTLSVersions: TLS 1.2+ only (SPEC 3), the handshake checked against
 // the suite's CA (brief part d).
 func TestTLSVersions(t *testing.T) {
+	t.Parallel()
 	srv.ensureRunning()
 	t.Run("TLS 1.1 max is refused", func(t *testing.T) {
 		conn, err := tls.Dial("tcp", srv.addr, srv.tlsConfig(tls.VersionTLS10, tls.VersionTLS11))
@@ -54,6 +55,7 @@ func TestTLSVersions(t *testing.T) {
 
 // TestKeepAlive: 50 reviews over one connection reuse it.
 func TestKeepAlive(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	client := srv.client(tls.VersionTLS12, 0)
 	defer client.CloseIdleConnections()
