@@ -50,7 +50,7 @@ func startInstance(t *testing.T, profiles string, extra ...string) *instance {
 func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, extra ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
-	if err := genCerts(binaryPath(), dir); err != nil {
+	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))

@@ -34,7 +34,7 @@ func profilesData(doc []byte) map[string]string { return map[string]string{profK
 func startInstanceArgs(t *testing.T, args ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
-	if err := genCerts(binaryPath(), dir); err != nil {
+	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))

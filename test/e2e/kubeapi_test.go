@@ -528,7 +528,7 @@ func TestKubeAPIFlagErrors(t *testing.T) {
 	t.Parallel()
 	a := startFakeAPI(t)
 	dir := t.TempDir()
-	if err := genCerts(binaryPath(), dir); err != nil {
+	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
 	}
 	base := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "",
