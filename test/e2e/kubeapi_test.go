@@ -199,6 +199,10 @@ func TestKubeAPIWatchExpired(t *testing.T) {
 			a := startFakeAPI(t)
 			a.setExpiredAsEvent(asEvent)
 			in := readyConfigMapInstance(t, a, shippedProfiles(t))
+			// The webhook's first write of its last-good copy moves the
+			// resourceVersion too; on a loaded machine it can land after
+			// the edit below and make the list's version another.
+			waitCopy(t, a, shippedProfiles(t), "the last-good copy written at start")
 			a.waitRequest(t, 0, 3*time.Second, "a watch", isKind("watch"))
 			waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
 
@@ -404,6 +408,10 @@ func TestKubeAPIBookmarks(t *testing.T) {
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t), "--watch-timeout-seconds", "10")
 	waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
+	// The webhook's first write of its last-good copy moves the
+	// resourceVersion: landing after the bookmark (a loaded machine), it
+	// made the compaction below cut the bookmark's version off.
+	waitCopy(t, a, shippedProfiles(t), "the last-good copy written at start")
 	mark, logMark := a.requestMark(), in.logMark()
 
 	a.bumpRV(37)
