@@ -131,7 +131,7 @@ valgrind: build/rdma-webhook build/unit/test_arena validator go-check
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
 	  build/unit/test_arena
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/test/valgrind-wrap.sh \
-	  go test -count=1 -parallel 16 -run '$(VALGRIND_TESTS)' .
+	  go test -count=1 -parallel 4 -run '$(VALGRIND_TESTS)' .
 
 test: deps-test
 	sh test/check-layers.sh

@@ -19,7 +19,7 @@ import (
 // pod the served patch makes (brief part e).
 func TestMutateOfflineMatchesServe(t *testing.T) {
 	t.Parallel()
-	for _, f := range loadFixtures(t) {
+	for _, f := range valgrindSample(loadFixtures(t), 4) {
 		f := f
 		t.Run(f.name, func(t *testing.T) {
 			served := applyPatch(t, f.object, srv.review(t, podCreate(f.namespace, copyObject(f.object))).patch)
@@ -722,7 +722,7 @@ func TestCheckProfilesShow(t *testing.T) {
 	if again.exitCode != 0 || !bytes.Equal(again.stdout, res.stdout) {
 		t.Errorf("--show of --show's output: expected the same, got exit %d:\n%s%s", again.exitCode, cut(again.stdout), again.stderr)
 	}
-	for _, f := range loadFixtures(t) {
+	for _, f := range valgrindSample(loadFixtures(t), 8) {
 		data := mustMarshal(f.object)
 		a := mutateRun(t, data, "--patched")
 		b := runBinary(t, data, "mutate", "--profiles", file, "--patched", "-")

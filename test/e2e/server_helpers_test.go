@@ -18,10 +18,22 @@ import (
 	"time"
 )
 
-const (
-	readyTimeout = 20 * time.Second
-	stopTimeout  = 15 * time.Second
+// How long serve may take to answer after its start, and to exit after
+// SIGTERM, before the harness gives up on it. Under valgrind, with several
+// memchecked servers sharing two cores (-parallel), a start or the leak
+// check at exit takes many times longer: these are the harness's patience,
+// not a bound any test asserts (the tests of the drain bound have their own).
+var (
+	readyTimeout = slowerUnderValgrind(20 * time.Second)
+	stopTimeout  = slowerUnderValgrind(15 * time.Second)
 )
+
+func slowerUnderValgrind(d time.Duration) time.Duration {
+	if underValgrind() {
+		return 4 * d
+	}
+	return d
+}
 
 // server is the webhook under test: one `rdma-webhook serve` at a time on
 // fixed loopback ports. If it dies, the death is recorded (the suite fails
