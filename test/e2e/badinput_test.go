@@ -988,6 +988,21 @@ func TestLargeRequestHeaders(t *testing.T) {
 		c := c
 		t.Run(fmt.Sprintf("%d bytes", c.size), func(t *testing.T) {
 			run := srv.currentRun()
+			if c.status == http.StatusRequestHeaderFieldsTooLarge && !c.resetOkay {
+				// The server answers 431 once the headers are too long and
+				// closes with the body unread; net/http's client writes the
+				// whole request before it reads, so when the reset came
+				// first it reported the broken pipe, not the answer (seen
+				// in a serial run too). A raw connection reads as it writes.
+				body := goodReviewBody()
+				raw := fmt.Sprintf("POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+					"X-Padding: %s\r\nContent-Length: %d\r\n\r\n%s", strings.Repeat("p", c.size), len(body), body)
+				if rep := srv.rawRequest(t, []byte(raw)); rep.status != c.status {
+					t.Fatalf("headers of %d bytes: expected %d, got %d: %q", c.size, c.status, rep.status, cut(rep.body))
+				}
+				checkSameRunServing(t, run)
+				return
+			}
 			req := newRequest(t, http.MethodPost, srv.url("/mutate"), "application/json", bytes.NewReader(goodReviewBody()))
 			req.Header.Set("X-Padding", strings.Repeat("p", c.size))
 			client := srv.newClient(tls.VersionTLS12, 0)

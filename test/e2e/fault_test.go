@@ -194,7 +194,7 @@ func TestSIGKILLRestart(t *testing.T) {
 	var oldLogs []string
 	for round := 1; round <= 2; round++ {
 		load := startRotationLoad(t, in, in.caPool, body)
-		time.Sleep(200 * time.Millisecond)
+		load.waitRunning(t, 10, 30*time.Second)
 		if err := in.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
