@@ -74,6 +74,7 @@ func eventBodies(t *testing.T, a *fakeAPI, from int, kind string) []obj {
 // field as the fake apiserver received it, and the Event of a pod without
 // an owner, on its Namespace.
 func TestEventsOnTheOwner(t *testing.T) {
+	// Not parallel: t.Setenv (POD_NAME) is process-wide.
 	t.Setenv("POD_NAME", "rdma-webhook-5d8f7c9b4-x2vqk")
 	a := startFakeAPI(t)
 	in := startLookupInstance(t, a)

@@ -29,6 +29,8 @@ import (
 // connection displaces the one that has waited longest (the issue: 70 such
 // clients shut a 64-slot server out; 4,200 did it to the default 4096).
 func TestSlowClientsCannotHoldEveryConnection(t *testing.T) {
+	// Not parallel: "answered within a second" next to hundreds of slow
+	// connections is a timing bound that other tests' CPU use would break.
 	cases := []struct {
 		name      string
 		args      []string
@@ -99,6 +101,8 @@ func TestSlowClientsCannotHoldEveryConnection(t *testing.T) {
 // headers within --connection-timeout of the previous response. A client
 // that sends reviews at once on one connection is never cut.
 func TestSlowClientDeadlines(t *testing.T) {
+	// Not parallel: each cut is checked against its deadline to within
+	// -200 ms/+1.5 s, which a busy machine would miss.
 	const header, body, idle = 2 * time.Second, 2 * time.Second, 3 * time.Second
 	in := startInstance(t, profilesPath, "--header-timeout", "2", "--body-timeout", "2", "--connection-timeout", "3")
 	review := goodReviewBody()
