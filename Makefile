@@ -144,7 +144,7 @@ go-check:
 	$(call go_check,test/e2e)
 
 e2e: build/rdma-webhook validator go-check
-	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 .
+	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -parallel 16 .
 
 # The tests whose checks ASan relaxes (RSS budgets, allocation failure,
 # timing): the suite runs them against the native build too; the rest of
@@ -156,7 +156,7 @@ e2e-native: build/rdma-webhook validator go-check
 
 e2e-asan: build-asan/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \
-	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 .
+	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 -parallel 16 .
 
 # The integration tests that drive the server's main paths, with the binary
 # under valgrind memcheck (errors or leaks make it exit non-zero, which the
@@ -168,7 +168,7 @@ valgrind: build/rdma-webhook build/unit/test_arena validator go-check
 	valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
 	  build/unit/test_arena
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/test/valgrind-wrap.sh \
-	  go test -count=1 -run '$(VALGRIND_TESTS)' .
+	  go test -count=1 -parallel 4 -run '$(VALGRIND_TESTS)' .
 
 # The whole suite (test/suite.sh says how it is laid out and run).
 test: deps-test

@@ -139,6 +139,22 @@ func (l *rotationLoad) run(client *http.Client, url string, body []byte) {
 	}
 }
 
+// waitRunning waits until the load has had n requests answered, so that
+// what follows happens under load (a fixed sleep did not make sure of it on
+// a loaded machine or under valgrind, and waited longer than needed when
+// the load was quick).
+func (l *rotationLoad) waitRunning(t *testing.T, n int64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for atomic.LoadInt64(&l.ok) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load had %d requests answered (%d failed) after %v, want %d first",
+				atomic.LoadInt64(&l.ok), atomic.LoadInt64(&l.failed), within, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (l *rotationLoad) finish() (ok, failed int64, firstErr string) {
 	close(l.stop)
 	l.wg.Wait()
@@ -170,6 +186,7 @@ func waitServedSerial(t *testing.T, in *instance, want string, within time.Durat
 // may fail, and a broken pair (key of another certificate) must be refused
 // with the previous certificate still served.
 func TestCertificateRotationUnderLoad(t *testing.T) {
+	t.Parallel()
 	gens := make([]string, 3)
 	roots := x509.NewCertPool()
 	for i := range gens {
@@ -191,7 +208,7 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	}
 	body := mustMarshal(podCreate("kubeflow", loadFixture(t, gpu8Fixture, "").object).body())
 	load := startRotationLoad(t, in, roots, body)
-	time.Sleep(300 * time.Millisecond)
+	load.waitRunning(t, 10, 30*time.Second)
 
 	mark := in.logMark()
 	vol.swapTo(t, gens[1])

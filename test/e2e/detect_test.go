@@ -193,6 +193,7 @@ func detectCases() []detectCase {
 }
 
 func TestDetectInitContainer(t *testing.T) {
+	t.Parallel()
 	profiles := detectProfiles(t)
 	if res := runBinary(t, nil, "check-profiles", profiles); res.exitCode != 0 {
 		t.Fatalf("check-profiles: exit %d: %s", res.exitCode, res.stderr)
@@ -238,6 +239,7 @@ func TestDetectInitContainer(t *testing.T) {
 // given the image: the pod gets the static env and one warning that says
 // what to set.
 func TestDetectWithoutImage(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, detectProfiles(t))
 	pod := trainingPod(8)
 	rr := in.review(t, podCreate(jobNS, copyObject(pod)))
@@ -252,6 +254,7 @@ func TestDetectWithoutImage(t *testing.T) {
 // TestDetectImageFromDeployment: serve reads the image of the first
 // container of its own Deployment through the API, as the manifests ask.
 func TestDetectImageFromDeployment(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putDeployment(webhookNamespace, webhookName, detectImage)
 	mark := a.requestMark()
@@ -284,6 +287,7 @@ func TestDetectImageFromDeployment(t *testing.T) {
 // TestMutateOfflineDetectImage: `rdma-webhook mutate --detect-image` adds
 // the same init container as serve; without the flag it warns on stderr.
 func TestMutateOfflineDetectImage(t *testing.T) {
+	t.Parallel()
 	profiles := detectProfiles(t)
 	pod := trainingPod(8)
 	out := mustSucceed(t, mustMarshal(pod), "mutate", "--profiles", profiles, "--detect-image", detectImage, "--patched")

@@ -159,6 +159,7 @@ func checkNoPrivateKey(t *testing.T, out []byte, dir string) {
 // and, instead of the Secret with its private key, the command that makes
 // the Secret from --out-dir, which makes the Secret the Deployment mounts.
 func TestInstallDevCertsPrint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := runInstallDevCerts(t, kubectl(t), nil, "--print", "--out-dir", dir)
 	checkNoPrivateKey(t, out, dir)
@@ -206,6 +207,7 @@ func checkPrintedBundle(t *testing.T, objs []obj, kind, dir string) {
 // --namespace and --service, and so do the Secret's namespace and the
 // Service the printed webhook configuration calls.
 func TestInstallDevCertsNamespaceService(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := runInstallDevCerts(t, kubectl(t), nil, "--print", "--namespace", "ml-infra", "--service=rdma-hook", "--out-dir", dir)
 	checkNoPrivateKey(t, out, dir)
@@ -282,6 +284,7 @@ func mwcOfManifests(t *testing.T) obj {
 // TestInstallDevCertsForce: an --out-dir that holds certificates is
 // refused, naming --force, and left as it was; --force replaces them.
 func TestInstallDevCertsForce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	runInstallDevCerts(t, kubectl(t), nil, "--print", "--out-dir", dir)
 	before := readFile(t, filepath.Join(dir, "ca.key"))
@@ -358,6 +361,7 @@ func pemCerts(t *testing.T, data []byte) [][]byte {
 }
 
 func TestInstallDevCertsCluster(t *testing.T) {
+	t.Parallel()
 	fake := t.TempDir()
 	script := filepath.Join(fake, "kubectl")
 	if err := os.WriteFile(script, []byte(fakeKubectl), 0o755); err != nil {
@@ -481,6 +485,7 @@ func TestInstallDevCertsCluster(t *testing.T) {
 }
 
 func TestInstallDevCertsRejectsUnknownArguments(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("sh", installDevCerts, "--frobnicate")
 	cmd.Env = append(os.Environ(), "KUBECTL="+kubectl(t))
 	out, err := cmd.CombinedOutput()

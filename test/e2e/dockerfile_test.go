@@ -29,6 +29,7 @@ func dockerStages(t *testing.T) (build, runtime dockerStage) {
 // names, or that one of those depends on (dpkg's Depends, recursively), or
 // from libc6 (in every Debian image).
 func TestDockerfileRuntimeLibraries(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(releaseBinary); err != nil {
 		t.Skipf("the Dockerfile ships `make build`'s %s, which is not built: %v", releaseBinary, err)
 	}
@@ -70,6 +71,7 @@ func TestDockerfileRuntimeLibraries(t *testing.T) {
 }
 
 func TestDockerfileStages(t *testing.T) {
+	t.Parallel()
 	build, runtime := dockerStages(t)
 	if !strings.HasPrefix(build.from, "debian:12") || build.name == "" {
 		t.Errorf("build stage: FROM %s AS %q, expected a named debian:12 stage", build.from, build.name)
@@ -157,6 +159,7 @@ func copySources(t *testing.T) []string {
 }
 
 func TestDockerignoreKeepsWhatTheDockerfileCopies(t *testing.T) {
+	t.Parallel()
 	patterns := readDockerignore(t, dockerignorePath)
 	sources := copySources(t)
 	if len(sources) == 0 {
@@ -197,6 +200,7 @@ func TestDockerignoreKeepsWhatTheDockerfileCopies(t *testing.T) {
 }
 
 func TestDockerignoreMatching(t *testing.T) {
+	t.Parallel()
 	patterns := []ignorePattern{{false, "*"}, {true, "webhook"}, {true, ".ci/deps"}, {false, "webhook/*.o"}}
 	for p, want := range map[string]bool{
 		"Makefile": true, "webhook/main.c": false, "webhook/main.o": true, ".ci/deps": false,

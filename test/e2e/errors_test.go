@@ -10,6 +10,7 @@ import (
 // TestHTTPErrors: the errors of docs/reference.md "HTTP statuses" over the wire, each followed by a good
 // request that must still succeed.
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		status int
@@ -106,6 +107,7 @@ func cut(b []byte) string {
 // TestHealthEndpoints: /healthz and /readyz answer 200 "ok" on the HTTPS
 // port and on the plain metrics port.
 func TestHealthEndpoints(t *testing.T) {
+	t.Parallel()
 	plain := &http.Client{Timeout: requestTimeout}
 	tlsClient := srv.shared()
 	for _, p := range []string{"/healthz", "/readyz"} {
@@ -124,6 +126,7 @@ func TestHealthEndpoints(t *testing.T) {
 // TestContentTypeParameters: application/json with a charset parameter is
 // still JSON.
 func TestContentTypeParameters(t *testing.T) {
+	t.Parallel()
 	for _, ct := range []string{"application/json; charset=utf-8", "application/json;charset=UTF-8"} {
 		if rep := srv.post(t, "/mutate", ct, goodReviewBody()); rep.status != http.StatusOK {
 			t.Errorf("Content-Type %q: expected 200, got %d %q", ct, rep.status, cut(rep.body))

@@ -74,6 +74,7 @@ func eventBodies(t *testing.T, a *fakeAPI, from int, kind string) []obj {
 // field as the fake apiserver received it, and the Event of a pod without
 // an owner, on its Namespace.
 func TestEventsOnTheOwner(t *testing.T) {
+	// Not parallel: t.Setenv (POD_NAME) is process-wide.
 	t.Setenv("POD_NAME", "rdma-webhook-5d8f7c9b4-x2vqk")
 	a := startFakeAPI(t)
 	in := startLookupInstance(t, a)
@@ -154,6 +155,7 @@ func TestEventsOnTheOwner(t *testing.T) {
 // no Event; the next real admission's Event is the only one (the queue is
 // in order, so a dry run's would have come first).
 func TestEventsNotForDryRun(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := startLookupInstance(t, a)
 	dry := podCreate(jobNS, jobPod("dry", "master", 0, 2))
@@ -179,6 +181,7 @@ func TestEventsNotForDryRun(t *testing.T) {
 // mutated (reinvocation, or the second webhook entry); that call's warnings
 // are the first call's, and the pod counts once.
 func TestEventsOncePerPod(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := startLookupInstance(t, a)
 	octal := jobPod("again", "master", 0, 8)
@@ -203,6 +206,7 @@ func TestEventsOncePerPod(t *testing.T) {
 // Event counting 40, and 3 of another job one counting 3; a few requests in
 // all, every patch a merge patch of the series alone.
 func TestEventsAggregated(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := startLookupInstance(t, a)
 	for i := 0; i < 40; i++ {
@@ -258,6 +262,7 @@ func TestEventsAggregated(t *testing.T) {
 // admission is the same, as fast; the failure is counted and logged once
 // at warn with what to grant.
 func TestEventsForbiddenChangesNoAdmission(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.setFailure("/apis/events.k8s.io/", http.StatusForbidden)
 	in := startLookupInstance(t, a)
@@ -306,6 +311,10 @@ func TestEventsForbiddenChangesNoAdmission(t *testing.T) {
 // 300 admissions of distinct jobs fill the queue of 256: the rest are
 // dropped and counted, and no admission waits.
 func TestEventsQueueFullDropsAndCounts(t *testing.T) {
+	// Not parallel: the queue fills only while 300 admissions outpace a
+	// sender stalled by the 3 s Events API (its requests time out after
+	// 5 s); with other tests taking the CPU they took longer, the sender
+	// drained the queue between two stalls, and nothing was dropped.
 	a := startFakeAPI(t)
 	a.setDelay("/apis/events.k8s.io/", 3*time.Second)
 	in := startLookupInstance(t, a)
@@ -346,6 +355,7 @@ func TestEventsQueueFullDropsAndCounts(t *testing.T) {
 // TestEventsOffWithoutAnAPI: without an API the webhook says once that
 // there are no Events, and reports none.
 func TestEventsOffWithoutAnAPI(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath)
 	in.waitLog(t, 0, pickUpWithin, "the no-Events line", msgStarts("no Kubernetes API: no Events"))
 	in.admit(t, jobPod("offline", "master", 0, 2))

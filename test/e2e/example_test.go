@@ -12,6 +12,7 @@ import (
 )
 
 func TestExamplePyTorchJob(t *testing.T) {
+	t.Parallel()
 	objs := readYAMLObjects(t, examplePyTorchJob)
 	job := findObject(t, objs, "PyTorchJob", "")
 	if v, _ := pathStr(job, "apiVersion"); v != "kubeflow.org/v1" {
@@ -81,6 +82,7 @@ var readmeJSONPath = regexp.MustCompile(`kubectl get pod "\$P" -o jsonpath='([^'
 // example job's master pod as the webhook mutates it: each prints something,
 // and together they show what docs/install.md says they show.
 func TestREADMEVerifyCommands(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)

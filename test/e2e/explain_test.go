@@ -160,6 +160,7 @@ var (
 // what the same run without --explain does to the pod: the profile and rule
 // in its annotations, the pinning, each variable said to be added.
 func TestMutateExplainMixedCluster(t *testing.T) {
+	t.Parallel()
 	cases := explainCases()
 	var names []string
 	var pods []obj
@@ -251,6 +252,7 @@ func checkExplainAgrees(t *testing.T, name string, c explainCase, text string, i
 // explained as the pods it creates, and the ConfigMap next to it is said
 // to be left alone.
 func TestMutateExplainPyTorchJob(t *testing.T) {
+	t.Parallel()
 	res := explainRun(t, readFile(t, filepath.Join(repoRoot, "manifests", "examples", "pytorchjob-8gpu.yaml")))
 	if res.exitCode != 0 {
 		t.Fatalf("expected exit 0, got %d: %s", res.exitCode, res.stderr)
@@ -284,6 +286,7 @@ func TestMutateExplainPyTorchJob(t *testing.T) {
 // TestMutateExplainList: each item of a List is explained on its own, its
 // title saying which.
 func TestMutateExplainList(t *testing.T) {
+	t.Parallel()
 	list := obj{"apiVersion": "v1", "kind": "PodList", "items": []interface{}{
 		named(trainingPod(8), "a"), named(withEnv(trainingPod(4), "NCCL_IB_DISABLE", "1"), "b")}}
 	res := explainRun(t, mustMarshal(list))
@@ -303,6 +306,7 @@ func TestMutateExplainList(t *testing.T) {
 // TestMutateExplainFlags: --node-labels, --namespace-labels and
 // --detect-image are in the explanation as they are in the result.
 func TestMutateExplainFlags(t *testing.T) {
+	t.Parallel()
 	pod := mustMarshal(trainingPod(4))
 	res := explainRun(t, pod, "--node-labels", "nvidia.com/gpu.product="+h100Product+",node-pool=train")
 	_, s := explainSections(t, res.stdout)
@@ -359,6 +363,7 @@ func TestMutateExplainFlags(t *testing.T) {
 // still explained), 0 otherwise; a review is explained as the server would
 // answer it.
 func TestMutateExplainExitCodes(t *testing.T) {
+	t.Parallel()
 	pod := mustMarshal(trainingPod(4))
 	for _, args := range [][]string{{"-o", "json"}, {"-o", "yaml"}, {"--patched"}} {
 		res := explainRun(t, pod, args...)
@@ -403,6 +408,7 @@ func TestMutateExplainExitCodes(t *testing.T) {
 // covers, a profile of other namespaces, labels that are unknown, and the
 // annotation naming another team's profile.
 func TestMutateExplainNamespaces(t *testing.T) {
+	t.Parallel()
 	run := func(pod obj, args ...string) string {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "pod.json")

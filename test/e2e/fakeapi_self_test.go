@@ -155,6 +155,7 @@ func eventRV(o obj) string {
 const fakeSel = "fieldSelector=metadata.name%3Dcm1"
 
 func TestFakeAPI(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap("ns1", "cm1", map[string]string{"profiles.json": `{"v":1}`})
 	a.putConfigMap("ns1", "other", map[string]string{"x": "y"})
@@ -449,6 +450,7 @@ func TestFakeAPI(t *testing.T) {
 
 // TestFakeAPIHTTP2: offered h2, the fake streams a watch over it.
 func TestFakeAPIHTTP2(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t, withHTTP2)
 	a.putConfigMap("ns1", "cm1", map[string]string{"k": "1"})
 	c := newFakeClient(t, a, true)
@@ -560,6 +562,7 @@ func (c *fakeClient) send(t testing.TB, method, p string, body obj) (int, obj) {
 // resourceVersion, 200 for the current one (labels and annotations kept as
 // sent); a lost race and a refused write as the knobs say.
 func TestFakeAPIConfigMapWrites(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	c := newFakeClient(t, a, false)
 	coll := "/api/v1/namespaces/ns/configmaps"

@@ -164,7 +164,7 @@ type fakeAPI struct {
 func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 	t.Helper()
 	dir := t.TempDir()
-	if err := genCerts(binaryPath(), dir, "--service", "kubernetes", "--namespace", "default"); err != nil {
+	if err := copyCerts(dir, "--service", "kubernetes", "--namespace", "default"); err != nil {
 		t.Fatal(err)
 	}
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))

@@ -48,7 +48,7 @@ func startInstanceOn(t *testing.T, profiles string, openStderr func() (*os.File,
 	env []string, extra ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
-	if err := genCerts(binaryPath(), dir); err != nil {
+	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))

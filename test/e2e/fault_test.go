@@ -24,6 +24,7 @@ import (
 // (every review still gets roce-8card's NCCL_IB_HCA), /readyz stays 200, no
 // request fails, and a good file written afterwards is picked up.
 func TestProfilesFileFaultsUnderLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "profiles.json")
 	good := shippedProfiles(t)
@@ -91,6 +92,7 @@ func TestProfilesFileFaultsUnderLoad(t *testing.T) {
 // certificate keeps being presented, no request fails; a good new pair is
 // then taken.
 func TestCertificateFaultsUnderLoad(t *testing.T) {
+	t.Parallel()
 	gens := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	roots := x509.NewCertPool()
 	for i, g := range gens {
@@ -181,6 +183,7 @@ func TestCertificateFaultsUnderLoad(t *testing.T) {
 // the next review gets the very same answer as before (the webhook keeps
 // no state between requests).
 func TestSIGKILLRestart(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath)
 	r := gpu8Review(t)
 	before := in.review(t, r)
@@ -191,7 +194,7 @@ func TestSIGKILLRestart(t *testing.T) {
 	var oldLogs []string
 	for round := 1; round <= 2; round++ {
 		load := startRotationLoad(t, in, in.caPool, body)
-		time.Sleep(200 * time.Millisecond)
+		load.waitRunning(t, 10, 30*time.Second)
 		if err := in.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -256,6 +259,7 @@ func logDiskReviews(t *testing.T, in *instance, n int, r reviewRequest, want []b
 // then filled up: reviews keep being answered correctly while every log
 // write fails, and once space is freed the log gets complete lines again.
 func TestLogDiskFull(t *testing.T) {
+	t.Parallel()
 	mnt := mountTmpfs(t, "64k")
 	logFile := filepath.Join(mnt, "serve.stderr")
 	sanDir := t.TempDir()
@@ -311,6 +315,7 @@ func TestLogDiskFull(t *testing.T) {
 // with ENOSPC from the start): it starts, serves reviews correctly and
 // shuts down cleanly.
 func TestLogToDevFull(t *testing.T) {
+	t.Parallel()
 	sanDir := t.TempDir()
 	stand := filepath.Join(sanDir, "stderr-stand-in")
 	if err := os.WriteFile(stand, nil, 0o644); err != nil {
@@ -338,6 +343,7 @@ func TestLogToDevFull(t *testing.T) {
 // previous certificate with its own key: no handshake may fail, and after
 // each round the certificate served is still the first one.
 func TestMismatchedCertificateRace(t *testing.T) {
+	t.Parallel()
 	gens := []string{t.TempDir(), t.TempDir()}
 	roots := x509.NewCertPool()
 	for i, g := range gens {
@@ -396,6 +402,7 @@ func mustRead(t *testing.T, p string) []byte {
 // queue cannot hold are dropped and counted on /metrics, and once the pipe
 // is read the log is whole JSON lines, with a warning that counts the drop.
 func TestLogReaderStalled(t *testing.T) {
+	t.Parallel()
 	sanDir := t.TempDir()
 	stand := filepath.Join(sanDir, "stderr-stand-in")
 	if err := os.WriteFile(stand, nil, 0o644); err != nil {

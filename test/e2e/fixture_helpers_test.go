@@ -53,6 +53,25 @@ func loadFixtures(t testing.TB) []fixture {
 	return out
 }
 
+// valgrindSample is fixtures, or under valgrind every n-th of them. For
+// tests that run the binary once per fixture to compare outputs: under
+// memcheck each run costs seconds, and the per-fixture paths are memchecked
+// anyway, every fixture, by TestFixtures (serve) and by
+// TestMutateOfflineYAMLStream (all of them through one mutate); the sample
+// keeps the test's own path (its flags, its input form) memchecked.
+func valgrindSample(fixtures []fixture, n int) []fixture {
+	if !underValgrind() {
+		return fixtures
+	}
+	var out []fixture
+	for i, f := range fixtures {
+		if i%n == 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func globFixtures(t testing.TB, pattern string) []string {
 	t.Helper()
 	files, err := filepath.Glob(pattern)

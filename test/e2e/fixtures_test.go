@@ -7,6 +7,7 @@ import (
 // TestFixtures sends every fixture pod through /mutate as the apiserver
 // would and checks the result (test/CONTRACT.md).
 func TestFixtures(t *testing.T) {
+	t.Parallel()
 	ps := loadProfiles(t)
 	var schemaSet []namedObject
 	for _, f := range loadFixtures(t) {
@@ -63,6 +64,7 @@ func checkSamePatch(t *testing.T, what string, r reviewRequest, want []byte) {
 
 // TestValidatorRejectsBrokenPods proves the schema check can fail.
 func TestValidatorRejectsBrokenPods(t *testing.T) {
+	t.Parallel()
 	good := trainingPod(8)
 	broken := map[string]func(obj){
 		"containers is a string": func(p obj) { p["spec"].(obj)["containers"] = "x" },

@@ -49,6 +49,16 @@ func sanitizedBinary(t testing.TB) bool {
 	return false
 }
 
+// underValgrind reports whether the binary under test is the valgrind
+// wrapper (`make valgrind`: test/valgrind-wrap.sh), where every request
+// costs some 50 times what it costs natively. Tests that repeat one path
+// many times use fewer rounds there: memcheck reports an error on the first
+// pass through a path, so the repeats add time, not coverage; the native
+// and ASan runs keep the full counts.
+func underValgrind() bool {
+	return strings.HasSuffix(binaryPath(), "valgrind-wrap.sh")
+}
+
 // procStatusKiB is a "Name:   123 kB" field of /proc/PID/status, in KiB.
 func procStatusKiB(t testing.TB, pid int, field string) int64 {
 	t.Helper()

@@ -29,6 +29,8 @@ import (
 // connection displaces the one that has waited longest (the issue: 70 such
 // clients shut a 64-slot server out; 4,200 did it to the default 4096).
 func TestSlowClientsCannotHoldEveryConnection(t *testing.T) {
+	// Not parallel: "answered within a second" next to hundreds of slow
+	// connections is a timing bound that other tests' CPU use would break.
 	cases := []struct {
 		name      string
 		args      []string
@@ -99,6 +101,8 @@ func TestSlowClientsCannotHoldEveryConnection(t *testing.T) {
 // headers within --connection-timeout of the previous response. A client
 // that sends reviews at once on one connection is never cut.
 func TestSlowClientDeadlines(t *testing.T) {
+	// Not parallel: each cut is checked against its deadline to within
+	// -200 ms/+1.5 s, which a busy machine would miss.
 	const header, body, idle = 2 * time.Second, 2 * time.Second, 3 * time.Second
 	in := startInstance(t, profilesPath, "--header-timeout", "2", "--body-timeout", "2", "--connection-timeout", "3")
 	review := goodReviewBody()
@@ -222,6 +226,7 @@ func dripAfterReview(in *instance, d drip) (time.Duration, error) {
 // the connection timeout with no status. Each gets its status at once and
 // the connection is closed; plain chunked is still served.
 func TestUnsupportedTransferEncoding(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath)
 	review := string(goodReviewBody())
 	chunked := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(review), review)
@@ -329,6 +334,7 @@ func startBodyHolder(in *instance, body []byte, hold int) *bodyHolder {
 // 333 MiB). A normal review is still served meanwhile; the bodies that did
 // not fit get 503 with Retry-After, the others are served.
 func TestRequestBodyBudget(t *testing.T) {
+	t.Parallel()
 	const holders, budget = 40, 32 << 20
 	// The bodies are held open for longer than the default --body-timeout
 	// might allow under ASan.
@@ -409,6 +415,7 @@ func TestRequestBodyBudget(t *testing.T) {
 // covers the arenas glibc reserved at start) is limited while one 8 MiB
 // review arrives; the server then serves again.
 func TestRequestBodyOutOfMemory(t *testing.T) {
+	t.Parallel()
 	if sanitizedBinary(t) {
 		t.Skip("ASan's allocator aborts rather than fail, and maps terabytes of shadow")
 	}
@@ -453,6 +460,7 @@ func prlimit(pid int, resource int, set, get *syscall.Rlimit) error {
 // loads, and the pairs a rotation replaces are freed once no connection
 // uses them, while a connection made before the rotations keeps working.
 func TestCertificateReloadOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	asan := sanitizedBinary(t)
 	rotations, storm := 1000, 2000
 	if asan {

@@ -88,6 +88,7 @@ func templateAt(t *testing.T, doc obj, path ...interface{}) obj {
 // are, with a message saying which switch to turn on; a batch/v1 Job is not
 // a Volcano Job.
 func TestMutateOfflineOtherJobKinds(t *testing.T) {
+	t.Parallel()
 	profiles := profilesWithTargets(t)
 	hca8 := hcaOf(t, "roce-8card")
 	for _, c := range []struct {

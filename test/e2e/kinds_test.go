@@ -4,6 +4,7 @@ import "testing"
 
 // TestOtherOperationsAndKinds: only CREATE of a Pod is mutated (docs/profiles.md).
 func TestOtherOperationsAndKinds(t *testing.T) {
+	t.Parallel()
 	pod := trainingPod(8)
 	create := srv.review(t, podCreate("kubeflow", copyObject(pod)))
 	if create.patch == nil {

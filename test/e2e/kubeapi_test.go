@@ -24,6 +24,7 @@ import (
 // in its log; once the API answers it is ready within a few seconds and
 // mutates with the ConfigMap's profiles.
 func TestKubeAPIProfilesDownAtStart(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	doc, want := profilesWithHCA(t, "mlx5_11", "mlx5_12")
 	a.putConfigMap(profNS, profName, profilesData(doc))
@@ -67,6 +68,7 @@ func TestKubeAPIProfilesDownAtStart(t *testing.T) {
 // admission within 1 s of its watch event, and logged as a new generation
 // from the ConfigMap.
 func TestKubeAPIProfilesEdited(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	in.requireHCA(t, shippedHCA(t), "at start")
@@ -91,6 +93,7 @@ func TestKubeAPIProfilesEdited(t *testing.T) {
 // error line and a problem line, while the previous version keeps serving
 // and the webhook stays ready; a valid version then is picked up.
 func TestKubeAPIProfilesRejected(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	old := shippedHCA(t)
@@ -157,6 +160,7 @@ func TestKubeAPIProfilesRejected(t *testing.T) {
 // the previous version keeps serving (ready); the re-created ConfigMap (a
 // new object: new uid) is picked up.
 func TestKubeAPIProfilesDeleted(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	old := shippedHCA(t)
@@ -187,6 +191,7 @@ func TestKubeAPIProfilesDeleted(t *testing.T) {
 // with the 410 Status; either way the webhook lists again, serves the new
 // version, and watches on from the new list's resourceVersion.
 func TestKubeAPIWatchExpired(t *testing.T) {
+	t.Parallel()
 	for _, asEvent := range []bool{false, true} {
 		asEvent := asEvent
 		name := map[bool]string{false: "HTTP 410", true: "ERROR event"}[asEvent]
@@ -194,6 +199,10 @@ func TestKubeAPIWatchExpired(t *testing.T) {
 			a := startFakeAPI(t)
 			a.setExpiredAsEvent(asEvent)
 			in := readyConfigMapInstance(t, a, shippedProfiles(t))
+			// The webhook's first write of its last-good copy moves the
+			// resourceVersion too; on a loaded machine it can land after
+			// the edit below and make the list's version another.
+			waitCopy(t, a, shippedProfiles(t), "the last-good copy written at start")
 			a.waitRequest(t, 0, 3*time.Second, "a watch", isKind("watch"))
 			waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
 
@@ -228,6 +237,7 @@ func TestKubeAPIWatchExpired(t *testing.T) {
 // the resourceVersion it had (no relist needed), keeps serving, and later
 // edits arrive.
 func TestKubeAPIWatchErrorEvent(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
@@ -250,6 +260,7 @@ func TestKubeAPIWatchErrorEvent(t *testing.T) {
 // (the API takes 20 s to answer): serve still exits 0 within 3 s (it is
 // killed after 5 s, to keep the suite short).
 func TestKubeAPIShutdownWhileAPIHangs(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap(profNS, profName, profilesData(shippedProfiles(t)))
 	a.setDelay("/api/v1/namespaces/"+profNS+"/configmaps", 20*time.Second)
@@ -279,6 +290,7 @@ func TestKubeAPIShutdownWhileAPIHangs(t *testing.T) {
 // must reconnect from the last complete resourceVersion and so receive the
 // event again, and go on with later edits.
 func TestKubeAPIWatchCutMidEvent(t *testing.T) {
+	t.Parallel()
 	for _, h2 := range []bool{false, true} {
 		h2 := h2
 		t.Run(map[bool]string{false: "HTTP/1.1", true: "h2"}[h2], func(t *testing.T) {
@@ -322,6 +334,7 @@ func TestKubeAPIWatchCutMidEvent(t *testing.T) {
 // inside a chunk. Each is parsed whole: no rejection, no error line, the
 // last version serves.
 func TestKubeAPIWatchSplitChunks(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.setSplit(5, 30*time.Millisecond)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
@@ -346,6 +359,7 @@ func TestKubeAPIWatchSplitChunks(t *testing.T) {
 // arriving after the rotation carries the old one; no token ever appears in
 // the log.
 func TestKubeAPITokenRotation(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNode("node-rot", map[string]string{"nvidia.com/gpu.count": "4"})
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
@@ -390,9 +404,14 @@ func TestKubeAPITokenRotation(t *testing.T) {
 // resourceVersion, so a compaction below it costs no 410 and no relist;
 // edits keep arriving. The watch carries --watch-timeout-seconds.
 func TestKubeAPIBookmarks(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t), "--watch-timeout-seconds", "10")
 	waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
+	// The webhook's first write of its last-good copy moves the
+	// resourceVersion: landing after the bookmark (a loaded machine), it
+	// made the compaction below cut the bookmark's version off.
+	waitCopy(t, a, shippedProfiles(t), "the last-good copy written at start")
 	mark, logMark := a.requestMark(), in.logMark()
 
 	a.bumpRV(37)
@@ -423,6 +442,7 @@ func TestKubeAPIBookmarks(t *testing.T) {
 // not at a fixed pace: at most 6 attempts in 3 s (a fixed 200 ms pace makes
 // about 15). When the API recovers, an edit made meanwhile is served.
 func TestKubeAPIWatchBackoff(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
@@ -452,6 +472,7 @@ func TestKubeAPIWatchBackoff(t *testing.T) {
 // TestKubeAPIProfilesOverHTTP2: the real apiserver offers h2; the list,
 // the watch and an edit work over whatever the client negotiates.
 func TestKubeAPIProfilesOverHTTP2(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t, withHTTP2)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	doc, want := profilesWithHCA(t, "mlx5_45")
@@ -464,6 +485,7 @@ func TestKubeAPIProfilesOverHTTP2(t *testing.T) {
 // not exist yet: not ready (503) and an error line; once it is created the
 // ADDED event makes the webhook ready within 1 s.
 func TestKubeAPIProfilesCreatedLater(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := startConfigMapInstance(t, a)
 	a.waitRequest(t, 0, 3*time.Second, "a watch (after the empty list)", isKind("watch"))
@@ -484,6 +506,7 @@ func TestKubeAPIProfilesCreatedLater(t *testing.T) {
 // validation: rejected, not ready, /mutate 503; fixed, ready within 1 s of
 // the event.
 func TestKubeAPIProfilesInvalidAtStart(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap(profNS, profName, profilesData(profilesBadTimeout(t)))
 	in := startConfigMapInstance(t, a)
@@ -510,9 +533,10 @@ func TestKubeAPIProfilesInvalidAtStart(t *testing.T) {
 // --kube-api are start-up errors (a prompt non-zero exit with a message
 // naming the flag), not a server that never becomes ready.
 func TestKubeAPIFlagErrors(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	dir := t.TempDir()
-	if err := genCerts(binaryPath(), dir); err != nil {
+	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
 	}
 	base := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "",
@@ -561,6 +585,7 @@ func TestKubeAPIFlagErrors(t *testing.T) {
 // meanwhile; the old version keeps serving and the webhook stays ready;
 // when the API is back, the change is served within a few seconds.
 func TestKubeAPIProfilesAPIRestart(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	waitFor(t, 3*time.Second, "the webhook's watch to be open", func() bool { return a.openWatches() == 1 })
@@ -581,6 +606,7 @@ func TestKubeAPIProfilesAPIRestart(t *testing.T) {
 // plus 900 KiB of notes, and kubectl's last-applied annotation repeating
 // it all: a 2 MB watch line in many TLS records) is read whole.
 func TestKubeAPILargeConfigMap(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	notes := strings.Repeat("RoCE \"notes\" for the admins, line after line.\n", 900*1024/48)
@@ -602,6 +628,7 @@ func TestKubeAPILargeConfigMap(t *testing.T) {
 // picks a profile the Node's labels exclude; lookups are cached; an unknown
 // node or an API error falls back to the GPU count, with a warning.
 func TestKubeAPINodeLabels(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNode("gpu-node-4", map[string]string{"nvidia.com/gpu.count": "4"})
 	a.putNode("gpu-node-4b", map[string]string{"nvidia.com/gpu.count": "4"})
@@ -691,6 +718,7 @@ func TestKubeAPINodeLabels(t *testing.T) {
 // TestKubeAPINodeCacheExpiry: --node-cache-seconds 1: a second pod on the
 // node 1.5 s later reads the Node again (and sees its new labels).
 func TestKubeAPINodeCacheExpiry(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNode("gpu-node", map[string]string{"nvidia.com/gpu.count": "4"})
 	in := startLookupInstance(t, a, "--node-cache-seconds", "1")
@@ -715,6 +743,7 @@ func TestKubeAPINodeCacheExpiry(t *testing.T) {
 // A ConfigMap that was read earns no warning; a missing one declares
 // nothing; an unreadable one declares nothing and is warned about.
 func TestKubeAPIEnvFrom(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap(jobNS, "nccl-env", map[string]string{"NCCL_IB_HCA": "=mlx5_5", "NCCL_DEBUG": "INFO"})
 	a.putConfigMap(jobNS, "nccl-short", map[string]string{"IB_HCA": "=mlx5_6"})
@@ -785,6 +814,7 @@ func TestKubeAPIEnvFrom(t *testing.T) {
 // same of ConfigMap (its GET takes 200 ms), cause 1 API call and all
 // see its keys.
 func TestKubeAPIEnvFromBurst(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap(jobNS, "job-env", map[string]string{"NCCL_IB_HCA": "=mlx5_3"})
 	a.setDelay("/api/v1/namespaces/"+jobNS+"/configmaps/job-env", 200*time.Millisecond)
@@ -835,6 +865,7 @@ func TestKubeAPIEnvFromBurst(t *testing.T) {
 // about a second, with the fallbacks (GPU count, nothing skipped) and both
 // warnings, never an error.
 func TestKubeAPISlow(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNode("gpu-node-4", map[string]string{"nvidia.com/gpu.count": "4"})
 	a.putConfigMap(jobNS, "slow-env", map[string]string{"NCCL_IB_HCA": "=mlx5_2"})

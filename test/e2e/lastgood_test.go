@@ -85,6 +85,7 @@ func podWarnings(t testing.TB, pod obj) []string {
 // each admission that also stays on the pod); putting back the version
 // serving clears it.
 func TestLastGoodSavedAndStaleWhileRunning(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
 	labels, ann, rv1 := waitCopy(t, a, shippedProfiles(t), "the copy of the first version")
@@ -191,6 +192,7 @@ func startWithCopy(t *testing.T, a *fakeAPI, doc []byte, current map[string]stri
 // values, a warning on every admission, the metrics, an error line repeated
 // every --stale-log-seconds; a valid version clears it and is saved.
 func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		data func(t *testing.T) map[string]string
@@ -257,6 +259,7 @@ func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
 // or missing leaves the webhook as without it: not ready, with a log line
 // that says why.
 func TestLastGoodNoValidCopy(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap(profNS, copyName, profilesData(profilesBadTimeout(t)))
 	a.putConfigMap(profNS, profName, profilesData(profilesBadTimeout(t)))
@@ -279,6 +282,7 @@ func TestLastGoodNoValidCopy(t *testing.T) {
 // 409 on the create, AlreadyExists, or on the update, Conflict) reads the
 // copy again, finds the version there and writes nothing more.
 func TestLastGoodWriteRaces(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.raceNextWrites(1)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
@@ -310,6 +314,7 @@ func TestLastGoodWriteRaces(t *testing.T) {
 // admission or readiness; it is logged, counted, and tried again until it
 // works.
 func TestLastGoodWriteFails(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.setWriteFailure(http.StatusForbidden)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t))
@@ -331,6 +336,7 @@ func TestLastGoodWriteFails(t *testing.T) {
 // TestLastGoodOff: --profiles-last-good "" keeps no copy: nothing is
 // written, and a start with an invalid version is not ready, as before.
 func TestLastGoodOff(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	in := readyConfigMapInstance(t, a, shippedProfiles(t), "--profiles-last-good", "")
 	in.requireHCA(t, shippedHCA(t), "without a copy")
@@ -346,6 +352,7 @@ func TestLastGoodOff(t *testing.T) {
 // TestLastGoodFlags: --profiles-last-good is for --profiles-configmap only,
 // and takes a ConfigMap name.
 func TestLastGoodFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--profiles", profilesPath, "--profiles-last-good", "x"},
 		{"--profiles-configmap", "ns/name", "--kube-api", "https://127.0.0.1:1", "--kube-ca", "/x", "--kube-token-file", "/x",

@@ -19,6 +19,7 @@ import (
 // on the same port by mistake must still be refused, and the first must keep
 // serving.
 func TestSecondServerOnSamePortIsRefused(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath, "--threads", "4")
 	res, exited := runBinaryWithin(t, nil, 10*time.Second, "serve", "--listen", in.addr,
 		"--metrics-listen", "", "--threads", "4", "--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
@@ -43,6 +44,7 @@ func TestSecondServerOnSamePortIsRefused(t *testing.T) {
 // connections (a thread left out with 4 threads has odds under 1 in 10^3),
 // and none may do most of the work, as the one that wins a burst did.
 func TestConnectionsSpreadOverThreads(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath, "--threads", "4")
 	body := goodReviewBody()
 	before := in.threadCPU(t)

@@ -11,6 +11,7 @@ import (
 // namespace, pod, profile and the rule that chose it (docs/operations.md "Logs", CONTRACT
 // "Logs: JSON lines").
 func TestMutationLogLine(t *testing.T) {
+	t.Parallel()
 	r := podCreate("kubeflow", trainingPod(8))
 	if rr := srv.review(t, r); rr.patch == nil {
 		t.Fatalf("expected the 8-GPU pod to be mutated (control), got %s", compact(rr.response))
@@ -66,6 +67,7 @@ func scanLogs(uid string) (found obj, bad []string) {
 // "warning_text", and the pod carries it in rdma-webhook.io/warnings, so
 // `kubectl describe pod` shows it after the fact (issue 15).
 func TestWarningsReachLogAndPod(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("c", 63)
 	pod := withEnv(trainingPod(8), "NCCL_IB_TIMEOUT", "20")
 	pathArr(pod, "spec", "containers")[0].(obj)["name"] = long

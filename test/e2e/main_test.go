@@ -40,6 +40,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if certSetsDir, err = os.MkdirTemp(dir, "cert-sets-"); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
 
 	srv, err = startServer(binaryPath(), dir, profilesPath)
 	if err != nil {

@@ -69,6 +69,7 @@ func checkKinds(t *testing.T, what string, objs []obj, want map[string]int) {
 }
 
 func TestManifestsRenderAndValidate(t *testing.T) {
+	t.Parallel()
 	base := kustomize(t, manifestsDir)
 	checkKinds(t, "manifests/", base, wantBaseKinds)
 	overlay := kustomize(t, certManagerDir)
@@ -108,6 +109,7 @@ func TestManifestsRenderAndValidate(t *testing.T) {
 // The overlay is the base plus cert-manager's objects, with only the two
 // webhook configurations changed (the CA injection annotation).
 func TestCertManagerOverlayKeepsTheBase(t *testing.T) {
+	t.Parallel()
 	base := kustomize(t, manifestsDir)
 	overlay := kustomize(t, certManagerDir)
 	byKey := map[string]obj{}
@@ -135,6 +137,7 @@ func TestCertManagerOverlayKeepsTheBase(t *testing.T) {
 }
 
 func TestCertManagerOverlay(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, certManagerDir)
 	issuers := map[string]obj{}
 	for _, o := range findObjects(objs, "Issuer") {
@@ -215,6 +218,7 @@ func serveHelp(t *testing.T) string {
 }
 
 func TestDeploymentManifest(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, manifestsDir)
 	dep := findObject(t, objs, "Deployment", webhookName)
 	spec := pathObj(dep, "spec", "template", "spec")
@@ -589,6 +593,7 @@ func checkService(t *testing.T, objs []obj, podLabels map[string]string, ports m
 }
 
 func TestRBACLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, manifestsDir)
 	type rule struct{ groups, resources, verbs, names []string }
 	rulesOf := func(o obj) []rule {
@@ -728,6 +733,7 @@ func calledFor(entries []webhookEntry, nsLabels, podLabels map[string]string) []
 }
 
 func TestWebhookConfiguration(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, manifestsDir)
 	mwc := findObject(t, objs, "MutatingWebhookConfiguration", webhookName)
 	svc := findObject(t, objs, "Service", webhookName)
@@ -848,6 +854,7 @@ func nsLabels(ns string, webhookNS obj) map[string]string {
 }
 
 func TestSelectorSemantics(t *testing.T) {
+	t.Parallel()
 	l := map[string]string{"a": "1", "b": "2"}
 	for _, c := range []struct {
 		sel  string
@@ -902,6 +909,7 @@ func TestSelectorSemantics(t *testing.T) {
 // pods labelled rdma-webhook.io/inject=true, for nothing else, and never in
 // kube-system or the webhook's own namespace.
 func TestWebhookSelectorsRoutePods(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{manifestsDir, certManagerDir} {
 		t.Run(strings.TrimPrefix(dir, "../../"), func(t *testing.T) {
 			objs := kustomize(t, dir)
@@ -990,6 +998,7 @@ func checkRouting(t *testing.T, entries []webhookEntry, webhookNS obj) {
 // fixtures' expectations: every pod the webhook is expected to mutate is
 // sent to it, except an opt-in by annotation alone.
 func TestWebhookSelectorsMatchWhatTheWebhookMutates(t *testing.T) {
+	t.Parallel()
 	objs := kustomize(t, manifestsDir)
 	entries := webhookEntries(t, findObject(t, objs, "MutatingWebhookConfiguration", webhookName))
 	webhookNS := findObject(t, objs, "Namespace", webhookNamespace)

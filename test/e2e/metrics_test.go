@@ -46,7 +46,8 @@ func wantDelta(t *testing.T, before, after map[string]float64, sample string, wa
 
 // TestMetricsCountWhatHappened drives known admissions and errors through
 // the shared server and checks that each counter moved by exactly that much
-// (the suite runs tests one at a time, so nothing else moves them).
+// (it is not parallel: the serial tests run before any parallel one
+// resumes, so nothing else moves them).
 func TestMetricsCountWhatHappened(t *testing.T) {
 	before := scrape(t)
 	gpu8 := loadFixture(t, "../pods/100-gpu8-master.json", "")

@@ -144,6 +144,7 @@ func expectLog(t *testing.T, res cmdResult, lines ...string) {
 // TestNcclDetectSeedNodeStdout: --out - prints the configuration, and
 // nothing else, on stdout; the log on stderr says what was found and why.
 func TestNcclDetectSeedNodeStdout(t *testing.T) {
+	t.Parallel()
 	d := newDetectTree(t)
 	d.seedNode()
 	res := d.detect("--out", "-")
@@ -163,6 +164,7 @@ func TestNcclDetectSeedNodeStdout(t *testing.T) {
 // TestNcclDetectSeedNodeFile: --out FILE writes the file (readable by other
 // users: the target containers may run as another one), replacing an old one.
 func TestNcclDetectSeedNodeFile(t *testing.T) {
+	t.Parallel()
 	d := newDetectTree(t)
 	d.seedNode()
 	out := filepath.Join(t.TempDir(), "nccl.conf")
@@ -192,6 +194,7 @@ func TestNcclDetectSeedNodeFile(t *testing.T) {
 // TestNcclDetectContainerSparse: a container's own table with a gap (its
 // GIDs at 0, 1, 4, 5): the GID index is 5, found at run time.
 func TestNcclDetectContainerSparse(t *testing.T) {
+	t.Parallel()
 	d := newDetectTree(t)
 	var b strings.Builder
 	for i := 1; i <= 8; i++ {
@@ -214,6 +217,7 @@ func TestNcclDetectContainerSparse(t *testing.T) {
 // TestNcclDetectBadRoot: roots that do not exist still exit 0, with an
 // empty configuration and the reason in the log.
 func TestNcclDetectBadRoot(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "missing")
 	res := runBinary(t, nil, "nccl-detect", "--sysfs-root", bad, "--proc-root", bad, "--out", "-")
 	expectExit0(t, res)
@@ -235,6 +239,7 @@ func TestNcclDetectBadRoot(t *testing.T) {
 // TestNcclDetectMisuse: a usage error writes nothing and exits 0 (an init
 // container that failed would keep the pod from starting).
 func TestNcclDetectMisuse(t *testing.T) {
+	t.Parallel()
 	d := newDetectTree(t)
 	d.seedNode()
 	out := filepath.Join(t.TempDir(), "nccl.conf")
@@ -254,6 +259,7 @@ func TestNcclDetectMisuse(t *testing.T) {
 }
 
 func TestNcclDetectHelp(t *testing.T) {
+	t.Parallel()
 	res := runBinary(t, nil, "nccl-detect", "--help")
 	expectExit0(t, res)
 	for _, flag := range []string{"--sysfs-root DIR", "--proc-root DIR", "--out FILE|-", "--hca LIST", "--socket-ifname VALUE"} {

@@ -39,6 +39,7 @@ func teamsMutate(t *testing.T, pod obj, args ...string) (cmdResult, obj) {
 // nothing is guessed; a list profile of another namespace is refused by the
 // annotation; --namespace fills in and must agree with the object.
 func TestNamespaceProfilesOffline(t *testing.T) {
+	t.Parallel()
 	pod := trainingPod(8)
 	res, out := teamsMutate(t, pod, "--namespace-labels", "rdma-webhook.io/nccl=2.18")
 	if p, _ := pathStr(out, "metadata", "annotations", annInjected); res.exitCode != 0 || p != "nccl218-8card" || gidIndex(out) != "3" {
@@ -95,6 +96,7 @@ func TestNamespaceProfilesOffline(t *testing.T) {
 // would tie with another in one namespace, with the exact message, and
 // --show spells out match.namespaces.
 func TestNamespaceProfilesCheck(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	doc := `{"profiles": [
 	  {"name": "a", "match": {"gpus": 8, "namespaces": ["team-a", "team-b"]}},
@@ -132,6 +134,7 @@ func TestNamespaceProfilesCheck(t *testing.T) {
 // in the labelled namespace and the cluster-wide profile in another; a
 // namespace the API cannot give selects nothing, with the warning.
 func TestNamespaceProfilesServe(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNamespace("ml-legacy", map[string]string{"rdma-webhook.io/nccl": "2.18"})
 	a.putNamespace("ml-new", map[string]string{"team": "new"})

@@ -15,6 +15,7 @@ import (
 // with the warning serve gives without the API. The ConfigMap may come after
 // the pod.
 func TestMutateOfflineConfigMapsOfTheInput(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	cms := map[string]map[string]string{
 		"user-hca": {"NCCL_IB_HCA": "=mlx5_0"},

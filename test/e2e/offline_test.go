@@ -18,7 +18,8 @@ import (
 // TestMutateOfflineMatchesServe: `mutate --patched` on a bare Pod gives the
 // pod the served patch makes (docs/reference.md "mutate").
 func TestMutateOfflineMatchesServe(t *testing.T) {
-	for _, f := range loadFixtures(t) {
+	t.Parallel()
+	for _, f := range valgrindSample(loadFixtures(t), 4) {
 		f := f
 		t.Run(f.name, func(t *testing.T) {
 			served := applyPatch(t, f.object, srv.review(t, podCreate(f.namespace, copyObject(f.object))).patch)
@@ -33,6 +34,7 @@ func TestMutateOfflineMatchesServe(t *testing.T) {
 
 // TestMutateOfflineStdin: "-" reads the object from stdin.
 func TestMutateOfflineStdin(t *testing.T) {
+	t.Parallel()
 	pod := trainingPod(8)
 	served := applyPatch(t, pod, srv.review(t, podCreate("kubeflow", copyObject(pod))).patch)
 	offline := mustSucceed(t, mustMarshal(pod), "mutate", "--profiles", profilesPath, "--patched", "-")
@@ -44,6 +46,7 @@ func TestMutateOfflineStdin(t *testing.T) {
 // TestMutateOfflineReview: an AdmissionReview in, the review response out,
 // with the patch serve gives.
 func TestMutateOfflineReview(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{admissionV1, admissionV1beta1} {
 		version := version
 		t.Run(version, func(t *testing.T) {
@@ -61,6 +64,7 @@ func TestMutateOfflineReview(t *testing.T) {
 // TestMutateOfflinePyTorchJob: the seed's Swin job gets the 8-card HCA list
 // in every replica template, and keeps what the user wrote.
 func TestMutateOfflinePyTorchJob(t *testing.T) {
+	t.Parallel()
 	const file = "testdata/pytorchjob-swin.json"
 	job, err := readJSONFile(file)
 	if err != nil {
@@ -112,6 +116,7 @@ func addedTemplateRdma(tmpl obj) int {
 // TestCheckProfiles: the shipped profiles pass; each bad file fails with a
 // message that names the profile and the field.
 func TestCheckProfiles(t *testing.T) {
+	t.Parallel()
 	if res := runBinary(t, nil, "check-profiles", profilesPath); res.exitCode != 0 {
 		t.Errorf("check-profiles %s: expected exit 0, got %d\n%s%s", profilesPath, res.exitCode, res.stdout, res.stderr)
 	}
@@ -141,6 +146,7 @@ func TestCheckProfiles(t *testing.T) {
 // TestGenCerts: ECDSA P-256 serving certificate, signed by the CA, valid
 // for the Service's DNS name, localhost and 127.0.0.1.
 func TestGenCerts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := genCerts(binaryPath(), dir, "--service", "rdma-webhook", "--namespace", "rdma-system"); err != nil {
 		t.Fatal(err)
@@ -188,6 +194,7 @@ var configMapDoc = obj{"apiVersion": "v1", "kind": "ConfigMap",
 // was; -o json the same as JSON; without --patched one response per pod,
 // each with the served patch. Warnings say which document they are about.
 func TestMutateOfflineYAMLStream(t *testing.T) {
+	t.Parallel()
 	fixtures := loadFixtures(t)
 	var stream bytes.Buffer
 	stream.WriteString("---\n# an empty document first\n---\n")
@@ -282,6 +289,7 @@ func checkObjects(t *testing.T, what string, want, got []obj) {
 // gives them): --patched prints the list with every item mutated as serve
 // mutates it; without it, one response per item.
 func TestMutateOfflineLists(t *testing.T) {
+	t.Parallel()
 	fixtures := loadFixtures(t)[:6]
 	var items, bare, served, servedBare []interface{}
 	var yamlList strings.Builder
@@ -345,6 +353,7 @@ func TestMutateOfflineLists(t *testing.T) {
 // document that cannot be processed is exit 1 too, while the others are
 // still printed. Usage errors are exit 2.
 func TestMutateOfflineGarbage(t *testing.T) {
+	t.Parallel()
 	pod := mustMarshal(trainingPod(8))
 	podYAML := kubectlYAML(t, trainingPod(8))
 	cases := []struct {
@@ -446,6 +455,7 @@ func yamlObjectsLenient(t *testing.T, data []byte) []obj {
 // TestMutateOfflineOutputFormat: --patched prints the input's format,
 // responses are JSON, and -o chooses either way.
 func TestMutateOfflineOutputFormat(t *testing.T) {
+	t.Parallel()
 	pod := trainingPod(8)
 	served := applyPatch(t, pod, srv.review(t, podCreate("kubeflow", copyObject(pod))).patch)
 	inputs := map[string][]byte{"json": mustMarshal(pod), "yaml": kubectlYAML(t, pod)}
@@ -497,6 +507,7 @@ func TestMutateOfflineOutputFormat(t *testing.T) {
 // gives them (an object of a kind the webhook leaves alone comes out as
 // read, so its JSON is the conversion itself).
 func TestMutateOfflineYAMLScalars(t *testing.T) {
+	t.Parallel()
 	doc := []byte(`apiVersion: example.com/v1
 kind: Thing
 metadata:
@@ -549,6 +560,7 @@ spec:
 // fake apiserver), for the bound pod and for the same pod before it is
 // bound; the output keeps no node name of its own.
 func TestMutateOfflineNodeLabels(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNode("gpu-node-4", map[string]string{"nvidia.com/gpu.count": "4"})
 	in := startLookupInstance(t, a)
@@ -592,6 +604,7 @@ func TestMutateOfflineNodeLabels(t *testing.T) {
 // handed on; labels no rule reads change nothing (nsmatch_test.go has
 // profiles that read them, TestMutateOfflinePodSecurity the Pod Security ones).
 func TestMutateOfflineNamespaceLabels(t *testing.T) {
+	t.Parallel()
 	for _, f := range loadFixtures(t)[:4] {
 		data := mustMarshal(f.object)
 		plain := mutateRun(t, data, "--patched")
@@ -609,6 +622,7 @@ func TestMutateOfflineNamespaceLabels(t *testing.T) {
 // and with enforce=privileged, each gets IPC_LOCK; with warn=baseline too,
 // with the warning.
 func TestMutateOfflinePodSecurity(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "examples", "pytorchjob-8gpu.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -662,6 +676,7 @@ func TestMutateOfflinePodSecurity(t *testing.T) {
 // merged in and NCCL_IB_HCA built; that output loads as profiles, shows the
 // same again, and mutates every fixture exactly as the file it came from.
 func TestCheckProfilesShow(t *testing.T) {
+	t.Parallel()
 	res := runBinary(t, nil, "check-profiles", "--show", profilesPath)
 	if res.exitCode != 0 {
 		t.Fatalf("expected exit 0, got %d: %s", res.exitCode, res.stderr)
@@ -707,7 +722,7 @@ func TestCheckProfilesShow(t *testing.T) {
 	if again.exitCode != 0 || !bytes.Equal(again.stdout, res.stdout) {
 		t.Errorf("--show of --show's output: expected the same, got exit %d:\n%s%s", again.exitCode, cut(again.stdout), again.stderr)
 	}
-	for _, f := range loadFixtures(t) {
+	for _, f := range valgrindSample(loadFixtures(t), 8) {
 		data := mustMarshal(f.object)
 		a := mutateRun(t, data, "--patched")
 		b := runBinary(t, data, "mutate", "--profiles", file, "--patched", "-")
@@ -721,6 +736,7 @@ func TestCheckProfilesShow(t *testing.T) {
 // column; a YAML file is recognised and refused with how to convert it; a
 // missing file and a missing argument name check-profiles' own usage.
 func TestCheckProfilesMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
@@ -765,6 +781,7 @@ func TestCheckProfilesMessages(t *testing.T) {
 // writes nothing and says which files and --force; with --force it
 // replaces them.
 func TestGenCertsForce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := genCerts(binaryPath(), dir); err != nil {
 		t.Fatal(err)
@@ -806,6 +823,7 @@ var helpFlag = regexp.MustCompile(`--[a-z][a-z-]*`)
 // is in docs/reference.md (certs/README.md for the script), and the flags of
 // issue 15 are among them.
 func TestOfflineFlagsDocumented(t *testing.T) {
+	t.Parallel()
 	readme := string(readFile(t, filepath.Join(repoRoot, "docs", "reference.md")))
 	certsReadme := string(readFile(t, filepath.Join(repoRoot, "certs", "README.md")))
 	script, err := exec.Command("sh", installDevCerts, "--help").CombinedOutput()

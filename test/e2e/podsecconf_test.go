@@ -54,6 +54,7 @@ func ipcAndPodSecurityWarning(t *testing.T, in *instance, ns string) (bool, stri
 // namespace, or the requesting user of the AdmissionReview) gets IPC_LOCK
 // whatever its namespace's labels, with no warning.
 func TestKubeAPIPodSecurityConfig(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNamespace("ps-unlabelled", nil)
 	a.putNamespace("ps-privileged", map[string]string{"pod-security.kubernetes.io/enforce": "privileged"})
@@ -100,6 +101,7 @@ func TestKubeAPIPodSecurityConfig(t *testing.T) {
 // stops serve at start (exit 1), naming the file and the field; a missing
 // file too. serve --help lists the flag.
 func TestPodSecurityConfigRefused(t *testing.T) {
+	t.Parallel()
 	bad := podSecurityConfig(t, "{enforce: Baseline}", "{}")
 	dup := podSecurityConfig(t, "{}", "{namespaces: [a, a]}")
 	for _, c := range []struct{ file, say string }{
@@ -136,6 +138,7 @@ func podOf(t *testing.T, out []byte) obj {
 // labels given with --namespace-labels, an AdmissionReview's user to the
 // user exemptions, and --explain names the exemption.
 func TestMutateOfflinePodSecurityConfig(t *testing.T) {
+	t.Parallel()
 	podFile := writeTemp(t, "pod.json", trainingPod(8))
 	base := []string{"mutate", "--profiles", profilesPath, "--patched", "--namespace-labels", "team=ml"}
 

@@ -33,6 +33,7 @@ func hasIPCLock(pod obj) bool {
 // forbid it; it is added silently under privileged; the rest of the
 // profile is added everywhere. One Namespace GET per namespace (cached).
 func TestKubeAPIPodSecurity(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	cases := []struct {
 		ns     string
@@ -123,6 +124,7 @@ func TestKubeAPIPodSecurity(t *testing.T) {
 // the one Namespace GET is report mode's (its rdma-webhook.io/mode label,
 // read for every pod that gets anything).
 func TestKubeAPIPodSecurityUserIPCLock(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNamespace("ps-baseline", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
 	in := startLookupInstance(t, a)
@@ -148,6 +150,7 @@ func TestKubeAPIPodSecurityUserIPCLock(t *testing.T) {
 // TestPodSecurityWithoutAPI: --no-kube-api (no Namespace lookup): IPC_LOCK
 // is added as before, with no Pod Security warning.
 func TestPodSecurityWithoutAPI(t *testing.T) {
+	t.Parallel()
 	rr := srv.review(t, podCreate("ps-baseline", trainingPod(8)))
 	patched := applyPatch(t, trainingPod(8), rr.patch)
 	if !hasIPCLock(patched) {

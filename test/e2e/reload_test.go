@@ -27,6 +27,7 @@ import (
 // "..data" swap is picked up through inotify within 2 s, twice (the second
 // after the kubelet removed the first directory).
 func TestReloadConfigMapSwap(t *testing.T) {
+	t.Parallel()
 	vol := newConfigMapVolume(t, "profiles.json", shippedProfiles(t))
 	in := startInstance(t, vol.path(), "--reload-interval-ms", bigInterval)
 	in.waitLog(t, 0, pickUpWithin, `"profiles loaded" generation 1`, msgIs("profiles loaded", "generation", "1"))
@@ -51,6 +52,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 // TestReloadPlainFileRewrite: a plain file replaced by rename, then
 // overwritten in place (same inode); each version is served within 2 s.
 func TestReloadPlainFileRewrite(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "profiles.json")
 	writeInPlace(t, file, shippedProfiles(t))
 	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
@@ -82,6 +84,7 @@ func TestReloadPlainFileRewrite(t *testing.T) {
 // directory and the target is rewritten in place, which makes no inotify
 // event in the watched directory, so only the timer can see it.
 func TestReloadIntervalFallback(t *testing.T) {
+	t.Parallel()
 	target := filepath.Join(t.TempDir(), "real-profiles.json")
 	writeInPlace(t, target, shippedProfiles(t))
 	link := filepath.Join(t.TempDir(), "profiles.json")
@@ -104,6 +107,7 @@ func TestReloadIntervalFallback(t *testing.T) {
 // naming the field) while the previous version keeps serving; then a
 // valid version is picked up.
 func TestReloadRejectsBadVersions(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "profiles.json")
 	writeInPlace(t, file, shippedProfiles(t))
 	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
@@ -153,6 +157,7 @@ func TestReloadRejectsBadVersions(t *testing.T) {
 // the old version keeps serving (and ready); the re-created file is
 // picked up.
 func TestReloadFileDeleted(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "profiles.json")
 	writeInPlace(t, file, shippedProfiles(t))
 	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
@@ -182,6 +187,7 @@ func TestReloadFileDeleted(t *testing.T) {
 // server is not ready (503 on both ports) and answers /mutate with 503;
 // once a valid file appears it is ready within 2 s and mutates.
 func TestStartWithoutValidProfiles(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		initial []byte // nil: no file
@@ -245,6 +251,7 @@ func TestStartWithoutValidProfiles(t *testing.T) {
 // target is rewritten in place, and the re-check interval is 10 minutes,
 // so the new value can only come from the SIGHUP.
 func TestSIGHUPReloads(t *testing.T) {
+	t.Parallel()
 	target := filepath.Join(t.TempDir(), "real-profiles.json")
 	writeInPlace(t, target, shippedProfiles(t))
 	link := filepath.Join(t.TempDir(), "profiles.json")
@@ -323,6 +330,7 @@ func (in *instance) readyzDuringDrain(plain bool) (int, string) {
 // arrives still completes with 200; meanwhile /readyz is not 200 (503, or
 // the connection is refused); the process exits 0 within --shutdown-grace.
 func TestSIGTERMDrainsInFlight(t *testing.T) {
+	t.Parallel()
 	const grace = 5 * time.Second
 	in := startInstance(t, profilesPath, "--shutdown-grace", "5", "--reload-interval-ms", bigInterval)
 	r := gpu8Review(t)
@@ -391,6 +399,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 // hold the process past --shutdown-grace: exit 0 after about the grace,
 // not before (the request was given its time).
 func TestSIGTERMGraceBound(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath, "--shutdown-grace", "1", "--reload-interval-ms", bigInterval)
 	conn := in.slowPost(t, mustMarshal(gpu8Review(t).body()))
 	defer conn.Close()
@@ -415,6 +424,7 @@ func TestSIGTERMGraceBound(t *testing.T) {
 // SIGTERM or SIGINT, also with an idle kept-alive connection open (as the
 // apiserver keeps them), long before the 5 s grace.
 func TestSIGTERMIdle(t *testing.T) {
+	t.Parallel()
 	const prompt = 2 * time.Second
 	cases := []struct {
 		name      string
@@ -454,6 +464,7 @@ func TestSIGTERMIdle(t *testing.T) {
 // backlog) keeps the apiserver and the kubelet's probe waiting until their
 // own timeouts, and hides the replica's state.
 func TestSIGTERMNewConnectionsDuringDrain(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath, "--shutdown-grace", "5", "--reload-interval-ms", bigInterval)
 	r := gpu8Review(t)
 	body := mustMarshal(r.body())
@@ -497,6 +508,7 @@ func TestSIGTERMNewConnectionsDuringDrain(t *testing.T) {
 // value; a mix would be a torn read), none fails, and the last version
 // wins. Under ASan this also exercises the snapshot reference counting.
 func TestReloadUnderLoad(t *testing.T) {
+	t.Parallel()
 	const workers, swaps = 6, 100
 	type version struct {
 		doc      []byte
@@ -654,6 +666,7 @@ func pathStrOr(v interface{}, keys ...string) string {
 // the reloads are serialised: once the storm is over, the file's last
 // version is what serves, and keeps serving, with no further change.
 func TestReloadStormSIGHUP(t *testing.T) {
+	t.Parallel()
 	const rounds = 1000
 	file := filepath.Join(t.TempDir(), "profiles.json")
 	writeInPlace(t, file, shippedProfiles(t))

@@ -80,6 +80,7 @@ func isMutated(ad admission) bool {
 // nothing; relabelled enforce, the next pod is mutated without a restart;
 // unread labels report with a warning; an invalid value is ignored.
 func TestReportModeNamespaceLabel(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putNamespace(jobNS, map[string]string{modeLabel: "report"})
 	in := startLookupInstance(t, a, "--namespace-cache-seconds", "1")
@@ -201,6 +202,7 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 // profile's "mode": "enforce" wins over it; a bad --mode is a usage error,
 // a bad profile "mode" is refused by check-profiles.
 func TestReportModeFlagAndProfile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	doc, err := os.ReadFile(profilesPath)
 	if err != nil {
@@ -256,6 +258,7 @@ func TestReportModeFlagAndProfile(t *testing.T) {
 // PyTorchJob only the report; the namespace label of --namespace-labels
 // wins over --mode, both ways; a bad --mode is a usage error.
 func TestReportModeOffline(t *testing.T) {
+	t.Parallel()
 	const job = "testdata/pytorchjob-swin.json"
 	data, err := os.ReadFile(job)
 	if err != nil {

@@ -104,6 +104,7 @@ func mixedCases() []selectionCase {
 // warnings, that a second call adds nothing, and that the mutated pods pass
 // the Kubernetes schema.
 func TestMixedClusterSelection(t *testing.T) {
+	t.Parallel()
 	if res := runBinary(t, nil, "check-profiles", mixedProfilesPath); res.exitCode != 0 {
 		t.Fatalf("check-profiles %s: expected exit 0, got %d: %s", mixedProfilesPath, res.exitCode, res.stderr)
 	}
@@ -219,6 +220,7 @@ func checkHCA(t *testing.T, hca string, pod obj) {
 // TestCheckProfilesRefusesRulesThatCannotWin: match rules no pod could ever
 // be chosen by are refused offline and on load, naming both profiles.
 func TestCheckProfilesRefusesRulesThatCannotWin(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		profiles []interface{}
 		words    []string
@@ -277,6 +279,7 @@ func TestCheckProfilesRefusesRulesThatCannotWin(t *testing.T) {
 // ConfigMap the webhook can read (with its prefix) is respected like one in
 // env; a Secret after it might set it again, so there it is not.
 func TestEnvFromConfigMapTurnsIBOff(t *testing.T) {
+	t.Parallel()
 	a := startFakeAPI(t)
 	a.putConfigMap(jobNS, "tcp-only", map[string]string{"IB_DISABLE": "1"})
 	in := startLookupInstance(t, a)

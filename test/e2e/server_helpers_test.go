@@ -18,10 +18,22 @@ import (
 	"time"
 )
 
-const (
-	readyTimeout = 20 * time.Second
-	stopTimeout  = 15 * time.Second
+// How long serve may take to answer after its start, and to exit after
+// SIGTERM, before the harness gives up on it. Under valgrind, with several
+// memchecked servers sharing two cores (-parallel), a start or the leak
+// check at exit takes many times longer: these are the harness's patience,
+// not a bound any test asserts (the tests of the drain bound have their own).
+var (
+	readyTimeout = slowerUnderValgrind(20 * time.Second)
+	stopTimeout  = slowerUnderValgrind(15 * time.Second)
 )
+
+func slowerUnderValgrind(d time.Duration) time.Duration {
+	if underValgrind() {
+		return 4 * d
+	}
+	return d
+}
 
 // server is the webhook under test: one `rdma-webhook serve` at a time on
 // fixed loopback ports. If it dies, the death is recorded (the suite fails
@@ -73,6 +85,66 @@ func genCerts(bin, dir string, extra ...string) error {
 	return nil
 }
 
+// certSets are the certificate sets made once per suite run, by the
+// gen-certs arguments that made them: every server and fake apiserver of
+// the suite uses the same default set (or the fake's), so generating it
+// for each (slow under ASan, some 1.5 s under valgrind) only costs time.
+// gen-certs still runs through the binary under test, once per set; the
+// tests whose point is gen-certs, or that need distinct CAs or keys, call
+// genCerts themselves.
+var (
+	certSetsMu  sync.Mutex
+	certSets    = map[string]*certSet{}
+	certSetsDir string // under the suite's temporary directory (run sets it)
+)
+
+type certSet struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// copyCerts puts in dir a copy of the set `gen-certs extra...` makes,
+// generating it on first use.
+func copyCerts(dir string, extra ...string) error {
+	key := strings.Join(extra, "\x00")
+	certSetsMu.Lock()
+	cs := certSets[key]
+	if cs == nil {
+		cs = &certSet{}
+		certSets[key] = cs
+	}
+	base := certSetsDir
+	certSetsMu.Unlock()
+	cs.once.Do(func() {
+		if cs.dir, cs.err = os.MkdirTemp(base, "certs-"); cs.err == nil {
+			cs.err = genCerts(binaryPath(), cs.dir, extra...)
+		}
+	})
+	if cs.err != nil {
+		return cs.err
+	}
+	entries, err := os.ReadDir(cs.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		src := filepath.Join(cs.dir, e.Name())
+		st, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, st.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func loadCAPool(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
@@ -95,10 +167,10 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// startServer generates certificates in dir and starts `serve`, retrying
+// startServer copies the suite's certificates into dir and starts `serve`, retrying
 // with new ports if the chosen ones were taken in between.
 func startServer(bin, dir, profiles string) (*server, error) {
-	if err := genCerts(bin, dir); err != nil {
+	if err := copyCerts(dir); err != nil {
 		return nil, err
 	}
 	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))

@@ -20,6 +20,7 @@ import (
 // uid differs from its request's (checkEnvelope compares the decoded
 // strings, as it does).
 func TestAnyUIDIsEchoedExactly(t *testing.T) {
+	t.Parallel()
 	uids := map[string]string{
 		"36 bytes (a UUID)":       newUID(),
 		"79 bytes":                strings.Repeat("u", 79),
@@ -67,6 +68,7 @@ func withRawByte(raw string) []byte {
 // cJSON took them. Each gets 400 with a reason naming the character and
 // its byte, and the server goes on serving.
 func TestRawControlCharactersAre400(t *testing.T) {
+	t.Parallel()
 	for c := 0; c < 0x20; c++ {
 		c := c
 		for _, where := range []string{"in a string", "between tokens"} {
@@ -100,6 +102,7 @@ func TestRawControlCharactersAre400(t *testing.T) {
 // apiserver's decoder) does not: numbers with a leading zero or a bare
 // dot, a byte order mark, a lone surrogate escape in the uid.
 func TestNonRFCJSONIs400(t *testing.T) {
+	t.Parallel()
 	good := goodReviewBody()
 	cases := map[string][]byte{
 		"leading zero":              withRawByte("01"),
@@ -126,6 +129,7 @@ func TestNonRFCJSONIs400(t *testing.T) {
 // invalid UTF-8, a \u0000 (which cJSON would have cut the value at) or text
 // after the document is refused, with the byte.
 func TestCheckProfilesStrictJSON(t *testing.T) {
+	t.Parallel()
 	shipped, err := os.ReadFile(profilesPath)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +177,7 @@ func TestCheckProfilesStrictJSON(t *testing.T) {
 // TestVersionIsOneValue: webhook/version.h defines the version; --version
 // and the build_info metric both say it.
 func TestVersionIsOneValue(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../webhook/version.h")
 	if err != nil {
 		t.Fatalf("the version's one definition: %v", err)

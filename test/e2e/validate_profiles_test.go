@@ -68,6 +68,7 @@ func validateProfiles(t *testing.T, in *instance, body []byte) *admissionv1.Admi
 // profiles and refuses a bad version with exactly the lines check-profiles
 // prints for it, as kubectl will show them; /mutate keeps working.
 func TestValidateProfiles(t *testing.T) {
+	t.Parallel()
 	in := startInstance(t, profilesPath)
 	good, err := os.ReadFile(profilesPath)
 	if err != nil {
