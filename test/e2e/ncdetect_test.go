@@ -9,7 +9,7 @@ import (
 )
 
 // `rdma-webhook nccl-detect` on sysfs and procfs trees built from show_gids
-// output (testdata/show_gids-seed-8card.txt is the seed guide's 8-card node):
+// output (testdata/show_gids-seed-8card.txt is the cloud guide's 8-card node):
 // the exact configuration on stdout (--out -) or in a file (--out FILE), and
 // exit 0 whatever it finds, a tree that is not there and misuse included.
 

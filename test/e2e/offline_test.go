@@ -61,7 +61,7 @@ func TestMutateOfflineReview(t *testing.T) {
 	}
 }
 
-// TestMutateOfflinePyTorchJob: the seed's Swin job gets the 8-card HCA list
+// TestMutateOfflinePyTorchJob: the cloud guide's Swin job gets the 8-card HCA list
 // in every replica template, and keeps what the user wrote.
 func TestMutateOfflinePyTorchJob(t *testing.T) {
 	t.Parallel()

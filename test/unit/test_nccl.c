@@ -110,7 +110,7 @@ TEST(test_hca_with_equals_is_ok)
     assert_int_equal(check("NCCL_IB_HCA", "=mlx5_1,mlx5_2"), NCCL_VALUE_OK);
 }
 
-/* The kernel's device names for the cases below: the seed's 8-card node has
+/* The kernel's device names for the cases below: the cloud guide's 8-card node has
  * mlx5_0..mlx5_8, a 16-NIC node goes up to mlx5_16. */
 #define KNOWN_8  "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
 #define KNOWN_16 KNOWN_8 ",mlx5_9,mlx5_10,mlx5_11,mlx5_12,mlx5_13,mlx5_14,mlx5_15,mlx5_16"

@@ -2,7 +2,7 @@
  * Unit tests for webhook/ncdetect.c and `rdma-webhook nccl-detect`
  * (cmd_nccl_detect.c, linked in for its exit status): each test builds a
  * sysfs and a procfs tree in a temporary directory from show_gids output, as
- * the seed's platform prints it inside a container, runs the subcommand on
+ * the cloud guide's platform prints it inside a container, runs the subcommand on
  * it with --out FILE, and asserts the file's exact content, the exit status
  * and the log's reasons.
  */

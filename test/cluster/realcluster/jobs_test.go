@@ -113,7 +113,7 @@ func template(t testing.TB, j pytorchJob, replicaType string) *corev1.PodSpec {
 	return nil
 }
 
-// TestPyTorchJobsMutated: the seed's Swin-Transformer job (which already
+// TestPyTorchJobsMutated: the cloud guide's Swin-Transformer job (which already
 // declares IPC_LOCK, /dev/shm, rdma/hca and volcano), submitted with
 // kubectl; every pod the
 // training-operator creates is stored with every addition of docs/profiles.md (step 4) and
