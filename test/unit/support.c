@@ -119,3 +119,16 @@ int run_out_of_memory(int (*fn)(void *arg), void *arg)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+char *support_log_text(FILE *f)
+{
+    static char buf[65536];
+    size_t n;
+
+    fflush(f);
+    rewind(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fseek(f, 0, SEEK_END);
+    return buf;
+}

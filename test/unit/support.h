@@ -7,6 +7,7 @@
 #define RDMA_WEBHOOK_TEST_SUPPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct profiles;
 
@@ -32,5 +33,10 @@ char *longest_resource_name(char *out, size_t outlen);
  * Skips the calling test where the trick cannot work: under AddressSanitizer,
  * whose allocator aborts rather than fail. */
 int run_out_of_memory(int (*fn)(void *arg), void *arg);
+
+/* What a test's log file (a tmpfile() the test's struct log writes to) holds
+ * so far, NUL-terminated, at most 64 KiB; the file is left positioned at its
+ * end for the next lines. The buffer is static: each call overwrites it. */
+char *support_log_text(FILE *f);
 
 #endif

@@ -14,6 +14,7 @@
  * its bound and counts what it dropped.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -197,19 +198,6 @@ static int teardown(void **state __attribute__((unused)))
 {
     fclose(log_file);
     return 0;
-}
-
-static char *log_text(void)
-{
-    static char buf[65536];
-    size_t n;
-
-    fflush(log_file);
-    rewind(log_file);
-    n = fread(buf, 1, sizeof(buf) - 1, log_file);
-    buf[n] = '\0';
-    fseek(log_file, 0, SEEK_END);
-    return buf;
 }
 
 static struct events *start(unsigned queue_max)
@@ -571,7 +559,7 @@ TEST(test_failure_is_counted_logged_once_and_retried_with_a_new_report)
     cJSON_Delete(j);
     /* The other one failed and got no new report: dropped at the stop. */
     assert_int_equal(st.dropped_stop, 1);
-    log = log_text();
+    log = support_log_text(log_file);
     /* The first failure at warn with the API's message and what to do, the
      * second at debug, then the recovery. */
     assert_contains(log, warn);
@@ -630,7 +618,7 @@ TEST(test_stop_gives_up_within_its_bound_and_counts_the_dropped)
     assert_true(monotime_now() - t0 >= 290 * MONOTIME_NS_PER_MS);
     assert_int_equal(st.created, 0);
     assert_int_equal(st.dropped_stop, 10);
-    assert_contains(log_text(), "reports dropped at stop: no Event counts them");
+    assert_contains(support_log_text(log_file), "reports dropped at stop: no Event counts them");
     assert_null(ev);
     /* A second stop is a no-op. */
     events_stop(&ev, 300, NULL);

@@ -12,6 +12,7 @@
  * an interval, the next one saying how many were left out.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -155,20 +156,6 @@ static int fake_fetch_namespace(const struct kubeapi *api, const char *key, long
 
 static struct log test_log;
 static FILE *log_file;
-
-/* What the lookups logged so far. */
-static char *log_text(void)
-{
-    static char buf[65536];
-    size_t n;
-
-    fflush(log_file);
-    rewind(log_file);
-    n = fread(buf, 1, sizeof(buf) - 1, log_file);
-    buf[n] = '\0';
-    fseek(log_file, 0, SEEK_END);
-    return buf;
-}
 
 static int count_of(const char *hay, const char *needle)
 {
@@ -609,7 +596,7 @@ TEST(test_forbidden_is_logged_with_status_and_object)
     make_lookups(60, fake_clock);
     fake.mode = FAKE_FORBIDDEN;
     assert_int_equal(node_labels("gpu-node-1", 1000), -1);
-    log = log_text();
+    log = support_log_text(log_file);
     assert_int_equal(count_of(log, FAILED_MSG), 1);
     assert_contains(log, "\"level\":\"warn\"," FAILED_MSG);
     assert_contains(log, FAILED_MSG ",\"kind\":\"Node\",\"name\":\"gpu-node-1\",\"status\":403,"
@@ -624,7 +611,7 @@ TEST(test_forbidden_is_logged_with_status_and_object)
     assert_int_equal(node_labels("gpu-node-1", 1000), -1);
     assert_int_equal(atomic_load(&fake.calls), 1);
     assert_int_equal(all_failures(), 1);
-    assert_int_equal(count_of(log_text(), FAILED_MSG), 1);
+    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 1);
 }
 
 /* Within the interval, more failures of the same kind and reason are
@@ -644,14 +631,14 @@ TEST(test_repeated_failures_are_suppressed_then_counted_in_the_next_line)
     }
     assert_int_equal(atomic_load(&fake.calls), 6);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_FORBIDDEN), 6);
-    log = log_text();
+    log = support_log_text(log_file);
     assert_int_equal(count_of(log, FAILED_MSG), 1);
     assert_contains(log, "\"name\":\"n0\"");
     assert_null(strstr(log, "\"name\":\"n1\""));
 
     /* Its own line: the Namespace's RBAC is another rule to fix. */
     assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "?");
-    log = log_text();
+    log = support_log_text(log_file);
     assert_int_equal(count_of(log, FAILED_MSG), 2);
     assert_contains(log, "\"kind\":\"Namespace\",\"name\":\"team-a\",\"status\":403");
     assert_contains(log, "needs get on namespaces");
@@ -660,10 +647,10 @@ TEST(test_repeated_failures_are_suppressed_then_counted_in_the_next_line)
     /* 60 s after n0's line (6 s have passed): the next one is written. */
     advance_ms((LOG_INTERVAL_S - 6) * 1000 - 1);
     assert_int_equal(node_labels("n-early", 1000), -1);
-    assert_int_equal(count_of(log_text(), FAILED_MSG), 2);
+    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 2);
     advance_ms(1);
     assert_int_equal(node_labels("n-late", 1000), -1);
-    log = log_text();
+    log = support_log_text(log_file);
     assert_int_equal(count_of(log, FAILED_MSG), 3);
     last = strstr(log, "\"name\":\"n-late\"");
     assert_non_null(last);
@@ -674,7 +661,7 @@ TEST(test_repeated_failures_are_suppressed_then_counted_in_the_next_line)
     /* The count started again with that line. */
     advance_ms(LOG_INTERVAL_S * 1000);
     assert_int_equal(node_labels("n-later", 1000), -1);
-    last = strstr(log_text(), "\"name\":\"n-later\"");
+    last = strstr(support_log_text(log_file), "\"name\":\"n-later\"");
     assert_non_null(last);
     assert_null(strstr(last, "suppressed"));
 }
@@ -690,7 +677,7 @@ TEST(test_timeout_is_a_reason_of_its_own)
     assert_int_equal(node_labels("n1", 30), -1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TIMEOUT), 1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TRANSPORT), 0);
-    log = log_text();
+    log = support_log_text(log_file);
     assert_contains(log, "\"kind\":\"Node\",\"name\":\"n1\",\"reason\":\"timeout\","
                          "\"error\":\"GET /api/v1/nodes/n1: Timeout was reached\",\"timeout_ms\":");
     assert_contains(log, "raise --api-budget-ms");
@@ -700,7 +687,7 @@ TEST(test_timeout_is_a_reason_of_its_own)
     assert_int_equal(node_labels("n2", 1000), -1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TRANSPORT), 1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TIMEOUT), 1);
-    log = log_text();
+    log = support_log_text(log_file);
     assert_int_equal(count_of(log, FAILED_MSG), 2);
     assert_contains(log, "\"name\":\"n2\",\"reason\":\"transport\",\"error\":\"GET "
                          "/api/v1/nodes/n2: Couldn't connect to server\",\"hint\":\"the API cannot "
@@ -717,17 +704,18 @@ TEST(test_not_found_and_configmap_failures)
     fake.mode = FAKE_NOT_FOUND;
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_LACKS);
     assert_int_equal(all_failures(), 0);
-    assert_int_equal(count_of(log_text(), FAILED_MSG), 0);
+    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 0);
     assert_int_equal(node_labels("gone", 1000), -1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_NOT_FOUND), 1);
-    assert_contains(log_text(), "\"name\":\"gone\",\"status\":404,\"reason\":\"not_found\","
-                                "\"error\":\"404 Not Found: not found\",\"hint\":\"no such Node");
+    assert_contains(support_log_text(log_file),
+                    "\"name\":\"gone\",\"status\":404,\"reason\":\"not_found\","
+                    "\"error\":\"404 Not Found: not found\",\"hint\":\"no such Node");
 
     make_lookups(60, NULL);
     fake.mode = FAKE_FORBIDDEN;
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_UNKNOWN);
     assert_int_equal(failures(LOOKUPS_K_CONFIGMAP, LOOKUPS_R_FORBIDDEN), 1);
-    log = log_text();
+    log = support_log_text(log_file);
     assert_contains(log, "\"kind\":\"ConfigMap\",\"namespace\":\"ns\",\"name\":\"cm\","
                          "\"status\":403,\"reason\":\"forbidden\"");
     assert_contains(log, "needs get on configmaps");
@@ -743,7 +731,7 @@ TEST(test_invalid_names_are_not_api_failures)
     assert_string_equal(namespace_kind("a/b", kind, sizeof(kind)), "?");
     assert_int_equal(atomic_load(&fake.calls), 0);
     assert_int_equal(all_failures(), 0);
-    assert_int_equal(count_of(log_text(), FAILED_MSG), 0);
+    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 0);
 }
 
 /* The label values the metric and the log share. */
