@@ -638,7 +638,10 @@ static int mutate_has_string(const cJSON *arr, const char *a, const char *b)
     return 0;
 }
 
-/* runAsNonRoot or a non-zero runAsUser, the container's setting over the pod's. */
+/* A non-zero runAsUser, else runAsNonRoot: true, the container's setting
+ * over the pod's. runAsNonRoot alone counts: the kubelet refuses to start
+ * such a container when its image's user is 0 (or not numeric), so it runs
+ * as non-root or not at all. */
 static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
 {
     const cJSON *psc = podjson_obj(&m->r, m->spec, "securityContext");
@@ -786,9 +789,10 @@ static void mutate_podsec_note(struct mutate_ctx *m, const char *cname)
 }
 
 /* Adds IPC_LOCK, creating securityContext, capabilities and add as needed,
- * since an "add" under a missing parent fails in the apiserver. Where Pod
- * Security forbids adding it, the container keeps what it has; it may need
- * the node's memlock limit instead, which the warning says. */
+ * since an "add" under a missing parent fails in the apiserver. Where it
+ * would do nothing (a non-root container) or Pod Security forbids adding
+ * it, the container keeps what it has; it may need the node's memlock limit
+ * instead, which the warning says. */
 static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath,
                             const char *cname)
 {
@@ -806,12 +810,26 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
         return;
     }
     has = mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK");
+    /* Asked before Pod Security: a capability that cannot work needs no
+     * level's permission, and would only trip the policies that forbid
+     * adding any. */
+    if (!has && mutate_runs_as_non_root(m, sc)) {
+        MUTATE_WARN(m, MUTATE_W_NON_ROOT,
+                    "raise memlock on nodes for container \"%s\": no IPC_LOCK, which does "
+                    "nothing as non-root",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        MUTATE_TRACE(m, "IPC_LOCK: not added: the container runs as non-root (runAsUser not 0, "
+                        "or runAsNonRoot), where an added capability is not effective; NCCL's "
+                        "memory registration then needs the memlock ulimit of the node's "
+                        "container runtime raised");
+        return;
+    }
     if (!has && !mutate_podsec_allows(m, cname)) {
         MUTATE_TRACE(m, "IPC_LOCK: not added: the namespace's Pod Security enforce level forbids "
                         "it, or cannot be read (the warning says which)");
         return;
     }
-    if (mutate_runs_as_non_root(m, sc))
+    if (has && mutate_runs_as_non_root(m, sc))
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
                     "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
                     "nothing",

@@ -416,6 +416,21 @@ TEST(test_user_hca_kept_and_the_rest_added)
                        "the profile's =mlx5_1\n");
 }
 
+/* Not added to a non-root container: the trace says why and what to do. */
+TEST(test_non_root_container_gets_no_ipc_lock)
+{
+    const char *t =
+        explain(POD("{'securityContext':{'runAsUser':1000},'containers':[" GPUS("4") "]}"));
+
+    assert_string_equal(line_of(t, "IPC_LOCK"),
+                        "IPC_LOCK: not added: the container runs as non-root (runAsUser not 0, or "
+                        "runAsNonRoot), where an added capability is not effective; NCCL's memory "
+                        "registration then needs the memlock ulimit of the node's container "
+                        "runtime raised");
+    assert_contains(t, "warning: rdma-webhook: raise memlock on nodes for container \"pytorch\": "
+                       "no IPC_LOCK, which does nothing as non-root\n");
+}
+
 static enum mutate_envfrom has_every_key(void *ctx, const char *ns, const char *name,
                                          const char *key)
 {
@@ -562,6 +577,7 @@ int main(void)
         cmocka_unit_test_teardown(test_containers_and_the_pod_verdict, teardown),
         cmocka_unit_test_teardown(test_ib_disable_leaves_out_the_ib_variables, teardown),
         cmocka_unit_test_teardown(test_user_hca_kept_and_the_rest_added, teardown),
+        cmocka_unit_test_teardown(test_non_root_container_gets_no_ipc_lock, teardown),
         cmocka_unit_test_teardown(test_envfrom_and_what_is_there_already, teardown),
         cmocka_unit_test_teardown(test_detect_without_an_image_and_with_one, teardown),
         cmocka_unit_test_teardown(test_unreadable_pod_says_nothing_is_applied, teardown),

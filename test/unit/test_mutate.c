@@ -807,30 +807,46 @@ TEST(test_ipc_lock_off_in_profile)
     assert_absent(T.patched, "/spec/containers/0/securityContext");
 }
 
-TEST(test_non_root_container_run_as_user_warns)
+static size_t warned_kind(enum mutate_warning_kind kind);
+
+/* A non-root container gets no IPC_LOCK (an added capability is not
+ * effective for a non-root process, and it trips policies that forbid
+ * adding any), and one warning that says to raise memlock instead. */
+#define NON_ROOT_WARNING                                                                           \
+    WARN_PREFIX "raise memlock on nodes for container \"pytorch\": no IPC_LOCK, which does "       \
+                "nothing as non-root"
+
+TEST(test_non_root_container_run_as_user_gets_no_ipc_lock)
 {
     run(POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}"));
-    assert_warned("non-root");
-    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
-                   "['IPC_LOCK']");
+    assert_warned(NON_ROOT_WARNING);
+    assert_int_equal(warned_kind(MUTATE_W_NON_ROOT), 1);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext", "{'runAsUser':1000}");
+    /* The rest of the mutation is there. */
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
 }
 
-TEST(test_non_root_container_run_as_non_root_warns)
+/* runAsNonRoot alone: the kubelet starts the container only as non-root. */
+TEST(test_non_root_container_run_as_non_root_gets_no_ipc_lock)
 {
     run(POD("{'containers':[" C8(",'securityContext':{'runAsNonRoot':true}") "]}"));
-    assert_warned("non-root");
+    assert_warned(NON_ROOT_WARNING);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext", "{'runAsNonRoot':true}");
 }
 
-TEST(test_non_root_pod_level_warns)
+TEST(test_non_root_pod_level_gets_no_ipc_lock)
 {
     run(POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}"));
-    assert_warned("non-root");
+    assert_warned(NON_ROOT_WARNING);
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
 }
 
-TEST(test_non_root_pod_run_as_user_warns)
+TEST(test_non_root_pod_run_as_user_gets_no_ipc_lock)
 {
     run(POD("{'securityContext':{'runAsUser':1000},'containers':[" C8("") "]}"));
-    assert_warned("non-root");
+    assert_warned(NON_ROOT_WARNING);
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
 }
 
 TEST(test_container_root_overrides_pod_non_root)
@@ -838,13 +854,30 @@ TEST(test_container_root_overrides_pod_non_root)
     run(POD("{'securityContext':{'runAsUser':1000},'containers':[" C8(
         ",'securityContext':{'runAsUser':0}") "]}"));
     assert_not_warned("non-root");
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
 }
 
+/* runAsNonRoot false: the image's user decides, which may be root. */
 TEST(test_container_run_as_non_root_false_overrides_pod)
 {
     run(POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8(
         ",'securityContext':{'runAsNonRoot':false}") "]}"));
     assert_not_warned("non-root");
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
+}
+
+/* The user's own IPC_LOCK stays; the warning says it does nothing. */
+TEST(test_non_root_keeps_the_users_ipc_lock_and_warns)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000,'capabilities':{'add':["
+                                 "'IPC_LOCK']}}") "]}"));
+    assert_warned("raise the memlock ulimit for container \"pytorch\": non-root, so IPC_LOCK "
+                  "does nothing");
+    assert_int_equal(warned_kind(MUTATE_W_NON_ROOT), 1);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
 }
 
 TEST(test_root_by_default_no_warning)
@@ -1212,21 +1245,23 @@ TEST(test_pod_security_hooks_keep_the_caller_s_ctx)
     assert_int_equal(ctx_seen, 2 * 2); /* each hook once in each of the harness's two calls */
 }
 
-/* The non-root warning is about an IPC_LOCK that is there: where it is not
- * added, the Pod Security warning alone says to raise memlock. */
-TEST(test_pod_security_forbidden_non_root_one_warning)
+/* A non-root container gets no IPC_LOCK whatever the levels, so Pod
+ * Security has nothing to say about it: the non-root warning alone says to
+ * raise memlock. */
+TEST(test_pod_security_non_root_one_warning)
 {
     assert_false(
         run_in_ns("{'" PSA_ENFORCE "':'restricted'}",
                   POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}")));
-    assert_not_warned("non-root");
+    assert_warned("non-root");
     assert_int_equal(T.res.warnings.n, 1);
     teardown(NULL);
-    assert_true(
+    assert_false(
         run_in_ns("{'" PSA_WARN "':'restricted'}",
                   POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}")));
     assert_warned("non-root");
-    assert_warned("restricted warning");
+    assert_not_warned("restricted warning");
+    assert_int_equal(T.res.warnings.n, 1);
 }
 
 /* ================= /dev/shm ================= */
@@ -2798,8 +2833,8 @@ static const struct warning_case warning_cases[] = {
      NAME63},
     {"non-root", NULL, POD("{'securityContext':{'runAsUser':1000},'containers':[" LC("") "]}"),
      NULL, 0, MUTATE_W_NON_ROOT,
-     WARN_PREFIX "raise the memlock ulimit for container \"a2345678901234567...\": non-root, so "
-                 "IPC_LOCK does nothing",
+     WARN_PREFIX "raise memlock on nodes for container \"a2345678901234567...\": no IPC_LOCK, "
+                 "which does nothing as non-root",
      NAME63},
     {"envFrom secret", NULL,
      POD("{'containers':[" LC(",'envFrom':[{'secretRef':{'name':'" Q63 "'}}]") "]}"), NULL, 0,
@@ -3123,7 +3158,7 @@ int main(void)
         T_(test_pod_security_config_exemptions),
         T_(test_pod_security_asks_once_and_names_each_container),
         T_(test_pod_security_not_asked_when_nothing_would_be_added),
-        T_(test_pod_security_forbidden_non_root_one_warning),
+        T_(test_pod_security_non_root_one_warning),
         T_(test_pod_security_hooks_keep_the_caller_s_ctx),
         T_(test_ipc_lock_creates_capabilities),
         T_(test_ipc_lock_creates_add),
@@ -3132,12 +3167,13 @@ int main(void)
         T_(test_cap_ipc_lock_counts_as_present),
         T_(test_privileged_container_gets_no_capability),
         T_(test_ipc_lock_off_in_profile),
-        T_(test_non_root_container_run_as_user_warns),
-        T_(test_non_root_container_run_as_non_root_warns),
-        T_(test_non_root_pod_level_warns),
-        T_(test_non_root_pod_run_as_user_warns),
+        T_(test_non_root_container_run_as_user_gets_no_ipc_lock),
+        T_(test_non_root_container_run_as_non_root_gets_no_ipc_lock),
+        T_(test_non_root_pod_level_gets_no_ipc_lock),
+        T_(test_non_root_pod_run_as_user_gets_no_ipc_lock),
         T_(test_container_root_overrides_pod_non_root),
         T_(test_container_run_as_non_root_false_overrides_pod),
+        T_(test_non_root_keeps_the_users_ipc_lock_and_warns),
         T_(test_root_by_default_no_warning),
         T_(test_privileged_non_root_no_warning),
         T_(test_shm_volume_and_mount_created),
