@@ -7,7 +7,7 @@ import (
 )
 
 // The issue-14 cluster, through the real binary: 8-GPU H100 nodes
-// (mlx5_0..mlx5_7) and 4-GPU A100 nodes (mlx5_1..mlx5_4), both in node-pool
+// (mlx5_1..mlx5_8; mlx5_0 is the management NIC on eth0) and 4-GPU A100 nodes (mlx5_1..mlx5_4), both in node-pool
 // train, profiles with "pin": true (manifests/examples/profiles-mixed.json).
 const (
 	mixedProfilesPath = "../../manifests/examples/profiles-mixed.json"
@@ -16,7 +16,7 @@ const (
 	a100Product       = "NVIDIA-A100-SXM4-80GB"
 	annSelectedBy     = "rdma-webhook.io/selected-by"
 	annInjected       = "rdma-webhook.io/injected"
-	h100HCA           = "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+	h100HCA           = "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
 	a100HCA           = "=mlx5_1,mlx5_2,mlx5_3,mlx5_4"
 )
 

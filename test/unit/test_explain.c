@@ -30,7 +30,7 @@ static const char *const MIXED =
     "'env':{'NCCL_IB_DISABLE':'0','NCCL_SOCKET_IFNAME':'eth0','NCCL_IB_TIMEOUT':'22'}},"
     "'profiles':["
     "{'name':'h100','pin':true,'match':{'gpus':8,'nodeLabels':{'gpu.product':'H100',"
-    "'pool':'train'}},'hca':['mlx5_0','mlx5_1'],'resources':{'rdma/hca':'1'}},"
+    "'pool':'train'}},'hca':['mlx5_1','mlx5_2'],'resources':{'rdma/hca':'1'}},"
     "{'name':'a100','pin':true,'match':{'gpus':[1,2,4],'nodeLabels':{'gpu.product':'A100',"
     "'pool':'train'}},'hca':['mlx5_1'],'resources':{'rdma/hca':'1'}}]}";
 

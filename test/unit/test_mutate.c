@@ -1540,14 +1540,14 @@ TEST(test_annotation_names_the_chosen_profile)
 
 /* ================= a mixed cluster: selection, pinning ================= */
 
-/* The issue's cluster: 8-GPU H100 nodes (mlx5_0..mlx5_7) and 4-GPU A100 nodes
+/* The issue's cluster: 8-GPU H100 nodes (mlx5_1..mlx5_8) and 4-GPU A100 nodes
  * (mlx5_1..mlx5_4), all in pool train; the A100 profile also takes 1- and
  * 2-GPU pods. PIN is "true" or "false". */
 #define MIXED(pin)                                                                                 \
     "{'profiles':["                                                                                \
     "{'name':'h100','pin':" pin ",'match':{'gpus':8,'nodeLabels':"                                 \
     "{'nvidia.com/gpu.product':'H100','pool':'train'}},"                                           \
-    "'hca':['mlx5_0','mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7'],"             \
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7','mlx5_8'],"             \
     "'resources':{'rdma/hca':'1'}},"                                                               \
     "{'name':'a100','pin':" pin ",'match':{'gpus':[1,2,4],'nodeLabels':"                           \
     "{'nvidia.com/gpu.product':'A100','pool':'train'}},"                                           \

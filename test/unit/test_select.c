@@ -560,12 +560,12 @@ TEST(test_node_name_and_node_selector_must_agree)
 
 /* ---- the mixed cluster ---- */
 
-/* 8-GPU H100 nodes with mlx5_0..mlx5_7 and 4-GPU A100 nodes with
+/* 8-GPU H100 nodes with mlx5_1..mlx5_8 and 4-GPU A100 nodes with
  * mlx5_1..mlx5_4, both in pool train; A100 also takes 1- and 2-GPU pods. */
 static const char *const MIXED =
     "{'profiles':["
     "{'name':'h100','match':{'gpus':8,'nodeLabels':{'gpu.product':'H100','pool':'train'}},"
-    "'hca':['mlx5_0','mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7']},"
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7','mlx5_8']},"
     "{'name':'a100','match':{'gpus':[1,2,4],'nodeLabels':{'gpu.product':'A100','pool':'train'}},"
     "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4']}]}";
 

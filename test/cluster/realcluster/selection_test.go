@@ -9,11 +9,12 @@ import (
 )
 
 // The mixed cluster of manifests/examples/profiles-mixed.json: 8-GPU H100
-// nodes on mlx5_0..7 and 4-GPU A100 nodes on mlx5_1..4, both pinned.
+// nodes on mlx5_1..8 and 4-GPU A100 nodes on mlx5_1..4 (mlx5_0 is the
+// management NIC, eth0 with the default route, on both), both pinned.
 const (
 	mixedH100    = "NVIDIA-H100-80GB-HBM3"
 	mixedA100    = "NVIDIA-A100-SXM4-80GB"
-	mixedHCAH100 = "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+	mixedHCAH100 = "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
 	productKey   = "nvidia.com/gpu.product"
 )
 
@@ -25,10 +26,15 @@ func useMixedProfiles(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveProfiles(t, ns, string(text), func() (bool, string) {
-		got := dryRunHCA(t, ns)
-		return got == mixedHCAH100, got
-	}, shippedServing(t, ns))
+	// By the profile's name: the H100 profile has the shipped roce-8card's
+	// HCA list, so the list cannot tell which profiles serve.
+	serving := func(want string) func() (bool, string) {
+		return func() (bool, string) {
+			got := dryRunProfile(t, ns)
+			return got == want, got
+		}
+	}
+	serveProfiles(t, ns, string(text), serving("h100-8card"), serving("roce-8card"))
 }
 
 // withNodeAffinity requires the node's GPU product to be one of products.
