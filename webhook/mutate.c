@@ -1754,12 +1754,15 @@ static void mutate_tie_text(const struct select_tie *t, char *out, size_t len, c
     mutate_short(buf, full, full_len);
 }
 
-/* Says which rules found several profiles and chose none of them. */
+/* Says which rules found several profiles and chose none of them. The node
+ * constraints' tie only when no profile came after it either: one the GPU
+ * count or the default then chose (and pinned) was chosen, and "none
+ * chosen" beside "pinned to profile ..." would contradict it. */
 static void mutate_warn_ties(struct mutate_ctx *m, const struct select_result *sel)
 {
     char names[34], full[SELECT_TIE_LISTED * 72 + 32];
 
-    if (sel->tie_labels.n >= 2) {
+    if (sel->tie_labels.n >= 2 && !sel->profile) {
         /* This text is longer than the GPU count's by more than its number. */
         mutate_tie_text(&sel->tie_labels, names, sizeof(names) - 4, full, sizeof(full));
         MUTATE_WARN(m, MUTATE_W_AMBIGUOUS,
@@ -1857,7 +1860,9 @@ static int mutate_choose(struct mutate_ctx *m)
         return -1;
     }
     if (!m->p) {
-        if (sel.gpus > 0 && !sel.namespace_lookup_failed)
+        /* A pod that chose several node types itself has the ambiguity's
+         * warning alone: no profile is missing for it. */
+        if (sel.gpus > 0 && !sel.namespace_lookup_failed && !sel.tie_spans_types)
             MUTATE_WARN(
                 m, MUTATE_W_NO_PROFILE,
                 "add a profile for %lld GPUs on these nodes, or set " SELECT_ANNOTATION_PROFILE

@@ -174,6 +174,8 @@ TEST(test_four_gpus_chosen_by_gpus_and_pinned)
     assert_string_equal(line_of(t, "result:"), "result: mutated, 9 patch operations");
 }
 
+/* The pod chose both types itself: neither the GPU count nor pinning
+ * overrides that, and the trace stops at the tie. */
 TEST(test_in_both_types_is_a_tie_at_node_labels)
 {
     const char *t = explain(
@@ -184,12 +186,33 @@ TEST(test_in_both_types_is_a_tie_at_node_labels)
                         "gpu.product In [H100, A100]");
     assert_string_equal(line_of(t, "profile \"a100\": node-labels"),
                         "profile \"a100\": node-labels: tied with h100 at node-labels (the "
-                        "constraints fit several; none chosen); gpus: match.gpus [1, 2, 4] vs "
-                        "the pod's 8 GPUs");
-    assert_contains(line_of(t, "profile \"h100\": node-labels"), "tied with a100 at node-labels");
-    assert_contains(line_of(t, "profile \"h100\": node-labels"), "chosen by gpus");
+                        "constraints allow several node types, which they tell apart by a "
+                        "label; none chosen, and no later rule chooses for them)");
+    assert_string_equal(line_of(t, "profile \"h100\": node-labels"),
+                        "profile \"h100\": node-labels: tied with a100 at node-labels (the "
+                        "constraints allow several node types, which they tell apart by a "
+                        "label; none chosen, and no later rule chooses for them)");
+    assert_string_equal(line_of(t, "no profile:"),
+                        "no profile: the pod's node constraints allow several node types, and "
+                        "the GPU count or a default does not choose one for it (rule none; "
+                        "nothing is added)");
     assert_contains(t, "warning: rdma-webhook: set rdma-webhook.io/profile: ambiguous node "
                        "constraints fit h100, a100; none chosen\n");
+    assert_null(strstr(t, "pinned"));
+    assert_null(strstr(t, "add a profile"));
+}
+
+/* A label both profiles share says nothing about the type: the GPU count
+ * chooses and pins, with no ambiguity warning beside the pin's. */
+TEST(test_shared_label_tie_then_gpus)
+{
+    const char *t = explain(POD("{'nodeSelector':{'pool':'train'},'containers':[" GPUS("8") "]}"));
+
+    assert_contains(line_of(t, "profile \"h100\": node-labels"),
+                    "tied with a100 at node-labels (the constraints fit several; none chosen)");
+    assert_contains(line_of(t, "profile \"h100\": node-labels"), "chosen by gpus");
+    assert_null(strstr(t, "ambiguous"));
+    assert_contains(t, "warning: rdma-webhook: pinned to profile \"h100\" nodes");
 }
 
 TEST(test_demanded_type_excludes_the_other)
@@ -567,6 +590,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_four_gpus_chosen_by_gpus_and_pinned, teardown),
         cmocka_unit_test_teardown(test_in_both_types_is_a_tie_at_node_labels, teardown),
+        cmocka_unit_test_teardown(test_shared_label_tie_then_gpus, teardown),
         cmocka_unit_test_teardown(test_demanded_type_excludes_the_other, teardown),
         cmocka_unit_test_teardown(test_not_in_excludes_through_the_affinity, teardown),
         cmocka_unit_test_teardown(test_bound_pod_by_the_node_and_the_other_excluded_by_it,

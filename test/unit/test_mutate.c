@@ -1586,23 +1586,38 @@ TEST(test_mixed_4gpu_pod_without_pin_gets_no_node_selector)
     assert_not_warned("pinned");
 }
 
-TEST(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin)
+/* The pod allows both types itself: no profile, so no pin over its choice,
+ * and one warning, which says what to do (not "pinned" beside "none
+ * chosen", nor "add a profile"). */
+TEST(test_mixed_in_h100_a100_is_ambiguous_and_not_pinned)
 {
-    run_with(POD("{" PRODUCT_IN("['H100','A100']") ",'containers':[" GPUS("4") "]}"),
-             profiles_from(MIXED("true")), NULL);
-    assert_int_equal(warned("ambiguous node constraints fit h100, a100"), 1);
-    assert_string_equal(T.res.profile->name, "a100");
-    assert_int_equal(T.res.rule, SELECT_BY_GPUS);
-    assert_env(C(0), "NCCL_IB_HCA", A100_HCA);
-    assert_json_at(T.patched, "/spec/nodeSelector",
-                   "{'nvidia.com/gpu.product':'A100','pool':'train'}");
+    const char *const counts[] = {"4", "8"};
+
+    for (size_t i = 0; i < 2; i++) {
+        char pod[1024];
+
+        snprintf(pod, sizeof(pod),
+                 POD("{" PRODUCT_IN("['H100','A100']") ",'containers':[{'name':'pytorch','image':"
+                                                       "'i','resources':{'limits':{'nvidia.com/"
+                                                       "gpu':'%s'}}}]}"),
+                 counts[i]);
+        run_with(pod, profiles_from(MIXED("true")), NULL);
+        assert_int_equal(T.res.warnings.n, 1);
+        assert_warned("set rdma-webhook.io/profile: ambiguous node constraints fit h100, a100; "
+                      "none chosen");
+        assert_int_equal(T.res.reason, MUTATE_R_NO_PROFILE);
+        assert_false(T.res.pinned);
+        assert_absent(T.patched, "/spec/nodeSelector");
+        teardown(NULL);
+    }
 }
 
 TEST(test_mixed_shared_pool_label_pins_only_the_missing_key)
 {
     run_with(POD("{'nodeSelector':{'pool':'train'},'containers':[" GPUS("4") "]}"),
              profiles_from(MIXED("true")), NULL);
-    assert_warned("ambiguous node constraints fit h100, a100");
+    /* The GPU count chose: the node-label tie before it is no warning. */
+    assert_not_warned("ambiguous");
     assert_string_equal(T.res.profile->name, "a100");
     assert_json_at(T.patched, "/spec/nodeSelector",
                    "{'pool':'train','nvidia.com/gpu.product':'A100'}");
@@ -3116,7 +3131,7 @@ int main(void)
         T_(test_user_hca_syntax_nccl_misreads),
         T_(test_mixed_4gpu_pod_without_constraints_is_pinned),
         T_(test_mixed_4gpu_pod_without_pin_gets_no_node_selector),
-        T_(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin),
+        T_(test_mixed_in_h100_a100_is_ambiguous_and_not_pinned),
         T_(test_mixed_shared_pool_label_pins_only_the_missing_key),
         T_(test_mixed_1_and_2_gpu_pods_take_the_gpus_list),
         T_(test_mixed_pod_demanding_a100_never_gets_h100_by_gpu_count),
