@@ -212,11 +212,11 @@ func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
 			// Before it, the refusal of the source's version is a warning
 			// that the copy is tried next: no line claims that /mutate
 			// answers 503, which the copy then makes untrue.
-			rejected, at := in.waitLog(t, 0, 0, `"profiles rejected"`, msgStarts("profiles rejected"))
-			if m, _ := pathStr(rejected, "msg"); at > served || rejected["level"] != "warn" ||
+			rejected, refusedAt := in.waitLog(t, 0, 0, `"profiles rejected"`, msgStarts("profiles rejected"))
+			if m, _ := pathStr(rejected, "msg"); refusedAt > served || rejected["level"] != "warn" ||
 				m != "profiles rejected; none loaded yet: trying the last good copy" {
 				t.Errorf("the refusal (line %d) before serving the copy (line %d): expected level warn and msg %q, got %v",
-					at, served, "profiles rejected; none loaded yet: trying the last good copy", rejected)
+					refusedAt, served, "profiles rejected; none loaded yet: trying the last good copy", rejected)
 			}
 			if lines := in.linesSince(0, func(o obj) bool {
 				m, _ := pathStr(o, "msg")
