@@ -1,6 +1,7 @@
 package realcluster
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,10 @@ func requireJobAdmitted(t *testing.T, ns string, job pytorchJob, ipc bool, warn 
 			if warn == "" && len(texts) != 0 {
 				t.Errorf("%s/%s: unexpected warnings %v", ns, p.Name, texts)
 			}
-			if warn != "" && !strings.Contains(p.Annotations["rdma-webhook.io/warnings"], warn) {
+			// The annotation is a JSON array: a text with quotes is escaped there.
+			var kept []string
+			_ = json.Unmarshal([]byte(p.Annotations["rdma-webhook.io/warnings"]), &kept)
+			if warn != "" && !strings.Contains(strings.Join(kept, "\n"), warn) {
 				t.Errorf("%s/%s: rdma-webhook.io/warnings lacks %q: %q", ns, p.Name, warn, p.Annotations["rdma-webhook.io/warnings"])
 			}
 		}
