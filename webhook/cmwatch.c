@@ -323,7 +323,11 @@ int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *
     if ((rc = cmwatch_split(w, ns_name, key, err, errlen)) != ERR_OK)
         goto fail;
     snprintf(w->origin, sizeof(w->origin), "configmap %s/%s", w->ns, w->name);
+    /* cmwatch_no_valid tries the copy after each refusal before any
+     * version serves: the store's line for that refusal must not say 503. */
+    store_set_fallback(store, lastgood_enabled(lastgood));
     if (pthread_create(&w->thread, NULL, cmwatch_main, w) != 0) {
+        store_set_fallback(store, 0);
         rc = err_set(err, errlen, ERR_FAIL, "cannot start the watch of %s", w->origin);
         goto fail;
     }

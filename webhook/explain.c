@@ -284,7 +284,11 @@ static int explain_rule_labels(struct explain_ctx *e, struct explain_line *l,
     if (sel->tie_labels.n >= 2) {
         explain_cat(l, "node-labels: tied with ");
         explain_tie(l, &sel->tie_labels, p);
-        explain_cat(l, " at node-labels (the constraints fit several; none chosen)");
+        explain_cat(l, sel->tie_spans_types
+                           ? " at node-labels (the constraints allow several node types, which "
+                             "they tell apart by a label; none chosen, and no later rule "
+                             "chooses for them)"
+                           : " at node-labels (the constraints fit several; none chosen)");
     } else if (!e->constrained) {
         explain_cat(l, "node-labels: the pod has no node constraints");
     } else {
@@ -378,7 +382,7 @@ static void explain_profile(struct explain_ctx *e, const struct profiles_entry *
     if (explain_namespaces(e, &l, p))
         goto done;
     if (explain_rule_labels(e, &l, p) || sel->rule == SELECT_BY_NODE_LABELS ||
-        sel->rule == SELECT_BY_NODE)
+        sel->rule == SELECT_BY_NODE || sel->tie_spans_types)
         goto done;
     if (explain_rule_gpus(e, &l, p) || sel->rule == SELECT_BY_GPUS)
         goto done;
@@ -453,6 +457,10 @@ void explain_selection(struct trace *t, const cJSON *spec, const char *ns,
     if (sel->profile)
         trace_add(t, "profile \"%s\": chosen by rule %s", sel->profile->name,
                   select_rule_name(sel->rule));
+    else if (sel->tie_spans_types)
+        trace_add(t, "no profile: the pod's node constraints allow several node types, and the "
+                     "GPU count or a default does not choose one for it (rule none; nothing is "
+                     "added)");
     else
         trace_add(t, "no profile: no rule chose one (rule none; nothing is added)");
     t->indent++;

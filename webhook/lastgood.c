@@ -420,7 +420,8 @@ int lastgood_fall_back(struct lastgood *lg, const atomic_int *stop)
                                      : "has no profiles key");
     if (rc != ERR_OK) {
         log_msg(lg->log, LOG_ERROR,
-                "no last good profiles to fall back to; not ready until a valid version loads",
+                "no last good profiles to fall back to; /mutate answers 503 until a valid version "
+                "loads",
                 "error", err);
         cJSON_Delete(f.doc);
         return rc;
@@ -429,8 +430,8 @@ int lastgood_fall_back(struct lastgood *lg, const atomic_int *stop)
     lastgood_format_time(f.loaded_at, at, sizeof(at));
     log_begin(&l, lg->log, LOG_ERROR,
               rc == ERR_OK ? "serving the last good profiles: fix the source"
-                           : "the last good profiles are not valid either; not ready until a "
-                             "valid version loads");
+                           : "the last good profiles are not valid either; /mutate answers 503 "
+                             "until a valid version loads");
     log_str(&l, "fix", lg->fix);
     log_str(&l, "copy", lg->origin);
     log_str(&l, "loaded_at", at);

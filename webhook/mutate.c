@@ -638,7 +638,10 @@ static int mutate_has_string(const cJSON *arr, const char *a, const char *b)
     return 0;
 }
 
-/* runAsNonRoot or a non-zero runAsUser, the container's setting over the pod's. */
+/* A non-zero runAsUser, else runAsNonRoot: true, the container's setting
+ * over the pod's. runAsNonRoot alone counts: the kubelet refuses to start
+ * such a container when its image's user is 0 (or not numeric), so it runs
+ * as non-root or not at all. */
 static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
 {
     const cJSON *psc = podjson_obj(&m->r, m->spec, "securityContext");
@@ -786,9 +789,10 @@ static void mutate_podsec_note(struct mutate_ctx *m, const char *cname)
 }
 
 /* Adds IPC_LOCK, creating securityContext, capabilities and add as needed,
- * since an "add" under a missing parent fails in the apiserver. Where Pod
- * Security forbids adding it, the container keeps what it has; it may need
- * the node's memlock limit instead, which the warning says. */
+ * since an "add" under a missing parent fails in the apiserver. Where it
+ * would do nothing (a non-root container) or Pod Security forbids adding
+ * it, the container keeps what it has; it may need the node's memlock limit
+ * instead, which the warning says. */
 static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath,
                             const char *cname)
 {
@@ -806,12 +810,26 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
         return;
     }
     has = mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK");
+    /* Asked before Pod Security: a capability that cannot work needs no
+     * level's permission, and would only trip the policies that forbid
+     * adding any. */
+    if (!has && mutate_runs_as_non_root(m, sc)) {
+        MUTATE_WARN(m, MUTATE_W_NON_ROOT,
+                    "raise memlock on nodes for container \"%s\": no IPC_LOCK, which does "
+                    "nothing as non-root",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        MUTATE_TRACE(m, "IPC_LOCK: not added: the container runs as non-root (runAsUser not 0, "
+                        "or runAsNonRoot), where an added capability is not effective; NCCL's "
+                        "memory registration then needs the memlock ulimit of the node's "
+                        "container runtime raised");
+        return;
+    }
     if (!has && !mutate_podsec_allows(m, cname)) {
         MUTATE_TRACE(m, "IPC_LOCK: not added: the namespace's Pod Security enforce level forbids "
                         "it, or cannot be read (the warning says which)");
         return;
     }
-    if (mutate_runs_as_non_root(m, sc))
+    if (has && mutate_runs_as_non_root(m, sc))
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
                     "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
                     "nothing",
@@ -1736,12 +1754,15 @@ static void mutate_tie_text(const struct select_tie *t, char *out, size_t len, c
     mutate_short(buf, full, full_len);
 }
 
-/* Says which rules found several profiles and chose none of them. */
+/* Says which rules found several profiles and chose none of them. The node
+ * constraints' tie only when no profile came after it either: one the GPU
+ * count or the default then chose (and pinned) was chosen, and "none
+ * chosen" beside "pinned to profile ..." would contradict it. */
 static void mutate_warn_ties(struct mutate_ctx *m, const struct select_result *sel)
 {
     char names[34], full[SELECT_TIE_LISTED * 72 + 32];
 
-    if (sel->tie_labels.n >= 2) {
+    if (sel->tie_labels.n >= 2 && !sel->profile) {
         /* This text is longer than the GPU count's by more than its number. */
         mutate_tie_text(&sel->tie_labels, names, sizeof(names) - 4, full, sizeof(full));
         MUTATE_WARN(m, MUTATE_W_AMBIGUOUS,
@@ -1839,7 +1860,9 @@ static int mutate_choose(struct mutate_ctx *m)
         return -1;
     }
     if (!m->p) {
-        if (sel.gpus > 0 && !sel.namespace_lookup_failed)
+        /* A pod that chose several node types itself has the ambiguity's
+         * warning alone: no profile is missing for it. */
+        if (sel.gpus > 0 && !sel.namespace_lookup_failed && !sel.tie_spans_types)
             MUTATE_WARN(
                 m, MUTATE_W_NO_PROFILE,
                 "add a profile for %lld GPUs on these nodes, or set " SELECT_ANNOTATION_PROFILE

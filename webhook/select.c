@@ -264,9 +264,61 @@ static void select_prefer_limited(struct select_found *f, struct select_tie *tie
         select_tie_add(tie, f->p[i]);
 }
 
-/* Rule 2: the one profile with nodeLabels the constraints fit, if named. */
-static const struct profiles_entry *
-select_by_labels(struct select_ctx *x, const struct profiles *ps, struct select_tie *tie)
+/* Whether every required term that can match a node demands key there
+ * (In, Exists, Gt or Lt on it), and there is such a term. */
+static int select_terms_require(struct select_ctx *x, const char *key)
+{
+    const cJSON *term, *expr;
+    int any = 0;
+
+    cJSON_ArrayForEach(term, x->terms)
+    {
+        int demands = 0;
+
+        if (select_term_empty(x, term))
+            continue;
+        any = 1;
+        cJSON_ArrayForEach(expr, podjson_arr(x->r, term, "matchExpressions"))
+        {
+            const char *k = podjson_str(x->r, expr, "key");
+
+            demands |= k && strcmp(k, key) == 0 && select_positive(x->r, expr);
+        }
+        if (!demands)
+            return 0;
+    }
+    return any;
+}
+
+/* Whether the tie is the pod's own choice of several node types: two of
+ * the profiles found set one label to different values, and the pod's
+ * required affinity demands that label while allowing both values (In
+ * [H100, A100], Exists). Then the pod already limits itself, to several
+ * types; the GPU count or the default choosing one of them, and pinning
+ * the pod to it, would override what its author wrote. A tie on a label
+ * they share (node-pool: train) says nothing about the type: the later
+ * rules choose as for a pod without constraints. (nodeSelector sets one
+ * value, so it never allows two; the Node of spec.nodeName is never
+ * pinned.) */
+static int select_tie_spans_types(struct select_ctx *x, const struct select_found *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        for (size_t j = i + 1; j < f->n; j++)
+            for (size_t k = 0; k < f->p[i]->node_labels.n; k++) {
+                const struct profiles_kv *kv = &f->p[i]->node_labels.v[k];
+                const char *other = profiles_kv_get(&f->p[j]->node_labels, kv->name);
+
+                if (other && strcmp(other, kv->value) != 0 && select_terms_require(x, kv->name))
+                    return 1;
+            }
+    return 0;
+}
+
+/* Rule 2: the one profile with nodeLabels the constraints fit, if named;
+ * *spans when its tie is the pod's choice of several node types. */
+static const struct profiles_entry *select_by_labels(struct select_ctx *x,
+                                                     const struct profiles *ps,
+                                                     struct select_tie *tie, int *spans)
 {
     struct select_found f = {.n = 0};
     int named_any = 0;
@@ -288,6 +340,8 @@ select_by_labels(struct select_ctx *x, const struct profiles *ps, struct select_
         return f.p[0];
     if (tie->n < 2 || !named_any)
         tie->n = 0; /* constraints about other labels, or none: no tie to report */
+    else
+        *spans = select_tie_spans_types(x, &f);
     return NULL;
 }
 
@@ -360,7 +414,8 @@ static void select_by_constraints(struct select_ctx *x, const struct profiles *p
                                   struct select_result *out)
 {
     out->rule = x->node ? SELECT_BY_NODE : SELECT_BY_NODE_LABELS;
-    if ((out->profile = select_by_labels(x, ps, &out->tie_labels)) || x->ns_unknown)
+    out->profile = select_by_labels(x, ps, &out->tie_labels, &out->tie_spans_types);
+    if (out->profile || x->ns_unknown || out->tie_spans_types)
         goto done;
     out->rule = SELECT_BY_GPUS;
     if ((out->profile = select_by_gpus(x, ps, out->gpus, &out->tie_gpus)) || x->ns_unknown)

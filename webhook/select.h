@@ -11,7 +11,11 @@
  *      The rule chooses the one profile with nodeLabels that the constraints
  *      are consistent with, when they name it. Consistent with several (In
  *      [H100, A100], or a label they share), one of them named: ambiguous,
- *      nothing from this rule, and the tie lists them;
+ *      nothing from this rule, and the tie lists them. When the pod's
+ *      required affinity demands a label that two of them set to
+ *      different values, and allows both (In [H100, A100], Exists), the
+ *      pod has chosen several node types itself: nothing from rules 3 and
+ *      4 either (tie_spans_types), so nothing is pinned over its choice;
  *   3. the pod's GPU count, against match.gpus of the profiles the
  *      constraints do not exclude (a profile with nodeLabels they are not
  *      consistent with; one without nodeLabels is never excluded). More than
@@ -94,7 +98,10 @@ struct select_result {
     /* For SELECT_OTHER_NAMESPACES: the profile the annotation names. */
     const struct profiles_entry *other_namespaces;
     struct select_tie tie_labels; /* rule 2 was ambiguous when n >= 2 */
-    struct select_tie tie_gpus;   /* rule 3 was ambiguous when n >= 2 */
+    /* Rule 2's tie is the pod's own choice of several node types (In
+     * [H100, A100]): rules 3 and 4 were not tried. */
+    int tie_spans_types;
+    struct select_tie tie_gpus; /* rule 3 was ambiguous when n >= 2 */
 };
 
 /* ns: the pod's namespace (the AdmissionReview's request.namespace). */

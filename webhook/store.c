@@ -36,6 +36,7 @@ struct store {
     unsigned long generation;
     unsigned long rejected; /* versions refused since start */
     atomic_int stale;       /* see store.h; written under mu, read without */
+    atomic_int fallback;    /* store_set_fallback; 0 from calloc */
     struct log *log;
 };
 
@@ -149,9 +150,15 @@ static void store_log_rejected(struct store *s, const char *origin, const struct
     const char *line = dynbuf_ptr(errors);
     char one[512];
 
-    log_msg(s->log, LOG_ERROR,
-            store_ready(s) ? "profiles rejected; the previous version keeps serving"
-                           : "profiles rejected; " STORE_NONE_YET,
+    int ready = store_ready(s), fallback = !ready && atomic_load(&s->fallback);
+
+    /* Before any version serves, a source that falls back has not lost
+     * yet: saying 503 here would be contradicted a moment later by
+     * "serving the last good profiles". */
+    log_msg(s->log, fallback ? LOG_WARN : LOG_ERROR,
+            ready      ? "profiles rejected; the previous version keeps serving"
+            : fallback ? "profiles rejected; " STORE_FALLBACK_NEXT
+                       : "profiles rejected; " STORE_NONE_YET,
             "source", origin);
     while (*line) {
         size_t n = strcspn(line, "\n");
@@ -202,6 +209,12 @@ void store_reject(struct store *s, const char *origin, const char *problem)
     store_refused(s);
     pthread_mutex_unlock(&s->reload_mu);
     dynbuf_free(&errors);
+}
+
+void store_set_fallback(struct store *s, int on)
+{
+    assert(s->magic == STORE_MAGIC);
+    atomic_store(&s->fallback, on != 0);
 }
 
 int store_stale(struct store *s)

@@ -43,6 +43,9 @@
 /* What a log line says instead of "the previous version keeps serving"
  * when there is none: before the first valid version. */
 #define STORE_NONE_YET "none loaded yet: /mutate answers 503 until a valid version loads"
+/* What it says instead, at warn level, where a copy is tried next
+ * (store_set_fallback): the 503 is not known yet. */
+#define STORE_FALLBACK_NEXT "none loaded yet: trying the last good copy"
 
 struct profiles;
 
@@ -94,6 +97,14 @@ int store_publish(struct store *s, const char *text, size_t len, const char *ori
 /* Records a version refused before it could be parsed (a ConfigMap without
  * the profiles key): logged and counted like a rejected one. */
 void store_reject(struct store *s, const char *origin, const char *problem);
+
+/* on: the source tries a last good copy when a version of its is refused
+ * before any serves (cmwatch with an enabled lastgood), so the store logs
+ * that refusal at warn level with STORE_FALLBACK_NEXT, and the fallback
+ * logs what came of it: serving the copy, or, with no valid copy, the
+ * error that /mutate answers 503. Off (as made), at error level with
+ * STORE_NONE_YET. Each problem line stays at error level either way. */
+void store_set_fallback(struct store *s, int on);
 
 /* Publishes a version that is not the source's current one (the last good
  * copy): validated like any other; when published, the store is stale and

@@ -121,21 +121,27 @@ func checkTargets(t *testing.T, ps profileSet, e expectation, o outcome) {
 	hostNet := path(o.original, "spec", "hostNetwork") == true
 	env := ps.envFor(t, profile, hostNet)
 	for _, name := range targets {
-		checkTargetContainer(t, name, containerByName(o.mutated, name), env, e.Env[name])
+		checkTargetContainer(t, name, containerByName(o.mutated, name), env, e.Env[name], e.IPCLock == nil || *e.IPCLock)
 	}
 }
 
-// checkTargetContainer: IPC_LOCK unless privileged, a mount at /dev/shm,
-// and every profile variable in env (unless the expect block says absent).
-func checkTargetContainer(t *testing.T, name string, c obj, env map[string]string, exact map[string]*string) {
+// checkTargetContainer: IPC_LOCK unless privileged (none at all where the
+// expect block says "ipcLock": false, as for a non-root pod), a mount at
+// /dev/shm, and every profile variable in env (unless the expect block says
+// absent).
+func checkTargetContainer(t *testing.T, name string, c obj, env map[string]string, exact map[string]*string, ipcLock bool) {
 	t.Helper()
 	if c == nil {
 		t.Errorf("target container %q: not in the mutated pod", name)
 		return
 	}
-	if path(c, "securityContext", "privileged") != true &&
-		!contains(stringList(pathArr(c, "securityContext", "capabilities", "add")), "IPC_LOCK") {
+	has := contains(stringList(pathArr(c, "securityContext", "capabilities", "add")), "IPC_LOCK")
+	if ipcLock && path(c, "securityContext", "privileged") != true && !has {
 		t.Errorf("target container %q: expected IPC_LOCK in securityContext.capabilities.add, got %s",
+			name, compact(path(c, "securityContext")))
+	}
+	if !ipcLock && has {
+		t.Errorf("target container %q: expected no IPC_LOCK (expect.ipcLock false), got %s",
 			name, compact(path(c, "securityContext")))
 	}
 	if !hasMountAt(c, shmPath) {

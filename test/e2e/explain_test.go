@@ -109,11 +109,17 @@ func explainCases() map[string]explainCase {
 			`annotation rdma-webhook.io/selected-by: gpus`,
 			`warning: rdma-webhook: pinned to profile "a100-4card" nodes: nodeSelector ` + a100Labels,
 		}},
-		"ambiguous": {pod: withProductIn(trainingPod(4), h100Product, a100Product), profile: "a100-4card", rule: "gpus", pinned: true, lines: []string{
+		"ambiguous": {pod: withProductIn(trainingPod(4), h100Product, a100Product), rule: "none", lines: []string{
 			`node constraints: nodeSelector none; required node affinity term 1: nvidia.com/gpu.product In [` + h100Product + `, ` + a100Product + `]`,
-			`profile "h100-8card": node-labels: tied with a100-4card at node-labels (the constraints fit several; none chosen); gpus: match.gpus [8] vs the pod's 4 GPUs`,
-			`profile "a100-4card": node-labels: tied with h100-8card at node-labels (the constraints fit several; none chosen); chosen by gpus: match.gpus [1, 2, 4] has the pod's 4 GPUs`,
+			`no profile: the pod's node constraints allow several node types, and the GPU count or a default does not choose one for it (rule none; nothing is added)`,
+			`profile "h100-8card": node-labels: tied with a100-4card at node-labels (the constraints allow several node types, which they tell apart by a label; none chosen, and no later rule chooses for them)`,
+			`profile "a100-4card": node-labels: tied with h100-8card at node-labels (the constraints allow several node types, which they tell apart by a label; none chosen, and no later rule chooses for them)`,
 			`warning: rdma-webhook: set rdma-webhook.io/profile: ambiguous node constraints fit h100-8card, a100-4card; none chosen`,
+		}},
+		"shared-label": {pod: withNodeSelector(trainingPod(4), map[string]string{"node-pool": "train"}), profile: "a100-4card", rule: "gpus", pinned: true, lines: []string{
+			`profile "a100-4card": node-labels: tied with h100-8card at node-labels (the constraints fit several; none chosen); chosen by gpus: match.gpus [1, 2, 4] has the pod's 4 GPUs`,
+			`pin: pinned: the nodeSelector gets nvidia.com/gpu.product=` + a100Product + ` (the profile's nodeLabels)`,
+			`warning: rdma-webhook: pinned to profile "a100-4card" nodes: nodeSelector nvidia.com/gpu.product=` + a100Product,
 		}},
 		"demanded": {pod: withNodeSelector(trainingPod(8), map[string]string{productKey: a100Product}), profile: "a100-4card", rule: "node-labels", lines: []string{
 			`profile "h100-8card": excluded by the pod's node constraints: nodeLabels nvidia.com/gpu.product=` + h100Product + ` inconsistent with the pod's nodeSelector nvidia.com/gpu.product=` + a100Product,

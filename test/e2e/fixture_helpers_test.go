@@ -30,6 +30,7 @@ type expectation struct {
 	SchedulerName    json.RawMessage               `json:"schedulerName"`
 	ShmVolume        json.RawMessage               `json:"shmVolume"`
 	RdmaResource     json.RawMessage               `json:"rdmaResource"`
+	IPCLock          *bool                         `json:"ipcLock"` // false: no target container has IPC_LOCK
 	Warnings         *[]string                     `json:"warnings"`
 }
 

@@ -210,7 +210,22 @@ func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
 			in := startWithCopy(t, a, doc, c.data(t), "--stale-log-seconds", "1")
 			_, ann, _ := waitCopy(t, a, doc, "the copy")
 			waitStatus(t, readyAfterUp, "/readyz serving the copy", http.StatusOK, func() int { return in.readyz(t, false) })
-			in.waitLog(t, 0, pickUpWithin, `"serving the last good profiles"`, msgStarts("serving the last good profiles"))
+			_, served := in.waitLog(t, 0, pickUpWithin, `"serving the last good profiles"`, msgStarts("serving the last good profiles"))
+			// Before it, the refusal of the source's version is a warning
+			// that the copy is tried next: no line claims that /mutate
+			// answers 503, which the copy then makes untrue.
+			rejected, refusedAt := in.waitLog(t, 0, 0, `"profiles rejected"`, msgStarts("profiles rejected"))
+			if m, _ := pathStr(rejected, "msg"); refusedAt > served || rejected["level"] != "warn" ||
+				m != "profiles rejected; none loaded yet: trying the last good copy" {
+				t.Errorf("the refusal (line %d) before serving the copy (line %d): expected level warn and msg %q, got %v",
+					refusedAt, served, "profiles rejected; none loaded yet: trying the last good copy", rejected)
+			}
+			if lines := in.linesSince(0, func(o obj) bool {
+				m, _ := pathStr(o, "msg")
+				return strings.Contains(m, "503")
+			}); len(lines) != 0 {
+				t.Errorf("serving the copy, yet the log says 503: %v", lines)
+			}
 			for i := 0; i < 3; i++ {
 				ad := in.admit(t, trainingPod(8))
 				if w := staleOf(t, ad); !strings.HasPrefix(w, staleWarning) {
@@ -264,7 +279,8 @@ func TestLastGoodNoValidCopy(t *testing.T) {
 	a.putConfigMap(profNS, copyName, profilesData(profilesBadTimeout(t)))
 	a.putConfigMap(profNS, profName, profilesData(profilesBadTimeout(t)))
 	in := startConfigMapInstance(t, a)
-	in.waitLog(t, 0, pickUpWithin, `"the last good profiles are not valid either"`, msgStarts("the last good profiles are not valid either"))
+	line, _ := in.waitLog(t, 0, pickUpWithin, `"the last good profiles are not valid either"`, msgStarts("the last good profiles are not valid either"))
+	requireSays503(t, line)
 	if st := in.readyz(t, false); st != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with an invalid copy: expected 503, got %d", st)
 	}
@@ -272,9 +288,20 @@ func TestLastGoodNoValidCopy(t *testing.T) {
 	b := startFakeAPI(t)
 	b.putConfigMap(profNS, profName, profilesData(profilesBadTimeout(t)))
 	in2 := startConfigMapInstance(t, b)
-	in2.waitLog(t, 0, pickUpWithin, `"no last good profiles to fall back to"`, msgStarts("no last good profiles to fall back to"))
+	line, _ = in2.waitLog(t, 0, pickUpWithin, `"no last good profiles to fall back to"`, msgStarts("no last good profiles to fall back to"))
+	requireSays503(t, line)
 	if st := in2.readyz(t, false); st != http.StatusServiceUnavailable {
 		t.Errorf("/readyz without a copy: expected 503, got %d", st)
+	}
+}
+
+// requireSays503: with no copy to serve, the fallback's line is the error
+// that the source's refusal (a warning, the copy being tried next) did not
+// claim yet.
+func requireSays503(t *testing.T, line obj) {
+	t.Helper()
+	if m, _ := pathStr(line, "msg"); line["level"] != "error" || !strings.HasSuffix(m, "; /mutate answers 503 until a valid version loads") {
+		t.Errorf("the fallback's failure: expected level error and a msg saying /mutate answers 503, got %v", line)
 	}
 }
 

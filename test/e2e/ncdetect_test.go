@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,5 +271,44 @@ func TestNcclDetectHelp(t *testing.T) {
 	res = runBinary(t, nil, "--help")
 	if !strings.Contains(string(res.stdout), "nccl-detect") {
 		t.Errorf("--help: expected nccl-detect among the commands:\n%s", res.stdout)
+	}
+}
+
+// TestMixedExampleMatchesTheSeedNode: the 8-card H100 profile of
+// manifests/examples/profiles-mixed.json lists the NICs that detection
+// chooses on the seed guide's 8-card node, mlx5_1..mlx5_8, and not mlx5_0,
+// the management NIC on eth0 with the default route: copied as it is, the
+// example must not put that NIC into NCCL_IB_HCA, nor leave mlx5_8 out.
+func TestMixedExampleMatchesTheSeedNode(t *testing.T) {
+	text, err := os.ReadFile("../../manifests/examples/profiles-mixed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Profiles []struct {
+			Name string   `json:"name"`
+			HCA  []string `json:"hca"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(text, &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := newDetectTree(t)
+	d.seedNode()
+	res := d.detect("--out", "-")
+	expectExit0(t, res)
+	found := 0
+	for _, p := range doc.Profiles {
+		if len(p.HCA) == 0 || !strings.Contains(p.Name, "8card") {
+			continue
+		}
+		found++
+		expectText(t, p.Name+"'s hca as NCCL_IB_HCA", "NCCL_IB_HCA=="+strings.Join(p.HCA, ",")+"\n", seedHCA)
+		if !strings.HasPrefix(string(res.stdout), seedHCA) {
+			t.Errorf("detection on the seed node: %q does not start with %q", res.stdout, seedHCA)
+		}
+	}
+	if found == 0 {
+		t.Fatalf("no 8-card profile with an hca list in the example:\n%s", text)
 	}
 }

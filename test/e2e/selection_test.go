@@ -7,7 +7,7 @@ import (
 )
 
 // The issue-14 cluster, through the real binary: 8-GPU H100 nodes
-// (mlx5_0..mlx5_7) and 4-GPU A100 nodes (mlx5_1..mlx5_4), both in node-pool
+// (mlx5_1..mlx5_8; mlx5_0 is the management NIC on eth0) and 4-GPU A100 nodes (mlx5_1..mlx5_4), both in node-pool
 // train, profiles with "pin": true (manifests/examples/profiles-mixed.json).
 const (
 	mixedProfilesPath = "../../manifests/examples/profiles-mixed.json"
@@ -16,7 +16,7 @@ const (
 	a100Product       = "NVIDIA-A100-SXM4-80GB"
 	annSelectedBy     = "rdma-webhook.io/selected-by"
 	annInjected       = "rdma-webhook.io/injected"
-	h100HCA           = "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+	h100HCA           = "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
 	a100HCA           = "=mlx5_1,mlx5_2,mlx5_3,mlx5_4"
 )
 
@@ -68,15 +68,20 @@ func mixedCases() []selectionCase {
 		{name: "4 GPUs, no node constraint: A100 by GPU count, pinned",
 			pod: trainingPod(4), profile: "a100-4card", selectedBy: "gpus", selector: pinA100,
 			warnings: []string{"pinned"}, hca: a100HCA},
-		{name: "In [H100, A100]: ambiguous, then A100 by GPU count, pinned",
-			pod:     withProductIn(trainingPod(4), h100Product, a100Product),
-			profile: "a100-4card", selectedBy: "gpus", selector: pinA100,
-			warnings: []string{"ambiguous node constraints fit h100-8card, a100-4card", "pinned"},
-			hca:      a100HCA},
-		{name: "only the shared label: ambiguous, then H100 by GPU count, the other key pinned",
+		// The pod chose both types itself: no profile, nothing pinned over
+		// its choice, one warning (not "none chosen" beside "pinned").
+		{name: "In [H100, A100], 4 GPUs: the pod's own choice of both types, no profile, not pinned",
+			pod:      withProductIn(trainingPod(4), h100Product, a100Product),
+			profile:  "",
+			warnings: []string{"ambiguous node constraints fit h100-8card, a100-4card; none chosen"}},
+		{name: "In [H100, A100], 8 GPUs: no profile, not pinned",
+			pod:      withProductIn(trainingPod(8), h100Product, a100Product),
+			profile:  "",
+			warnings: []string{"ambiguous node constraints fit h100-8card, a100-4card; none chosen"}},
+		{name: "only the shared label: H100 by GPU count, the other key pinned, no ambiguity warning",
 			pod:     withNodeSelector(trainingPod(8), map[string]string{"node-pool": "train"}),
 			profile: "h100-8card", selectedBy: "gpus", selector: pinH100,
-			warnings: []string{"ambiguous node constraints", "pinned"}, hca: h100HCA},
+			warnings: []string{"pinned"}, hca: h100HCA},
 		{name: "1 GPU: the gpus list", pod: trainingPod(1), profile: "a100-4card",
 			selectedBy: "gpus", selector: pinA100, warnings: []string{"pinned"}, hca: a100HCA},
 		{name: "2 GPUs: the gpus list", pod: trainingPod(2), profile: "a100-4card",

@@ -30,7 +30,7 @@ static const char *const MIXED =
     "'env':{'NCCL_IB_DISABLE':'0','NCCL_SOCKET_IFNAME':'eth0','NCCL_IB_TIMEOUT':'22'}},"
     "'profiles':["
     "{'name':'h100','pin':true,'match':{'gpus':8,'nodeLabels':{'gpu.product':'H100',"
-    "'pool':'train'}},'hca':['mlx5_0','mlx5_1'],'resources':{'rdma/hca':'1'}},"
+    "'pool':'train'}},'hca':['mlx5_1','mlx5_2'],'resources':{'rdma/hca':'1'}},"
     "{'name':'a100','pin':true,'match':{'gpus':[1,2,4],'nodeLabels':{'gpu.product':'A100',"
     "'pool':'train'}},'hca':['mlx5_1'],'resources':{'rdma/hca':'1'}}]}";
 
@@ -174,6 +174,8 @@ TEST(test_four_gpus_chosen_by_gpus_and_pinned)
     assert_string_equal(line_of(t, "result:"), "result: mutated, 9 patch operations");
 }
 
+/* The pod chose both types itself: neither the GPU count nor pinning
+ * overrides that, and the trace stops at the tie. */
 TEST(test_in_both_types_is_a_tie_at_node_labels)
 {
     const char *t = explain(
@@ -184,12 +186,33 @@ TEST(test_in_both_types_is_a_tie_at_node_labels)
                         "gpu.product In [H100, A100]");
     assert_string_equal(line_of(t, "profile \"a100\": node-labels"),
                         "profile \"a100\": node-labels: tied with h100 at node-labels (the "
-                        "constraints fit several; none chosen); gpus: match.gpus [1, 2, 4] vs "
-                        "the pod's 8 GPUs");
-    assert_contains(line_of(t, "profile \"h100\": node-labels"), "tied with a100 at node-labels");
-    assert_contains(line_of(t, "profile \"h100\": node-labels"), "chosen by gpus");
+                        "constraints allow several node types, which they tell apart by a "
+                        "label; none chosen, and no later rule chooses for them)");
+    assert_string_equal(line_of(t, "profile \"h100\": node-labels"),
+                        "profile \"h100\": node-labels: tied with a100 at node-labels (the "
+                        "constraints allow several node types, which they tell apart by a "
+                        "label; none chosen, and no later rule chooses for them)");
+    assert_string_equal(line_of(t, "no profile:"),
+                        "no profile: the pod's node constraints allow several node types, and "
+                        "the GPU count or a default does not choose one for it (rule none; "
+                        "nothing is added)");
     assert_contains(t, "warning: rdma-webhook: set rdma-webhook.io/profile: ambiguous node "
                        "constraints fit h100, a100; none chosen\n");
+    assert_null(strstr(t, "pinned"));
+    assert_null(strstr(t, "add a profile"));
+}
+
+/* A label both profiles share says nothing about the type: the GPU count
+ * chooses and pins, with no ambiguity warning beside the pin's. */
+TEST(test_shared_label_tie_then_gpus)
+{
+    const char *t = explain(POD("{'nodeSelector':{'pool':'train'},'containers':[" GPUS("8") "]}"));
+
+    assert_contains(line_of(t, "profile \"h100\": node-labels"),
+                    "tied with a100 at node-labels (the constraints fit several; none chosen)");
+    assert_contains(line_of(t, "profile \"h100\": node-labels"), "chosen by gpus");
+    assert_null(strstr(t, "ambiguous"));
+    assert_contains(t, "warning: rdma-webhook: pinned to profile \"h100\" nodes");
 }
 
 TEST(test_demanded_type_excludes_the_other)
@@ -416,6 +439,21 @@ TEST(test_user_hca_kept_and_the_rest_added)
                        "the profile's =mlx5_1\n");
 }
 
+/* Not added to a non-root container: the trace says why and what to do. */
+TEST(test_non_root_container_gets_no_ipc_lock)
+{
+    const char *t =
+        explain(POD("{'securityContext':{'runAsUser':1000},'containers':[" GPUS("4") "]}"));
+
+    assert_string_equal(line_of(t, "IPC_LOCK"),
+                        "IPC_LOCK: not added: the container runs as non-root (runAsUser not 0, or "
+                        "runAsNonRoot), where an added capability is not effective; NCCL's memory "
+                        "registration then needs the memlock ulimit of the node's container "
+                        "runtime raised");
+    assert_contains(t, "warning: rdma-webhook: raise memlock on nodes for container \"pytorch\": "
+                       "no IPC_LOCK, which does nothing as non-root\n");
+}
+
 static enum mutate_envfrom has_every_key(void *ctx, const char *ns, const char *name,
                                          const char *key)
 {
@@ -552,6 +590,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_four_gpus_chosen_by_gpus_and_pinned, teardown),
         cmocka_unit_test_teardown(test_in_both_types_is_a_tie_at_node_labels, teardown),
+        cmocka_unit_test_teardown(test_shared_label_tie_then_gpus, teardown),
         cmocka_unit_test_teardown(test_demanded_type_excludes_the_other, teardown),
         cmocka_unit_test_teardown(test_not_in_excludes_through_the_affinity, teardown),
         cmocka_unit_test_teardown(test_bound_pod_by_the_node_and_the_other_excluded_by_it,
@@ -562,6 +601,7 @@ int main(void)
         cmocka_unit_test_teardown(test_containers_and_the_pod_verdict, teardown),
         cmocka_unit_test_teardown(test_ib_disable_leaves_out_the_ib_variables, teardown),
         cmocka_unit_test_teardown(test_user_hca_kept_and_the_rest_added, teardown),
+        cmocka_unit_test_teardown(test_non_root_container_gets_no_ipc_lock, teardown),
         cmocka_unit_test_teardown(test_envfrom_and_what_is_there_already, teardown),
         cmocka_unit_test_teardown(test_detect_without_an_image_and_with_one, teardown),
         cmocka_unit_test_teardown(test_unreadable_pod_says_nothing_is_applied, teardown),

@@ -807,30 +807,46 @@ TEST(test_ipc_lock_off_in_profile)
     assert_absent(T.patched, "/spec/containers/0/securityContext");
 }
 
-TEST(test_non_root_container_run_as_user_warns)
+static size_t warned_kind(enum mutate_warning_kind kind);
+
+/* A non-root container gets no IPC_LOCK (an added capability is not
+ * effective for a non-root process, and it trips policies that forbid
+ * adding any), and one warning that says to raise memlock instead. */
+#define NON_ROOT_WARNING                                                                           \
+    WARN_PREFIX "raise memlock on nodes for container \"pytorch\": no IPC_LOCK, which does "       \
+                "nothing as non-root"
+
+TEST(test_non_root_container_run_as_user_gets_no_ipc_lock)
 {
     run(POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}"));
-    assert_warned("non-root");
-    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
-                   "['IPC_LOCK']");
+    assert_warned(NON_ROOT_WARNING);
+    assert_int_equal(warned_kind(MUTATE_W_NON_ROOT), 1);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext", "{'runAsUser':1000}");
+    /* The rest of the mutation is there. */
+    assert_env(C(0), "NCCL_IB_HCA", "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8");
+    assert_json_at(T.patched, "/spec/schedulerName", "'volcano'");
 }
 
-TEST(test_non_root_container_run_as_non_root_warns)
+/* runAsNonRoot alone: the kubelet starts the container only as non-root. */
+TEST(test_non_root_container_run_as_non_root_gets_no_ipc_lock)
 {
     run(POD("{'containers':[" C8(",'securityContext':{'runAsNonRoot':true}") "]}"));
-    assert_warned("non-root");
+    assert_warned(NON_ROOT_WARNING);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext", "{'runAsNonRoot':true}");
 }
 
-TEST(test_non_root_pod_level_warns)
+TEST(test_non_root_pod_level_gets_no_ipc_lock)
 {
     run(POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}"));
-    assert_warned("non-root");
+    assert_warned(NON_ROOT_WARNING);
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
 }
 
-TEST(test_non_root_pod_run_as_user_warns)
+TEST(test_non_root_pod_run_as_user_gets_no_ipc_lock)
 {
     run(POD("{'securityContext':{'runAsUser':1000},'containers':[" C8("") "]}"));
-    assert_warned("non-root");
+    assert_warned(NON_ROOT_WARNING);
+    assert_absent(T.patched, "/spec/containers/0/securityContext");
 }
 
 TEST(test_container_root_overrides_pod_non_root)
@@ -838,13 +854,30 @@ TEST(test_container_root_overrides_pod_non_root)
     run(POD("{'securityContext':{'runAsUser':1000},'containers':[" C8(
         ",'securityContext':{'runAsUser':0}") "]}"));
     assert_not_warned("non-root");
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
 }
 
+/* runAsNonRoot false: the image's user decides, which may be root. */
 TEST(test_container_run_as_non_root_false_overrides_pod)
 {
     run(POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8(
         ",'securityContext':{'runAsNonRoot':false}") "]}"));
     assert_not_warned("non-root");
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
+}
+
+/* The user's own IPC_LOCK stays; the warning says it does nothing. */
+TEST(test_non_root_keeps_the_users_ipc_lock_and_warns)
+{
+    run(POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000,'capabilities':{'add':["
+                                 "'IPC_LOCK']}}") "]}"));
+    assert_warned("raise the memlock ulimit for container \"pytorch\": non-root, so IPC_LOCK "
+                  "does nothing");
+    assert_int_equal(warned_kind(MUTATE_W_NON_ROOT), 1);
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
 }
 
 TEST(test_root_by_default_no_warning)
@@ -1212,21 +1245,23 @@ TEST(test_pod_security_hooks_keep_the_caller_s_ctx)
     assert_int_equal(ctx_seen, 2 * 2); /* each hook once in each of the harness's two calls */
 }
 
-/* The non-root warning is about an IPC_LOCK that is there: where it is not
- * added, the Pod Security warning alone says to raise memlock. */
-TEST(test_pod_security_forbidden_non_root_one_warning)
+/* A non-root container gets no IPC_LOCK whatever the levels, so Pod
+ * Security has nothing to say about it: the non-root warning alone says to
+ * raise memlock. */
+TEST(test_pod_security_non_root_one_warning)
 {
     assert_false(
         run_in_ns("{'" PSA_ENFORCE "':'restricted'}",
                   POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}")));
-    assert_not_warned("non-root");
+    assert_warned("non-root");
     assert_int_equal(T.res.warnings.n, 1);
     teardown(NULL);
-    assert_true(
+    assert_false(
         run_in_ns("{'" PSA_WARN "':'restricted'}",
                   POD("{'securityContext':{'runAsNonRoot':true},'containers':[" C8("") "]}")));
     assert_warned("non-root");
-    assert_warned("restricted warning");
+    assert_not_warned("restricted warning");
+    assert_int_equal(T.res.warnings.n, 1);
 }
 
 /* ================= /dev/shm ================= */
@@ -1505,14 +1540,14 @@ TEST(test_annotation_names_the_chosen_profile)
 
 /* ================= a mixed cluster: selection, pinning ================= */
 
-/* The issue's cluster: 8-GPU H100 nodes (mlx5_0..mlx5_7) and 4-GPU A100 nodes
+/* The issue's cluster: 8-GPU H100 nodes (mlx5_1..mlx5_8) and 4-GPU A100 nodes
  * (mlx5_1..mlx5_4), all in pool train; the A100 profile also takes 1- and
  * 2-GPU pods. PIN is "true" or "false". */
 #define MIXED(pin)                                                                                 \
     "{'profiles':["                                                                                \
     "{'name':'h100','pin':" pin ",'match':{'gpus':8,'nodeLabels':"                                 \
     "{'nvidia.com/gpu.product':'H100','pool':'train'}},"                                           \
-    "'hca':['mlx5_0','mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7'],"             \
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7','mlx5_8'],"             \
     "'resources':{'rdma/hca':'1'}},"                                                               \
     "{'name':'a100','pin':" pin ",'match':{'gpus':[1,2,4],'nodeLabels':"                           \
     "{'nvidia.com/gpu.product':'A100','pool':'train'}},"                                           \
@@ -1551,23 +1586,38 @@ TEST(test_mixed_4gpu_pod_without_pin_gets_no_node_selector)
     assert_not_warned("pinned");
 }
 
-TEST(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin)
+/* The pod allows both types itself: no profile, so no pin over its choice,
+ * and one warning, which says what to do (not "pinned" beside "none
+ * chosen", nor "add a profile"). */
+TEST(test_mixed_in_h100_a100_is_ambiguous_and_not_pinned)
 {
-    run_with(POD("{" PRODUCT_IN("['H100','A100']") ",'containers':[" GPUS("4") "]}"),
-             profiles_from(MIXED("true")), NULL);
-    assert_int_equal(warned("ambiguous node constraints fit h100, a100"), 1);
-    assert_string_equal(T.res.profile->name, "a100");
-    assert_int_equal(T.res.rule, SELECT_BY_GPUS);
-    assert_env(C(0), "NCCL_IB_HCA", A100_HCA);
-    assert_json_at(T.patched, "/spec/nodeSelector",
-                   "{'nvidia.com/gpu.product':'A100','pool':'train'}");
+    const char *const counts[] = {"4", "8"};
+
+    for (size_t i = 0; i < 2; i++) {
+        char pod[1024];
+
+        snprintf(pod, sizeof(pod),
+                 POD("{" PRODUCT_IN("['H100','A100']") ",'containers':[{'name':'pytorch','image':"
+                                                       "'i','resources':{'limits':{'nvidia.com/"
+                                                       "gpu':'%s'}}}]}"),
+                 counts[i]);
+        run_with(pod, profiles_from(MIXED("true")), NULL);
+        assert_int_equal(T.res.warnings.n, 1);
+        assert_warned("set rdma-webhook.io/profile: ambiguous node constraints fit h100, a100; "
+                      "none chosen");
+        assert_int_equal(T.res.reason, MUTATE_R_NO_PROFILE);
+        assert_false(T.res.pinned);
+        assert_absent(T.patched, "/spec/nodeSelector");
+        teardown(NULL);
+    }
 }
 
 TEST(test_mixed_shared_pool_label_pins_only_the_missing_key)
 {
     run_with(POD("{'nodeSelector':{'pool':'train'},'containers':[" GPUS("4") "]}"),
              profiles_from(MIXED("true")), NULL);
-    assert_warned("ambiguous node constraints fit h100, a100");
+    /* The GPU count chose: the node-label tie before it is no warning. */
+    assert_not_warned("ambiguous");
     assert_string_equal(T.res.profile->name, "a100");
     assert_json_at(T.patched, "/spec/nodeSelector",
                    "{'pool':'train','nvidia.com/gpu.product':'A100'}");
@@ -2798,8 +2848,8 @@ static const struct warning_case warning_cases[] = {
      NAME63},
     {"non-root", NULL, POD("{'securityContext':{'runAsUser':1000},'containers':[" LC("") "]}"),
      NULL, 0, MUTATE_W_NON_ROOT,
-     WARN_PREFIX "raise the memlock ulimit for container \"a2345678901234567...\": non-root, so "
-                 "IPC_LOCK does nothing",
+     WARN_PREFIX "raise memlock on nodes for container \"a2345678901234567...\": no IPC_LOCK, "
+                 "which does nothing as non-root",
      NAME63},
     {"envFrom secret", NULL,
      POD("{'containers':[" LC(",'envFrom':[{'secretRef':{'name':'" Q63 "'}}]") "]}"), NULL, 0,
@@ -3081,7 +3131,7 @@ int main(void)
         T_(test_user_hca_syntax_nccl_misreads),
         T_(test_mixed_4gpu_pod_without_constraints_is_pinned),
         T_(test_mixed_4gpu_pod_without_pin_gets_no_node_selector),
-        T_(test_mixed_in_h100_a100_is_ambiguous_then_gpus_and_pin),
+        T_(test_mixed_in_h100_a100_is_ambiguous_and_not_pinned),
         T_(test_mixed_shared_pool_label_pins_only_the_missing_key),
         T_(test_mixed_1_and_2_gpu_pods_take_the_gpus_list),
         T_(test_mixed_pod_demanding_a100_never_gets_h100_by_gpu_count),
@@ -3123,7 +3173,7 @@ int main(void)
         T_(test_pod_security_config_exemptions),
         T_(test_pod_security_asks_once_and_names_each_container),
         T_(test_pod_security_not_asked_when_nothing_would_be_added),
-        T_(test_pod_security_forbidden_non_root_one_warning),
+        T_(test_pod_security_non_root_one_warning),
         T_(test_pod_security_hooks_keep_the_caller_s_ctx),
         T_(test_ipc_lock_creates_capabilities),
         T_(test_ipc_lock_creates_add),
@@ -3132,12 +3182,13 @@ int main(void)
         T_(test_cap_ipc_lock_counts_as_present),
         T_(test_privileged_container_gets_no_capability),
         T_(test_ipc_lock_off_in_profile),
-        T_(test_non_root_container_run_as_user_warns),
-        T_(test_non_root_container_run_as_non_root_warns),
-        T_(test_non_root_pod_level_warns),
-        T_(test_non_root_pod_run_as_user_warns),
+        T_(test_non_root_container_run_as_user_gets_no_ipc_lock),
+        T_(test_non_root_container_run_as_non_root_gets_no_ipc_lock),
+        T_(test_non_root_pod_level_gets_no_ipc_lock),
+        T_(test_non_root_pod_run_as_user_gets_no_ipc_lock),
         T_(test_container_root_overrides_pod_non_root),
         T_(test_container_run_as_non_root_false_overrides_pod),
+        T_(test_non_root_keeps_the_users_ipc_lock_and_warns),
         T_(test_root_by_default_no_warning),
         T_(test_privileged_non_root_no_warning),
         T_(test_shm_volume_and_mount_created),

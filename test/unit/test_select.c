@@ -560,12 +560,12 @@ TEST(test_node_name_and_node_selector_must_agree)
 
 /* ---- the mixed cluster ---- */
 
-/* 8-GPU H100 nodes with mlx5_0..mlx5_7 and 4-GPU A100 nodes with
+/* 8-GPU H100 nodes with mlx5_1..mlx5_8 and 4-GPU A100 nodes with
  * mlx5_1..mlx5_4, both in pool train; A100 also takes 1- and 2-GPU pods. */
 static const char *const MIXED =
     "{'profiles':["
     "{'name':'h100','match':{'gpus':8,'nodeLabels':{'gpu.product':'H100','pool':'train'}},"
-    "'hca':['mlx5_0','mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7']},"
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7','mlx5_8']},"
     "{'name':'a100','match':{'gpus':[1,2,4],'nodeLabels':{'gpu.product':'A100','pool':'train'}},"
     "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4']}]}";
 
@@ -595,6 +595,8 @@ TEST(test_mixed_4gpu_pod_without_constraints_by_gpu_count)
     assert_int_equal(r.tie_gpus.n, 1);
 }
 
+/* The pod chose both node types itself: the GPU count does not choose one
+ * for it (which pinning would then impose), whatever the count. */
 TEST(test_mixed_in_h100_a100_is_ambiguous)
 {
     struct select_result r;
@@ -602,11 +604,38 @@ TEST(test_mixed_in_h100_a100_is_ambiguous)
     run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU4),
         NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    assert_true(r.tie_spans_types);
+    assert_selects_none(&r);
     run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU8),
         NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
-    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    assert_true(r.tie_spans_types);
+    assert_selects_none(&r);
+    assert_int_equal(r.tie_gpus.n, 0); /* rule 3 was not tried */
+}
+
+/* The same with each type in a term of its own, and with a default: the
+ * default does not choose either. */
+TEST(test_mixed_types_in_two_terms_and_a_default_choose_nothing)
+{
+    static const char *const with_default =
+        "{'profiles':["
+        "{'name':'h100','default':true,'pin':true,'match':{'gpus':8,'nodeLabels':"
+        "{'gpu.product':'H100'}}},"
+        "{'name':'a100','match':{'nodeLabels':{'gpu.product':'A100'}}}]}";
+    struct select_result r;
+
+    run(with_default, "{}",
+        AFFINITY("[{'matchExpressions':[{'key':'gpu.product','operator':'In','values':['H100']}]},"
+                 "{'matchExpressions':[{'key':'gpu.product','operator':'In','values':['A100']}]}]"),
+        NULL, &r);
+    assert_tie(&r.tie_labels, "h100", "a100");
+    assert_true(r.tie_spans_types);
+    assert_selects_none(&r);
+    run(with_default, "{}",
+        TERM("{'key':'gpu.product','operator':'In','values':['H100','A100']}", GPU8), NULL, &r);
+    assert_true(r.tie_spans_types);
+    assert_selects_none(&r);
 }
 
 TEST(test_mixed_shared_label_only_is_ambiguous)
@@ -615,6 +644,7 @@ TEST(test_mixed_shared_label_only_is_ambiguous)
 
     run(MIXED, "{}", "{'nodeSelector':{'pool':'train'},'containers':[" GPU4 "]}", NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
+    assert_false(r.tie_spans_types); /* the label says nothing about the type */
     assert_selects(&r, "a100", SELECT_BY_GPUS);
     run(MIXED, "{}", TERM("{'key':'pool','operator':'In','values':['train']}", ""), NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
@@ -625,8 +655,10 @@ TEST(test_mixed_exists_on_a_shared_key_is_ambiguous)
 {
     struct select_result r;
 
-    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'Exists'}", ""), NULL, &r);
+    run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'Exists'}", GPU8), NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
+    assert_true(r.tie_spans_types); /* any product: the pod allows both */
+    assert_selects_none(&r);
 }
 
 TEST(test_mixed_one_distinct_label_chooses)
@@ -919,6 +951,8 @@ int main(void)
         cmocka_unit_test_teardown(test_node_name_and_node_selector_must_agree, teardown),
         cmocka_unit_test_teardown(test_mixed_4gpu_pod_without_constraints_by_gpu_count, teardown),
         cmocka_unit_test_teardown(test_mixed_in_h100_a100_is_ambiguous, teardown),
+        cmocka_unit_test_teardown(test_mixed_types_in_two_terms_and_a_default_choose_nothing,
+                                  teardown),
         cmocka_unit_test_teardown(test_mixed_shared_label_only_is_ambiguous, teardown),
         cmocka_unit_test_teardown(test_mixed_exists_on_a_shared_key_is_ambiguous, teardown),
         cmocka_unit_test_teardown(test_mixed_one_distinct_label_chooses, teardown),

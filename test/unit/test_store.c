@@ -225,6 +225,34 @@ TEST(test_rejected_first_version_says_none_serves)
     assert_int_equal(count_lines(logged(fx), "\"cannot read profiles; " STORE_NONE_YET "\""), 1);
 }
 
+/* A source that tries a last good copy next: its refusal before any version
+ * serves is a warning that says so, not the error that /mutate answers 503
+ * (which the fallback logs, if it finds no copy); once a version serves,
+ * as ever. */
+TEST(test_rejected_first_version_with_a_fallback_does_not_say_503)
+{
+    struct fixture *fx = *state;
+    char text[256];
+
+    store_set_fallback(fx->s, 1);
+    assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
+    store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
+    assert_int_equal(count_lines(logged(fx), "503"), 0);
+    assert_int_equal(
+        count_lines(logged(fx),
+                    "\"level\":\"warn\",\"msg\":\"profiles rejected; " STORE_FALLBACK_NEXT "\""),
+        2);
+    assert_int_equal(count_lines(logged(fx), "\"level\":\"error\",\"msg\":\"profiles problem\""),
+                     2);
+    one_profile(text, sizeof(text), "a");
+    assert_int_equal(publish(fx, text), ERR_OK);
+    assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
+    assert_int_equal(count_lines(logged(fx), "\"level\":\"error\",\"msg\":\"profiles rejected; the "
+                                             "previous version keeps serving\""),
+                     1);
+    store_set_fallback(fx->s, 0);
+}
+
 TEST(test_file_source)
 {
     struct fixture *fx = *state;
@@ -483,6 +511,7 @@ int main(void)
         T_(test_short_problem_is_whole),
         T_(test_unreadable_source_is_logged_not_counted),
         T_(test_rejected_first_version_says_none_serves),
+        T_(test_rejected_first_version_with_a_fallback_does_not_say_503),
         T_(test_file_source),
         T_(test_replaced_snapshot_lives_until_its_last_release),
         T_(test_racing_reloads_leave_the_newest_serving),

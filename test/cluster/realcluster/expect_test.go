@@ -30,7 +30,8 @@ type want struct {
 	userEnv map[string]string // declared by the job: kept, never doubled
 	// Variables the user declared through envFrom: the webhook must not add them.
 	fromEnvFrom []string
-	// Pod Security forbids added capabilities in the namespace: no IPC_LOCK.
+	// Pod Security forbids added capabilities in the namespace, or the
+	// container runs as non-root: no IPC_LOCK.
 	noIPCLock bool
 }
 

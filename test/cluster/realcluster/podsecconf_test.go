@@ -88,13 +88,14 @@ func TestPodSecurityConfig(t *testing.T) {
 			t.Fatalf("the pod with runtimeClassName %s was refused: %v\n%s", exemptName, err, stderr)
 		}
 		requireMutated(t, getPod(t, ns, "kata"), "pytorch", want{profile: "roce-8card", hca: hca8})
-		// Without it the pod is evaluated: restricted, so no IPC_LOCK.
+		// Without it the pod is evaluated: restricted, which asks for a
+		// non-root container, so no IPC_LOCK (it would do nothing there).
 		_, stderr, err = kubectl(toJSON(t, restrictedPod("plain")), "create", "-n", ns, "-f", "-")
 		if err != nil {
 			t.Fatalf("Pod Security restricted refused the mutated pod: %v\n%s", err, stderr)
 		}
-		if !strings.Contains(stderr, "no IPC_LOCK under Pod Security restricted") {
-			t.Errorf("kubectl's stderr lacks the webhook's Pod Security warning:\n%s", stderr)
+		if !strings.Contains(stderr, nonRootWarning) {
+			t.Errorf("kubectl's stderr lacks the webhook's non-root warning:\n%s", stderr)
 		}
 		requireMutated(t, getPod(t, ns, "plain"), "pytorch", want{profile: "roce-8card", hca: hca8, noIPCLock: true})
 	})

@@ -99,15 +99,28 @@ func withHCA(t testing.TB, text string, hca []string) string {
 // dry run goes through the same admission and stores nothing.
 func dryRunHCA(t testing.TB, ns string) string {
 	t.Helper()
-	out, _ := mustKubectl(t, toJSON(t, gpuPod("probe", 8)), "create", "-n", ns, "--dry-run=server", "-o", "json", "-f", "-")
-	var p corev1.Pod
-	fromJSON(t, out, &p)
+	p := dryRunPod(t, ns)
 	for _, e := range p.Spec.Containers[0].Env {
 		if e.Name == "NCCL_IB_HCA" {
 			return e.Value
 		}
 	}
 	return ""
+}
+
+// dryRunProfile is the profile an 8-GPU pod would get now
+// (rdma-webhook.io/injected; "" for none).
+func dryRunProfile(t testing.TB, ns string) string {
+	t.Helper()
+	return dryRunPod(t, ns).Annotations["rdma-webhook.io/injected"]
+}
+
+func dryRunPod(t testing.TB, ns string) *corev1.Pod {
+	t.Helper()
+	out, _ := mustKubectl(t, toJSON(t, gpuPod("probe", 8)), "create", "-n", ns, "--dry-run=server", "-o", "json", "-f", "-")
+	var p corev1.Pod
+	fromJSON(t, out, &p)
+	return &p
 }
 
 // TestProfilesEditedWithKubectl: a `kubectl apply` of the profiles

@@ -9,11 +9,12 @@ import (
 )
 
 // The mixed cluster of manifests/examples/profiles-mixed.json: 8-GPU H100
-// nodes on mlx5_0..7 and 4-GPU A100 nodes on mlx5_1..4, both pinned.
+// nodes on mlx5_1..8 and 4-GPU A100 nodes on mlx5_1..4 (mlx5_0 is the
+// management NIC, eth0 with the default route, on both), both pinned.
 const (
 	mixedH100    = "NVIDIA-H100-80GB-HBM3"
 	mixedA100    = "NVIDIA-A100-SXM4-80GB"
-	mixedHCAH100 = "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
+	mixedHCAH100 = "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
 	productKey   = "nvidia.com/gpu.product"
 )
 
@@ -25,10 +26,15 @@ func useMixedProfiles(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveProfiles(t, ns, string(text), func() (bool, string) {
-		got := dryRunHCA(t, ns)
-		return got == mixedHCAH100, got
-	}, shippedServing(t, ns))
+	// By the profile's name: the H100 profile has the shipped roce-8card's
+	// HCA list, so the list cannot tell which profiles serve.
+	serving := func(want string) func() (bool, string) {
+		return func() (bool, string) {
+			got := dryRunProfile(t, ns)
+			return got == want, got
+		}
+	}
+	serveProfiles(t, ns, string(text), serving("h100-8card"), serving("roce-8card"))
 }
 
 // withNodeAffinity requires the node's GPU product to be one of products.
@@ -68,7 +74,8 @@ func requireSelected(t *testing.T, p *corev1.Pod, profile, rule, hca string) {
 // NICs of the node type they can land on, never a silent guess: the GPU
 // count only chooses among profiles the pod does not exclude and pins the
 // pod to that node type; node labels choose only when one profile fits;
-// a pod whose constraints fit both is told so.
+// a pod that allows both types itself gets neither, is not pinned, and is
+// told so.
 func TestMixedClusterSelection(t *testing.T) {
 	ns := newNamespace(t, nil)
 	useMixedProfiles(t, ns)
@@ -83,15 +90,21 @@ func TestMixedClusterSelection(t *testing.T) {
 		t.Errorf("four-free: no pin warning on kubectl's stderr:\n%s", stderr)
 	}
 
-	// In [H100, A100]: node labels fit both (a warning naming them); the GPU
-	// count then chooses A100, and pinning stays within the pod's own In.
+	// In [H100, A100]: the pod chose both types itself. No profile, nothing
+	// pinned over its choice, and one warning naming both (not "none
+	// chosen" beside "pinned to profile ... nodes").
 	p, stderr = createPod(t, ns, withNodeAffinity(gpuPod("four-either", 4), mixedH100, mixedA100))
-	requireSelected(t, p, "a100-4card", "gpus", hca4)
-	if !strings.Contains(stderr, "h100-8card") || !strings.Contains(stderr, "a100-4card") {
-		t.Errorf("four-either: the ambiguity warning does not name both profiles:\n%s", stderr)
+	if got := p.Annotations["rdma-webhook.io/injected"]; got != "" {
+		t.Errorf("four-either: profile %q, want none", got)
 	}
-	if p.Spec.NodeSelector[productKey] != mixedA100 {
-		t.Errorf("four-either: nodeSelector %v, want pinned to %s", p.Spec.NodeSelector, mixedA100)
+	if !strings.Contains(stderr, "ambiguous node constraints fit h100-8card, a100-4card; none chosen") {
+		t.Errorf("four-either: no ambiguity warning naming both profiles:\n%s", stderr)
+	}
+	if n := strings.Count(stderr, "Warning: rdma-webhook:"); n != 1 || strings.Contains(stderr, "pinned") {
+		t.Errorf("four-either: want the one ambiguity warning, got %d:\n%s", n, stderr)
+	}
+	if len(p.Spec.NodeSelector) != 0 {
+		t.Errorf("four-either: nodeSelector %v, want none (not pinned)", p.Spec.NodeSelector)
 	}
 
 	// A pod that demands A100 nodes gets the A100 profile from its
@@ -109,8 +122,11 @@ func TestMixedClusterSelection(t *testing.T) {
 	shared.Spec.NodeSelector = map[string]string{"node-pool": "train"}
 	p, stderr = createPod(t, ns, shared)
 	requireSelected(t, p, "h100-8card", "gpus", mixedHCAH100)
-	if !strings.Contains(stderr, "ambiguous") {
-		t.Errorf("eight-in-pool: no ambiguity warning:\n%s", stderr)
+	if p.Spec.NodeSelector[productKey] != mixedH100 {
+		t.Errorf("eight-in-pool: nodeSelector %v, want pinned to %s", p.Spec.NodeSelector, mixedH100)
+	}
+	if strings.Contains(stderr, "ambiguous") || !strings.Contains(stderr, "pinned") {
+		t.Errorf("eight-in-pool: want the pin's warning and no ambiguity warning (the GPU count chose):\n%s", stderr)
 	}
 }
 
