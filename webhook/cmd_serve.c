@@ -47,7 +47,7 @@ struct cmd_serve_app {
     struct cmwatch *cmwatch;   /* from a ConfigMap */
     struct lastgood *lastgood; /* the last good copy and the stale signal; NULL: none */
     char cm_ns[64], cm_name[254], copy_name[254 + sizeof(LASTGOOD_SUFFIX)];
-    char fix[600], fix_short[300]; /* what a stale warning tells to fix */
+    char fix[600]; /* what the stale signal tells the admin to fix */
     struct kubeapi api;
     struct lookups *lookups;
     struct events *events;                /* NULL: no API, or the queue could not be made */
@@ -221,7 +221,8 @@ static void cmd_serve_detect_image(struct cmd_serve_app *app, const struct cmd_s
  * signal (always). Without them serving goes on, only less loudly. */
 static void cmd_serve_start_lastgood(struct cmd_serve_app *app, const struct cmd_serve_flags *o)
 {
-    struct lastgood_config lc = {.fix = app->fix, .interval_ms = o->stale_log_s * 1000u};
+    struct lastgood_config lc = {
+        .fix = app->fix, .interval_ms = o->stale_log_s * 1000u, .events = app->events};
     char err[ERR_LEN] = "";
 
     if (o->profiles_configmap) {
@@ -254,14 +255,12 @@ static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_
         if (cmwatch_split_name(o->profiles_configmap, app->cm_ns, app->cm_name, err, errlen))
             return -1;
         snprintf(app->fix, sizeof(app->fix), "ConfigMap %s/%s", app->cm_ns, app->cm_name);
-        snprintf(app->fix_short, sizeof(app->fix_short), "ConfigMap %s", app->cm_name);
         cmd_serve_start_lastgood(app, o);
         return cmwatch_init(&app->cmwatch, &app->api, app->store, app->lastgood, &app->log,
                             o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
                             errlen);
     }
     snprintf(app->fix, sizeof(app->fix), "profiles file %s", o->profiles);
-    snprintf(app->fix_short, sizeof(app->fix_short), "the profiles file");
     cmd_serve_start_lastgood(app, o);
     app->profiles_path = o->profiles;
     app->profiles_src = store_source_file(o->profiles);
@@ -319,8 +318,6 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
     if (cmd_serve_start_api(app, o, err, sizeof(err)))
         goto cannot;
     cmd_serve_detect_image(app, o, &cfg);
-    cfg.profiles_fix = app->fix;
-    cfg.profiles_fix_short = app->fix_short;
     if (cmd_serve_start_profiles(app, o, err, sizeof(err)))
         goto cannot;
     cfg.lastgood = app->lastgood;

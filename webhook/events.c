@@ -32,6 +32,11 @@
 #define EVENTS_TIME_MAX 96
 /* Between two warnings of one note. */
 #define EVENTS_SEP " | "
+/* After the warnings that fit in a note, the count of those that did not
+ * ("%zu" and a plural "s"). */
+#define EVENTS_LEFT_OUT_FMT " | and %zu more warning%s: see the webhook's log"
+/* The note's room for the pod's name: the warnings take the rest. */
+#define EVENTS_POD_ROOM 96
 /* What every warning starts with; an Event's "From" says it already. */
 #define EVENTS_WARNING_PREFIX "rdma-webhook: "
 /* The longest base of an Event's name: the name is BASE.HEX, where HEX is
@@ -43,6 +48,7 @@ struct events_item {
     char namespace_[64];
     struct review_owner owner;      /* kind "": the Event is about the Namespace */
     const char *reason;             /* static text */
+    const char *action;             /* static text */
     char pod[352];                  /* "pod NAME (worker 0)": whom the note names */
     char warnings[EVENTS_NOTE_MAX]; /* joined: the part of the note that aggregates */
 };
@@ -113,23 +119,45 @@ static void events_pod_text(char *out, size_t outlen, const struct review_summar
                  sum->replica_index[0] ? " " : "", sum->replica_index);
 }
 
-/* The warnings, without their common prefix, joined and cut to fit. */
+/* The warnings, whole and without their common prefix, joined: as many as
+ * fit in outlen with EVENTS_LEFT_OUT_FMT after them, which counts the rest
+ * (the pod's rdma-webhook.io/warnings and the log have them all). Only a
+ * first warning too long for the note on its own is cut. */
 static void events_join(char *out, size_t outlen, const struct mutate_warnings *ws)
 {
-    char all[MUTATE_MAX_WARNINGS * (MUTATE_WARNING_MAX + sizeof(EVENTS_SEP))];
-    size_t len = 0, plen = strlen(EVENTS_WARNING_PREFIX);
+    size_t len = 0, plen = strlen(EVENTS_WARNING_PREFIX), n = ws->n, i;
+    char tail[80];
 
-    all[0] = '\0';
-    for (size_t i = 0; i < ws->n && i < MUTATE_MAX_WARNINGS; i++) {
-        const char *w = ws->text[i];
+    if (n > MUTATE_MAX_WARNINGS)
+        n = MUTATE_MAX_WARNINGS;
+    out[0] = '\0';
+    for (i = 0; i < n; i++) {
+        const char *w = ws->full[i];
+        size_t wl, room = outlen - 1 - len;
 
         if (strncmp(w, EVENTS_WARNING_PREFIX, plen) == 0)
             w += plen;
-        len += (size_t)snprintf(all + len, sizeof(all) - len, "%s%s", i ? EVENTS_SEP : "", w);
-        if (len >= sizeof(all))
-            break; /* cannot happen: all holds every warning at its longest */
+        wl = strlen(w) + (i ? strlen(EVENTS_SEP) : 0);
+        /* The last one needs no room for the count after it. */
+        if (i + 1 < n)
+            room = room > sizeof(tail) ? room - sizeof(tail) : 0;
+        if (wl > room)
+            break;
+        len += (size_t)snprintf(out + len, outlen - len, "%s%s", i ? EVENTS_SEP : "", w);
     }
-    utf8_shorten(all, outlen - 1, out, outlen);
+    if (i == 0 && n > 0) {
+        const char *w = ws->full[0];
+
+        if (strncmp(w, EVENTS_WARNING_PREFIX, plen) == 0)
+            w += plen;
+        utf8_shorten(w, outlen - 1 - sizeof(tail), out, outlen - sizeof(tail));
+        len = strlen(out);
+        i = 1;
+    }
+    if (i < n) {
+        snprintf(tail, sizeof(tail), EVENTS_LEFT_OUT_FMT, n - i, n - i == 1 ? "" : "s");
+        snprintf(out + len, outlen - len, "%s", tail);
+    }
 }
 
 static void events_item_fill(struct events_item *it, const struct review_summary *sum)
@@ -137,8 +165,9 @@ static void events_item_fill(struct events_item *it, const struct review_summary
     memcpy(it->namespace_, sum->namespace_, sizeof(it->namespace_));
     it->owner = sum->owner;
     it->reason = events_reason(sum->reason);
+    it->action = EVENTS_ACTION;
     events_pod_text(it->pod, sizeof(it->pod), sum);
-    events_join(it->warnings, sizeof(it->warnings), &sum->warning_texts);
+    events_join(it->warnings, sizeof(it->warnings) - EVENTS_POD_ROOM, &sum->warning_texts);
 }
 
 /* FNV-1a over the fields that make two reports one Event. */
@@ -159,6 +188,7 @@ static uint64_t events_hash(const struct events_item *it)
     h = events_hash_str(h, it->owner.name);
     h = events_hash_str(h, it->owner.uid);
     h = events_hash_str(h, it->reason);
+    h = events_hash_str(h, it->action);
     return events_hash_str(h, it->warnings);
 }
 
@@ -168,7 +198,7 @@ static int events_same(const struct events_item *a, const struct events_item *b)
            strcmp(a->owner.api_version, b->owner.api_version) == 0 &&
            strcmp(a->owner.kind, b->owner.kind) == 0 && strcmp(a->owner.name, b->owner.name) == 0 &&
            strcmp(a->owner.uid, b->owner.uid) == 0 && strcmp(a->reason, b->reason) == 0 &&
-           strcmp(a->warnings, b->warnings) == 0;
+           strcmp(a->action, b->action) == 0 && strcmp(a->warnings, b->warnings) == 0;
 }
 
 /* ---- the requests ------------------------------------------------------ */
@@ -244,7 +274,7 @@ static void events_regarding(struct jsonw *w, const struct events_item *it)
      * the pod's owner would not look. */
     jsonw_raw(w, ",\"namespace\":");
     jsonw_str(w, it->namespace_);
-    if (o->kind[0]) {
+    if (o->kind[0] && o->uid[0]) {
         jsonw_raw(w, ",\"uid\":");
         jsonw_str(w, o->uid);
     }
@@ -262,14 +292,36 @@ static void events_series_json(struct jsonw *w, const struct events_series *s)
     jsonw_raw(w, "}");
 }
 
+/* "POD: WARNINGS", or WARNINGS alone for a report without a pod; the pod's
+ * name is what gives way when both do not fit, never the warnings or their
+ * count. */
+static void events_note(char *out, size_t outlen, const struct events_item *it)
+{
+    size_t wl = strlen(it->warnings), room, pl;
+    char pod[sizeof(it->pod)];
+
+    if (!it->pod[0] || wl + 3 > outlen) {
+        utf8_shorten(it->warnings, outlen - 1, out, outlen);
+        return;
+    }
+    room = outlen - 1 - wl - 2; /* at least 1 */
+    if (room < 4)
+        room = 4;
+    utf8_shorten(it->pod, room - 1, pod, room < sizeof(pod) ? room : sizeof(pod));
+    pl = strlen(pod);
+    if (pl + 2 + wl >= outlen) /* cannot happen: room is what is left */
+        pl = 0;
+    memcpy(out, pod, pl);
+    memcpy(out + pl, ": ", 2);
+    memcpy(out + pl + 2, it->warnings, wl + 1);
+}
+
 static int events_create_body(struct events *ev, const struct events_series *s, const char *name)
 {
-    char t[EVENTS_TIME_MAX], both[sizeof(s->first.pod) + 2 + EVENTS_NOTE_MAX],
-        note[EVENTS_NOTE_MAX];
+    char t[EVENTS_TIME_MAX], note[EVENTS_NOTE_MAX];
     struct jsonw w;
 
-    snprintf(both, sizeof(both), "%s: %s", s->first.pod, s->first.warnings);
-    utf8_shorten(both, sizeof(note) - 1, note, sizeof(note));
+    events_note(note, sizeof(note), &s->first);
     dynbuf_reset(&ev->body);
     jsonw_init(&w, &ev->body);
     jsonw_raw(&w,
@@ -286,7 +338,9 @@ static int events_create_body(struct events *ev, const struct events_series *s, 
     }
     jsonw_raw(&w, ",\"reportingController\":\"" EVENTS_CONTROLLER "\",\"reportingInstance\":");
     jsonw_str(&w, ev->instance);
-    jsonw_raw(&w, ",\"action\":\"" EVENTS_ACTION "\",\"reason\":");
+    jsonw_raw(&w, ",\"action\":");
+    jsonw_str(&w, s->first.action);
+    jsonw_raw(&w, ",\"reason\":");
     jsonw_str(&w, s->first.reason);
     jsonw_raw(&w, ",\"type\":\"Warning\"");
     events_regarding(&w, &s->first);
@@ -696,6 +750,22 @@ no_sync:
     return err_set(err, errlen, ERR_FAIL, "Events: cannot make the queue's lock");
 }
 
+static int events_enqueue(struct events *ev, const struct events_item *it)
+{
+    pthread_mutex_lock(&ev->mu);
+    if (ev->n == ev->cap || ev->stop) {
+        pthread_mutex_unlock(&ev->mu);
+        atomic_fetch_add(&ev->dropped_full, 1);
+        return ERR_BUSY;
+    }
+    ev->ring[(ev->head + ev->n) % ev->cap] = *it;
+    if (ev->n++ == 0)
+        pthread_cond_signal(&ev->cv);
+    pthread_mutex_unlock(&ev->mu);
+    atomic_fetch_add(&ev->reported, 1);
+    return ERR_OK;
+}
+
 int events_report(struct events *ev, const struct review_summary *sum)
 {
     struct events_item it;
@@ -704,18 +774,25 @@ int events_report(struct events *ev, const struct review_summary *sum)
     if (sum->ignored || sum->dry_run || sum->called_again || sum->warning_texts.n == 0)
         return ERR_OK;
     events_item_fill(&it, sum);
-    pthread_mutex_lock(&ev->mu);
-    if (ev->n == ev->cap || ev->stop) {
-        pthread_mutex_unlock(&ev->mu);
-        atomic_fetch_add(&ev->dropped_full, 1);
-        return ERR_BUSY;
-    }
-    ev->ring[(ev->head + ev->n) % ev->cap] = it;
-    if (ev->n++ == 0)
-        pthread_cond_signal(&ev->cv);
-    pthread_mutex_unlock(&ev->mu);
-    atomic_fetch_add(&ev->reported, 1);
-    return ERR_OK;
+    return events_enqueue(ev, &it);
+}
+
+int events_report_object(struct events *ev, const struct events_object *o, const char *reason,
+                         const char *action, const char *note)
+{
+    struct events_item it;
+
+    assert(ev->magic == EVENTS_MAGIC);
+    memset(&it, 0, sizeof(it));
+    snprintf(it.namespace_, sizeof(it.namespace_), "%s", o->namespace_);
+    snprintf(it.owner.api_version, sizeof(it.owner.api_version), "%s", o->api_version);
+    snprintf(it.owner.kind, sizeof(it.owner.kind), "%s", o->kind);
+    snprintf(it.owner.name, sizeof(it.owner.name), "%s", o->name);
+    snprintf(it.owner.uid, sizeof(it.owner.uid), "%s", o->uid ? o->uid : "");
+    it.reason = reason;
+    it.action = action;
+    utf8_shorten(note, sizeof(it.warnings) - 1, it.warnings, sizeof(it.warnings));
+    return events_enqueue(ev, &it);
 }
 
 void events_get_stats(struct events *ev, struct events_stats *out)

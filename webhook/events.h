@@ -22,7 +22,9 @@
  * window_ms of the previous one. The first report creates it, and its note
  * names that pod; later ones count in its series {count, lastObservedTime},
  * merge-patched at most every patch_ms, so a job of 512 pods makes one Event
- * per distinct set of warnings and a few requests. An Event the API no longer
+ * per distinct set of warnings and a few requests. The note has the
+ * warnings whole (mutate_warnings.full, not kubectl's 120-byte form): as
+ * many as fit in EVENTS_NOTE_MAX, then how many were left out. An Event the API no longer
  * has (404 to the patch: the apiserver's event TTL) is created anew.
  *
  * Failures never reach an admission: a missing API, a 403 (the RBAC of
@@ -116,6 +118,20 @@ int events_init(struct events **out, const struct kubeapi *api, struct log *log,
  * report), or ERR_BUSY when the queue is full (dropped and counted). Never
  * blocks on the API. */
 int events_report(struct events *ev, const struct review_summary *sum);
+
+/* An object of the webhook's own: the Event's regarding (apiVersion, kind,
+ * name, in namespace_; uid NULL or "": none). */
+struct events_object {
+    const char *namespace_, *api_version, *kind, *name, *uid;
+};
+
+/* Queues an Event about o that no admission makes: the admin's, such as the
+ * profiles ConfigMap whose current version is refused (lastgood.h). reason
+ * and action are static text; note is cut to EVENTS_NOTE_MAX. Aggregated
+ * like an admission's (the same o, reason, action and note count in one
+ * series); ERR_OK or ERR_BUSY as events_report(). */
+int events_report_object(struct events *ev, const struct events_object *o, const char *reason,
+                         const char *action, const char *note);
 
 void events_get_stats(struct events *ev, struct events_stats *out);
 

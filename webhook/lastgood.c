@@ -319,6 +319,20 @@ static void lastgood_log_stale(struct lastgood *lg)
     log_int(&l, "generation", snap ? (long long)snap->generation : 0);
     log_end(&l);
     store_release(snap);
+    if (lg->cfg.events && lg->cfg.ns && lg->cfg.name) {
+        const struct events_object cm = {.namespace_ = lg->cfg.ns,
+                                         .api_version = "v1",
+                                         .kind = "ConfigMap",
+                                         .name = lg->cfg.name};
+        char note[EVENTS_NOTE_MAX];
+
+        snprintf(note, sizeof(note),
+                 "serving old profiles, loaded %s: this ConfigMap's current version is refused "
+                 "or gone; the webhook's log has its problems (check-profiles prints them)",
+                 when[0] ? when : "?");
+        (void)events_report_object(lg->cfg.events, &cm, LASTGOOD_EVENT_REASON,
+                                   LASTGOOD_EVENT_ACTION, note);
+    }
 }
 
 /* With mu held: the offer to write now, taken from pending; or none. */

@@ -28,9 +28,12 @@
  * loader, and the store is stale from then on. A copy that is missing, cannot
  * be read or is not valid leaves the store as it was (not ready), logged.
  *
- * The signal: while store_stale(), the thread logs an error line every
- * interval_ms, the first within a second of the store going stale; the
- * server warns every admission and exposes the gauge (server.c).
+ * The signal, the admin's alone: while store_stale(), the thread logs an
+ * error line every interval_ms, the first within a second of the store
+ * going stale, and with cfg.events and a source ConfigMap reports a Warning
+ * Event LASTGOOD_EVENT_REASON on that ConfigMap as often (one Event, its
+ * series counting); the server exposes the gauge (server.c). Admissions say
+ * nothing of it: the job's author cannot fix the profiles.
  *
  * The API call is injectable (lastgood_config.send), so the protocol can be
  * tested without a network. Lifecycle: lastgood_init() starts the thread;
@@ -40,6 +43,7 @@
 #define RDMA_WEBHOOK_LASTGOOD_H
 
 #include "dynbuf.h"
+#include "events.h"
 #include "kubeapi.h"
 #include "log.h"
 #include "store.h"
@@ -52,6 +56,9 @@
 #define LASTGOOD_ANN_LOADED_AT "rdma-webhook.io/last-good-loaded-at"
 #define LASTGOOD_SUFFIX        "-last-good"
 #define LASTGOOD_ATTEMPTS      4
+/* The Event on the source ConfigMap while an old version serves. */
+#define LASTGOOD_EVENT_REASON "ServingOldProfiles"
+#define LASTGOOD_EVENT_ACTION "LoadProfiles"
 
 /* The counts of lastgood_counts(), in this order. */
 enum lastgood_count { LASTGOOD_WRITTEN, LASTGOOD_UNCHANGED, LASTGOOD_FAILED, LASTGOOD_COUNTS };
@@ -73,6 +80,7 @@ struct lastgood_config {
     unsigned request_ms;         /* each request's timeout; 0: 5000 */
     unsigned retry_max_ms;       /* the longest wait between tries; 0: 60000 */
     lastgood_send_fn send;       /* NULL: kubeapi on api */
+    struct events *events;       /* the stale Event on NS/NAME; NULL: none */
     void *send_ctx;
 };
 

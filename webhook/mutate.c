@@ -93,11 +93,24 @@ struct mutate_ctx {
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
-    static const char *const names[MUTATE_W_KINDS] = {
-        "no_profile",     "unknown_profile", "override",     "nccl_value",   "non_root",
-        "envfrom",        "scheduler",       "host_network", "no_container", "node_lookup",
-        "ambiguous",      "pinned",          "ib_disabled",  "detect",       "namespace_lookup",
-        "stale_profiles", "pod_security",    "mode",         "error"};
+    static const char *const names[MUTATE_W_KINDS] = {"no_profile",
+                                                      "unknown_profile",
+                                                      "override",
+                                                      "nccl_value",
+                                                      "non_root",
+                                                      "envfrom",
+                                                      "scheduler",
+                                                      "host_network",
+                                                      "no_container",
+                                                      "node_lookup",
+                                                      "ambiguous",
+                                                      "pinned",
+                                                      "ib_disabled",
+                                                      "detect",
+                                                      "namespace_lookup",
+                                                      "pod_security",
+                                                      "mode",
+                                                      "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
@@ -1184,8 +1197,10 @@ static int mutate_listed(const char *const *list, size_t n, const char *s)
  * them. The value only grows, the pod's texts first: a second call (the
  * apiserver's reinvocation, after our patch) often warns less (nothing to
  * pin any more) and must neither drop what the first said nor flap. A value
- * that is not a JSON array of short strings is the webhook's to replace.
- * The texts are without MUTATE_WARNING_LEAD: the annotation's name says it. */
+ * that is not a JSON array of strings is the webhook's to replace. The texts
+ * are the whole ones (mutate_warnings.full), without MUTATE_WARNING_LEAD:
+ * the annotation's name says it; one that would take the value past
+ * MUTATE_ANNOTATION_WARNINGS_MAX is left out whole (the log has it). */
 static int mutate_warnings_value(struct mutate_ctx *m, const cJSON *annotations, struct dynbuf *out)
 {
     const struct mutate_warnings *ws = &m->res->warnings;
@@ -1194,34 +1209,41 @@ static int mutate_warnings_value(struct mutate_ctx *m, const cJSON *annotations,
     const cJSON *items = cJSON_IsArray(old) ? old : NULL;
     const char *list[MUTATE_ANNOTATED_MAX];
     const cJSON *it;
-    size_t n = 0, n_old;
+    size_t n = 0, n_old, written = 0;
     struct jsonw w;
 
     cJSON_ArrayForEach(it, items)
     {
         if (n < MUTATE_ANNOTATED_MAX && cJSON_IsString(it) &&
-            strlen(it->valuestring) < MUTATE_WARNING_MAX &&
+            strlen(it->valuestring) < MUTATE_WARNING_FULL_MAX &&
             !mutate_listed(list, n, it->valuestring))
             list[n++] = it->valuestring;
     }
     n_old = n;
     for (size_t i = 0; i < ws->n && n < MUTATE_ANNOTATED_MAX; i++)
-        if (!mutate_listed(list, n, ws->text[i] + strlen(MUTATE_WARNING_LEAD)))
-            list[n++] = ws->text[i] + strlen(MUTATE_WARNING_LEAD);
+        if (!mutate_listed(list, n, ws->full[i] + strlen(MUTATE_WARNING_LEAD)))
+            list[n++] = ws->full[i] + strlen(MUTATE_WARNING_LEAD);
     if (n > n_old) {
         jsonw_init(&w, out);
         jsonw_raw(&w, "[");
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !jsonw_error(&w); i++, written++) {
+            size_t at = dynbuf_len(out);
+
             if (i)
                 jsonw_raw(&w, ",");
             jsonw_str(&w, list[i]);
+            /* Room left for "]" and the NUL. */
+            if (!jsonw_error(&w) && dynbuf_len(out) + 2 > MUTATE_ANNOTATION_WARNINGS_MAX) {
+                dynbuf_truncate(out, at);
+                break;
+            }
         }
         jsonw_raw(&w, "]");
         if (jsonw_error(&w) || dynbuf_addc(out, '\0'))
             podjson_fail(&m->r, "out of memory for the warnings annotation");
     }
     cJSON_Delete(old);
-    return n > n_old && !podjson_failed(&m->r);
+    return written > n_old && !podjson_failed(&m->r);
 }
 
 static void mutate_trace_annotations(struct mutate_ctx *m, int applied, int warned)
@@ -1250,7 +1272,9 @@ static void mutate_finish_annotations(struct mutate_ctx *m, int applied)
     struct dynbuf value;
     int warned;
 
-    dynbuf_init(&value, MUTATE_ANNOTATED_MAX * MUTATE_WARNING_MAX * 6 + 64);
+    /* One text escaped past the bound, before it is taken back. */
+    dynbuf_init(&value,
+                MUTATE_ANNOTATION_WARNINGS_MAX + MUTATE_WARNING_FULL_MAX * JSONW_ESCAPE_MAX);
     warned = mutate_warnings_value(m, annotations, &value);
     if (applied || warned)
         mutate_annotate(m, annotations, applied, warned ? dynbuf_ptr(&value) : NULL);
@@ -1893,36 +1917,6 @@ static int mutate_is_target(struct mutate_ctx *m)
     return v == TARGET_YES;
 }
 
-/* The profiles serving are older than the source's: said first, on every
- * Pod admission, so that no other warning crowds it out. The date is in
- * minutes (the seconds would not leave room for a ConfigMap's NS/NAME). */
-static void mutate_warn_stale(struct mutate_ctx *m)
-{
-#define MUTATE_STALE_FMT "fix %s: serving old profiles of %s"
-    const struct mutate_options *o = m->in->opts;
-    const size_t fixed = strlen(MUTATE_WARNING_LEAD) + strlen(MUTATE_STALE_FMT) - 4;
-    time_t t = o ? (time_t)o->stale_since : 0;
-    const char *fix;
-    char when[32];
-    struct tm tm;
-
-    if (!o || !o->stale_fix)
-        return;
-    if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%MZ", &tm))
-        snprintf(when, sizeof(when), "?");
-    for (int pass = 1; pass >= 0; pass--) {
-        size_t room = MUTATE_WARNING_MAX - 1 - fixed - strlen(when);
-
-        m->warn_full = pass;
-        fix = o->stale_fix;
-        if (!pass && strlen(fix) > room)
-            fix = mutate_s(m, o->stale_fix_short ? o->stale_fix_short : fix, room);
-        mutate_warn_text(m, MUTATE_STALE_FMT, fix, when);
-    }
-    mutate_warn_add(m, MUTATE_W_STALE);
-#undef MUTATE_STALE_FMT
-}
-
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
  * block training even under failurePolicy: Ignore. */
 static void mutate_fail(struct mutate_ctx *m, const char *why)
@@ -1940,7 +1934,6 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
-    mutate_warn_stale(m);
     MUTATE_WARN(m, MUTATE_W_ERROR, "see the webhook's log: pod not mutated, %s",
                 mutate_s(m, why, MUTATE_SHOWN_LEN - 1));
 }
@@ -2130,7 +2123,6 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     podjson_init(&m.r);
     mutate_select_hooks(&m);
     res->outcome = MUTATE_SKIPPED;
-    mutate_warn_stale(&m);
     m.metadata = podjson_obj(&m.r, in->object, "metadata");
     m.spec = podjson_obj(&m.r, in->object, "spec");
     if (!m.spec)

@@ -72,10 +72,17 @@ struct trace;
 
 #define MUTATE_ANNOTATION_INJECTED    "rdma-webhook.io/injected"
 #define MUTATE_ANNOTATION_SELECTED_BY "rdma-webhook.io/selected-by"
-/* The warnings of the admission as a JSON array of strings (the short
- * texts), so that `kubectl describe pod` shows them after the fact. */
+/* The warnings of the admission as a JSON array of strings, whole (the
+ * texts of mutate_warnings.full: the names and values the 120-byte form cuts
+ * are what the reader needs), so that `kubectl describe pod` shows them after
+ * the fact. */
 #define MUTATE_ANNOTATION_WARNINGS "rdma-webhook.io/warnings"
 #define MUTATE_MAX_WARNINGS        16
+/* The longest value of that annotation: the 32 texts it holds at most, each
+ * whole (MUTATE_WARNING_FULL_MAX), fit unescaped, and it stays a small part of
+ * the 256 KiB the apiserver allows all of a pod's annotations together. A
+ * text past it is left out whole, never cut. */
+#define MUTATE_ANNOTATION_WARNINGS_MAX (24u * 1024u)
 /* kubectl prints each warning on one line as "Warning: TEXT", without the
  * webhook's name: TEXT starts with "rdma-webhook: " so the user knows where
  * it came from. Kubernetes asks for 120 characters at most (the apiserver may
@@ -115,15 +122,6 @@ struct mutate_options {
      * own (--detect-image). NULL: no run-time detection, and a profile that
      * asks for it gets a warning instead. */
     const char *detect_image;
-    /* The profiles serving are not the source's current version (store.h,
-     * "stale"): every Pod admission gets, first, the warning "fix
-     * STALE_FIX: serving old profiles of WHEN" (WHEN from stale_since, unix
-     * seconds), with stale_fix_short in its place when stale_fix does not
-     * fit; a target pod also keeps it in MUTATE_ANNOTATION_WARNINGS. NULL:
-     * not stale. */
-    const char *stale_fix;       /* "ConfigMap NS/NAME", "profiles file PATH" */
-    const char *stale_fix_short; /* "ConfigMap NAME"; NULL: stale_fix, shortened */
-    long long stale_since;
     /* --mode: the mode of a pod whose profile and namespace label say none
      * (report.h); UNSET is enforce. */
     enum report_mode mode;
@@ -194,7 +192,6 @@ enum mutate_warning_kind {
     MUTATE_W_DETECT,      /* the profile's run-time detection was not added */
     /* A selector in match.namespaces could not be evaluated. */
     MUTATE_W_NAMESPACE_LOOKUP,
-    MUTATE_W_STALE,        /* the profiles serving are older than the source's (stale_fix) */
     MUTATE_W_POD_SECURITY, /* the namespace's Pod Security levels and IPC_LOCK */
     MUTATE_W_MODE,         /* the namespace's rdma-webhook.io/mode label: invalid, or unread */
     MUTATE_W_ERROR,

@@ -48,8 +48,8 @@ struct review_summary {
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];
-    /* The warnings themselves: .text as the user sees them (the Events),
-     * .full whole (the log line). */
+    /* The warnings themselves: .text as kubectl shows them (the response),
+     * .full whole (the log line and the Events). */
     struct mutate_warnings warning_texts;
     struct review_owner owner;
     /* The training-operator's labels (training.kubeflow.org/replica-type,

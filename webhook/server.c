@@ -411,13 +411,6 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
     if (s->lookups)
         lookups_begin(s->lookups, &lookups, &hooks);
-    /* Read after the snapshot: a publish in between may spare one admission
-     * the warning, never warn with a version that is not serving. */
-    if (store_stale(s->store)) {
-        opts.stale_fix = s->cfg.profiles_fix ? s->cfg.profiles_fix : "the profiles";
-        opts.stale_fix_short = s->cfg.profiles_fix_short;
-        opts.stale_since = snap->loaded_at;
-    }
     arena_begin(&arena);
     status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks,
                            &opts, &out, &sum);

@@ -26,10 +26,10 @@
  * Events queue (events.h), which the request never waits for.
  *
  * While the store is stale (store.h: an old version of the profiles
- * serves), every admission gets mutate's stale warning, naming
- * cfg.profiles_fix and when the version serving was loaded, and /metrics
- * says rdma_webhook_profiles_stale 1 (with the last good copy's write
- * counts, cfg.lastgood). Readiness is only "a version serves".
+ * serves), /metrics says rdma_webhook_profiles_stale 1 (with the last good
+ * copy's write counts, cfg.lastgood); the admissions say nothing of it: the
+ * job's author cannot fix the profiles (lastgood.h tells the admin).
+ * Readiness is only "a version serves".
  *
  * struct server is opaque: server_init() allocates it and the owner sees only
  * the functions below. The log, the profiles store, the lookups and the
@@ -112,12 +112,6 @@ struct server_config {
     const char *profiles_key; /* the ConfigMap key /validate-profiles checks (--profiles-key) */
     unsigned cert_expiry_warn_days;
     const char *detect_image; /* mutate_options.detect_image; NULL: none (outlives the server) */
-    /* What an admission's warning tells the admin to fix while the store is
-     * stale (mutate_options.stale_fix and _short): "ConfigMap NS/NAME" and
-     * "ConfigMap NAME", or the file's. NULL: "the profiles". Outlive the
-     * server. */
-    const char *profiles_fix;
-    const char *profiles_fix_short;
     /* The last good copy's writer, for its counts in /metrics; NULL: none.
      * Outlives the server. */
     struct lastgood *lastgood;

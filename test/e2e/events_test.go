@@ -146,8 +146,34 @@ func TestEventsOnTheOwner(t *testing.T) {
 			t.Errorf("note %q", note)
 		}
 	})
-	if n := len(a.storedEvents()); n != 2 {
-		t.Errorf("the fake apiserver stored %d Events, expected 2", n)
+	// A warning longer than kubectl's 120 bytes: cut in the response (its
+	// name shortened, with "..."), whole in the Event's note and in the
+	// pod's rdma-webhook.io/warnings (issue 22, item 5).
+	t.Run("long warning whole", func(t *testing.T) {
+		mark := a.requestMark()
+		long := strings.Repeat("c", 50) + "-trainer-main"
+		pod := withEnv(jobPod("gpt", "worker", 0, 8), "NCCL_IB_TIMEOUT", "20")
+		pathArr(pod, "spec", "containers")[0].(obj)["name"] = long
+		ad := in.admit(t, pod)
+		whole := `drop NCCL_IB_TIMEOUT in container "` + long + `" to get the profile's 22`
+		short := ad.warningWith("drop NCCL_IB_TIMEOUT")
+		if len(short) >= 120 || strings.Contains(short, long) || !strings.Contains(short, "...") {
+			t.Errorf("the response's warning: expected under 120 bytes with the name cut (...), got %q", short)
+		}
+		if len(whole) <= 120 {
+			t.Fatalf("the test's warning is %d bytes: not past 120", len(whole))
+		}
+		if pw := podWarnings(t, ad.patched); len(pw) != 1 || pw[0] != whole {
+			t.Errorf("the pod's %s: expected [%q], got %q", warningsAnnotation, whole, pw)
+		}
+		a.waitRequest(t, mark, eventWithin, "an Event create", isKind("create-event"))
+		ev := eventBodies(t, a, mark, "create-event")[0]
+		if note, _ := pathStr(ev, "note"); note != "pod gpt-worker-0 (worker 0): "+whole {
+			t.Errorf("note %q: expected the whole warning %q", note, whole)
+		}
+	})
+	if n := len(a.storedEvents()); n != 3 {
+		t.Errorf("the fake apiserver stored %d Events, expected 3", n)
 	}
 }
 

@@ -3,9 +3,11 @@ package e2e
 // The last good profiles (issue 16): with --profiles-configmap the webhook
 // keeps the newest valid version in ConfigMap NAME-last-good, which it
 // writes itself, and a start that finds the ConfigMap invalid serves that
-// copy, is ready, and says it serves an old version: an error line repeated
-// every --stale-log-seconds, rdma_webhook_profiles_stale 1, and a warning on
-// every admission. A valid version clears all of it.
+// copy, is ready, and says it serves an old version to the admin: an error
+// line repeated every --stale-log-seconds, rdma_webhook_profiles_stale 1,
+// and a Warning Event on the profiles ConfigMap; never to the job's author
+// on the admissions or the pods (issue 22, item 7). A valid version clears
+// all of it.
 
 import (
 	"encoding/json"
@@ -18,8 +20,8 @@ import (
 
 const (
 	copyName = profName + "-last-good"
-	// staleWarning is how every admission's warning starts while stale.
-	staleWarning = "rdma-webhook: fix ConfigMap " + profNS + "/" + profName + ": serving old profiles of "
+	// staleEventReason: the Event on the profiles ConfigMap while stale.
+	staleEventReason = "ServingOldProfiles"
 	// savedWithin: how soon a loaded version is in the copy.
 	savedWithin = 3 * time.Second
 )
@@ -47,21 +49,48 @@ func sourceRV(a *fakeAPI) string {
 	return strconv.FormatInt(rv, 10)
 }
 
-// staleOf: the stale warning of an admission ("" when none), checked for
-// its length and for being the first.
-func staleOf(t testing.TB, ad admission) string {
+// noStaleWarning: while stale or not, neither the admission's warnings nor
+// the pod's rdma-webhook.io/warnings speak of the profiles: the job's
+// author cannot fix them.
+func noStaleWarning(t testing.TB, ad admission, what string) {
 	t.Helper()
-	w := ad.warningWith("serving old profiles")
-	if w == "" {
-		return ""
+	if w := ad.warningWith("serving old profiles"); w != "" {
+		t.Errorf("%s: a stale warning for the job's author: %q", what, w)
 	}
-	if len(w) > 120 {
-		t.Errorf("stale warning is %d bytes, more than 120: %q", len(w), w)
+	if ad.patched != nil {
+		for _, w := range podWarnings(t, ad.patched) {
+			if strings.Contains(w, "serving old profiles") {
+				t.Errorf("%s: the pod's rdma-webhook.io/warnings has a stale warning: %q", what, w)
+			}
+		}
 	}
-	if ad.rr.warnings[0] != w {
-		t.Errorf("stale warning is not the first of %q", ad.rr.warnings)
+}
+
+// waitStaleEvent waits for the Warning Event on the profiles ConfigMap
+// (regarding v1 ConfigMap profNS/profName) and returns it.
+func waitStaleEvent(t testing.TB, a *fakeAPI) obj {
+	t.Helper()
+	var ev obj
+	waitFor(t, eventWithin, "an Event "+staleEventReason+" on ConfigMap "+profName, func() bool {
+		for _, e := range a.eventsAbout("ConfigMap", profName) {
+			if r, _ := pathStr(e, "reason"); r == staleEventReason {
+				ev = e
+				return true
+			}
+		}
+		return false
+	})
+	for key, want := range map[string]string{"type": "Warning", "regarding.apiVersion": "v1",
+		"regarding.namespace": profNS, "metadata.namespace": profNS,
+		"reportingController": "rdma-webhook.io/webhook"} {
+		if got, _ := pathStr(ev, strings.Split(key, ".")...); got != want {
+			t.Errorf("stale Event %s: %q, expected %q", key, got, want)
+		}
 	}
-	return w
+	if note, _ := pathStr(ev, "note"); !strings.HasPrefix(note, "serving old profiles") {
+		t.Errorf("stale Event note %q: expected it to start \"serving old profiles\"", note)
+	}
+	return ev
 }
 
 // podWarnings is the pod's rdma-webhook.io/warnings annotation, decoded.
@@ -81,8 +110,8 @@ func podWarnings(t testing.TB, pod obj) []string {
 // the copy (created, then updated with the copy's resourceVersion, with the
 // source and its resourceVersion in annotations and without the label that
 // sends ConfigMaps to /validate-profiles); an invalid edit while running
-// leaves the copy alone and makes the webhook stale (metric, a warning on
-// each admission that also stays on the pod); putting back the version
+// leaves the copy alone and makes the webhook stale (metric, an Event on the
+// ConfigMap, no warning on the admissions or pods); putting back the version
 // serving clears it.
 func TestLastGoodSavedAndStaleWhileRunning(t *testing.T) {
 	t.Parallel()
@@ -111,8 +140,9 @@ func TestLastGoodSavedAndStaleWhileRunning(t *testing.T) {
 	if got := in.metric(t, "rdma_webhook_profiles_stale"); got != "0" {
 		t.Errorf("rdma_webhook_profiles_stale with the current version serving: %q, expected 0", got)
 	}
-	if w := staleOf(t, in.admit(t, trainingPod(8))); w != "" {
-		t.Errorf("a stale warning with the current version serving: %q", w)
+	noStaleWarning(t, in.admit(t, trainingPod(8)), "the current version serving")
+	if evs := a.eventsAbout("ConfigMap", profName); len(evs) != 0 {
+		t.Errorf("Events on the ConfigMap with the current version serving: %v", evs)
 	}
 
 	// A valid edit: an update carrying the copy's resourceVersion.
@@ -135,17 +165,12 @@ func TestLastGoodSavedAndStaleWhileRunning(t *testing.T) {
 	waitFor(t, pickUpWithin, "rdma_webhook_profiles_stale 1", func() bool {
 		return in.metric(t, "rdma_webhook_profiles_stale") == "1"
 	})
+	waitStaleEvent(t, a)
 	for i := 0; i < 2; i++ {
 		ad := in.admit(t, trainingPod(8))
-		w := staleOf(t, ad)
-		if !strings.HasPrefix(w, staleWarning) {
-			t.Fatalf("admission %d while stale: expected a warning starting %q, got %q", i, staleWarning, ad.rr.warnings)
-		}
+		noStaleWarning(t, ad, "admission "+strconv.Itoa(i)+" while stale")
 		if got := ad.envValues("NCCL_IB_HCA"); len(got) != 1 || got[0] != want {
 			t.Errorf("admission while stale: NCCL_IB_HCA %v, expected the last good %q", got, want)
-		}
-		if pw := podWarnings(t, ad.patched); len(pw) == 0 || "rdma-webhook: "+pw[0] != w {
-			t.Errorf("the pod's rdma-webhook.io/warnings %q lack the stale warning %q", pw, w)
 		}
 	}
 	data, _, _, _ := a.configMap(profNS, copyName)
@@ -155,12 +180,12 @@ func TestLastGoodSavedAndStaleWhileRunning(t *testing.T) {
 	if n := a.count(mark, isCopyWrite); n != 0 {
 		t.Errorf("writes of the copy after an invalid edit:\n%s", a.logSince(mark))
 	}
-	// Not a target: warned, never changed.
+	// Not a target: neither warned nor changed.
 	plain := obj{"apiVersion": "v1", "kind": "Pod", "metadata": obj{"name": "web"},
 		"spec": obj{"containers": []interface{}{obj{"name": "c", "image": "nginx"}}}}
 	ad := in.admit(t, plain)
-	if staleOf(t, ad) == "" || ad.rr.patch != nil {
-		t.Errorf("a pod that is not a target while stale: expected the warning and no patch, got %q and %s",
+	if len(ad.rr.warnings) != 0 || ad.rr.patch != nil {
+		t.Errorf("a pod that is not a target while stale: expected no warning and no patch, got %q and %s",
 			ad.rr.warnings, ad.rr.patch)
 	}
 
@@ -170,9 +195,7 @@ func TestLastGoodSavedAndStaleWhileRunning(t *testing.T) {
 	waitFor(t, pickUpWithin, "rdma_webhook_profiles_stale 0", func() bool {
 		return in.metric(t, "rdma_webhook_profiles_stale") == "0"
 	})
-	if w := staleOf(t, in.admit(t, trainingPod(8))); w != "" {
-		t.Errorf("stale warning after the version was fixed: %q", w)
-	}
+	noStaleWarning(t, in.admit(t, trainingPod(8)), "after the version was fixed")
 }
 
 // startWithCopy has a first webhook save doc, then stops it and puts
@@ -189,8 +212,9 @@ func startWithCopy(t *testing.T, a *fakeAPI, doc []byte, current map[string]stri
 
 // TestLastGoodRestartWithInvalidVersion: a start with an invalid ConfigMap
 // (invalid profiles, or the key missing) serves the copy: ready, the old
-// values, a warning on every admission, the metrics, an error line repeated
-// every --stale-log-seconds; a valid version clears it and is saved.
+// values, no warning on the admissions, the metrics, an error line repeated
+// every --stale-log-seconds and the Event on the ConfigMap counting with it;
+// a valid version clears it and is saved.
 func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -228,9 +252,7 @@ func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
 			}
 			for i := 0; i < 3; i++ {
 				ad := in.admit(t, trainingPod(8))
-				if w := staleOf(t, ad); !strings.HasPrefix(w, staleWarning) {
-					t.Fatalf("admission %d serving the copy: expected a warning starting %q, got %q", i, staleWarning, ad.rr.warnings)
-				}
+				noStaleWarning(t, ad, "admission "+strconv.Itoa(i)+" serving the copy")
 				if got := ad.envValues("NCCL_IB_HCA"); len(got) != 1 || got[0] != old {
 					t.Errorf("admission serving the copy: NCCL_IB_HCA %v, expected %q", got, old)
 				}
@@ -251,15 +273,22 @@ func TestLastGoodRestartWithInvalidVersion(t *testing.T) {
 			if n := len(in.linesSince(0, msgStarts("serving old profiles"))); n > 6 {
 				t.Errorf("%d stale lines in a few seconds at --stale-log-seconds 1", n)
 			}
+			// One Event on the ConfigMap, its series counting as the line repeats.
+			ev := waitStaleEvent(t, a)
+			waitFor(t, seriesWithin, "the stale Event's series past 1", func() bool {
+				evs := a.eventsAbout("ConfigMap", profName)
+				return len(evs) == 1 && seriesCount(evs[0]) >= 2
+			})
+			if n, _ := pathStr(ev, "regarding", "name"); n != profName {
+				t.Errorf("stale Event about %q, expected %q", n, profName)
+			}
 
 			fixed, want := profilesWithHCA(t, "mlx5_72")
 			in.editProfiles(t, a, fixed, want, "a valid version after the restart")
 			waitFor(t, pickUpWithin, "rdma_webhook_profiles_stale 0", func() bool {
 				return in.metric(t, "rdma_webhook_profiles_stale") == "0"
 			})
-			if w := staleOf(t, in.admit(t, trainingPod(8))); w != "" {
-				t.Errorf("stale warning after a valid version: %q", w)
-			}
+			noStaleWarning(t, in.admit(t, trainingPod(8)), "after a valid version")
 			waitCopy(t, a, fixed, "the copy of the fixed version")
 			mark := in.logMark()
 			time.Sleep(1500 * time.Millisecond) // two --stale-log-seconds: a line would have come
@@ -350,8 +379,9 @@ func TestLastGoodWriteFails(t *testing.T) {
 		t.Errorf("failed writes: %d, expected at least 1", got)
 	}
 	in.requireHCA(t, shippedHCA(t), "with the copy failing")
-	if w := staleOf(t, in.admit(t, trainingPod(8))); w != "" {
-		t.Errorf("a failed copy made the admission stale: %q", w)
+	noStaleWarning(t, in.admit(t, trainingPod(8)), "with the copy failing")
+	if got := in.metric(t, "rdma_webhook_profiles_stale"); got != "0" {
+		t.Errorf("a failed copy made the webhook stale: rdma_webhook_profiles_stale %q", got)
 	}
 	if st := in.readyz(t, false); st != http.StatusOK {
 		t.Errorf("/readyz with the copy failing: %d", st)

@@ -64,8 +64,9 @@ func scanLogs(uid string) (found obj, bad []string) {
 
 // TestWarningsReachLogAndPod: a warning the user sees is short (the
 // container name cut to fit the fix), the log line has it whole in
-// "warning_text", and the pod carries it in rdma-webhook.io/warnings, so
-// `kubectl describe pod` shows it after the fact (issue 15).
+// "warning_text", and the pod carries it whole in rdma-webhook.io/warnings,
+// so `kubectl describe pod` shows it after the fact (issue 15), with the
+// value kubectl's 120 bytes cut (issue 22, item 5).
 func TestWarningsReachLogAndPod(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("c", 63)
@@ -85,14 +86,15 @@ func TestWarningsReachLogAndPod(t *testing.T) {
 	if len(texts) != 1 {
 		t.Fatalf("log line: expected warning_text with one entry, got %s", compact(line))
 	}
-	if full, _ := texts[0].(string); !strings.Contains(full, `container "`+long+`"`) {
-		t.Errorf("log line's warning_text: expected the whole container name, got %q", full)
+	full, _ := texts[0].(string)
+	if !strings.Contains(full, `container "`+long+`"`) || len(full) <= 120 {
+		t.Errorf("log line's warning_text: expected the whole container name, over 120 bytes, got %q", full)
 	}
 	patched := applyPatch(t, pod, rr.patch)
 	ann, _ := pathStr(patched, "metadata", "annotations", warningsAnnotation)
 	var list []string
 	if err := json.Unmarshal([]byte(ann), &list); err != nil || len(list) != 1 ||
-		"rdma-webhook: "+list[0] != short {
-		t.Errorf("%s: expected [%q without its lead], got %q (%v)", warningsAnnotation, short, ann, err)
+		"rdma-webhook: "+list[0] != full {
+		t.Errorf("%s: expected [%q without its lead], whole, got %q (%v)", warningsAnnotation, full, ann, err)
 	}
 }

@@ -233,6 +233,7 @@ static struct review_summary job_pod(int index, const char *warning)
     s.reason = MUTATE_R_MUTATED;
     s.warnings = s.warning_texts.n = 1;
     snprintf(s.warning_texts.text[0], sizeof(s.warning_texts.text[0]), "rdma-webhook: %s", warning);
+    snprintf(s.warning_texts.full[0], sizeof(s.warning_texts.full[0]), "rdma-webhook: %s", warning);
     return s;
 }
 
@@ -326,37 +327,73 @@ TEST(test_event_on_the_namespace_without_an_owner)
     events_stop(&ev, 1000, NULL);
 }
 
-TEST(test_note_is_cut_to_the_api_limit_on_a_character)
+/* The note carries the whole text (the log's), not the 120-byte form the
+ * AdmissionReview gets: the cut removes the value the reader needs. */
+TEST(test_note_has_the_whole_warning_not_the_short_one)
 {
     struct events *ev = start(0);
     struct review_summary s = job_pod(1, "x");
-    const char *note;
+    const char *whole = "pinned to profile \"h100\" nodes: nodeSelector "
+                        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3, "
+                        "topology.kubernetes.io/zone=eu-west-1a";
     cJSON *j;
 
-    /* 16 warnings of 119 bytes, each with two-byte characters: 1900 bytes. */
+    snprintf(s.warning_texts.full[0], MUTATE_WARNING_FULL_MAX, "rdma-webhook: %s", whole);
+    snprintf(s.warning_texts.text[0], MUTATE_WARNING_MAX,
+             "rdma-webhook: pinned to profile \"h100\" nodes: nodeSelector "
+             "nvidia.com/gpu.product=NVIDIA-H100-80...");
+    assert_true(strlen(whole) > MUTATE_WARNING_MAX);
+    assert_int_equal(events_report(ev, &s), ERR_OK);
+    wait_calls(1);
+    j = body_of(0);
+    assert_string_equal(str_at(j, "note", NULL), "pod bert-worker-1 (worker 1): "
+                                                 "pinned to profile \"h100\" nodes: nodeSelector "
+                                                 "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3, "
+                                                 "topology.kubernetes.io/zone=eu-west-1a");
+    cJSON_Delete(j);
+    events_stop(&ev, 1000, NULL);
+}
+
+/* Warnings that do not all fit in the API's 1024 bytes: as many as fit,
+ * each whole, and then how many were left out; never one cut. */
+TEST(test_note_keeps_whole_warnings_and_counts_those_left_out)
+{
+    struct events *ev = start(0);
+    struct review_summary s = job_pod(1, "x");
+    const char *note, *at;
+    char want[64];
+    int shown = 0;
+    cJSON *j;
+
+    /* 16 warnings of 300 bytes, each with two-byte characters. */
     s.warnings = s.warning_texts.n = MUTATE_MAX_WARNINGS;
     for (int i = 0; i < MUTATE_MAX_WARNINGS; i++) {
-        char *t = s.warning_texts.text[i];
-        size_t n = (size_t)snprintf(t, MUTATE_WARNING_MAX, "rdma-webhook: w%02d ", i);
+        char *t = s.warning_texts.full[i];
+        size_t n = (size_t)snprintf(t, MUTATE_WARNING_FULL_MAX, "rdma-webhook: w%02d ", i);
 
-        while (n + 2 < MUTATE_WARNING_MAX) {
+        while (n + 2 < 300) {
             memcpy(t + n, "\xc3\xa9", 2); /* é */
             n += 2;
         }
-        t[n] = '\0';
+        memcpy(t + n, "!", 2);
+        snprintf(s.warning_texts.text[i], MUTATE_WARNING_MAX, "rdma-webhook: w%02d short", i);
     }
     assert_int_equal(events_report(ev, &s), ERR_OK);
     wait_calls(1);
     j = body_of(0);
     note = str_at(j, "note", NULL);
     assert_true(strlen(note) <= EVENTS_NOTE_MAX - 1);
-    assert_true(strlen(note) > EVENTS_NOTE_MAX - 8);
     assert_contains(note, "pod bert-worker-1 (worker 1): w00 ");
-    assert_contains(note, " | w01 ");
     assert_null(strstr(note, "rdma-webhook:"));
-    assert_string_equal(note + strlen(note) - 3, "...");
-    /* Before the dots, a whole é: the cut fell between characters. */
-    assert_memory_equal(note + strlen(note) - 5, "\xc3\xa9", 2);
+    assert_null(strstr(note, "short"));
+    assert_null(strstr(note, "..."));
+    /* Every warning shown is whole: it ends in its "!". */
+    for (at = note; (at = strstr(at, "!")) != NULL; at++)
+        shown++;
+    assert_true(shown >= 2);
+    snprintf(want, sizeof(want), " | and %d more warnings: see the webhook's log",
+             MUTATE_MAX_WARNINGS - shown);
+    assert_string_equal(note + strlen(note) - strlen(want), want);
     cJSON_Delete(j);
     events_stop(&ev, 1000, NULL);
 }
@@ -658,8 +695,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_on_the_controlling_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_on_the_namespace_without_an_owner, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_note_is_cut_to_the_api_limit_on_a_character, setup,
+        cmocka_unit_test_setup_teardown(test_note_has_the_whole_warning_not_the_short_one, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_note_keeps_whole_warnings_and_counts_those_left_out,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_and_no_warnings_report_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_full_queue_drops_and_counts_without_blocking, setup,

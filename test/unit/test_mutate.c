@@ -317,7 +317,7 @@ static void mutate_once(const cJSON *doc, const char *base, int implicit, const 
     check_warnings(res);
 }
 
-/* The pod's rdma-webhook.io/warnings has every warning of res, without the
+/* The pod's rdma-webhook.io/warnings has every warning of res, whole (the log's text), without the
  * lead, each once. */
 static void assert_warnings_annotation(const cJSON *pod, const struct mutate_result *res)
 {
@@ -333,7 +333,7 @@ static void assert_warnings_annotation(const cJSON *pod, const struct mutate_res
     if (!cJSON_IsArray(list))
         fail_msg(MUTATE_ANNOTATION_WARNINGS " is not a JSON array: %s", value);
     for (size_t i = 0; i < res->warnings.n; i++) {
-        const char *want = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
+        const char *want = res->warnings.full[i] + strlen(MUTATE_WARNING_LEAD);
         int found = 0;
         const cJSON *it;
 
@@ -2761,6 +2761,96 @@ TEST(test_warnings_annotation_not_json_is_replaced)
                         "22\"]");
 }
 
+/* The issue's pin: the 120-byte form for kubectl cuts the label's value
+ * ("NVIDIA-H100-80..."); the annotation keeps it whole, as the log does. */
+#define H100_PIN                                                                                   \
+    "{'profiles':[{'name':'h100','default':true,'pin':true,'match':{'gpus':8,'nodeLabels':"        \
+    "{'nvidia.com/gpu.product':'NVIDIA-H100-80GB-HBM3','topology.kubernetes.io/zone':"             \
+    "'eu-west-1a'}},'hca':['mlx5_1','mlx5_2']}]}"
+#define H100_PIN_LABELS                                                                            \
+    "nodeSelector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3, "                                  \
+    "topology.kubernetes.io/zone=eu-west-1a"
+#define H100_PIN_TEXT      "pinned to profile \"h100\" nodes: " H100_PIN_LABELS
+#define H100_PIN_TEXT_JSON "pinned to profile \\\"h100\\\" nodes: " H100_PIN_LABELS
+
+TEST(test_warnings_annotation_has_the_whole_text_not_the_short_one)
+{
+    const char *shown = NULL;
+
+    run_with(POD("{'containers':[" GPUS("8") "]}"), profiles_from(H100_PIN), NULL);
+    for (size_t i = 0; i < T.res.warnings.n; i++)
+        if (strstr(T.res.warnings.text[i], "pinned to profile"))
+            shown = T.res.warnings.text[i];
+    assert_non_null(shown);
+    /* The response's form is cut, with its marker... */
+    assert_true(strlen(shown) < MUTATE_WARNING_MAX);
+    assert_contains(shown, "...");
+    assert_null(strstr(shown, "HBM3"));
+    /* ...the pod's is whole. */
+    assert_true(strlen(H100_PIN_TEXT) + strlen(MUTATE_WARNING_LEAD) > MUTATE_WARNING_MAX);
+    assert_string_equal(patched_warnings(), "[\"" H100_PIN_TEXT_JSON "\"]");
+}
+
+/* A pod whose rdma-webhook.io/warnings holds n texts of len quotes each
+ * (each escaped to two bytes in the value), and 8 GPUs. */
+static char *pod_with_old_warnings(int n, size_t len)
+{
+    cJSON *list = cJSON_CreateArray(), *pod = J(POD("{'containers':[" GPUS("8") "]}"));
+    cJSON *meta = cJSON_GetObjectItem(pod, "metadata"), *ann;
+    char text[MUTATE_WARNING_FULL_MAX], *old, *out;
+
+    for (int i = 0; i < n; i++) {
+        snprintf(text, sizeof(text), "%02d", i);
+        memset(text + 2, '"', len - 2);
+        text[len] = '\0';
+        cJSON_AddItemToArray(list, cJSON_CreateString(text));
+    }
+    old = cJSON_PrintUnformatted(list);
+    ann = cJSON_GetObjectItem(meta, "annotations");
+    if (!ann)
+        ann = cJSON_AddObjectToObject(meta, "annotations");
+    cJSON_AddStringToObject(ann, MUTATE_ANNOTATION_WARNINGS, old);
+    out = cJSON_PrintUnformatted(pod);
+    free(old);
+    cJSON_Delete(list);
+    cJSON_Delete(pod);
+    return out;
+}
+
+/* Whole texts, and still a bounded value: a new text is added whole while
+ * it fits under MUTATE_ANNOTATION_WARNINGS_MAX, and left out whole (the
+ * value as it was) when it does not; never cut. */
+TEST(test_warnings_annotation_is_bounded_and_never_cuts_a_text)
+{
+    char *pod = pod_with_old_warnings(20, 500);
+    const char *value;
+
+    run_with(pod, profiles_from(H100_PIN), NULL);
+    free(pod);
+    value = patched_warnings();
+    assert_true(strlen(value) < MUTATE_ANNOTATION_WARNINGS_MAX);
+    assert_contains(value, H100_PIN_TEXT_JSON "\"]");
+}
+
+TEST(test_warnings_annotation_full_leaves_a_new_text_out_whole)
+{
+    char *pod = pod_with_old_warnings(24, 510);
+    cJSON *doc = J(pod);
+
+    /* Not run_with: its check that the annotation has every warning is
+     * what does not hold here. */
+    mutate_once(doc, "", 0, profiles_from(H100_PIN), NULL, &T.res);
+    T.have_res = 1;
+    assert_int_equal(T.res.outcome, MUTATE_PATCHED);
+    assert_true(T.res.warnings.n > 0);
+    /* The pod's value stays as it was: the pin's text is neither added nor
+     * cut in. */
+    assert_null(strstr(dynbuf_ptr(&T.res.patch.out), MUTATE_ANNOTATION_WARNINGS));
+    assert_null(strstr(dynbuf_ptr(&T.res.patch.out), "pinned"));
+    cJSON_Delete(doc);
+    free(pod);
+}
+
 /* No warning, no annotation. */
 TEST(test_no_warnings_no_annotation)
 {
@@ -3020,89 +3110,6 @@ TEST(test_every_warning_fits_with_long_names)
         check_warning_case(&podsec_warning_cases[i].w, podsec_warning_cases[i].ns_labels);
 }
 
-/* ================= stale profiles ================= */
-
-static const struct mutate_options stale_opts = {
-    .stale_fix = "ConfigMap ns/cm", .stale_fix_short = "ConfigMap cm", .stale_since = 1764618848};
-
-TEST(test_stale_warning_first_and_on_the_pod)
-{
-    T.opts = &stale_opts;
-    run(POD("{'containers':[" C8("") "]}"));
-    assert_outcome(MUTATE_PATCHED);
-    assert_profile_env_8card(C(0));
-    assert_string_equal(
-        T.res.warnings.text[0],
-        "rdma-webhook: fix ConfigMap ns/cm: serving old profiles of 2025-12-01T19:54Z");
-    assert_string_equal(T.res.warnings.full[0], T.res.warnings.text[0]);
-    assert_int_equal(T.res.warnings.kind[0], MUTATE_W_STALE);
-    assert_string_equal(mutate_warning_kind_name(MUTATE_W_STALE), "stale_profiles");
-    /* run() checked that the pod keeps it and that a second call adds nothing. */
-}
-
-TEST(test_no_stale_warning_without_the_option)
-{
-    run(POD("{'containers':[" C8("") "]}"));
-    assert_int_equal(warned("serving old profiles"), 0);
-}
-
-/* The longest names fit: NS/NAME, then NAME, then NAME shortened; the log's
- * text has them whole. */
-TEST(test_stale_warning_fits_with_long_names)
-{
-    char fix[400], fix_short[300], name[254];
-    struct mutate_options o = {.stale_since = 1764618848};
-
-    memset(name, 'n', 253);
-    name[253] = '\0';
-    snprintf(fix, sizeof(fix), "ConfigMap %s/%s", NAME63, name);
-    snprintf(fix_short, sizeof(fix_short), "ConfigMap %s", name);
-    o.stale_fix = fix;
-    o.stale_fix_short = fix_short;
-    T.opts = &o;
-    run(POD("{'containers':[" C8("") "]}"));
-    assert_true(strlen(T.res.warnings.text[0]) < MUTATE_WARNING_MAX);
-    assert_contains(T.res.warnings.text[0], "rdma-webhook: fix ConfigMap nnn");
-    assert_contains(T.res.warnings.text[0], "...: serving old profiles of 2025-12-01T19:54Z");
-    assert_contains(T.res.warnings.full[0], fix);
-    /* A name that fits without its namespace is shown whole. */
-    snprintf(fix, sizeof(fix), "ConfigMap %s/rdma-webhook-profiles-7g8h9k2m4t", NAME63);
-    o.stale_fix_short = "ConfigMap rdma-webhook-profiles-7g8h9k2m4t";
-    teardown(NULL);
-    T.opts = &o;
-    run(POD("{'containers':[" C8("") "]}"));
-    assert_string_equal(T.res.warnings.text[0], "rdma-webhook: fix ConfigMap "
-                                                "rdma-webhook-profiles-7g8h9k2m4t: serving old "
-                                                "profiles of 2025-12-01T19:54Z");
-    /* The manifests' NS/NAME fits as it is. */
-    o.stale_fix = "ConfigMap rdma-webhook/rdma-webhook-profiles-7g8h9k2m4t";
-    teardown(NULL);
-    T.opts = &o;
-    run(POD("{'containers':[" C8("") "]}"));
-    assert_contains(T.res.warnings.text[0],
-                    "fix ConfigMap rdma-webhook/rdma-webhook-profiles-7g8h9k2m4t:");
-}
-
-TEST(test_stale_warning_on_a_pod_that_is_not_a_target_changes_nothing)
-{
-    T.opts = &stale_opts;
-    run("{'apiVersion':'v1','kind':'Pod','metadata':{'name':'web'},"
-        "'spec':{'containers':[{'name':'c','image':'nginx'}]}}");
-    assert_outcome(MUTATE_SKIPPED);
-    assert_int_equal(T.res.patch.n_ops, 0);
-    assert_int_equal(warned("serving old profiles"), 1);
-}
-
-TEST(test_stale_warning_kept_on_an_error)
-{
-    T.opts = &stale_opts;
-    run(POD("{'containers':" C8("") "}"));
-    assert_outcome(MUTATE_ERROR);
-    assert_int_equal(T.res.warnings.n, 2);
-    assert_contains(T.res.warnings.text[0], "serving old profiles");
-    assert_contains(T.res.warnings.text[1], "pod not mutated");
-}
-
 int main(void)
 {
 #define T_(name) cmocka_unit_test_teardown(name, teardown)
@@ -3112,12 +3119,10 @@ int main(void)
         T_(test_warnings_annotation_adds_to_what_the_pod_has),
         T_(test_warnings_annotation_not_json_is_replaced),
         T_(test_no_warnings_no_annotation),
+        T_(test_warnings_annotation_has_the_whole_text_not_the_short_one),
+        T_(test_warnings_annotation_is_bounded_and_never_cuts_a_text),
+        T_(test_warnings_annotation_full_leaves_a_new_text_out_whole),
         T_(test_env_created_when_absent),
-        T_(test_stale_warning_first_and_on_the_pod),
-        T_(test_no_stale_warning_without_the_option),
-        T_(test_stale_warning_fits_with_long_names),
-        T_(test_stale_warning_on_a_pod_that_is_not_a_target_changes_nothing),
-        T_(test_stale_warning_kept_on_an_error),
         T_(test_env_appended_after_user_env),
         T_(test_empty_env_array_gets_appended),
         T_(test_user_value_wins_with_warning),

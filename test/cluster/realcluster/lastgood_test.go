@@ -82,18 +82,26 @@ func TestProfilesLastGoodAfterRestart(t *testing.T) {
 	}
 	stopped = false
 
-	warning := "Warning: rdma-webhook: fix ConfigMap rdma-webhook/" + cm.Name + ": serving old profiles of "
+	// The admin's problem reaches the admin (the log, the metric, an Event on
+	// the ConfigMap), not the job's author (issue 22, item 7).
 	for _, name := range []string{"stale-1", "stale-2"} {
 		_, stderr := mustKubectl(t, toJSON(t, gpuPod(name, 8)), "create", "-n", ns, "-f", "-")
-		if !strings.Contains(stderr, warning) {
-			t.Errorf("kubectl's stderr for %s lacks %q:\n%s", name, warning, stderr)
+		if strings.Contains(stderr, "serving old profiles") {
+			t.Errorf("kubectl's stderr for %s has the stale warning:\n%s", name, stderr)
 		}
 		p := getPod(t, ns, name)
 		requireMutated(t, p, "pytorch", want{profile: "roce-8card", hca: "=mlx5_41,mlx5_42"})
-		if w := p.Annotations["rdma-webhook.io/warnings"]; !strings.Contains(w, "fix ConfigMap rdma-webhook/"+cm.Name) {
-			t.Errorf("%s: rdma-webhook.io/warnings lacks the stale warning: %q", name, w)
+		if w := p.Annotations["rdma-webhook.io/warnings"]; strings.Contains(w, "serving old profiles") {
+			t.Errorf("%s: rdma-webhook.io/warnings has the stale warning: %q", name, w)
 		}
 	}
+	waitFor(t, 10*time.Second, "an Event ServingOldProfiles on ConfigMap "+cm.Name, func() (bool, string) {
+		// The core view of the events.k8s.io Event: as kubectl describe reads it.
+		out, _, err := kubectl("", "get", "events", "-n", "rdma-webhook", "--field-selector",
+			"involvedObject.kind=ConfigMap,involvedObject.name="+cm.Name+",reason=ServingOldProfiles",
+			"-o", "jsonpath={.items[*].message}")
+		return err == nil && strings.Contains(out, "serving old profiles"), out
+	})
 	if got := webhookMetric(t, "rdma_webhook_profiles_stale"); got != "1" {
 		t.Errorf("rdma_webhook_profiles_stale serving the copy: %q, want 1", got)
 	}
