@@ -237,7 +237,8 @@ static void cmd_serve_start_lastgood(struct cmd_serve_app *app, const struct cmd
         lc.copy = app->copy_name;
     }
     if (lastgood_init(&app->lastgood, app->store, &app->log, &lc, err, sizeof(err)) != ERR_OK)
-        log_msg(&app->log, LOG_WARN, "no last good copy, no repeated stale log line or Event", "error", err);
+        log_msg(&app->log, LOG_WARN, "no last good copy, no repeated stale log line or Event",
+                "error", err);
     else if (o->profiles_configmap && !app->copy_name[0])
         log_msg(&app->log, LOG_WARN,
                 "no last good copy (--profiles-last-good \"\"): a restart while the ConfigMap "
