@@ -39,7 +39,7 @@ struct cmd_mutate_configmap {
 /* The run: what every object is mutated with, and where it is printed. */
 struct cmd_mutate_ctx {
     const struct profiles *ps;
-    struct mutate_options opts; /* --detect-image, --mode, --pod-security-config */
+    struct mutate_options opts; /* --detect-image, --mode, --pod-security-config, --ipc-lock */
     int patched;
     int explain;             /* --explain: the decisions, in words, instead */
     enum docs_format format; /* what is printed */
@@ -65,7 +65,7 @@ static void cmd_mutate_usage(FILE *f)
             "                           [--node-labels K=V,...] [--namespace-labels K=V,...]\n"
             "                           [--namespace NAME] [--detect-image IMAGE]\n"
             "                           [--mode enforce|report] [--pod-security-config FILE]\n"
-            "                           [FILE|-]\n"
+            "                           [--ipc-lock auto|never] [FILE|-]\n"
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and the pod templates of\n"
             "PyTorchJobs (and of MPIJobs and Volcano Jobs, with targets.mpijob/.volcanojob on\n"
@@ -91,7 +91,8 @@ static void cmd_mutate_usage(FILE *f)
             "                            the labels of the pods' namespace, for profiles\n"
             "                            whose match.namespaces is a selector (plus\n"
             "                            kubernetes.io/metadata.name, as the apiserver sets it),\n"
-            "                            Pod Security, and rdma-webhook.io/mode=report|enforce\n"
+            "                            Pod Security, rdma-webhook.io/mode=report|enforce\n"
+            "                            and rdma-webhook.io/ipc-lock=false\n"
             "  -n, --namespace NAME      the namespace of objects that name none (default\n"
             "                            \"default\"); one that names another is an error\n"
             "  --detect-image IMAGE      the image of the init container rdma-webhook-detect,\n"
@@ -99,6 +100,8 @@ static void cmd_mutate_usage(FILE *f)
             "                            detection)\n"
             "  --mode enforce|report     as serve --mode: report gives each pod only the\n"
             "                            annotation rdma-webhook.io/report (default enforce)\n"
+            "  --ipc-lock auto|never     as serve --ipc-lock: never adds IPC_LOCK to no\n"
+            "                            container (default auto)\n"
             "  --pod-security-config FILE\n"
             "                            as serve --pod-security-config: the cluster's\n"
             "                            PodSecurity defaults and exemptions (a user exemption\n"
@@ -874,6 +877,7 @@ int cmd_mutate(int argc, char **argv)
                                          {"explain", no_argument, NULL, 'E'},
                                          {"mode", required_argument, NULL, 'm'},
                                          {"pod-security-config", required_argument, NULL, 'C'},
+                                         {"ipc-lock", required_argument, NULL, 'L'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *profiles = CMD_DEFAULT_PROFILES, *path = "-", *podsec_path = NULL;
@@ -926,6 +930,15 @@ int cmd_mutate(int argc, char **argv)
                         optarg);
                 goto out;
             }
+        } else if (c == 'L') {
+            int v = mutate_ipc_lock_parse(optarg);
+
+            if (v < 0) {
+                fprintf(stderr, "rdma-webhook mutate: --ipc-lock takes auto or never, not \"%s\"\n",
+                        optarg);
+                goto out;
+            }
+            ctx.opts.ipc_lock = (enum mutate_ipc_lock)v;
         } else if (c == 'C') {
             podsec_path = optarg;
         } else if (c == 'h') {

@@ -2,6 +2,7 @@
 
 #include "cmd.h"
 #include "k8sname.h"
+#include "mutate.h"
 #include "report.h"
 
 #include <getopt.h>
@@ -85,6 +86,12 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                rdma-webhook.io/report, what enforce would add;\n"
         "                                a profile's \"mode\" and the namespace label\n"
         "                                rdma-webhook.io/mode win over it (default enforce)\n"
+        "  --ipc-lock auto|never         never: add IPC_LOCK to no container, for clusters\n"
+        "                                whose policies (Kyverno, Gatekeeper, a\n"
+        "                                ValidatingAdmissionPolicy) refuse added\n"
+        "                                capabilities; the namespace label\n"
+        "                                rdma-webhook.io/ipc-lock=false and a profile's\n"
+        "                                \"ipcLock\": false do it for fewer pods (default auto)\n"
         "  --pod-security-config FILE    the cluster's PodSecurity defaults and exemptions:\n"
         "                                the apiserver's --admission-control-config-file or\n"
         "                                the PodSecurityConfiguration it names, read at start\n"
@@ -130,6 +137,7 @@ enum serve_flag {
     FLAG_STALE_LOG,
     FLAG_MODE,
     FLAG_POD_SECURITY_CONFIG,
+    FLAG_IPC_LOCK,
 };
 
 static const struct option serve_options[] = {
@@ -165,6 +173,7 @@ static const struct option serve_options[] = {
     {"stale-log-seconds", required_argument, NULL, FLAG_STALE_LOG},
     {"mode", required_argument, NULL, FLAG_MODE},
     {"pod-security-config", required_argument, NULL, FLAG_POD_SECURITY_CONFIG},
+    {"ipc-lock", required_argument, NULL, FLAG_IPC_LOCK},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -240,6 +249,13 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case FLAG_MODE:
             if ((o->cfg.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
                 fprintf(stderr, "rdma-webhook serve: --mode takes enforce or report, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case FLAG_IPC_LOCK:
+            if ((o->cfg.ipc_lock = mutate_ipc_lock_parse(optarg)) < 0) {
+                fprintf(stderr, "rdma-webhook serve: --ipc-lock takes auto or never, not \"%s\"\n",
                         optarg);
                 return 2;
             }

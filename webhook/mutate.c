@@ -41,6 +41,7 @@ enum mutate_podsec {
     MUTATE_PODSEC_ADD_NOTED, /* added; the warn or audit level reports it */
     MUTATE_PODSEC_FORBIDDEN, /* the enforce level would reject the pod: not added */
     MUTATE_PODSEC_UNKNOWN,   /* the labels could not be read: not added */
+    MUTATE_PODSEC_OFF_LABEL, /* the namespace's MUTATE_LABEL_IPC_LOCK is "false": not added */
 };
 
 /* Whether the pod gets run-time detection (mutate.h). */
@@ -62,6 +63,7 @@ struct mutate_ctx {
     int ns_asked, ns_rc;
     cJSON *ns_labels;
     enum mutate_podsec podsec;
+    const char *podsec_exempt; /* what exempts the pod from Pod Security, or NULL */
     struct podsec_policy policy;
     struct mutate_result *res;
     struct podjson r;
@@ -110,9 +112,19 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
                                                       "namespace_lookup",
                                                       "pod_security",
                                                       "mode",
+                                                      "ipc_lock",
                                                       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
+}
+
+int mutate_ipc_lock_parse(const char *s)
+{
+    if (s && strcmp(s, "auto") == 0)
+        return MUTATE_IPC_LOCK_AUTO;
+    if (s && strcmp(s, "never") == 0)
+        return MUTATE_IPC_LOCK_NEVER;
+    return -1;
 }
 
 const char *mutate_outcome_name(enum mutate_outcome outcome)
@@ -715,22 +727,48 @@ static void mutate_select_hooks(struct mutate_ctx *m)
         m->hooks->select.namespace_labels ? mutate_namespace_labels_once : NULL;
 }
 
+/* The namespace's MUTATE_LABEL_IPC_LOCK: 1 for "false" (leave IPC_LOCK out),
+ * else 0, warning once about a value that is neither "true" nor "false"
+ * (ignored: the other levels decide, as without the label). */
+static int mutate_ipc_lock_label_off(struct mutate_ctx *m, const cJSON *labels)
+{
+    const char *v = cJSON_GetStringValue(podjson_member(labels, MUTATE_LABEL_IPC_LOCK));
+
+    if (!v || strcmp(v, "true") == 0)
+        return 0;
+    if (strcmp(v, "false") == 0)
+        return 1;
+    MUTATE_WARN(m, MUTATE_W_IPC_LOCK,
+                "label namespace \"%s\" " MUTATE_LABEL_IPC_LOCK "=false|true (\"%s\" ignored)",
+                mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
+                mutate_s(m, v, MUTATE_SHOWN_VALUE));
+    return 0;
+}
+
 /* Decided once, when the first container would get IPC_LOCK. Without the
  * hook (no API) it is added as ever. With it, labels that cannot be read
- * leave IPC_LOCK out: if enforce were baseline or restricted, the pod would
- * be rejected after this webhook (for a PyTorchJob: never created), while
- * without IPC_LOCK it runs, NCCL needing the node's memlock limit at worst. */
+ * leave IPC_LOCK out: if enforce were baseline or restricted, or the
+ * namespace's MUTATE_LABEL_IPC_LOCK said false, the pod would be rejected
+ * after this webhook (for a PyTorchJob: never created), while without
+ * IPC_LOCK it runs, NCCL needing the node's memlock limit at worst. The
+ * label is read before the exemptions: they are Pod Security's, while the
+ * label stands for the namespace's other policies. */
 static enum mutate_podsec mutate_podsec_plan(struct mutate_ctx *m)
 {
     const cJSON *labels;
     const struct podsec_config *conf = m->in->opts ? m->in->opts->podsec : NULL;
     const char *exempt;
+    int hook = m->hooks && m->hooks->select.namespace_labels;
 
     if (m->podsec != MUTATE_PODSEC_UNPLANNED)
         return m->podsec;
     m->podsec = MUTATE_PODSEC_ADD;
-    exempt = podsec_exempt(conf, m->in->namespace_, m->in->user,
-                           podjson_str(&m->r, m->spec, "runtimeClassName"));
+    m->podsec_exempt = exempt = podsec_exempt(conf, m->in->namespace_, m->in->user,
+                                              podjson_str(&m->r, m->spec, "runtimeClassName"));
+    if (hook && mutate_ns_labels(m, &labels))
+        return m->podsec = MUTATE_PODSEC_UNKNOWN;
+    if (hook && mutate_ipc_lock_label_off(m, labels))
+        return m->podsec = MUTATE_PODSEC_OFF_LABEL;
     if (exempt) {
         MUTATE_TRACE(m,
                      "Pod Security: the pod is exempt by its %s (--pod-security-config): "
@@ -738,10 +776,8 @@ static enum mutate_podsec mutate_podsec_plan(struct mutate_ctx *m)
                      exempt);
         return m->podsec;
     }
-    if (!m->hooks || !m->hooks->select.namespace_labels)
+    if (!hook)
         return m->podsec;
-    if (mutate_ns_labels(m, &labels))
-        return m->podsec = MUTATE_PODSEC_UNKNOWN;
     podsec_read(labels, conf ? conf->defaults : NULL, &m->policy);
     if (!podsec_allows_add(m->policy.level[PODSEC_ENFORCE], "IPC_LOCK"))
         m->podsec = MUTATE_PODSEC_FORBIDDEN;
@@ -772,10 +808,16 @@ static int mutate_podsec_allows(struct mutate_ctx *m, const char *cname)
                         podsec_level_name(m->policy.level[PODSEC_ENFORCE]));
         return 0;
     case MUTATE_PODSEC_UNKNOWN:
-        MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
-                    "check the webhook can read namespaces: Pod Security level unknown, no "
-                    "IPC_LOCK in \"%s\"",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        if (m->podsec_exempt) /* exempt from Pod Security, not from the label */
+            MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
+                        "check the webhook can read namespaces: ipc-lock label unknown, no "
+                        "IPC_LOCK in \"%s\"",
+                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        else
+            MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
+                        "check the webhook can read namespaces: Pod Security level unknown, no "
+                        "IPC_LOCK in \"%s\"",
+                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     default: return 1;
     }
@@ -816,13 +858,25 @@ static void mutate_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cp
     char path[PATCH_PATH_MAX];
     int has;
 
+    /* The admins' switches first, the cluster's and the profile's: they
+     * chose it, so no warning, whatever else would have been said. */
+    if (m->in->opts && m->in->opts->ipc_lock == MUTATE_IPC_LOCK_NEVER) {
+        MUTATE_TRACE(m, "IPC_LOCK: not added: --ipc-lock=never (the cluster's switch)");
+        return;
+    }
     if (!m->p->ipc_lock || podjson_bool(&m->r, sc, "privileged")) {
         MUTATE_TRACE(m, "IPC_LOCK: not added: %s",
                      m->p->ipc_lock ? "the container is privileged (it has every capability)"
-                                    : "the profile's ipcLock is false");
+                                    : "the profile's ipcLock is false (the profile's switch)");
         return;
     }
     has = mutate_has_string(add, "IPC_LOCK", "CAP_IPC_LOCK");
+    /* And the namespace's, read with the one lookup Pod Security uses. */
+    if (!has && mutate_podsec_plan(m) == MUTATE_PODSEC_OFF_LABEL) {
+        MUTATE_TRACE(m, "IPC_LOCK: not added: the namespace's label " MUTATE_LABEL_IPC_LOCK
+                        "=false (the namespace's switch)");
+        return;
+    }
     /* Asked before Pod Security: a capability that cannot work needs no
      * level's permission, and would only trip the policies that forbid
      * adding any. */

@@ -16,6 +16,14 @@
  * level forbids it, nor where the labels cannot be read (a pod Pod Security would reject is worse
  * than one without IPC_LOCK), and is added with a warning where warn or audit will report it;
  * without the hook it is added as ever. One the user declared is never touched.
+ * Three switches of the admins leave IPC_LOCK out, for clusters whose other
+ * policies (Kyverno, Gatekeeper, a ValidatingAdmissionPolicy) refuse pods that
+ * add capabilities: the cluster's (mutate_options.ipc_lock, --ipc-lock=never),
+ * the namespace's (the label MUTATE_LABEL_IPC_LOCK=false, read with the same
+ * one lookup) and the profile's (ipcLock: false). Each leaves it out without a
+ * warning: an admin chose it, and the trace says which switch did. Where the
+ * hook exists and the labels cannot be read, the label may be what decides, so
+ * IPC_LOCK is left out with Pod Security's warning for unread labels.
  * Applying the patch and calling again yields no operations. The function never
  * fails the admission: a pod it cannot read is reported as MUTATE_ERROR with no patch and a
  * warning.
@@ -70,6 +78,10 @@ struct trace;
 #define MUTATE_DETECT_BINARY    "/usr/local/bin/rdma-webhook"
 #define MUTATE_DETECT_UID       65532
 
+/* A Namespace label: "false" leaves IPC_LOCK out of the namespace's pods
+ * (mutate.h above); "true", or none, leaves the decision to the rest. */
+#define MUTATE_LABEL_IPC_LOCK "rdma-webhook.io/ipc-lock"
+
 #define MUTATE_ANNOTATION_INJECTED    "rdma-webhook.io/injected"
 #define MUTATE_ANNOTATION_SELECTED_BY "rdma-webhook.io/selected-by"
 /* The warnings of the admission as a JSON array of strings, whole (the
@@ -117,6 +129,15 @@ struct mutate_hooks {
 
 /* What the webhook's operator configures for every admission (the flags of
  * serve and mutate). */
+/* --ipc-lock: whether IPC_LOCK may be added at all. */
+enum mutate_ipc_lock {
+    MUTATE_IPC_LOCK_AUTO,  /* as the profile, the namespace and Pod Security allow (default) */
+    MUTATE_IPC_LOCK_NEVER, /* never added (the cluster's policies refuse added capabilities) */
+};
+
+/* "auto" and "never"; -1 for anything else (NULL included). */
+int mutate_ipc_lock_parse(const char *s);
+
 struct mutate_options {
     /* The image of the init container MUTATE_DETECT_CONTAINER, the webhook's
      * own (--detect-image). NULL: no run-time detection, and a profile that
@@ -128,6 +149,8 @@ struct mutate_options {
     /* --pod-security-config: the cluster's PodSecurity defaults and
      * exemptions (podsec.h). NULL: the plugin's own (privileged, none). */
     const struct podsec_config *podsec;
+    /* --ipc-lock; AUTO (0) when unset. */
+    enum mutate_ipc_lock ipc_lock;
 };
 
 struct mutate_input {
@@ -194,6 +217,7 @@ enum mutate_warning_kind {
     MUTATE_W_NAMESPACE_LOOKUP,
     MUTATE_W_POD_SECURITY, /* the namespace's Pod Security levels and IPC_LOCK */
     MUTATE_W_MODE,         /* the namespace's rdma-webhook.io/mode label: invalid, or unread */
+    MUTATE_W_IPC_LOCK,     /* the namespace's rdma-webhook.io/ipc-lock label: invalid */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

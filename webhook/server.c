@@ -1040,6 +1040,7 @@ int server_init(struct server **out, const struct server_config *cfg, struct log
     s->cfg = *cfg;
     s->mutate_opts.detect_image = cfg->detect_image;
     s->mutate_opts.mode = (enum report_mode)cfg->mode;
+    s->mutate_opts.ipc_lock = (enum mutate_ipc_lock)cfg->ipc_lock;
     s->mutate_opts.podsec = cfg->podsec;
     s->log = log;
     s->store = store;

@@ -115,7 +115,8 @@ struct server_config {
     /* The last good copy's writer, for its counts in /metrics; NULL: none.
      * Outlives the server. */
     struct lastgood *lastgood;
-    int mode; /* mutate_options.mode, an enum report_mode: --mode */
+    int mode;     /* mutate_options.mode, an enum report_mode: --mode */
+    int ipc_lock; /* mutate_options.ipc_lock, an enum mutate_ipc_lock: --ipc-lock */
     /* mutate_options.podsec (--pod-security-config); NULL: PodSecurity's
      * own defaults. Outlives the server. */
     const struct podsec_config *podsec;

@@ -25,6 +25,7 @@
 #include "mutate.h"
 #include "patch.h"
 #include "podsec.h"
+#include "trace.h"
 #include "profiles.h"
 #include "utf8.h"
 
@@ -1143,8 +1144,15 @@ TEST(test_pod_security_config_exemptions)
                          cases[i].usernames, cases[i].classes);
             T.user = cases[i].user;
             print_message("case %zu, labels %s\n", i, labels[l] ? labels[l] : "(unread)");
-            assert_int_equal(run_in_ns(labels[l], pod), cases[i].exempt);
-            assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), cases[i].exempt ? 0 : 1);
+            /* Unread labels leave IPC_LOCK out of an exempt pod too: the
+             * exemption is Pod Security's, and the label rdma-webhook.io/ipc-lock
+             * stands for the namespace's other policies. */
+            int added = cases[i].exempt && labels[l];
+
+            assert_int_equal(run_in_ns(labels[l], pod), added);
+            assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), added ? 0 : 1);
+            if (cases[i].exempt && !labels[l])
+                assert_warned("ipc-lock label unknown, no IPC_LOCK in \"pytorch\"");
             assert_profile_env_8card(C(0));
             teardown(NULL);
             cJSON_Delete(c.lists);
@@ -1210,6 +1218,139 @@ TEST(test_pod_security_not_asked_when_nothing_would_be_added)
              &ns_hooks);
     assert_int_equal(ns_hook.calls, 1); /* the mode label */
     assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+}
+
+/* The admins' switches of IPC_LOCK (mutate.h): the cluster's --ipc-lock=never and the
+ * namespace's label rdma-webhook.io/ipc-lock=false leave it out, the rest of the mutation
+ * stays, and nobody is warned: an admin chose it. --explain says which switch. */
+static const struct mutate_options ipc_lock_never = {.ipc_lock = MUTATE_IPC_LOCK_NEVER};
+
+TEST(test_ipc_lock_flag_never)
+{
+    static const char *const pods[] = {
+        POD("{'containers':[" C8("") "]}"),
+        /* non-root: no non-root warning either */
+        POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}"),
+    };
+
+    assert_int_equal(mutate_ipc_lock_parse("auto"), MUTATE_IPC_LOCK_AUTO);
+    assert_int_equal(mutate_ipc_lock_parse("never"), MUTATE_IPC_LOCK_NEVER);
+    assert_int_equal(mutate_ipc_lock_parse("false"), -1);
+    assert_int_equal(mutate_ipc_lock_parse(NULL), -1);
+    for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+        /* with the namespace hook (serve) and without it (no API) */
+        for (int h = 0; h < 2; h++) {
+            T.opts = &ipc_lock_never;
+            memset(&ns_hook, 0, sizeof(ns_hook));
+            ns_hook.labels = "{}";
+            run_with(pods[i], shipped, h ? &ns_hooks : NULL);
+            assert_outcome(MUTATE_PATCHED);
+            assert_absent(T.patched, "/spec/containers/0/securityContext/capabilities");
+            assert_profile_env_8card(C(0));
+            assert_json_at(T.patched, "/spec/containers/0/volumeMounts/0/mountPath", "'/dev/shm'");
+            assert_int_equal(T.res.warnings.n, 0);
+            teardown(NULL);
+        }
+    }
+    /* An unreadable namespace does not matter when the flag decides: no warning. */
+    T.opts = &ipc_lock_never;
+    memset(&ns_hook, 0, sizeof(ns_hook));
+    assert_false(run_in_ns(NULL, POD("{'containers':[" C8("") "]}")));
+    assert_int_equal(warned_kind(MUTATE_W_POD_SECURITY), 0);
+    teardown(NULL);
+    /* The user's own IPC_LOCK is theirs. */
+    T.opts = &ipc_lock_never;
+    assert_true(
+        run_in_ns("{}", POD("{'containers':[" C8(
+                            ",'securityContext':{'capabilities':{'add':['IPC_LOCK']}}") "]}")));
+}
+
+TEST(test_ipc_lock_namespace_label)
+{
+    static const struct {
+        const char *labels;
+        int added;
+        const char *warning; /* NULL: none */
+    } cases[] = {
+        {"{'" MUTATE_LABEL_IPC_LOCK "':'false'}", 0, NULL},
+        {"{'" MUTATE_LABEL_IPC_LOCK "':'true'}", 1, NULL},
+        {"{}", 1, NULL},
+        {"{'" MUTATE_LABEL_IPC_LOCK "':'no'}", 1,
+         "rdma-webhook.io/ipc-lock=false|true (\"no\" ignored)"},
+        /* the label wins over a Pod Security level that would only warn */
+        {"{'" MUTATE_LABEL_IPC_LOCK "':'false','" PSA_WARN "':'restricted'}", 0, NULL},
+        /* and says nothing where Pod Security enforce forbids it anyway */
+        {"{'" MUTATE_LABEL_IPC_LOCK "':'false','" PSA_ENFORCE "':'baseline'}", 0, NULL},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        print_message("case %zu: %s\n", i, cases[i].labels);
+        assert_int_equal(run_in_ns(cases[i].labels, POD("{'containers':[" C8("") "]}")),
+                         cases[i].added);
+        assert_int_equal(ns_hook.calls, 1); /* the one lookup, shared with report mode */
+        assert_profile_env_8card(C(0));
+        assert_json_at(T.patched, "/spec/containers/0/volumeMounts/0/mountPath", "'/dev/shm'");
+        if (cases[i].warning) {
+            assert_warned(cases[i].warning);
+            assert_int_equal(warned_kind(MUTATE_W_IPC_LOCK), 1);
+        } else {
+            assert_int_equal(T.res.warnings.n, 0);
+        }
+        teardown(NULL);
+    }
+    /* A non-root container in such a namespace: no non-root warning either. */
+    assert_false(
+        run_in_ns("{'" MUTATE_LABEL_IPC_LOCK "':'false'}",
+                  POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}")));
+    assert_int_equal(T.res.warnings.n, 0);
+    teardown(NULL);
+    /* Unread labels: the label may be what decides, so Pod Security's warning for unread
+     * labels and no IPC_LOCK, as before; the rest of the pod is mutated. */
+    assert_false(run_in_ns(NULL, POD("{'containers':[" C8("") "]}")));
+    assert_warned("check the webhook can read namespaces: Pod Security level unknown");
+    assert_profile_env_8card(C(0));
+}
+
+/* --explain names the switch that left IPC_LOCK out. */
+TEST(test_ipc_lock_switches_explained)
+{
+    static const struct {
+        const char *labels;
+        int never;
+        const char *profiles; /* NULL: shipped */
+        const char *says;
+    } cases[] = {
+        {"{}", 1, NULL, "IPC_LOCK: not added: --ipc-lock=never (the cluster's switch)"},
+        {"{'" MUTATE_LABEL_IPC_LOCK "':'false'}", 0, NULL,
+         "IPC_LOCK: not added: the namespace's label rdma-webhook.io/ipc-lock=false (the "
+         "namespace's switch)"},
+        {"{}", 0, "{'profiles':[{'name':'p','default':true,'ipcLock':false}]}",
+         "IPC_LOCK: not added: the profile's ipcLock is false (the profile's switch)"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct trace tr;
+        struct mutate_result res;
+        cJSON *doc = J(POD("{'containers':[" C8("") "]}"));
+        const struct profiles *ps = cases[i].profiles ? profiles_from(cases[i].profiles) : shipped;
+        struct mutate_input in = {.object = doc,
+                                  .base = "",
+                                  .namespace_ = "ns",
+                                  .opts = cases[i].never ? &ipc_lock_never : NULL,
+                                  .trace = &tr};
+
+        trace_init(&tr, 200, 1 << 16);
+        memset(&ns_hook, 0, sizeof(ns_hook));
+        ns_hook.labels = cases[i].labels;
+        mutate_result_init(&res, 1 << 20);
+        mutate_object(&in, ps, &ns_hooks, &res);
+        if (!strstr(trace_finish(&tr), cases[i].says))
+            fail_msg("case %zu: no \"%s\" in:\n%s", i, cases[i].says, trace_finish(&tr));
+        assert_int_equal(res.warnings.n, 0);
+        mutate_result_free(&res);
+        trace_free(&tr);
+        cJSON_Delete(doc);
+    }
 }
 
 /* mutate_object() puts its memo in front of the select hooks: the
@@ -3179,6 +3320,9 @@ int main(void)
         T_(test_pod_security_asks_once_and_names_each_container),
         T_(test_pod_security_not_asked_when_nothing_would_be_added),
         T_(test_pod_security_non_root_one_warning),
+        T_(test_ipc_lock_flag_never),
+        T_(test_ipc_lock_namespace_label),
+        T_(test_ipc_lock_switches_explained),
         T_(test_pod_security_hooks_keep_the_caller_s_ctx),
         T_(test_ipc_lock_creates_capabilities),
         T_(test_ipc_lock_creates_add),
