@@ -26,7 +26,6 @@ func TestKubeAPIIPCLockSwitches(t *testing.T) {
 	a.setFailure("/api/v1/namespaces/ipc-broken", 500)
 	auto := startLookupInstance(t, a)
 	never := startLookupInstance(t, a, "--ipc-lock", "never")
-	hca8 := hcaOf(t, "roce-8card")
 	cases := []struct {
 		name string
 		in   *instance
@@ -65,16 +64,7 @@ func TestKubeAPIIPCLockSwitches(t *testing.T) {
 			if c.warn != "" && (len(relevant) != 1 || !strings.Contains(relevant[0], c.warn)) {
 				t.Errorf("expected one warning with %q, got %q", c.warn, rr.warnings)
 			}
-			ad := admission{rr: rr, patched: patched}
-			if got := ad.envValues("NCCL_IB_HCA"); len(got) != 1 || got[0] != hca8 {
-				t.Errorf("NCCL_IB_HCA: expected [%q], got %q", hca8, got)
-			}
-			if s, _ := pathStr(patched, "spec", "schedulerName"); s != "volcano" {
-				t.Errorf("schedulerName %q, want volcano", s)
-			}
-			if !hasMountAt(containerByName(patched, "pytorch"), "/dev/shm") {
-				t.Errorf("no /dev/shm mount")
-			}
+			expectRestOf8CardMutation(t, hcaOf(t, "roce-8card"), rr, patched)
 		})
 	}
 }

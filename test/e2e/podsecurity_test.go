@@ -97,16 +97,7 @@ func TestKubeAPIPodSecurity(t *testing.T) {
 				if c.warn != "" {
 					warned++
 				}
-				ad := admission{rr: rr, patched: patched}
-				if got := ad.envValues("NCCL_IB_HCA"); len(got) != 1 || got[0] != hca8 {
-					t.Errorf("NCCL_IB_HCA: expected [%q], got %q", hca8, got)
-				}
-				if s, _ := pathStr(patched, "spec", "schedulerName"); s != "volcano" {
-					t.Errorf("schedulerName %q, want volcano", s)
-				}
-				if !hasMountAt(containerByName(patched, "pytorch"), "/dev/shm") {
-					t.Errorf("no /dev/shm mount")
-				}
+				expectRestOf8CardMutation(t, hca8, rr, patched)
 			}
 			// A failure is remembered for a second, as an answer is.
 			if n := a.count(mark, isKind("get-namespace")); n != 1 {
@@ -160,5 +151,21 @@ func TestPodSecurityWithoutAPI(t *testing.T) {
 		if strings.Contains(w, "Pod Security") || strings.Contains(w, "namespaces") {
 			t.Errorf("unexpected warning %q", w)
 		}
+	}
+}
+
+// expectRestOf8CardMutation: whatever was decided about IPC_LOCK, the rest of
+// roce-8card's mutation is there: the HCA list, the scheduler, /dev/shm.
+func expectRestOf8CardMutation(t *testing.T, hca8 string, rr reviewResponse, patched obj) {
+	t.Helper()
+	ad := admission{rr: rr, patched: patched}
+	if got := ad.envValues("NCCL_IB_HCA"); len(got) != 1 || got[0] != hca8 {
+		t.Errorf("NCCL_IB_HCA: expected [%q], got %q", hca8, got)
+	}
+	if s, _ := pathStr(patched, "spec", "schedulerName"); s != "volcano" {
+		t.Errorf("schedulerName %q, want volcano", s)
+	}
+	if !hasMountAt(containerByName(patched, "pytorch"), "/dev/shm") {
+		t.Errorf("no /dev/shm mount")
 	}
 }
