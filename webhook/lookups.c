@@ -244,8 +244,6 @@ static const char *lookups_status_phrase(long status)
 /* What to do next, for reason r of kind k; NULL: the error says it all. */
 static const char *lookups_hint(enum lookups_kind k, enum lookups_reason r, char *buf, size_t len)
 {
-    static const char *const flags[LOOKUPS_KINDS] = {"node", "namespace", "configmap"};
-
     switch (r) {
     case LOOKUPS_R_NOT_AUTHORIZED:
         return "the API did not accept the webhook's token: check its ServiceAccount and the "
@@ -265,7 +263,7 @@ static const char *lookups_hint(enum lookups_kind k, enum lookups_reason r, char
         snprintf(buf, len,
                  "the apiserver throttles the webhook (API Priority and Fairness): give its "
                  "ServiceAccount a FlowSchema with more shares, or raise --%s-cache-seconds",
-                 flags[k]);
+                 lookups_kind_names[k]);
         return buf;
     case LOOKUPS_R_SERVER_ERROR:
         return "the apiserver failed to answer: see its logs and its /readyz";

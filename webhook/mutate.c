@@ -808,16 +808,11 @@ static int mutate_podsec_allows(struct mutate_ctx *m, const char *cname)
                         podsec_level_name(m->policy.level[PODSEC_ENFORCE]));
         return 0;
     case MUTATE_PODSEC_UNKNOWN:
-        if (m->podsec_exempt) /* exempt from Pod Security, not from the label */
-            MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
-                        "check the webhook can read namespaces: ipc-lock label unknown, no "
-                        "IPC_LOCK in \"%s\"",
-                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
-        else
-            MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
-                        "check the webhook can read namespaces: Pod Security level unknown, no "
-                        "IPC_LOCK in \"%s\"",
-                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
+        /* An exempt pod is exempt from Pod Security, not from the label. */
+        MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
+                    "check the webhook can read namespaces: %s unknown, no IPC_LOCK in \"%s\"",
+                    m->podsec_exempt ? "ipc-lock label" : "Pod Security level",
+                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     default: return 1;
     }
