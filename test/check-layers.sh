@@ -47,6 +47,7 @@ select 1
 target 1
 bodybuf 2
 certs 2
+clientauth 2
 cmwatch 2
 lastgood 2
 podsecconf 2

@@ -24,6 +24,14 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                \"\" turns it off (default :9090)\n"
         "  --tls-cert-file FILE          serving certificate, PEM (default %s)\n"
         "  --tls-private-key-file FILE   its private key, PEM (default %s)\n"
+        "  --client-ca FILE              require a TLS client certificate signed by a CA of\n"
+        "                                FILE (PEM) on the HTTPS port: the apiserver's, from\n"
+        "                                its AdmissionConfiguration; other clients are\n"
+        "                                refused at the handshake. Watched and reloaded like\n"
+        "                                the certificate (default: any client)\n"
+        "  --client-names NAME,...       with --client-ca: the client certificate must also\n"
+        "                                name one of these, as its CN or a DNS SAN (default:\n"
+        "                                any name)\n"
         "  --profiles FILE               profiles JSON, reloaded when it changes (default %s)\n"
         "  --profiles-configmap NS/NAME  instead of --profiles: list and watch the profiles\n"
         "                                in ConfigMap NS/NAME through the Kubernetes API\n"
@@ -138,6 +146,8 @@ enum serve_flag {
     FLAG_MODE,
     FLAG_POD_SECURITY_CONFIG,
     FLAG_IPC_LOCK,
+    FLAG_CLIENT_CA,
+    FLAG_CLIENT_NAMES,
 };
 
 static const struct option serve_options[] = {
@@ -174,6 +184,8 @@ static const struct option serve_options[] = {
     {"mode", required_argument, NULL, FLAG_MODE},
     {"pod-security-config", required_argument, NULL, FLAG_POD_SECURITY_CONFIG},
     {"ipc-lock", required_argument, NULL, FLAG_IPC_LOCK},
+    {"client-ca", required_argument, NULL, FLAG_CLIENT_CA},
+    {"client-names", required_argument, NULL, FLAG_CLIENT_NAMES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -246,6 +258,8 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case FLAG_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
         case FLAG_LAST_GOOD: o->profiles_last_good = optarg; break;
         case FLAG_POD_SECURITY_CONFIG: o->pod_security_config = optarg; break;
+        case FLAG_CLIENT_CA: o->cfg.client_ca_file = optarg; break;
+        case FLAG_CLIENT_NAMES: o->cfg.client_names = optarg; break;
         case FLAG_MODE:
             if ((o->cfg.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
                 fprintf(stderr, "rdma-webhook serve: --mode takes enforce or report, not \"%s\"\n",
@@ -343,6 +357,11 @@ static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
              strlen(strchr(o->profiles_configmap, '/') + 1) + strlen("-last-good") > 253)
         why = "--profiles-configmap: NAME-last-good would be longer than 253 bytes; name the "
               "copy with --profiles-last-good";
+    else if (o->cfg.client_names && !o->cfg.client_ca_file)
+        why = "--client-names goes with --client-ca (names are checked in a verified "
+              "certificate)";
+    else if (o->cfg.client_ca_file && !*o->cfg.client_ca_file)
+        why = "--client-ca takes a file of PEM CA certificates";
     else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
         why = "--kube-api needs --kube-ca and --kube-token-file";
     else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)

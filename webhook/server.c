@@ -2,6 +2,7 @@
 
 #include "arena.h"
 #include "bodybuf.h"
+#include "clientauth.h"
 #include "connguard.h"
 #include "err.h"
 #include "events.h"
@@ -47,6 +48,9 @@
 #define SERVER_DEADLINE_TICK_MS 100u
 /* When a request refused for the body budget may try again. */
 #define SERVER_RETRY_AFTER_S "1"
+/* A refused TLS client is logged at most once a minute for each verdict: a
+ * pod that retries in a loop must not flood the log (the metric counts all). */
+#define SERVER_REFUSED_LOG_NS (60LL * 1000000000LL)
 
 /* Set by server_init, cleared by server_stop: a use of a stopped or foreign
  * pointer fails an assert instead of corrupting memory. */
@@ -71,6 +75,8 @@ struct server {
     atomic_int draining; /* readiness goes false first when shutting down */
     int started;         /* server_start ran: server_running may point here */
     struct tlscreds *creds;
+    struct clientauth *clientauth; /* NULL: any TLS client is served (no --client-ca) */
+    atomic_llong refused_logged_ns[CLIENTAUTH_VERDICTS]; /* monotime of each verdict's last line */
     struct server_listener https[SERVER_MAX_THREADS];
     unsigned n_https;
     struct server_listener plain;
@@ -94,6 +100,7 @@ enum server_route {
 struct server_conn {
     struct connguard_conn guard;
     const struct tlscreds_pair *pair;
+    int client_ok; /* with --client-ca: the handshake's client certificate passed */
 };
 
 /* Per-request state, from the first call of the access handler to completion. */
@@ -268,6 +275,26 @@ static int server_render_events(struct server *s, struct dynbuf *b)
         st.reported, st.dropped_full, st.aggregated, st.created, st.patched, st.failed);
 }
 
+/* Clients the handshake refused (all 0 without --client-ca), after the Events. */
+static int server_render_client_auth(struct server *s, struct dynbuf *b)
+{
+    unsigned long long n[CLIENTAUTH_VERDICTS] = {0};
+
+    for (int v = CLIENTAUTH_NO_CERT; s->clientauth && v < CLIENTAUTH_VERDICTS; v++)
+        n[v] = clientauth_refused(s->clientauth, (enum clientauth_verdict)v);
+    return dynbuf_printf(
+        b,
+        "# HELP rdma_webhook_client_auth_refused_total TLS clients refused at the handshake "
+        "by --client-ca: no certificate, one not trusted, or naming none of --client-names.\n"
+        "# TYPE rdma_webhook_client_auth_refused_total counter\n"
+        "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n"
+        "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n"
+        "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n",
+        clientauth_verdict_name(CLIENTAUTH_NO_CERT), n[CLIENTAUTH_NO_CERT],
+        clientauth_verdict_name(CLIENTAUTH_UNTRUSTED), n[CLIENTAUTH_UNTRUSTED],
+        clientauth_verdict_name(CLIENTAUTH_NAME), n[CLIENTAUTH_NAME]);
+}
+
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
 {
     const struct tlscreds_pair *cert = tlscreds_acquire(s->creds);
@@ -303,6 +330,8 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
         rc = server_render_limits(s, &b);
     if (rc == ERR_OK)
         rc = server_render_events(s, &b);
+    if (rc == ERR_OK)
+        rc = server_render_client_auth(s, &b);
     if (rc != ERR_OK) {
         dynbuf_free(&b);
         /* 500 either way: a GET has no content to be too large (413), the
@@ -613,8 +642,14 @@ static enum MHD_Result server_first(struct server *s, struct MHD_Connection *con
                                     const char *method, int tls, void **req_cls)
 {
     struct connguard_conn *guard = server_guard_of(conn);
+    struct server_conn *sc = server_conn_of(conn);
     enum MHD_Result rc;
 
+    /* The handshake refused every client --client-ca does not admit; this
+     * only closes a path where GnuTLS would skip its verification (a resumed
+     * session: libmicrohttpd issues no session tickets). */
+    if (tls && s->clientauth && !(sc && sc->client_ok))
+        return MHD_NO;
     connguard_headers_in(guard);
     rc = server_begin(s, conn, url, method, tls, req_cls);
     if (*req_cls)
@@ -679,6 +714,26 @@ static void server_completed(void *cls, struct MHD_Connection *conn, void **req_
     *req_cls = NULL;
 }
 
+static int server_verify_client(gnutls_session_t session);
+
+/* With --client-ca, the handshake asks for the client's certificate (without
+ * naming acceptable CAs: the apiserver sends the one its kubeconfig names)
+ * and judges it in server_verify_client. 0, or -1 when the session cannot be
+ * read. */
+static int server_ask_client_cert(struct server_listener *ls, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *tls;
+
+    if (!ls->tls || !ls->s->clientauth)
+        return 0;
+    tls = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!tls || !tls->tls_session)
+        return -1;
+    gnutls_certificate_server_set_request(tls->tls_session, GNUTLS_CERT_REQUEST);
+    gnutls_session_set_verify_function(tls->tls_session, server_verify_client);
+    return 0;
+}
+
 /* Accept to close: a connection joins its listener's list, or, when there
  * is no memory to track it, is ended at once (its handshake is refused). */
 static void server_notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -690,7 +745,7 @@ static void server_notify_conn(void *cls, struct MHD_Connection *conn, void **so
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        sc = fd ? calloc(1, sizeof(*sc)) : NULL;
+        sc = fd && server_ask_client_cert(ls, conn) == 0 ? calloc(1, sizeof(*sc)) : NULL;
         if (!sc) {
             if (fd)
                 shutdown(fd->connect_fd, SHUT_RDWR);
@@ -769,6 +824,80 @@ static int server_cert_callback(gnutls_session_t session, const gnutls_datum_t *
     return 0;
 }
 
+/* What to do about a refused client, for its log line. */
+static const char *server_refused_hint(enum clientauth_verdict v)
+{
+    switch (v) {
+    case CLIENTAUTH_NO_CERT:
+        return "only the apiserver may call the webhook: give it a client certificate through "
+               "its AdmissionConfiguration (docs/install.md)";
+    case CLIENTAUTH_UNTRUSTED:
+        return "the certificate is not signed by a CA of --client-ca, has expired, or is not "
+               "for client authentication";
+    default: return "the certificate names none of --client-names (its CN or a DNS SAN)";
+    }
+}
+
+/* One line a minute for each verdict, with the count so far: a client
+ * retrying in a loop is one line, not thousands. */
+static void server_log_refused(struct server *s, struct MHD_Connection *conn,
+                               enum clientauth_verdict v, const char *subject)
+{
+    long long now = monotime_now(), last = atomic_load(&s->refused_logged_ns[v]);
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
+    char addr[INET6_ADDRSTRLEN] = "";
+    struct log_line l;
+
+    if ((last && now - last < SERVER_REFUSED_LOG_NS) ||
+        !atomic_compare_exchange_strong(&s->refused_logged_ns[v], &last, now))
+        return;
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr,
+                  sizeof(addr));
+    else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, addr,
+                  sizeof(addr));
+    log_begin(&l, s->log, LOG_WARN,
+              "TLS client refused: --client-ca requires a client certificate");
+    log_str(&l, "reason", clientauth_verdict_name(v));
+    log_str(&l, "client", addr);
+    if (*subject)
+        log_str(&l, "subject", subject);
+    log_int(&l, "refused_total", (long long)clientauth_refused(s->clientauth, v));
+    log_str(&l, "hint", server_refused_hint(v));
+    log_end(&l);
+}
+
+/* GnuTLS's verification of the client, during the handshake (after the
+ * client's Certificate message; CertificateVerify, its proof of the key, is
+ * checked by GnuTLS after). Non-zero fails the handshake before any HTTP. */
+static int server_verify_client(gnutls_session_t session)
+{
+    struct server *s = server_running;
+    struct MHD_Connection *conn = gnutls_session_get_ptr(session);
+    struct server_conn *sc = conn ? server_conn_of(conn) : NULL;
+    enum clientauth_verdict v;
+    char subject[256];
+
+    if (!s || !s->clientauth || !sc)
+        return -1;
+    v = clientauth_check(s->clientauth, session, subject, sizeof(subject));
+    sc->client_ok = v == CLIENTAUTH_OK;
+    if (v == CLIENTAUTH_OK)
+        return 0;
+    server_log_refused(s, conn, v, subject);
+    /* The alert tells the client why (Go: "remote error: tls: certificate
+     * required", "bad certificate", "access denied"); GnuTLS sends none of
+     * its own when a callback fails the handshake. Best effort: the
+     * connection closes either way. */
+    gnutls_alert_send(session, GNUTLS_AL_FATAL,
+                      v == CLIENTAUTH_NO_CERT     ? GNUTLS_A_CERTIFICATE_REQUIRED
+                      : v == CLIENTAUTH_UNTRUSTED ? GNUTLS_A_BAD_CERTIFICATE
+                                                  : GNUTLS_A_ACCESS_DENIED);
+    return -1;
+}
+
 /* unchanged: the files held the pair already serving, nothing was loaded
  * (the line still confirms what serves, e.g. after a refused version). */
 static void server_log_cert(struct server *s, int unchanged)
@@ -794,6 +923,29 @@ static void server_log_cert(struct server *s, int unchanged)
     tlscreds_release(p);
 }
 
+/* The --client-ca file, with the serving pair (the watch and SIGHUP). */
+static int server_reload_client_ca(struct server *s, char *err, size_t errlen)
+{
+    unsigned count = 0;
+    struct log_line l;
+    int changed = 0;
+
+    if (!s->clientauth)
+        return ERR_OK;
+    if (clientauth_load(s->clientauth, &changed, &count, err, errlen) != ERR_OK) {
+        log_msg(s->log, LOG_ERROR, "new client CA file rejected; the previous CAs stay", "error",
+                err);
+        return ERR_FAIL;
+    }
+    log_begin(&l, s->log, LOG_INFO, "client CA loaded");
+    log_str(&l, "file", s->cfg.client_ca_file);
+    log_int(&l, "certificates", count);
+    if (!changed)
+        log_str(&l, "unchanged", "true");
+    log_end(&l);
+    return ERR_OK;
+}
+
 /* A rotation that writes the two files one after the other can be caught
  * between them; a failed load is retried briefly before it is reported. */
 void server_reload_certs(struct server *s)
@@ -808,11 +960,13 @@ void server_reload_certs(struct server *s)
         if (tlscreds_load(s->creds, s->cfg.cert_file, s->cfg.key_file, &changed, err,
                           sizeof(err)) == ERR_OK) {
             server_log_cert(s, !changed);
-            return;
+            goto client_ca;
         }
     }
     log_msg(s->log, LOG_ERROR, "new certificate rejected; the previous one keeps serving", "error",
             err);
+client_ca:
+    server_reload_client_ca(s, err, sizeof(err));
 }
 
 static void server_cert_changed(void *arg)
@@ -1004,11 +1158,15 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
  * starts after it: a rotation during the load is loaded again, not missed. */
 static int server_load_and_watch_certs(struct server *s, char *err, size_t errlen)
 {
-    const char *paths[] = {s->cfg.cert_file, s->cfg.key_file};
+    const char *paths[] = {s->cfg.cert_file, s->cfg.key_file, s->cfg.client_ca_file};
+    const char *ca = s->cfg.client_ca_file;
 
-    if (filewatch_init(&s->cert_watch, paths, 2, (int)s->cfg.cert_reload_interval_ms,
+    if (filewatch_init(&s->cert_watch, paths, ca ? 3 : 2, (int)s->cfg.cert_reload_interval_ms,
                        server_cert_changed, s, err, errlen) != ERR_OK ||
         tlscreds_load(s->creds, s->cfg.cert_file, s->cfg.key_file, NULL, err, errlen) != ERR_OK)
+        return ERR_FAIL;
+    if (ca && (clientauth_init(&s->clientauth, ca, s->cfg.client_names, err, errlen) != ERR_OK ||
+               server_reload_client_ca(s, err, errlen) != ERR_OK))
         return ERR_FAIL;
     return filewatch_start(s->cert_watch, err, errlen);
 }
@@ -1112,6 +1270,7 @@ void server_stop(struct server **ps)
     filewatch_stop(&s->cert_watch);
     connguard_stop(&s->guard);
     tlscreds_stop(&s->creds);
+    clientauth_stop(&s->clientauth);
     if (s->started && server_running == s)
         server_running = NULL;
     s->magic = 0;

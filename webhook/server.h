@@ -22,6 +22,13 @@
  * connections already open keep their session, new handshakes get the new
  * certificate.
  *
+ * With cfg.client_ca_file (--client-ca), every HTTPS handshake asks for the
+ * client's certificate and clientauth.h judges it: a client without one of
+ * that CA (or naming none of cfg.client_names) is refused at the handshake
+ * with a fatal alert, counted and logged (one line a minute for each
+ * reason), before any HTTP is read. The CA file is watched and reloaded
+ * with the serving pair; the plain port is not affected.
+ *
  * After an admission with warnings (not a dry run) the summary goes to the
  * Events queue (events.h), which the request never waits for.
  *
@@ -101,6 +108,12 @@ struct server_config {
     const char *metrics_listen; /* "" disables the plain-HTTP port */
     const char *cert_file;
     const char *key_file;
+    /* --client-ca: PEM CAs a TLS client's certificate must chain to, watched
+     * and reloaded with the serving pair; NULL: any client. --client-names:
+     * comma-separated names the certificate must hold one of (its CN or a
+     * DNS SAN); NULL: any name. */
+    const char *client_ca_file;
+    const char *client_names;
     unsigned max_body; /* bytes, at most 1 GiB (--max-body-bytes) */
     unsigned threads;  /* 1..SERVER_MAX_THREADS */
     unsigned conn_timeout_s;
@@ -136,7 +149,8 @@ int server_init(struct server **out, const struct server_config *cfg, struct log
  * through the one running server. Returns ERR_OK, or ERR_FAIL with a message
  * in err (server_stop() undoes what was started). */
 int server_start(struct server *s, char *err, size_t errlen);
-/* Reloads the certificate and key now (SIGHUP); the old pair stays on error. */
+/* Reloads the certificate and key now (SIGHUP), and the --client-ca file;
+ * the old pair (the old CAs) stays on error. */
 void server_reload_certs(struct server *s);
 /* Readiness goes false and new HTTPS connections are closed as soon as they
  * are accepted; open connections and requests in flight go on. */

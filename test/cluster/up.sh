@@ -199,7 +199,50 @@ EOF
 			-keyout front-proxy-ca.key -out front-proxy-ca.crt 2>/dev/null
 		issue front-proxy-client client "/CN=front-proxy-client" front-proxy-ca
 		issue operator-webhook operator_webhook "/CN=training-operator.kubeflow.svc"
+		# The apiserver's client certificate towards admission webhooks
+		# (webhook-admission.kubeconfig), from a CA of its own: the webhook
+		# runs with --client-ca webhook-client-ca.crt (webhook.sh), which
+		# must not admit every certificate the cluster CA signs.
+		openssl req -x509 -config openssl.cnf -extensions ca -newkey rsa:2048 -nodes \
+			-subj "/CN=rdma-webhook-test-webhook-client-ca" -days 30 \
+			-keyout webhook-client-ca.key -out webhook-client-ca.crt 2>/dev/null
+		issue webhook-client client "/CN=kube-apiserver-webhook-client" webhook-client-ca
 	)
+}
+
+# write_admission_config: the apiserver's --admission-control-config-file,
+# DIR/admission.yaml: test/cluster/admission.yaml (PodSecurity) plus the
+# webhook plugins' kubeconfig, through which the apiserver presents
+# webhook-client.crt to the webhooks that ask for a certificate (the
+# kubeConfigFile must be an absolute path, hence a file written here). The
+# user is '*', every webhook: the suite picks the webhook's port after the
+# apiserver has started, and the name of a URL webhook includes its port
+# (docs/install.md has the form for the Service, rdma-webhook.rdma-webhook.svc).
+write_admission_config() {
+	(
+		umask 077
+		cat >"$DIR/webhook-admission.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: '*'
+  user:
+    client-certificate-data: $(b64 "$DIR/pki/webhook-client.crt")
+    client-key-data: $(b64 "$DIR/pki/webhook-client.key")
+EOF
+	)
+	cat "$here/admission.yaml" - >"$DIR/admission.yaml" <<EOF
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $DIR/webhook-admission.kubeconfig
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $DIR/webhook-admission.kubeconfig
+EOF
 }
 
 # issue NAME EXTENSIONS SUBJECT [CA] (inside $pki): NAME.key + NAME.crt
@@ -330,6 +373,7 @@ for n in $CLUSTER_COMPONENTS; do
 	rm -f "$DIR/logs/$n.log" "$DIR/pids/$n.pid"
 done
 gen_pki
+write_admission_config
 write_kubeconfig "$DIR/kubeconfig" admin
 write_kubeconfig "$DIR/kcm.kubeconfig" kcm
 echo "ports: etcd $ETCD_CLIENT_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT" \
@@ -347,7 +391,8 @@ wait_for etcd grep -q '^etcd: ready' "$DIR/logs/etcd.log"
 # the defaults apply (NamespaceLifecycle, ServiceAccount, PodSecurity,
 # MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmission-
 # Policy, ValidatingAdmissionWebhook, ResourceQuota, ...); PodSecurity with
-# the exemptions of test/cluster/admission.yaml.
+# the exemptions of test/cluster/admission.yaml, and the webhooks' client
+# certificate (write_admission_config).
 # MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) is GA and on by
 # default since 1.36, so no --feature-gates/--runtime-config are needed.
 # --allow-privileged: like kubeadm clusters; otherwise privileged pods would
@@ -372,7 +417,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
 	--service-account-signing-key-file="$DIR/pki/sa.key" \
 	--service-cluster-ip-range=10.96.0.0/12 \
 	--allow-privileged=true \
-	--admission-control-config-file="$here/admission.yaml" \
+	--admission-control-config-file="$DIR/admission.yaml" \
 	--requestheader-client-ca-file="$DIR/pki/front-proxy-ca.crt" \
 	--requestheader-allowed-names=front-proxy-client \
 	--requestheader-username-headers=X-Remote-User \
@@ -494,6 +539,9 @@ CLUSTER_DIR=$DIR
 CLUSTER_BIN=$BIN
 CLUSTER_CA_CERT=$DIR/pki/ca.crt
 CLUSTER_CA_KEY=$DIR/pki/ca.key
+WEBHOOK_CLIENT_CA=$DIR/pki/webhook-client-ca.crt
+WEBHOOK_CLIENT_CERT=$DIR/pki/webhook-client.crt
+WEBHOOK_CLIENT_KEY=$DIR/pki/webhook-client.key
 SERVICE_ACCOUNT_ISSUER=https://kubernetes.default.svc.cluster.local
 ETCD_URL=http://127.0.0.1:$ETCD_CLIENT_PORT
 TRAINING_OPERATOR_HEALTH=http://127.0.0.1:$OPERATOR_HEALTH_PORT

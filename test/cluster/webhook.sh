@@ -14,6 +14,9 @@
 # plus what a pod gets from its service account: the API's address and CA,
 # and a token of the service account rdma-webhook made by TokenRequest
 # (`kubectl create token`), so the webhook has exactly the RBAC of manifests/.
+# And --client-ca with the CA of the apiserver's webhook client certificate
+# (up.sh, write_admission_config): the webhook serves the apiserver only, as
+# docs/install.md sets it up ("Require the apiserver's client certificate").
 #
 # Env: WEBHOOK_PORT (default 18443), WEBHOOK_METRICS_PORT (default 19090),
 # RDMA_WEBHOOK_BIN (default build/rdma-webhook). The log is DIR/logs/webhook.log,
@@ -90,7 +93,10 @@ start() {
     done
     # shellcheck disable=SC2086
     set -- "$@" --kube-api "$APISERVER" --kube-ca "$CLUSTER_CA_CERT" \
-        --kube-token-file "$dir/webhook.token" $extra
+        --kube-token-file "$dir/webhook.token"
+    [ -z "${WEBHOOK_CLIENT_CA:-}" ] || set -- "$@" --client-ca "$WEBHOOK_CLIENT_CA"
+    # shellcheck disable=SC2086
+    set -- "$@" $extra
     echo "$bin $*" >"$dir/webhook.cmdline"
     # Appended, so a restart keeps the earlier lines (the suite reads them).
     setsid "$bin" "$@" >>"$log" 2>&1 </dev/null &

@@ -26,6 +26,7 @@ type instance struct {
 	profiles      string
 	addr, metrics string
 	caPool        *x509.CertPool
+	clientCert    *tls.Certificate // presented by the instance's own clients (--client-ca); nil: none
 	args          []string
 
 	cmd        *exec.Cmd
@@ -49,6 +50,14 @@ func startInstance(t *testing.T, profiles string, extra ...string) *instance {
 // certificate (through extra flags): roots are the CAs its clients trust.
 func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, extra ...string) *instance {
 	t.Helper()
+	return startInstanceAs(t, roots, nil, profiles, extra...)
+}
+
+// startInstanceAs is startInstanceTrusting for a server that requires a
+// client certificate (--client-ca in extra): the instance's own clients,
+// waitUp's included, present cert.
+func startInstanceAs(t *testing.T, roots *x509.CertPool, cert *tls.Certificate, profiles string, extra ...string) *instance {
+	t.Helper()
 	dir := t.TempDir()
 	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
@@ -60,7 +69,7 @@ func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, 
 	if roots != nil {
 		pool = roots
 	}
-	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, args: extra}
+	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, clientCert: cert, args: extra}
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		if lastErr = in.launch(attempt); lastErr == nil {
@@ -222,7 +231,11 @@ func (in *instance) url(p string) string        { return "https://" + in.addr + 
 func (in *instance) metricsURL(p string) string { return "http://" + in.metrics + p }
 
 func (in *instance) tlsConfig() *tls.Config {
-	return &tls.Config{RootCAs: in.caPool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{RootCAs: in.caPool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	if in.clientCert != nil {
+		cfg.Certificates = []tls.Certificate{*in.clientCert}
+	}
+	return cfg
 }
 
 // newClient is an HTTPS/HTTP client with one kept-alive connection and the

@@ -7,6 +7,7 @@ package e2e
 // right pods only.
 
 import (
+	"encoding/json"
 	"os"
 	"regexp"
 	"sort"
@@ -38,7 +39,7 @@ var wantServeArgs = []string{
 var wantBaseKinds = map[string]int{
 	"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ClusterRole": 1,
 	"ClusterRoleBinding": 1, "ConfigMap": 1, "Service": 1, "Deployment": 1,
-	"PodDisruptionBudget": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
+	"PodDisruptionBudget": 1, "NetworkPolicy": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
 }
 
 // The kinds the cert-manager overlay adds.
@@ -1024,4 +1025,56 @@ func TestWebhookSelectorsMatchWhatTheWebhookMutates(t *testing.T) {
 	if len(missed) != 0 {
 		t.Errorf("pods the webhook mutates but the apiserver would not send to it: %v", missed)
 	}
+}
+
+// TestNetworkPolicy: the shipped NetworkPolicy selects the webhook's pods
+// and admits exactly two things: the HTTPS port from anywhere (the
+// apiserver, whose addresses no selector names) and the metrics port, which
+// the probes use too, from the namespace monitoring. Ingress only: egress
+// (to the apiserver) stays open. Its ports are the container's named ports.
+func TestNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	objs := kustomize(t, manifestsDir)
+	np := findObject(t, objs, "NetworkPolicy", webhookName)
+	dep := findObject(t, objs, "Deployment", webhookName)
+	sel, err := parseSelector(path(np, "spec", "podSelector"))
+	if err != nil || sel == nil || !sel.matches(stringMap(path(dep, "spec", "template", "metadata", "labels"))) {
+		t.Errorf("the NetworkPolicy's podSelector does not select the Deployment's pods (%v)", err)
+	}
+	if got := toJSONText(t, path(np, "spec", "policyTypes")); got != `["Ingress"]` {
+		t.Errorf("policyTypes %s, expected [\"Ingress\"] (egress to the apiserver stays open)", got)
+	}
+	want := `[{"ports":[{"port":"https","protocol":"TCP"}]},` +
+		`{"from":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}],` +
+		`"ports":[{"port":"metrics","protocol":"TCP"}]}]`
+	if got := toJSONText(t, path(np, "spec", "ingress")); got != want {
+		t.Errorf("ingress rules:\n %s\nexpected\n %s", got, want)
+	}
+	ports := map[string]bool{}
+	for _, c := range path(dep, "spec", "template", "spec", "containers").([]interface{}) {
+		for _, p := range path(c, "ports").([]interface{}) {
+			n, _ := pathStr(p, "name")
+			ports[n] = true
+		}
+	}
+	for _, p := range []string{"https", "metrics"} {
+		if !ports[p] {
+			t.Errorf("the NetworkPolicy names port %q, which the Deployment's containers lack", p)
+		}
+	}
+	for _, probe := range []string{"startupProbe", "readinessProbe", "livenessProbe"} {
+		if p, _ := pathStr(path(dep, "spec", "template", "spec", "containers").([]interface{})[0], probe, "httpGet", "port"); p != "metrics" {
+			t.Errorf("%s on port %q: the docs say the probes use the metrics port", probe, p)
+		}
+	}
+}
+
+// toJSONText is v as compact JSON with sorted keys.
+func toJSONText(t *testing.T, v interface{}) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -6,6 +6,7 @@
 import { ConfigMap, Namespace, Pod, PodTemplate, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from "kubernetes-models/admissionregistration.k8s.io/v1";
 import { Certificate, ClusterIssuer, Issuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
@@ -20,6 +21,7 @@ const MODELS = {
   "v1/ServiceAccount": ServiceAccount,
   "apps/v1/Deployment": Deployment,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
