@@ -91,25 +91,12 @@ func TestMutateOfflineManyConfigMapsIsLinear(t *testing.T) {
 		items = append(items, obj{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": obj{"name": fmt.Sprintf("cm-%d", i), "namespace": jobNS}, "data": data})
 	}
-	sources := make([]interface{}, refs)
-	for j := range sources {
-		sources[j] = configMapRef(fmt.Sprintf("cm-%d", configMaps-1-j), "")
+	names := make([]string, refs)
+	for j := range names {
+		names[j] = fmt.Sprintf("cm-%d", configMaps-1-j)
 	}
-	pod := trainingPod(8)
+	pod := envFromPodOf(containers, refs, names)
 	pathObj(pod, "metadata")["namespace"] = jobNS
-	pathObj(pod, "metadata")["annotations"] = obj{"rdma-webhook.io/profile": "roce-8card"}
-	first := pathArr(pod, "spec", "containers")[0].(obj)
-	list := make([]interface{}, containers)
-	for i := range list {
-		c := obj{}
-		for k, v := range first {
-			c[k] = v
-		}
-		c["name"] = fmt.Sprintf("worker-%d", i)
-		c["envFrom"] = sources
-		list[i] = c
-	}
-	pathObj(pod, "spec")["containers"] = list
 	items = append(items, pod)
 	file := writeTemp(t, "many.json", obj{"apiVersion": "v1", "kind": "List", "items": items})
 
