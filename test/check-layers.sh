@@ -31,6 +31,7 @@ jsonraw 0
 jsonw 0
 k8sname 0
 quantity 0
+strmap 0
 trace 0
 utf8 0
 version 0

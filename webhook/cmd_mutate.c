@@ -8,6 +8,7 @@
 #include "profiles.h"
 #include "report.h"
 #include "review.h"
+#include "strmap.h"
 #include "trace.h"
 
 #include <cjson/cJSON.h>
@@ -30,11 +31,22 @@
 #define CMD_MUTATE_EXPLAIN_BYTES (256u << 10)
 
 /* A ConfigMap of the input: its namespace (as kubectl would create it),
- * name and data. */
+ * name and data; key is "ns/name", its index's key. A data of more than
+ * CMD_MUTATE_SCAN_MAX keys gets an index of its own (keys) at the first
+ * lookup, so that a pod of many containers and envFrom sources costs a hash
+ * for each lookup, not a scan of the ConfigMap. */
 struct cmd_mutate_configmap {
     const char *ns, *name;
     const cJSON *data;
+    char *key;
+    struct strmap keys;
+    int indexed;
 };
+
+/* Up to this many keys a scan is as cheap as an index. */
+#define CMD_MUTATE_SCAN_MAX 16
+/* The input is the user's own: any fixed seed will do. */
+#define CMD_MUTATE_SEED 0x726d776562686b31ull
 
 /* The run: what every object is mutated with, and where it is printed. */
 struct cmd_mutate_ctx {
@@ -50,6 +62,7 @@ struct cmd_mutate_ctx {
      * API would (points into the documents; n_configmaps of them). */
     struct cmd_mutate_configmap *configmaps;
     size_t n_configmaps;
+    struct strmap configmap_index; /* "ns/name" -> the first such ConfigMap */
     struct mutate_hooks hooks;
     size_t objects;  /* in the whole input: above one, messages say which */
     size_t printed;  /* documents printed so far */
@@ -185,13 +198,43 @@ static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labe
 
 /* ---- ConfigMaps of the input, for envFrom ---- */
 
-static const struct cmd_mutate_configmap *
-cmd_mutate_configmap_find(const struct cmd_mutate_ctx *c, const char *ns, const char *name)
+static struct cmd_mutate_configmap *cmd_mutate_configmap_find(struct cmd_mutate_ctx *c,
+                                                              const char *ns, const char *name)
 {
-    for (size_t i = 0; i < c->n_configmaps; i++)
-        if (strcmp(c->configmaps[i].ns, ns) == 0 && strcmp(c->configmaps[i].name, name) == 0)
-            return &c->configmaps[i];
-    return NULL;
+    char key[512]; /* a Namespace's and a ConfigMap's name (63 + 1 + 253 bytes) fit */
+    int n = snprintf(key, sizeof(key), "%s/%s", ns, name);
+
+    if (n < 0 || (size_t)n >= sizeof(key))
+        return NULL; /* a name the apiserver refuses in a pod: unknown, as without the API */
+    return strmap_get(&c->configmap_index, key, (size_t)n);
+}
+
+/* The member key of cm's data: a scan for a small data, else its index,
+ * made at the first lookup. An index that cannot be made (out of memory)
+ * leaves the scan, which answers the same. */
+static const cJSON *cmd_mutate_configmap_member(struct cmd_mutate_configmap *cm, const char *key)
+{
+    const cJSON *it;
+
+    if (!cm->indexed) {
+        cm->indexed = 1;
+        strmap_init(&cm->keys, (size_t)-1, CMD_MUTATE_SEED);
+        if (cJSON_GetArraySize(cm->data) > CMD_MUTATE_SCAN_MAX)
+            cJSON_ArrayForEach(it, cm->data)
+            {
+                int rc = it->string
+                             ? strmap_put(&cm->keys, it->string, strlen(it->string), (void *)it)
+                             : ERR_OK;
+
+                if (rc != ERR_OK && rc != ERR_FAIL) { /* ERR_FAIL: a duplicate, first wins */
+                    strmap_free(&cm->keys);
+                    break;
+                }
+            }
+    }
+    if (cm->keys.n)
+        return strmap_get(&cm->keys, key, strlen(key));
+    return cJSON_GetObjectItemCaseSensitive(cm->data, key);
 }
 
 /* A ConfigMap the input holds answers as the API would; one it does not
@@ -199,12 +242,12 @@ cmd_mutate_configmap_find(const struct cmd_mutate_ctx *c, const char *ns, const 
 static enum mutate_envfrom cmd_mutate_configmap_value(void *ctx, const char *ns, const char *name,
                                                       const char *key, char *value, size_t len)
 {
-    const struct cmd_mutate_configmap *cm = cmd_mutate_configmap_find(ctx, ns, name);
+    struct cmd_mutate_configmap *cm = cmd_mutate_configmap_find(ctx, ns, name);
     const char *v;
 
     if (!cm)
         return MUTATE_ENVFROM_UNKNOWN;
-    v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cm->data, key));
+    v = cJSON_GetStringValue(cmd_mutate_configmap_member(cm, key));
     if (!v)
         return MUTATE_ENVFROM_LACKS;
     if (value && snprintf(value, len, "%s", v) >= (int)len)
@@ -772,10 +815,16 @@ static size_t cmd_mutate_count(const struct docs *d)
     return n;
 }
 
-/* Keeps o when it is a ConfigMap (a List item takes list_kind). */
-static void cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
-                                      const char *list_kind)
+/* Keeps o when it is a ConfigMap (a List item takes list_kind), indexed
+ * by "ns/name": 0, or -1 out of memory. The first of two with one name is
+ * the one found, as it was by a scan. */
+static int cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
+                                     const char *list_kind)
 {
+    struct cmd_mutate_configmap *cm;
+    size_t len;
+    int rc;
+
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "kind"));
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
@@ -784,11 +833,19 @@ static void cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
     if (!kind)
         kind = list_kind;
     if (!kind || strcmp(kind, "ConfigMap") != 0 || !name)
-        return;
+        return 0;
     if (!ns || !*ns)
         ns = c->namespace_ ? c->namespace_ : "default";
-    c->configmaps[c->n_configmaps++] = (struct cmd_mutate_configmap){
+    cm = &c->configmaps[c->n_configmaps];
+    *cm = (struct cmd_mutate_configmap){
         .ns = ns, .name = name, .data = cJSON_GetObjectItemCaseSensitive(o, "data")};
+    len = strlen(ns) + 1 + strlen(name);
+    if (!(cm->key = malloc(len + 1)))
+        return -1;
+    snprintf(cm->key, len + 1, "%s/%s", ns, name);
+    c->n_configmaps++;
+    rc = strmap_put(&c->configmap_index, cm->key, len, cm);
+    return rc == ERR_OK || rc == ERR_FAIL ? 0 : -1;
 }
 
 /* The ConfigMaps of the input, before any pod is mutated: a pod's envFrom
@@ -798,17 +855,20 @@ static int cmd_mutate_keep_configmaps(struct cmd_mutate_ctx *c, const struct doc
     c->configmaps = calloc(c->objects, sizeof(*c->configmaps));
     if (!c->configmaps)
         return -1;
+    strmap_init(&c->configmap_index, c->objects, CMD_MUTATE_SEED);
     for (size_t i = 0; i < d->n; i++) {
         char kind[64];
         const cJSON *items = docs_list_items(d->v[i], kind, sizeof(kind)), *it;
 
         if (!items) {
-            cmd_mutate_keep_configmap(c, d->v[i], NULL);
+            if (cmd_mutate_keep_configmap(c, d->v[i], NULL))
+                return -1;
             continue;
         }
         cJSON_ArrayForEach(it, items)
         {
-            cmd_mutate_keep_configmap(c, it, kind);
+            if (cmd_mutate_keep_configmap(c, it, kind))
+                return -1;
         }
     }
     if (c->n_configmaps) {
@@ -817,6 +877,16 @@ static int cmd_mutate_keep_configmaps(struct cmd_mutate_ctx *c, const struct doc
         c->hooks.ctx = c;
     }
     return 0;
+}
+
+static void cmd_mutate_free_configmaps(struct cmd_mutate_ctx *c)
+{
+    for (size_t i = 0; i < c->n_configmaps; i++) {
+        free(c->configmaps[i].key);
+        strmap_free(&c->configmaps[i].keys);
+    }
+    strmap_free(&c->configmap_index);
+    free(c->configmaps);
 }
 
 /* Every object of every document; with --patched, every document printed
@@ -990,7 +1060,7 @@ out:
     dynbuf_free(&input);
     cJSON_Delete(ctx.node_labels);
     cJSON_Delete(ctx.namespace_labels);
-    free(ctx.configmaps);
+    cmd_mutate_free_configmaps(&ctx);
     podsecconf_stop(&podsec);
     return rc;
 }

@@ -4,19 +4,24 @@
 #include "err.h"
 #include "k8sname.h"
 #include "monotime.h"
-#include "podjson.h"
+#include "profiles.h"
+#include "strmap.h"
 
 #include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
+/* The circuit of one kind: closed (calls are made), open (none until
+ * until_ns), probing (one call, the probe, is in flight; no other). */
+enum { LOOKUPS_CLOSED, LOOKUPS_OPEN, LOOKUPS_PROBING };
 
 #define LOOKUPS_FAILED_TTL_NS MONOTIME_NS_PER_S
 #define LOOKUPS_BODY_MAX      (4u << 20)
@@ -27,11 +32,34 @@ enum { LOOKUPS_EMPTY, LOOKUPS_LOADING, LOOKUPS_READY, LOOKUPS_FAILED };
  * fails the assert instead of corrupting memory. */
 #define LOOKUPS_MAGIC 0x6c6f6f6bu /* "look" */
 
+/* A ConfigMap as the cache keeps it: the keys that admissions may ask for
+ * (those that end a name of mutate_envfrom_names), each with its value
+ * when it is short (else lookups_unkept), in one allocation, indexed. */
+struct lookups_cm {
+    struct strmap keys; /* key -> value, into text */
+    size_t bytes;       /* all it holds, counted in the cache's budget */
+    char text[];        /* the keys and values kept, each NUL-terminated */
+};
+
+/* The value of a key whose value was too long to keep. */
+static const char lookups_unkept[] = "";
+
 struct lookups_entry {
     char key[512];
     int state; /* LOOKUPS_EMPTY, _LOADING, _READY, _FAILED */
     long long expires_ns;
-    cJSON *value; /* labels, or the ConfigMap's keys; NULL: does not exist */
+    cJSON *value;          /* a Node's or Namespace's labels */
+    struct lookups_cm *cm; /* a ConfigMap's keys; NULL: it does not exist */
+    /* A ConfigMap's: the profiles generation (lookups_request) whose names
+     * chose the keys kept; another generation asks again. */
+    unsigned long generation;
+};
+
+struct lookups_circuit {
+    int state;                  /* LOOKUPS_CLOSED, _OPEN, _PROBING */
+    unsigned failures;          /* calls in a row that found the API unwell */
+    long long until_ns;         /* open: no call before this */
+    unsigned long long skipped; /* lookups answered unknown without a call */
 };
 
 struct lookups_cache {
@@ -40,7 +68,10 @@ struct lookups_cache {
     enum lookups_kind kind;
     long long ttl_ns;
     lookups_fetch_fn fetch;   /* the API call behind the cache */
-    unsigned long long waits; /* under mu */
+    unsigned long long waits; /* under mu, as all below */
+    struct lookups_circuit circuit;
+    struct strmap index; /* key -> its entry, for every entry not EMPTY */
+    size_t bytes;        /* held by the entries' cm */
     struct lookups_entry e[LOOKUPS_CACHE_MAX];
 };
 
@@ -56,6 +87,9 @@ struct lookups {
     struct log *log;
     long long budget_ns;
     long long log_interval_ns;
+    unsigned circuit_failures; /* unwell calls in a row that open a circuit */
+    long long circuit_open_ns; /* how long it stays open */
+    size_t configmap_bytes;    /* the most the ConfigMaps' keys may hold */
     long long (*now)(void);
     struct lookups_cache nodes;
     struct lookups_cache configmaps;
@@ -97,6 +131,9 @@ static int lookups_cache_init(struct lookups_cache *c, enum lookups_kind kind, u
     c->kind = kind;
     c->ttl_ns = (long long)ttl_s * MONOTIME_NS_PER_S;
     c->fetch = fetch;
+    /* Seeded per process: the keys are names tenants choose. */
+    strmap_init(&c->index, LOOKUPS_CACHE_MAX,
+                (unsigned long long)monotime_now() ^ (unsigned long long)(uintptr_t)c);
     if (monotime_cond_init(&c->done))
         return ERR_FAIL;
     if (pthread_mutex_init(&c->mu, NULL)) {
@@ -106,10 +143,20 @@ static int lookups_cache_init(struct lookups_cache *c, enum lookups_kind kind, u
     return ERR_OK;
 }
 
+static void lookups_cm_free(struct lookups_cm *cm)
+{
+    if (cm)
+        strmap_free(&cm->keys);
+    free(cm);
+}
+
 static void lookups_cache_free(struct lookups_cache *c)
 {
-    for (int i = 0; i < LOOKUPS_CACHE_MAX; i++)
+    for (int i = 0; i < LOOKUPS_CACHE_MAX; i++) {
         cJSON_Delete(c->e[i].value);
+        lookups_cm_free(c->e[i].cm);
+    }
+    strmap_free(&c->index);
     pthread_cond_destroy(&c->done);
     pthread_mutex_destroy(&c->mu);
 }
@@ -128,6 +175,13 @@ int lookups_init(struct lookups **out, const struct kubeapi *api, struct log *lo
     lk->log = log;
     lk->budget_ns = (long long)cfg->budget_ms * MONOTIME_NS_PER_MS;
     lk->log_interval_ns = (long long)interval_s * MONOTIME_NS_PER_S;
+    lk->circuit_failures =
+        cfg->circuit_failures ? cfg->circuit_failures : LOOKUPS_CIRCUIT_FAILURES_DEFAULT;
+    lk->circuit_open_ns =
+        (long long)(cfg->circuit_open_s ? cfg->circuit_open_s : LOOKUPS_CIRCUIT_OPEN_DEFAULT_S) *
+        MONOTIME_NS_PER_S;
+    lk->configmap_bytes =
+        cfg->configmap_bytes ? cfg->configmap_bytes : LOOKUPS_CONFIGMAP_BYTES_DEFAULT;
     lk->now = cfg->now_ns ? cfg->now_ns : monotime_now;
     if (pthread_mutex_init(&lk->limits_mu, NULL))
         goto no_lock;
@@ -193,6 +247,54 @@ unsigned long long lookups_failures(struct lookups *lk, enum lookups_kind k, enu
     if ((unsigned)k >= LOOKUPS_KINDS || (unsigned)r >= LOOKUPS_REASONS)
         return 0;
     return atomic_load(&lk->failures[k][r]);
+}
+
+static struct lookups_cache *lookups_cache_of(struct lookups *lk, enum lookups_kind k)
+{
+    return k == LOOKUPS_K_NODE        ? &lk->nodes
+           : k == LOOKUPS_K_NAMESPACE ? &lk->namespaces
+                                      : &lk->configmaps;
+}
+
+unsigned long long lookups_skipped(struct lookups *lk, enum lookups_kind k)
+{
+    struct lookups_cache *c;
+    unsigned long long n;
+
+    assert(lk->magic == LOOKUPS_MAGIC);
+    if ((unsigned)k >= LOOKUPS_KINDS)
+        return 0;
+    c = lookups_cache_of(lk, k);
+    pthread_mutex_lock(&c->mu);
+    n = c->circuit.skipped;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+int lookups_circuit_open(struct lookups *lk, enum lookups_kind k)
+{
+    struct lookups_cache *c;
+    int open;
+
+    assert(lk->magic == LOOKUPS_MAGIC);
+    if ((unsigned)k >= LOOKUPS_KINDS)
+        return 0;
+    c = lookups_cache_of(lk, k);
+    pthread_mutex_lock(&c->mu);
+    open = c->circuit.state != LOOKUPS_CLOSED;
+    pthread_mutex_unlock(&c->mu);
+    return open;
+}
+
+size_t lookups_configmap_bytes(struct lookups *lk)
+{
+    size_t n;
+
+    assert(lk->magic == LOOKUPS_MAGIC);
+    pthread_mutex_lock(&lk->configmaps.mu);
+    n = lk->configmaps.bytes;
+    pthread_mutex_unlock(&lk->configmaps.mu);
+    return n;
 }
 
 /* ---- failures: the reason, the metric, the rate-limited line ----------- */
@@ -276,7 +378,9 @@ static const char *lookups_hint(enum lookups_kind k, enum lookups_reason r, char
     case LOOKUPS_R_BAD_BODY:
         return "the answer is not the JSON object the API sends: is --kube-api a Kubernetes "
                "API, and not a proxy's page?";
-    case LOOKUPS_R_TOO_BIG: return "the object is larger than the 4 MiB a lookup reads";
+    case LOOKUPS_R_TOO_BIG:
+        return "the object is larger than the 4 MiB a lookup reads, or the keys of a ConfigMap "
+               "that admissions may ask for than the cache";
     default: return NULL;
     }
 }
@@ -302,9 +406,11 @@ static int lookups_limit_pass(struct lookups *lk, struct lookups_limit *lim, lon
 }
 
 /* Counts a failed call of cache kind k for key and logs it, at most once
- * an interval for each kind and reason. Called without a cache's lock. */
-static void lookups_failed(struct lookups *lk, enum lookups_kind k, const char *key, int rc,
-                           long status, long long elapsed_ns, long timeout_ms, const char *why)
+ * an interval for each kind and reason; returns the reason. Called without
+ * a cache's lock. */
+static enum lookups_reason lookups_failed(struct lookups *lk, enum lookups_kind k, const char *key,
+                                          int rc, long status, long long elapsed_ns,
+                                          long timeout_ms, const char *why)
 {
     enum lookups_reason r = lookups_reason_of(rc, status, elapsed_ns, timeout_ms);
     const char *slash = k == LOOKUPS_K_CONFIGMAP ? strchr(key, '/') : NULL;
@@ -315,7 +421,7 @@ static void lookups_failed(struct lookups *lk, enum lookups_kind k, const char *
 
     atomic_fetch_add(&lk->failures[k][r], 1);
     if (!lk->log || !lookups_limit_pass(lk, &lk->limits[k][r], lk->now(), &suppressed))
-        return;
+        return r;
     if (status)
         snprintf(error, sizeof(error), "%ld%s%s%s", status, lookups_status_phrase(status),
                  *why ? ": " : "", why);
@@ -343,31 +449,68 @@ static void lookups_failed(struct lookups *lk, enum lookups_kind k, const char *
     if (suppressed)
         log_int(&l, "suppressed", (long long)suppressed);
     log_end(&l);
+    return r;
 }
 
 static struct lookups_entry *lookups_find(struct lookups_cache *c, const char *key)
 {
-    for (int i = 0; i < LOOKUPS_CACHE_MAX; i++)
-        if (c->e[i].state != LOOKUPS_EMPTY && strcmp(c->e[i].key, key) == 0)
-            return &c->e[i];
-    return NULL;
+    return strmap_get(&c->index, key, strlen(key));
+}
+
+/* Empties e: its answer freed, its key out of the index. */
+static void lookups_clear(struct lookups_cache *c, struct lookups_entry *e)
+{
+    if (e->state == LOOKUPS_EMPTY)
+        return;
+    strmap_del(&c->index, e->key, strlen(e->key));
+    cJSON_Delete(e->value);
+    e->value = NULL;
+    if (e->cm)
+        c->bytes -= e->cm->bytes;
+    lookups_cm_free(e->cm);
+    e->cm = NULL;
+    e->state = LOOKUPS_EMPTY;
 }
 
 /* A slot for a new key: empty, else the one expiring first; never one that
- * another thread is loading. */
-static struct lookups_entry *lookups_slot(struct lookups_cache *c)
+ * another thread is loading. Every expired entry is freed on the way, so
+ * that no answer outlives its TTL in memory. */
+static struct lookups_entry *lookups_slot(struct lookups_cache *c, long long now)
 {
-    struct lookups_entry *best = NULL;
+    struct lookups_entry *best = NULL, *empty = NULL;
 
     for (int i = 0; i < LOOKUPS_CACHE_MAX; i++) {
         struct lookups_entry *e = &c->e[i];
 
+        if (e->state != LOOKUPS_EMPTY && e->state != LOOKUPS_LOADING && now >= e->expires_ns)
+            lookups_clear(c, e);
         if (e->state == LOOKUPS_EMPTY)
-            return e;
-        if (e->state != LOOKUPS_LOADING && (!best || e->expires_ns < best->expires_ns))
+            empty = empty ? empty : e;
+        else if (e->state != LOOKUPS_LOADING && (!best || e->expires_ns < best->expires_ns))
             best = e;
     }
-    return best;
+    return empty ? empty : best;
+}
+
+/* Makes room for bytes more of ConfigMap keys within the cache's budget,
+ * freeing the entries that expire first, never keep nor one being loaded. */
+static void lookups_make_room(struct lookups_cache *c, const struct lookups *lk,
+                              const struct lookups_entry *keep, size_t bytes)
+{
+    while (c->bytes + bytes > lk->configmap_bytes) {
+        struct lookups_entry *oldest = NULL;
+
+        for (int i = 0; i < LOOKUPS_CACHE_MAX; i++) {
+            struct lookups_entry *e = &c->e[i];
+
+            if (e != keep && e->cm && e->state != LOOKUPS_LOADING &&
+                (!oldest || e->expires_ns < oldest->expires_ns))
+                oldest = e;
+        }
+        if (!oldest)
+            return;
+        lookups_clear(c, oldest);
+    }
 }
 
 /* Waits, with c->mu held, for a call in flight to end, until deadline_ns on
@@ -385,27 +528,222 @@ static int lookups_wait(struct lookups_cache *c, const struct lookups *lk, long 
     return pthread_cond_timedwait(&c->done, &c->mu, &until);
 }
 
+/* ---- the circuit of each kind ------------------------------------------ */
+
+/* Whether a failure for reason r says the API is unwell (no answer, or one
+ * from a server that fails as a whole) rather than answering about the
+ * object: a 401, 403 or 404 is an answer, and closes the circuit. */
+static int lookups_unwell(enum lookups_reason r)
+{
+    return r == LOOKUPS_R_TIMEOUT || r == LOOKUPS_R_TRANSPORT || r == LOOKUPS_R_SERVER_ERROR ||
+           r == LOOKUPS_R_THROTTLED || r == LOOKUPS_R_BAD_BODY;
+}
+
+/* Whether a lookup of c that needs a call must go without: the circuit is
+ * open, or its probe is in flight. The first lookup after the pause is the
+ * probe. With c->mu held. */
+static int lookups_circuit_skip(struct lookups_cache *c, long long now)
+{
+    struct lookups_circuit *cc = &c->circuit;
+
+    if (cc->state == LOOKUPS_OPEN && now >= cc->until_ns)
+        cc->state = LOOKUPS_PROBING; /* this lookup probes */
+    else if (cc->state != LOOKUPS_CLOSED)
+        return cc->skipped++, 1;
+    return 0;
+}
+
+/* The circuit after a call: an answer closes it; an unwell call opens it
+ * when it was the probe, or the circuit_failures-th in a row. With c->mu
+ * held; the two lines it may write come once a pause at most. */
+static void lookups_circuit_after(struct lookups_cache *c, struct lookups *lk, int unwell,
+                                  long long now)
+{
+    struct lookups_circuit *cc = &c->circuit;
+    struct log_line l;
+
+    if (!unwell) {
+        if (cc->state != LOOKUPS_CLOSED && lk->log) {
+            log_begin(&l, lk->log, LOG_INFO, "API lookups resumed: the API answered");
+            log_str(&l, "kind", lookups_kind_titles[c->kind]);
+            log_end(&l);
+        }
+        cc->state = LOOKUPS_CLOSED;
+        cc->failures = 0;
+        return;
+    }
+    cc->failures++;
+    if (cc->state == LOOKUPS_CLOSED && cc->failures < lk->circuit_failures)
+        return;
+    if (cc->state == LOOKUPS_CLOSED && lk->log) {
+        log_begin(&l, lk->log, LOG_WARN,
+                  "API lookups paused: the API failed calls in a row; admissions go on without "
+                  "these answers, with a warning");
+        log_str(&l, "kind", lookups_kind_titles[c->kind]);
+        log_int(&l, "failures", cc->failures);
+        log_int(&l, "pause_s", lk->circuit_open_ns / MONOTIME_NS_PER_S);
+        log_str(&l, "hint", "see the lines \"API lookup failed\" before this one for why");
+        log_end(&l);
+    }
+    cc->state = LOOKUPS_OPEN;
+    cc->until_ns = now + lk->circuit_open_ns;
+}
+
+/* ---- a ConfigMap's keys ------------------------------------------------ */
+
+/* The keys are kept, and the values of LOOKUPS_VALUE_MAX bytes or less:
+ * admission reads a value only to see whether NCCL_IB_DISABLE is on, and
+ * values can be large. Only data counts: the kubelet builds envFrom
+ * variables from data alone, never from binaryData. */
+#define LOOKUPS_VALUE_MAX 64
+/* The most name ends (suffixes) a profiles snapshot may give; past it,
+ * every key is kept (the byte budget still holds). */
+#define LOOKUPS_NAMES_MAX (1u << 16)
+
+/* The ends of every name admissions may ask a ConfigMap for: a key that is
+ * none of them is never asked for. */
+struct lookups_names {
+    struct strmap ends;
+    int overflow; /* more than LOOKUPS_NAMES_MAX, or out of memory: keep all */
+};
+
+static void lookups_add_name(void *ctx, const char *name)
+{
+    struct lookups_names *w = ctx;
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i < len && !w->overflow; i++) {
+        int rc = strmap_put(&w->ends, name + i, len - i, (void *)name);
+
+        w->overflow = rc != ERR_OK && rc != ERR_FAIL;
+    }
+}
+
+/* Whether data's member it is kept, with its text's size in *bytes. */
+static int lookups_cm_keeps(const cJSON *it, struct lookups_names *w, size_t *bytes)
+{
+    const char *v = cJSON_GetStringValue(it);
+    size_t klen;
+
+    if (!it->string)
+        return 0;
+    klen = strlen(it->string);
+    if (w && !strmap_get(&w->ends, it->string, klen))
+        return 0;
+    *bytes = klen + 1 + (v && strlen(v) <= LOOKUPS_VALUE_MAX ? strlen(v) + 1 : 0);
+    return 1;
+}
+
+/* The keys of data that w names (w NULL: all) in one lookups_cm. ERR_OK,
+ * or ERR_NOMEM. Called without a lock: a tenant's ConfigMap may have
+ * 100,000 keys. */
+static int lookups_cm_build(const cJSON *data, struct lookups_names *w, struct lookups_cm **out)
+{
+    size_t n = 0, text = 0, b, at = 0;
+    struct lookups_cm *cm;
+    const cJSON *it;
+
+    *out = NULL;
+    cJSON_ArrayForEach(it, data)
+    {
+        if (lookups_cm_keeps(it, w, &b))
+            n++, text += b;
+    }
+    if (!(cm = malloc(sizeof(*cm) + text + 1)))
+        return ERR_NOMEM;
+    strmap_init(&cm->keys, n, (unsigned long long)(uintptr_t)cm ^ (unsigned long long)text);
+    cJSON_ArrayForEach(it, data)
+    {
+        const char *v = cJSON_GetStringValue(it), *value = lookups_unkept;
+        char *key = cm->text + at;
+        size_t klen;
+        int rc;
+
+        if (!lookups_cm_keeps(it, w, &b))
+            continue;
+        klen = strlen(it->string);
+        memcpy(key, it->string, klen + 1);
+        if (b > klen + 1) {
+            memcpy(key + klen + 1, v, b - klen - 1);
+            value = key + klen + 1;
+        }
+        at += b;
+        /* ERR_FAIL: a duplicate, the first kept as a scan finds it. */
+        if ((rc = strmap_put(&cm->keys, key, klen, (void *)value)) != ERR_OK && rc != ERR_FAIL) {
+            lookups_cm_free(cm);
+            return ERR_NOMEM;
+        }
+    }
+    cm->bytes = sizeof(*cm) + text + 1 + strmap_bytes(&cm->keys);
+    *out = cm;
+    return ERR_OK;
+}
+
+/* A fetched ConfigMap's data as the cache keeps it, for the request's
+ * profiles (every key without them); consumes *value. ERR_OK with *cm
+ * (NULL: no such ConfigMap), ERR_NOMEM, or ERR_TOO_BIG when what is kept
+ * exceeds the whole cache's budget. */
+static int lookups_cm_of(const struct lookups_request *req, cJSON **value, struct lookups_cm **cm,
+                         char *err, size_t errlen)
+{
+    struct lookups_names w = {.overflow = !req->ps};
+    int rc = ERR_OK;
+
+    *cm = NULL;
+    if (!*value)
+        return ERR_OK;
+    strmap_init(&w.ends, LOOKUPS_NAMES_MAX, (unsigned long long)(uintptr_t)&w);
+    if (req->ps)
+        mutate_envfrom_names(req->ps, lookups_add_name, &w);
+    if (lookups_cm_build(*value, w.overflow ? NULL : &w, cm) != ERR_OK)
+        rc = err_set(err, errlen, ERR_NOMEM, "out of memory keeping the keys");
+    else if ((*cm)->bytes > req->lk->configmap_bytes) {
+        rc = err_set(err, errlen, ERR_TOO_BIG,
+                     "its %zu keys kept take %zu bytes, over the %zu bytes of the cache",
+                     (*cm)->keys.n, (*cm)->bytes, req->lk->configmap_bytes);
+        lookups_cm_free(*cm);
+        *cm = NULL;
+    }
+    strmap_free(&w.ends);
+    cJSON_Delete(*value);
+    *value = NULL;
+    return rc;
+}
+
+/* ---- the caches' one rule: a call per key, answers and failures kept --- */
+
 /* Loads key into its slot, which is not LOADING, with timeout_ms to do it
- * (the lock is released around the API call). A call that failed at the end
- * of the request's budget was cut short by it: that says nothing about the
- * API, so the slot is emptied rather than marked failed. "At the end" is
- * within two LOOKUPS_MIN_CALL_NS: the timeout is the budget rounded down to
- * a millisecond, and libcurl's timer may fire a little early. */
+ * (the lock is released around the API call, and around making a
+ * ConfigMap's keys). Every failure is kept for LOOKUPS_FAILED_TTL_NS, a
+ * call cut short by the budget included: an API that does not answer
+ * within the budget would otherwise cost each admission its whole budget,
+ * one after the other. */
 static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookups_entry *e,
                                           const struct lookups_request *req, const char *key,
                                           long timeout_ms)
 {
     struct lookups *lk = req->lk;
+    struct lookups_cm *cm = NULL;
     struct arena *a;
     cJSON *value = NULL;
     char err[ERR_LEN] = "";
     long status = 0;
     long long started, ended;
-    int rc, cut_short;
+    int rc, unwell = 0;
 
+    if (e->state != LOOKUPS_EMPTY && strcmp(e->key, key) != 0)
+        lookups_clear(c, e);
+    if (e->state == LOOKUPS_EMPTY) {
+        snprintf(e->key, sizeof(e->key), "%s", key);
+        if (strmap_put(&c->index, e->key, strlen(e->key), e) != ERR_OK) {
+            /* Out of memory for the index: unknown, and no probe made. */
+            if (c->circuit.state == LOOKUPS_PROBING)
+                c->circuit.state = LOOKUPS_OPEN;
+            return NULL;
+        }
+    }
     cJSON_Delete(e->value);
     e->value = NULL;
-    snprintf(e->key, sizeof(e->key), "%s", key);
     e->state = LOOKUPS_LOADING;
     pthread_mutex_unlock(&c->mu);
     /* The answer outlives this request: it must not come from its arena. */
@@ -413,22 +751,42 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     started = lk->now();
     rc = c->fetch(lk->api, key, timeout_ms, &value, &status, err, sizeof(err));
     ended = lk->now();
+    if (rc == ERR_OK && c->kind == LOOKUPS_K_CONFIGMAP)
+        rc = lookups_cm_of(req, &value, &cm, err, sizeof(err));
     arena_resume(a);
-    /* A call cut short by the budget is counted and logged as the timeout
-     * it is (an API too slow for the budget), but not cached. */
     if (rc != ERR_OK)
-        lookups_failed(lk, c->kind, key, rc, status, ended - started, timeout_ms, err);
-    cut_short = rc != 0 && req->deadline_ns - lk->now() < 2 * LOOKUPS_MIN_CALL_NS;
+        unwell = lookups_unwell(
+            lookups_failed(lk, c->kind, key, rc, status, ended - started, timeout_ms, err));
     pthread_mutex_lock(&c->mu);
-    e->state = rc == 0 ? LOOKUPS_READY : cut_short ? LOOKUPS_EMPTY : LOOKUPS_FAILED;
+    lookups_circuit_after(c, lk, unwell, lk->now());
+    if (e->cm)
+        c->bytes -= e->cm->bytes;
+    lookups_cm_free(e->cm);
+    e->cm = NULL;
+    if (cm)
+        lookups_make_room(c, lk, e, cm->bytes);
+    e->state = rc == ERR_OK ? LOOKUPS_READY : LOOKUPS_FAILED;
     e->value = value;
-    e->expires_ns = lk->now() + (rc == 0 ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
+    e->cm = cm;
+    c->bytes += cm ? cm->bytes : 0;
+    e->generation = req->generation;
+    e->expires_ns = lk->now() + (rc == ERR_OK ? c->ttl_ns : LOOKUPS_FAILED_TTL_NS);
     pthread_cond_broadcast(&c->done);
-    return rc == 0 ? e : NULL;
+    return rc == ERR_OK ? e : NULL;
+}
+
+/* Whether e, not being loaded, still answers req: within its TTL, and for
+ * a ConfigMap's keys, kept for the request's profiles. */
+static int lookups_fresh(const struct lookups_cache *c, const struct lookups_entry *e,
+                         const struct lookups_request *req, long long now)
+{
+    return now < e->expires_ns && (c->kind != LOOKUPS_K_CONFIGMAP || e->state != LOOKUPS_READY ||
+                                   e->generation == req->generation);
 }
 
 /* Returns the ready entry for key with the cache locked, or NULL (unlocked)
- * when the answer cannot be had within the request's budget. */
+ * when the answer cannot be had within the request's budget, or the kind's
+ * circuit is open. */
 static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
                                              const struct lookups_request *req, const char *key)
 {
@@ -441,6 +799,13 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
     for (;;) {
         e = lookups_find(c, key);
         if (e && e->state == LOOKUPS_LOADING) {
+            /* A probe may hang as long as the API: it is one admission's
+             * wait, not every one's. */
+            if (c->circuit.state != LOOKUPS_CLOSED) {
+                c->circuit.skipped++;
+                e = NULL;
+                break;
+            }
             c->waits += !waited;
             waited = 1;
             if (lookups_wait(c, lk, req->deadline_ns) == 0)
@@ -448,11 +813,11 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
             /* Out of time. The call may have ended just now, and the slot
              * may even hold another key since: look the key up once more. */
             e = lookups_find(c, key);
-            if (e && (e->state != LOOKUPS_READY || lk->now() >= e->expires_ns))
+            if (e && (e->state != LOOKUPS_READY || !lookups_fresh(c, e, req, lk->now())))
                 e = NULL;
             break;
         }
-        if (e && lk->now() < e->expires_ns)
+        if (e && lookups_fresh(c, e, req, lk->now()))
             break;
         /* No time for a call: leave what is cached (even if stale) as it
          * is, for a request that has the time. */
@@ -461,9 +826,11 @@ static struct lookups_entry *lookups_acquire(struct lookups_cache *c,
             e = NULL;
             break;
         }
-        e = e ? e : lookups_slot(c);
-        if (e)
+        e = e ? e : lookups_slot(c, lk->now());
+        if (e && !lookups_circuit_skip(c, lk->now()))
             e = lookups_load(c, e, req, key, (long)(left / MONOTIME_NS_PER_MS));
+        else
+            e = NULL;
         break;
     }
     if (e && e->state == LOOKUPS_READY)
@@ -564,32 +931,6 @@ static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, 
     return lookups_fetch_labels(api, path, timeout_ms, value, status, err, errlen);
 }
 
-/* The keys are kept, and the values of LOOKUPS_VALUE_MAX bytes or less
- * (the rest as true): admission reads a value only to see whether
- * NCCL_IB_DISABLE is on, and values can be large. Only data counts: the
- * kubelet builds envFrom variables from data alone, never from binaryData. */
-#define LOOKUPS_VALUE_MAX 64
-
-static cJSON *lookups_keys_of(const cJSON *cm)
-{
-    cJSON *keys = cJSON_CreateObject();
-    const cJSON *it;
-
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cm, "data"))
-    {
-        const char *v = cJSON_GetStringValue(it);
-        int kept = v && strlen(v) <= LOOKUPS_VALUE_MAX;
-
-        if (keys && it->string &&
-            !(kept ? cJSON_AddStringToObject(keys, it->string, v)
-                   : cJSON_AddTrueToObject(keys, it->string))) {
-            cJSON_Delete(keys);
-            keys = NULL;
-        }
-    }
-    return keys;
-}
-
 /* Whether key is a ConfigMap's "namespace/name", with ns (of nslen bytes)
  * set to its namespace. */
 static int lookups_configmap_key(const char *key, char *ns, size_t nslen)
@@ -603,8 +944,9 @@ static int lookups_configmap_key(const char *key, char *ns, size_t nslen)
     return k8sname_label(ns) && k8sname_subdomain(slash + 1);
 }
 
-/* The keys of ConfigMap "ns/name" (its data) as an object;
- * NULL value for a ConfigMap that does not exist. */
+/* ConfigMap "ns/name"'s data, an object (empty when it has none), which
+ * lookups_cm_of makes into the keys kept; NULL value for a ConfigMap that
+ * does not exist. */
 static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
                                    cJSON **value, long *status, char *err, size_t errlen)
 {
@@ -619,10 +961,16 @@ static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, l
     rc = lookups_get_json(api, path, timeout_ms, &cm, &found, status, err, errlen);
     if (rc != ERR_OK)
         return rc;
-    *value = found ? lookups_keys_of(cm) : NULL;
+    if (found) {
+        *value = cJSON_DetachItemFromObjectCaseSensitive(cm, "data");
+        if (!cJSON_IsObject(*value)) {
+            cJSON_Delete(*value);
+            *value = cJSON_CreateObject();
+        }
+    }
     cJSON_Delete(cm);
     if (found && !*value)
-        return err_set(err, errlen, ERR_NOMEM, "GET %s: out of memory keeping the keys", path);
+        return err_set(err, errlen, ERR_NOMEM, "GET %s: out of memory", path);
     return ERR_OK;
 }
 
@@ -666,7 +1014,6 @@ static enum mutate_envfrom lookups_configmap_read(struct lookups_request *req, c
 {
     struct lookups_entry *e;
     enum mutate_envfrom answer = MUTATE_ENVFROM_UNKNOWN;
-    const cJSON *member;
     const char *v;
     char ck[512], nsbuf[254];
 
@@ -676,12 +1023,12 @@ static enum mutate_envfrom lookups_configmap_read(struct lookups_request *req, c
     e = lookups_acquire(&req->lk->configmaps, req, ck);
     if (!e)
         return MUTATE_ENVFROM_UNKNOWN;
-    member = e->value ? podjson_member(e->value, key) : NULL;
-    if (!member)
+    v = e->cm ? strmap_get(&e->cm->keys, key, strlen(key)) : NULL;
+    if (!v)
         answer = MUTATE_ENVFROM_LACKS;
     else if (!value)
         answer = MUTATE_ENVFROM_HAS;
-    else if ((v = cJSON_GetStringValue(member)) && strlen(v) < len) {
+    else if (v != lookups_unkept && strlen(v) < len) {
         memcpy(value, v, strlen(v) + 1);
         answer = MUTATE_ENVFROM_HAS;
     }
@@ -706,10 +1053,19 @@ void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutat
     assert(lk->magic == LOOKUPS_MAGIC);
     req->lk = lk;
     req->deadline_ns = lk->now() + lk->budget_ns;
+    req->ps = NULL;
+    req->generation = 0;
     hooks->select.node_labels = lookups_node_labels;
     hooks->select.namespace_labels = lookups_namespace_labels;
     hooks->select.ctx = req;
     hooks->configmap_has_key = lookups_configmap_has_key;
     hooks->configmap_value = lookups_configmap_value;
     hooks->ctx = req;
+}
+
+void lookups_use_profiles(struct lookups_request *req, const struct profiles *ps,
+                          unsigned long generation)
+{
+    req->ps = ps;
+    req->generation = ps ? generation : 0;
 }

@@ -3,13 +3,27 @@
  *
  * Answers are cached for a short TTL, so a burst of pods of one job costs one
  * API call: concurrent misses for the same key wait for the one request in
- * flight instead of sending their own. Failures of the API are cached for a
- * second, so a dead API is not hammered. Each admission gets a deadline (the
+ * flight instead of sending their own. Each admission gets a deadline (the
  * budget): no lookup, and no wait for another's lookup, runs past it; what is
  * not known by then is "unknown" and the mutation falls back with a warning.
- * Running out of budget says nothing about the API: an admission with no
- * time left (a millisecond or less) does not touch the cache, and a call cut
- * short by its deadline is not cached as a failure.
+ * An admission with no time left (a millisecond or less) does not touch the
+ * cache. Every failed call is cached for a second, a call cut short by the
+ * budget included (an API that hangs would otherwise cost every admission
+ * its whole budget, one after the other).
+ *
+ * A circuit for each kind: after circuit_failures calls in a row that found
+ * the API unwell (timeout, transport, 5xx, 429, a body not JSON; not a 401,
+ * 403 or 404, which are answers), no call of that kind is made for
+ * circuit_open_s: its lookups answer "unknown" at once (counted:
+ * lookups_skipped). Then one lookup probes; the others go without meanwhile,
+ * without waiting for it; an answer closes the circuit, a failure opens it
+ * again. Opening and closing are logged, once each.
+ *
+ * ConfigMaps: of each one's data only the keys that admissions may ask for
+ * are kept (those that end a name of mutate_envfrom_names for the request's
+ * profiles, lookups_use_profiles), with short values, in a hash index made
+ * outside the lock; every ConfigMap's kept keys together stay within
+ * configmap_bytes, the ones expiring first making room.
  *
  * A failed API call (not a ConfigMap's 404, which is an answer) is counted
  * by object kind and reason (lookups_failures: 403 forbidden, timeout, ...)
@@ -39,6 +53,7 @@
 #define LOOKUPS_CACHE_MAX 512
 
 struct cJSON;
+struct profiles;
 
 /* Opaque: the three caches, their locks and the configuration. */
 struct lookups;
@@ -76,15 +91,21 @@ const char *lookups_reason_name(enum lookups_reason r);
 typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
                                 struct cJSON **value, long *status, char *err, size_t errlen);
 
-/* Default of lookups_config.log_interval_s. */
-#define LOOKUPS_LOG_INTERVAL_DEFAULT_S 60u
+/* Defaults of lookups_config's fields left 0. */
+#define LOOKUPS_LOG_INTERVAL_DEFAULT_S   60u
+#define LOOKUPS_CIRCUIT_FAILURES_DEFAULT 3u
+#define LOOKUPS_CIRCUIT_OPEN_DEFAULT_S   10u
+#define LOOKUPS_CONFIGMAP_BYTES_DEFAULT  (16u << 20)
 
 struct lookups_config {
-    unsigned budget_ms;       /* each admission's time for all its lookups */
-    unsigned node_ttl_s;      /* how long a Node's labels are cached */
-    unsigned configmap_ttl_s; /* how long a ConfigMap's keys are cached */
-    unsigned namespace_ttl_s; /* how long a Namespace's labels are cached */
-    unsigned log_interval_s;  /* one failure line per kind and reason; 0: the default */
+    unsigned budget_ms;        /* each admission's time for all its lookups */
+    unsigned node_ttl_s;       /* how long a Node's labels are cached */
+    unsigned configmap_ttl_s;  /* how long a ConfigMap's keys are cached */
+    unsigned namespace_ttl_s;  /* how long a Namespace's labels are cached */
+    unsigned log_interval_s;   /* one failure line per kind and reason; 0: the default */
+    unsigned circuit_failures; /* unwell calls in a row that pause a kind; 0: the default */
+    unsigned circuit_open_s;   /* how long it is paused; 0: the default */
+    size_t configmap_bytes;    /* the ConfigMaps' kept keys, all together; 0: the default */
     /* The edges; NULL: the Kubernetes API, and CLOCK_MONOTONIC (monotime_now). */
     lookups_fetch_fn fetch_node;
     lookups_fetch_fn fetch_configmap;
@@ -96,7 +117,9 @@ struct lookups_config {
  * the caller's memory, set by lookups_begin(). */
 struct lookups_request {
     struct lookups *lk;
-    long long deadline_ns; /* on the configured clock; a test may move it */
+    long long deadline_ns;     /* on the configured clock; a test may move it */
+    const struct profiles *ps; /* lookups_use_profiles; NULL: keep every key */
+    unsigned long generation;  /* ps's store generation; 0 without */
 };
 
 /* api (may be NULL with fake fetches) and log (NULL: no lines) must outlive
@@ -110,6 +133,11 @@ void lookups_stop(struct lookups **lk);
 
 /* Starts an admission's budget and points hooks at this request. */
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks);
+/* The profiles the admission runs under (after lookups_begin): a ConfigMap
+ * is kept as the keys they may ask for, for that generation (another asks
+ * again). ps must outlive the request. Without: every key is kept. */
+void lookups_use_profiles(struct lookups_request *req, const struct profiles *ps,
+                          unsigned long generation);
 
 /* Lookups that waited for another admission's call to the API for the same
  * key instead of making their own, since init. */
@@ -117,5 +145,13 @@ unsigned long long lookups_waits(struct lookups *lk);
 
 /* Failed API calls of kind k for reason r, since init. */
 unsigned long long lookups_failures(struct lookups *lk, enum lookups_kind k, enum lookups_reason r);
+
+/* Lookups of kind k answered unknown without a call, its circuit open,
+ * since init; and whether the circuit is open now (or probing). */
+unsigned long long lookups_skipped(struct lookups *lk, enum lookups_kind k);
+int lookups_circuit_open(struct lookups *lk, enum lookups_kind k);
+
+/* Bytes the ConfigMaps' kept keys hold now. */
+size_t lookups_configmap_bytes(struct lookups *lk);
 
 #endif

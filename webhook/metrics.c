@@ -233,6 +233,24 @@ static void metrics_render_lookups(const struct metrics_gauges *g, struct metric
             metrics_put(out, "rdma_webhook_lookup_failures_total{kind=\"%s\",reason=\"%s\"} %llu\n",
                         lookups_kind_name((enum lookups_kind)k),
                         lookups_reason_name((enum lookups_reason)r), g->lookup_failures[k][r]);
+    metrics_puts(out, "# HELP rdma_webhook_lookup_circuit_open 1 while the lookups of a kind "
+                      "are paused after failures in a row (or one call probes the API).\n"
+                      "# TYPE rdma_webhook_lookup_circuit_open gauge\n");
+    for (int k = 0; k < LOOKUPS_KINDS; k++)
+        metrics_put(out, "rdma_webhook_lookup_circuit_open{kind=\"%s\"} %d\n",
+                    lookups_kind_name((enum lookups_kind)k), g->lookup_circuit_open[k]);
+    metrics_puts(out, "# HELP rdma_webhook_lookup_skipped_total Lookups answered unknown "
+                      "without a call while their kind was paused.\n"
+                      "# TYPE rdma_webhook_lookup_skipped_total counter\n");
+    for (int k = 0; k < LOOKUPS_KINDS; k++)
+        metrics_put(out, "rdma_webhook_lookup_skipped_total{kind=\"%s\"} %llu\n",
+                    lookups_kind_name((enum lookups_kind)k), g->lookup_skipped[k]);
+    metrics_put(out,
+                "# HELP rdma_webhook_lookup_configmap_cache_bytes Bytes the cached envFrom "
+                "ConfigMaps' keys hold.\n"
+                "# TYPE rdma_webhook_lookup_configmap_cache_bytes gauge\n"
+                "rdma_webhook_lookup_configmap_cache_bytes %llu\n",
+                g->lookup_configmap_bytes);
 }
 
 static void metrics_render_profiles(struct metrics *m, struct metrics_out *out)

@@ -76,6 +76,11 @@ struct metrics_gauges {
     /* Failed API lookups by enum lookups_kind and enum lookups_reason
      * (lookups_failures); all 0 without an API. */
     unsigned long long lookup_failures[METRICS_LOOKUP_KINDS_MAX][METRICS_LOOKUP_REASONS_MAX];
+    /* By kind: lookups skipped, the circuit open (lookups_skipped,
+     * lookups_circuit_open); the ConfigMaps' keys cached, in bytes. */
+    unsigned long long lookup_skipped[METRICS_LOOKUP_KINDS_MAX];
+    int lookup_circuit_open[METRICS_LOOKUP_KINDS_MAX];
+    unsigned long long lookup_configmap_bytes;
     long long cert_not_after; /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;
     unsigned long long log_dropped;

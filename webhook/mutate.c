@@ -2194,3 +2194,18 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         mutate_trace_result(&m);
     cJSON_Delete(m.ns_labels);
 }
+
+void mutate_envfrom_names(const struct profiles *ps, void (*fn)(void *ctx, const char *name),
+                          void *ctx)
+{
+    fn(ctx, MUTATE_IB_DISABLE);
+    fn(ctx, MUTATE_CONF_FILE);
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct profiles_entry *p = &ps->p[i];
+
+        for (size_t j = 0; j < p->env.n; j++)
+            fn(ctx, p->env.v[j].name);
+        for (size_t j = 0; j < p->host_network_env.n; j++)
+            fn(ctx, p->host_network_env.v[j].name);
+    }
+}

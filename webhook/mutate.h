@@ -254,4 +254,13 @@ void mutate_result_free(struct mutate_result *res);
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,
                    const struct mutate_hooks *hooks, struct mutate_result *res);
 
+/* Calls fn for every variable name that mutate_object, under ps, may ask
+ * an envFrom ConfigMap for (configmap_has_key, configmap_value), before a
+ * source's prefix is taken off: each profile's env and hostNetworkEnv, and
+ * the variables the webhook reads itself. A name may come more than once.
+ * The key asked is always such a name or its end (the part after a prefix),
+ * so a cache of ConfigMaps need keep only the keys that end one of them. */
+void mutate_envfrom_names(const struct profiles *ps, void (*fn)(void *ctx, const char *name),
+                          void *ctx);
+
 #endif

@@ -324,6 +324,12 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
         for (int r = 0; r < LOOKUPS_REASONS; r++)
             g.lookup_failures[k][r] =
                 lookups_failures(s->lookups, (enum lookups_kind)k, (enum lookups_reason)r);
+    for (int k = 0; s->lookups && k < LOOKUPS_KINDS; k++) {
+        g.lookup_skipped[k] = lookups_skipped(s->lookups, (enum lookups_kind)k);
+        g.lookup_circuit_open[k] = lookups_circuit_open(s->lookups, (enum lookups_kind)k);
+    }
+    if (s->lookups)
+        g.lookup_configmap_bytes = lookups_configmap_bytes(s->lookups);
     dynbuf_init(&b, 65536);
     rc = metrics_render(&s->metrics, &g, &b);
     if (rc == ERR_OK)
@@ -438,8 +444,10 @@ static enum MHD_Result server_admit(struct server *s, struct MHD_Connection *con
     /* The echoed uid is as long as the request's at most: any uid the body
      * limit admits fits. */
     dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
-    if (s->lookups)
+    if (s->lookups) {
         lookups_begin(s->lookups, &lookups, &hooks);
+        lookups_use_profiles(&lookups, snap->ps, snap->generation);
+    }
     arena_begin(&arena);
     status = review_handle(bodybuf_ptr(&req->body), bodybuf_len(&req->body), snap->ps, &hooks,
                            &opts, &out, &sum);

@@ -150,6 +150,7 @@ type fakeAPI struct {
 	splitGap       time.Duration
 	cutNext        bool
 	delays         map[string]time.Duration // path prefix -> delay before answering
+	rawGets        map[string][]byte        // exact path -> a 200 body, for huge objects
 	failures       map[string]int           // path prefix -> HTTP status to answer
 	rbacByName     bool                     // list/watch need fieldSelector=metadata.name=
 	writeFailure   int                      // answer every ConfigMap create/update with this
@@ -178,7 +179,7 @@ func startFakeAPI(t testing.TB, opts ...func(*fakeAPI)) *fakeAPI {
 		nss:      map[string]obj{},
 		events:   map[string]obj{},
 		watchers: map[*fakeWatcher]struct{}{}, delivered: map[int64]time.Time{},
-		delays: map[string]time.Duration{}, failures: map[string]int{},
+		delays: map[string]time.Duration{}, failures: map[string]int{}, rawGets: map[string][]byte{},
 		rbacByName: true,
 	}
 	// The namespaces the tests' pods are in exist, as a pod's always does
@@ -304,6 +305,14 @@ func (a *fakeAPI) setDelay(prefix string, d time.Duration) {
 		a.delays[prefix] = d
 	}
 	a.mu.Unlock()
+}
+
+// setRawGet answers every GET of path with body (200), as given: for
+// objects too large to keep as maps (one body may serve many paths).
+func (a *fakeAPI) setRawGet(path string, body []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rawGets[path] = body
 }
 
 // setFailure answers every request whose path starts with prefix with
@@ -900,6 +909,14 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	a.mu.Lock()
+	raw, isRaw := a.rawGets[r.URL.Path]
+	a.mu.Unlock()
+	if isRaw && r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(raw)
+		return
 	}
 	if failure != 0 {
 		writeStatus(w, failure, statusReason(failure),

@@ -41,14 +41,14 @@ type instance struct {
 // waits until it answers /healthz (not /readyz: some tests start it without
 // valid profiles). At the end of the test it is stopped with SIGTERM and
 // must exit 0 with no sanitizer report on stderr.
-func startInstance(t *testing.T, profiles string, extra ...string) *instance {
+func startInstance(t testing.TB, profiles string, extra ...string) *instance {
 	t.Helper()
 	return startInstanceTrusting(t, nil, profiles, extra...)
 }
 
 // startInstanceTrusting is startInstance for a test that serves its own
 // certificate (through extra flags): roots are the CAs its clients trust.
-func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, extra ...string) *instance {
+func startInstanceTrusting(t testing.TB, roots *x509.CertPool, profiles string, extra ...string) *instance {
 	t.Helper()
 	return startInstanceAs(t, roots, nil, profiles, extra...)
 }
@@ -146,7 +146,7 @@ func (in *instance) waitUp() error {
 
 // finish stops the instance unless the test already did, and reports an
 // abnormal exit or a sanitizer report.
-func (in *instance) finish(t *testing.T) {
+func (in *instance) finish(t testing.TB) {
 	if in.client != nil {
 		in.client.CloseIdleConnections()
 	}

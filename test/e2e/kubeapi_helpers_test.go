@@ -130,7 +130,7 @@ func readyConfigMapInstance(t *testing.T, a *fakeAPI, doc []byte, extra ...strin
 
 // startLookupInstance serves the shipped profiles file and uses the fake
 // for Node and envFrom lookups.
-func startLookupInstance(t *testing.T, a *fakeAPI, extra ...string) *instance {
+func startLookupInstance(t testing.TB, a *fakeAPI, extra ...string) *instance {
 	t.Helper()
 	flags := a.kubeFlags()
 	if underValgrind() && !hasFlag(extra, "--api-budget-ms") {
@@ -268,6 +268,32 @@ func configMapRef(name, prefix string) obj {
 		src["prefix"] = prefix
 	}
 	return src
+}
+
+// envFromPodOf is a pod of containers containers of 8 GPUs, each with
+// refs envFrom sources naming the ConfigMaps names (repeated to refs), and
+// profile roce-8card by name.
+func envFromPodOf(containers, refs int, names []string) obj {
+	pod := trainingPod(8)
+	first := pathArr(pod, "spec", "containers")[0].(obj)
+	sources := make([]interface{}, refs)
+	for j := range sources {
+		sources[j] = configMapRef(names[j%len(names)], "")
+	}
+	list := make([]interface{}, containers)
+	for i := range list {
+		c := obj{}
+		for k, v := range first {
+			c[k] = v
+		}
+		c["name"] = fmt.Sprintf("worker-%d", i)
+		c["envFrom"] = sources
+		list[i] = c
+	}
+	pathObj(pod, "spec")["containers"] = list
+	// 8 GPUs in each container: the profile by name.
+	pathObj(pod, "metadata")["annotations"] = obj{"rdma-webhook.io/profile": "roce-8card"}
+	return pod
 }
 
 // admission is one review's outcome, as the tests read it.

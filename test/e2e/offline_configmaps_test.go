@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMutateOfflineConfigMapsOfTheInput: the ConfigMaps in mutate's input
@@ -65,4 +68,72 @@ func toAnyMap(m map[string]string) obj {
 		out[k] = v
 	}
 	return out
+}
+
+// TestMutateOfflineManyConfigMapsIsLinear: mutate finds each envFrom
+// ConfigMap of its input through an index by namespace/name, not a scan of
+// every ConfigMap for each variable × source × container (issue 28, item
+// 9: 30,000 one-key ConfigMaps and a pod of 50 containers × 64 envFrom
+// sources took about 30 s). Here 90,000 ConfigMaps and 64 × 64 references
+// to the last ones: a scan compares about 10^10 names (minutes), the index
+// answers in about a second; the bound is only a guard against that scan.
+// The ConfigMaps are read (every container keeps its own NCCL_IB_HCA from
+// the one that sets it) and the pod is mutated.
+func TestMutateOfflineManyConfigMapsIsLinear(t *testing.T) {
+	t.Parallel()
+	const configMaps, containers, refs = 90000, 64, 64
+	items := make([]interface{}, 0, configMaps+1)
+	for i := 0; i < configMaps; i++ {
+		data := obj{"LOG_LEVEL": "debug"}
+		if i == configMaps-1 {
+			data = obj{"NCCL_IB_HCA": "=mlx5_0"}
+		}
+		items = append(items, obj{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": obj{"name": fmt.Sprintf("cm-%d", i), "namespace": jobNS}, "data": data})
+	}
+	names := make([]string, refs)
+	for j := range names {
+		names[j] = fmt.Sprintf("cm-%d", configMaps-1-j)
+	}
+	pod := envFromPodOf(containers, refs, names)
+	pathObj(pod, "metadata")["namespace"] = jobNS
+	items = append(items, pod)
+	file := writeTemp(t, "many.json", obj{"apiVersion": "v1", "kind": "List", "items": items})
+
+	start := time.Now()
+	res, exited := runBinaryWithin(t, nil, 60*time.Second, "mutate", "--profiles", profilesPath, "--patched", file)
+	took := time.Since(start)
+	if !exited {
+		t.Fatalf("mutate of %d ConfigMaps and %d × %d envFrom sources still running after %v: a scan per lookup?", configMaps, containers, refs, took)
+	}
+	t.Logf("mutate took %v", took)
+	if res.exitCode != 0 {
+		t.Fatalf("exit %d: %.2000s", res.exitCode, res.stderr)
+	}
+	var out obj
+	if err := json.Unmarshal(res.stdout, &out); err != nil {
+		t.Fatalf("output is not one JSON value: %v", err)
+	}
+	var patched obj
+	for _, it := range pathArr(out, "items") {
+		if o, _ := it.(obj); o["kind"] == "Pod" {
+			patched = o
+		}
+	}
+	if patched == nil {
+		t.Fatal("no Pod in the output")
+	}
+	for _, c := range pathArr(patched, "spec", "containers") {
+		env := map[string]bool{}
+		for _, e := range pathArr(c, "env") {
+			env[e.(obj)["name"].(string)] = true
+		}
+		name := c.(obj)["name"]
+		if env["NCCL_IB_HCA"] {
+			t.Errorf("container %v: NCCL_IB_HCA added although its envFrom ConfigMap sets it", name)
+		}
+		if !env["NCCL_IB_TIMEOUT"] {
+			t.Errorf("container %v: NCCL_IB_TIMEOUT not added: the pod was not mutated", name)
+		}
+	}
 }

@@ -6,10 +6,15 @@
  * get its answer; a full cache evicts the key that expires first, never one
  * being loaded; a waiter whose budget runs out gives up as "unknown" and
  * caches nothing; an admission with no budget left does not touch the
- * cache, and a call cut short by the admission's own budget is not cached
- * as a failure. A failed call is counted by kind and reason and logged at
- * warn with the object, the status and a hint, one line per kind and reason
- * an interval, the next one saying how many were left out.
+ * cache, and every failed call is cached for a second, one cut short by
+ * the admission's own budget included (issue 28: a hung API cost every
+ * admission its whole budget, one after the other). A failed call is
+ * counted by kind and reason and logged at warn with the object, the status
+ * and a hint, one line per kind and reason an interval, the next one saying
+ * how many were left out. After calls in a row that find the API unwell,
+ * a kind's circuit opens: no call for a while, then one probe that nobody
+ * waits for. A ConfigMap is kept as the keys the profiles may ask for, in a
+ * byte budget for all of them, the first to expire making room.
  */
 #include "unit.h"
 #include "support.h"
@@ -25,6 +30,7 @@
 #include "log.h"
 #include "lookups.h"
 #include "monotime.h"
+#include "profiles.h"
 
 #define BUDGET_MS      1000 /* the configured budget; a test moves a request's deadline */
 #define WAIT_MS        5000 /* the most a test waits for another thread to get somewhere */
@@ -45,6 +51,7 @@ static struct {
     atomic_int calls;
     atomic_long last_timeout_ms;
     const char *gate_key;
+    int gate_fails; /* the gated call fails when the gate opens */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int gate_open;
@@ -121,6 +128,8 @@ static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_m
     *status = 0;
     if (gated)
         gate_wait();
+    if (gated && fake.gate_fails)
+        return err_set(err, errlen, ERR_FAIL, "GET /api/v1/nodes/%s: Timeout was reached", key);
     if (!gated && fake.mode == FAKE_TIMES_OUT)
         sleep_ms(timeout_ms);
     if (!gated && fake.mode != FAKE_OK)
@@ -169,6 +178,10 @@ static int count_of(const char *hay, const char *needle)
 #define FAILED_MSG "\"msg\":\"API lookup failed; admissions go on without its answer\""
 
 static struct lookups *lk;
+/* The circuit and the ConfigMaps' budget for make_lookups; setup sets a
+ * circuit that does not open, for the tests of other rules. */
+static struct lookups_config tweak;
+static int big_keys; /* fake_fetch_big's count */
 
 /* now_ns NULL: the real clock. Namespaces are cached for twice ttl_s. */
 static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
@@ -179,8 +192,12 @@ static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
                                  .namespace_ttl_s = 2 * ttl_s,
                                  .log_interval_s = LOG_INTERVAL_S,
                                  .fetch_node = fake_fetch,
-                                 .fetch_configmap = fake_fetch,
                                  .fetch_namespace = fake_fetch_namespace,
+                                 .circuit_failures = tweak.circuit_failures,
+                                 .circuit_open_s = tweak.circuit_open_s,
+                                 .configmap_bytes = tweak.configmap_bytes,
+                                 .fetch_configmap =
+                                     tweak.fetch_configmap ? tweak.fetch_configmap : fake_fetch,
                                  .now_ns = now_ns};
     char err[ERR_LEN];
 
@@ -195,8 +212,11 @@ static int setup(void **state __attribute__((unused)))
     atomic_store(&fake.calls, 0);
     atomic_store(&fake.last_timeout_ms, 0);
     fake.gate_key = NULL;
+    fake.gate_fails = 0;
     fake.gate_open = 0;
     atomic_store(&fake_now, 1000 * MONOTIME_NS_PER_S);
+    tweak = (struct lookups_config){.circuit_failures = 1000000};
+    big_keys = 90000;
     log_file = tmpfile();
     if (!log_file)
         return -1;
@@ -475,27 +495,61 @@ TEST(test_no_budget_keeps_an_expired_answer_for_others)
     assert_int_equal(atomic_load(&fake.calls), 2);
 }
 
-/* A call that the admission's own small budget cut short is no news about
- * the API: the next admission, with time, asks again. */
-TEST(test_call_cut_by_the_budget_is_not_cached)
+/* A call that the admission's budget cut short is a failure like any
+ * other, cached for a second: an API that does not answer within the budget
+ * would otherwise cost every admission its whole budget, one after the
+ * other (issue 28). A second later the API is asked again. */
+TEST(test_call_cut_by_the_budget_is_cached_for_a_second)
 {
+    make_lookups(60, fake_clock);
     fake.mode = FAKE_TIMES_OUT;
     assert_int_equal(node_labels("n1", 30), -1);
     assert_int_equal(atomic_load(&fake.calls), 1);
     assert_true(atomic_load(&fake.last_timeout_ms) <= 30);
     fake.mode = FAKE_OK;
+    assert_int_equal(node_labels("n1", 1000), -1); /* the timeout is remembered */
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    advance_ms(1000);
     assert_int_equal(node_labels("n1", 1000), 0);
     assert_int_equal(atomic_load(&fake.calls), 2);
 }
 
-TEST(test_configmap_call_cut_by_the_budget_is_not_cached)
+TEST(test_configmap_call_cut_by_the_budget_is_cached_for_a_second)
 {
+    make_lookups(60, fake_clock);
     fake.mode = FAKE_TIMES_OUT;
     assert_int_equal(configmap_has("K", 30), MUTATE_ENVFROM_UNKNOWN);
     fake.mode = FAKE_OK;
+    assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_UNKNOWN);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    advance_ms(1000);
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_HAS);
     assert_int_equal(configmap_has("L", 1000), MUTATE_ENVFROM_LACKS);
     assert_int_equal(atomic_load(&fake.calls), 2);
+}
+
+/* The waiters of a call that fails get its failure when it ends, not at
+ * their own deadlines, and the next admissions get it from the cache: one
+ * call for the burst, however long the API took to fail. */
+TEST(test_waiters_of_a_failed_call_get_its_failure)
+{
+    struct worker loader, waiter;
+    long long started;
+
+    fake.gate_key = "n1";
+    fake.gate_fails = 1;
+    worker_start(&loader, "n1", 5000);
+    wait_calls(1);
+    started = monotime_now();
+    worker_start(&waiter, "n1", 5000);
+    wait_waits(1);
+    gate_open();
+    assert_int_equal(worker_join(&loader), -1);
+    assert_int_equal(worker_join(&waiter), -1);
+    /* Woken by the failure, not by its 5 s deadline (a generous bound). */
+    assert_true(monotime_now() - started < 4000 * MONOTIME_NS_PER_MS);
+    assert_int_equal(node_labels("n1", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 1);
 }
 
 TEST(test_configmap_api_failure_is_cached)
@@ -749,6 +803,264 @@ TEST(test_kind_and_reason_names)
     assert_string_equal(lookups_reason_name(LOOKUPS_REASONS), "other");
 }
 
+/* ---- the circuit ------------------------------------------------------- */
+
+static unsigned long long skipped(enum lookups_kind k)
+{
+    return lookups_skipped(lk, k);
+}
+
+/* Three calls in a row that cannot reach the API open the Node circuit:
+ * no call for 10 s (the lookups are unknown at once, counted), one line
+ * saying so. Then one probe: a failure opens it again, an answer closes it
+ * (one line). Other kinds have circuits of their own. */
+TEST(test_circuit_opens_after_failures_in_a_row)
+{
+    char kind[32];
+    const char *log;
+
+    tweak.circuit_failures = 3;
+    tweak.circuit_open_s = 10;
+    make_lookups(60, fake_clock);
+    fake.mode = FAKE_FAIL;
+    assert_int_equal(node_labels("n1", 1000), -1);
+    assert_int_equal(node_labels("n2", 1000), -1);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 0);
+    assert_int_equal(node_labels("n3", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 3);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 1);
+    assert_int_equal(node_labels("n4", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 3);
+    assert_int_equal(skipped(LOOKUPS_K_NODE), 1);
+    log = support_log_text(log_file);
+    assert_int_equal(count_of(log, "API lookups paused"), 1);
+    assert_contains(log, "\"kind\":\"Node\",\"failures\":3,\"pause_s\":10");
+    /* The Namespace cache still asks. */
+    assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "?");
+    assert_int_equal(atomic_load(&fake.calls), 4);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NAMESPACE), 0);
+
+    advance_ms(9999);
+    assert_int_equal(node_labels("n5", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 4);
+    advance_ms(1);
+    assert_int_equal(node_labels("n5", 1000), -1); /* the probe, failed */
+    assert_int_equal(atomic_load(&fake.calls), 5);
+    assert_int_equal(node_labels("n6", 1000), -1); /* open again */
+    assert_int_equal(atomic_load(&fake.calls), 5);
+    assert_int_equal(skipped(LOOKUPS_K_NODE), 3);
+
+    advance_ms(10000);
+    fake.mode = FAKE_OK;
+    assert_int_equal(node_labels("n7", 1000), 0); /* the probe, answered */
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 0);
+    assert_int_equal(node_labels("n8", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 7);
+    log = support_log_text(log_file);
+    assert_int_equal(count_of(log, "API lookups paused"), 1);
+    assert_int_equal(count_of(log, "API lookups resumed"), 1);
+}
+
+/* A timeout counts: an API that hangs opens the circuit like one that is
+ * down. */
+TEST(test_timeouts_open_the_circuit)
+{
+    tweak.circuit_failures = 2;
+    make_lookups(60, NULL);
+    fake.mode = FAKE_TIMES_OUT;
+    assert_int_equal(node_labels("n1", 20), -1);
+    assert_int_equal(node_labels("n2", 20), -1);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 1);
+    assert_int_equal(node_labels("n3", 1000), -1);
+    assert_int_equal(atomic_load(&fake.calls), 2);
+    assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TIMEOUT), 2);
+}
+
+/* A 403 or a 404 is the API answering: it never opens the circuit, and it
+ * ends a run of failures. */
+TEST(test_answers_do_not_open_the_circuit)
+{
+    char name[32];
+
+    tweak.circuit_failures = 3;
+    make_lookups(60, fake_clock);
+    fake.mode = FAKE_FORBIDDEN;
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        assert_int_equal(node_labels(name, 1000), -1);
+    }
+    assert_int_equal(atomic_load(&fake.calls), 5);
+    fake.mode = FAKE_FAIL;
+    assert_int_equal(node_labels("a1", 1000), -1);
+    assert_int_equal(node_labels("a2", 1000), -1);
+    fake.mode = FAKE_NOT_FOUND;
+    assert_int_equal(node_labels("a3", 1000), -1);
+    fake.mode = FAKE_FAIL;
+    assert_int_equal(node_labels("a4", 1000), -1);
+    assert_int_equal(node_labels("a5", 1000), -1);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 0);
+    assert_int_equal(atomic_load(&fake.calls), 10);
+    assert_int_equal(skipped(LOOKUPS_K_NODE), 0);
+}
+
+/* While the probe is in flight, nobody waits for it (it may hang as long
+ * as the API): the same key and others are unknown at once. */
+TEST(test_nobody_waits_for_the_probe)
+{
+    struct worker probe;
+
+    tweak.circuit_failures = 1;
+    tweak.circuit_open_s = 10;
+    make_lookups(60, fake_clock);
+    fake.mode = FAKE_FAIL;
+    assert_int_equal(node_labels("n1", 1000), -1);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 1);
+    advance_ms(10000);
+    fake.mode = FAKE_OK;
+    fake.gate_key = "n1";
+    worker_start(&probe, "n1", 5000);
+    wait_calls(2);
+    assert_int_equal(node_labels("n1", 5000), -1);
+    assert_int_equal(node_labels("n2", 5000), -1);
+    assert_int_equal(lookups_waits(lk), 0);
+    assert_int_equal(atomic_load(&fake.calls), 2);
+    gate_open();
+    assert_int_equal(worker_join(&probe), 0);
+    assert_int_equal(lookups_circuit_open(lk, LOOKUPS_K_NODE), 0);
+    assert_int_equal(node_labels("n1", 1000), 0);
+    assert_int_equal(atomic_load(&fake.calls), 2);
+}
+
+/* ---- ConfigMaps: the keys kept, the budget ----------------------------- */
+
+/* A tenant's ConfigMap: big_keys keys JUNK000000.. and a few the shipped
+ * profiles may ask for, one with a value too long to keep. */
+
+static int fake_fetch_big(const struct kubeapi *api, const char *key, long timeout_ms,
+                          cJSON **value, long *status, char *err, size_t errlen)
+{
+    char name[32], long_value[101];
+
+    (void)api;
+    (void)timeout_ms;
+    (void)key;
+    (void)err;
+    (void)errlen;
+    atomic_fetch_add(&fake.calls, 1);
+    *status = 200;
+    memset(long_value, '7', 100);
+    long_value[100] = '\0';
+    assert_non_null(*value = cJSON_CreateObject());
+    for (int i = 0; i < big_keys; i++) {
+        snprintf(name, sizeof(name), "JUNK%06d", i);
+        assert_non_null(cJSON_AddStringToObject(*value, name, "some value"));
+    }
+    assert_non_null(cJSON_AddStringToObject(*value, "NCCL_IB_HCA", "=mlx5_0"));
+    assert_non_null(cJSON_AddStringToObject(*value, "IB_HCA", "=mlx5_1"));
+    assert_non_null(cJSON_AddStringToObject(*value, "NCCL_IB_DISABLE", "1"));
+    assert_non_null(cJSON_AddStringToObject(*value, "NCCL_IB_TIMEOUT", long_value));
+    return ERR_OK;
+}
+
+/* ConfigMap ns/name's answer for key under ps (NULL: none) of generation
+ * gen; with value, its value. */
+static enum mutate_envfrom cm_read(const char *name, const char *key, const struct profiles *ps,
+                                   unsigned long gen, char *value, size_t len)
+{
+    struct lookups_request req;
+    struct mutate_hooks hooks = {0};
+
+    lookups_begin(lk, &req, &hooks);
+    lookups_use_profiles(&req, ps, gen);
+    return value ? hooks.configmap_value(hooks.ctx, "ns", name, key, value, len)
+                 : hooks.configmap_has_key(hooks.ctx, "ns", name, key);
+}
+
+/* Of 90,000 keys only those the profiles may ask for are kept (a name of
+ * theirs or its end, for a source with a prefix), in a few hundred bytes;
+ * a key no profile sets is never asked for. Another generation of the
+ * profiles asks again; without profiles every key is kept. */
+TEST(test_configmap_keeps_the_keys_profiles_ask_for)
+{
+    struct profiles *ps = load_shipped_profiles();
+    char value[16] = "";
+
+    assert_non_null(ps);
+    tweak.fetch_configmap = fake_fetch_big;
+    make_lookups(60, NULL);
+    assert_int_equal(cm_read("cm", "NCCL_IB_HCA", ps, 1, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(cm_read("cm", "IB_HCA", ps, 1, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(cm_read("cm", "NCCL_IB_DISABLE", ps, 1, value, sizeof(value)),
+                     MUTATE_ENVFROM_HAS);
+    assert_string_equal(value, "1");
+    assert_int_equal(cm_read("cm", "NCCL_IB_TIMEOUT", ps, 1, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(cm_read("cm", "NCCL_IB_TIMEOUT", ps, 1, value, sizeof(value)),
+                     MUTATE_ENVFROM_UNKNOWN); /* too long to keep */
+    assert_int_equal(cm_read("cm", "NCCL_SOCKET_IFNAME", ps, 1, NULL, 0), MUTATE_ENVFROM_LACKS);
+    assert_int_equal(atomic_load(&fake.calls), 1);
+    assert_true(lookups_configmap_bytes(lk) < 1024);
+
+    assert_int_equal(cm_read("cm", "NCCL_IB_HCA", ps, 2, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(atomic_load(&fake.calls), 2);
+    assert_int_equal(cm_read("cm", "JUNK000042", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(atomic_load(&fake.calls), 3);
+    assert_true(lookups_configmap_bytes(lk) > 90000u * 10);
+    profiles_free(ps);
+}
+
+/* The ConfigMaps' kept keys stay within the budget: a new one makes room by
+ * freeing the one that expires first; one alone over the budget is not
+ * kept, a failure of its own (too_big). */
+TEST(test_configmap_budget_evicts_the_first_to_expire)
+{
+    size_t one;
+
+    big_keys = 100;
+    tweak.fetch_configmap = fake_fetch_big;
+    make_lookups(60, fake_clock);
+    assert_int_equal(cm_read("a", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    one = lookups_configmap_bytes(lk);
+    tweak.configmap_bytes = one * 5 / 2;
+    make_lookups(60, fake_clock);
+    assert_int_equal(cm_read("a", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    advance_ms(1);
+    assert_int_equal(cm_read("b", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    advance_ms(1);
+    assert_int_equal(cm_read("c", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(lookups_configmap_bytes(lk), 2 * one);
+    assert_int_equal(atomic_load(&fake.calls), 4);
+    assert_int_equal(cm_read("b", "JUNK000002", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(cm_read("c", "JUNK000002", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(atomic_load(&fake.calls), 4);
+    assert_int_equal(cm_read("a", "JUNK000002", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(atomic_load(&fake.calls), 5); /* a was freed */
+
+    tweak.configmap_bytes = one / 2;
+    make_lookups(60, fake_clock);
+    assert_int_equal(cm_read("a", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_UNKNOWN);
+    assert_int_equal(failures(LOOKUPS_K_CONFIGMAP, LOOKUPS_R_TOO_BIG), 1);
+    assert_int_equal(lookups_configmap_bytes(lk), 0);
+    assert_contains(support_log_text(log_file), "over the");
+}
+
+/* An expired ConfigMap is freed at the next miss, not when its slot is
+ * taken again. */
+TEST(test_expired_configmaps_are_freed)
+{
+    size_t one;
+
+    big_keys = 100;
+    tweak.fetch_configmap = fake_fetch_big;
+    make_lookups(2, fake_clock);
+    assert_int_equal(cm_read("a", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    one = lookups_configmap_bytes(lk);
+    assert_int_equal(cm_read("b", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(lookups_configmap_bytes(lk), 2 * one);
+    advance_ms(2000);
+    assert_int_equal(cm_read("c", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
+    assert_int_equal(lookups_configmap_bytes(lk), one);
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -762,8 +1074,9 @@ int main(void)
         T_(test_full_cache_never_evicts_a_load_in_flight),
         T_(test_no_budget_leaves_the_cache_alone),
         T_(test_no_budget_keeps_an_expired_answer_for_others),
-        T_(test_call_cut_by_the_budget_is_not_cached),
-        T_(test_configmap_call_cut_by_the_budget_is_not_cached),
+        T_(test_call_cut_by_the_budget_is_cached_for_a_second),
+        T_(test_configmap_call_cut_by_the_budget_is_cached_for_a_second),
+        T_(test_waiters_of_a_failed_call_get_its_failure),
         T_(test_configmap_api_failure_is_cached),
         T_(test_configmap_value),
         T_(test_namespace_labels_have_their_own_cache),
@@ -773,6 +1086,13 @@ int main(void)
         T_(test_not_found_and_configmap_failures),
         T_(test_invalid_names_are_not_api_failures),
         T_(test_kind_and_reason_names),
+        T_(test_circuit_opens_after_failures_in_a_row),
+        T_(test_timeouts_open_the_circuit),
+        T_(test_answers_do_not_open_the_circuit),
+        T_(test_nobody_waits_for_the_probe),
+        T_(test_configmap_keeps_the_keys_profiles_ask_for),
+        T_(test_configmap_budget_evicts_the_first_to_expire),
+        T_(test_expired_configmaps_are_freed),
     };
 #undef T_
 
