@@ -153,8 +153,8 @@ struct explain_ctx {
     struct trace *t;
     struct podjson r;
     const cJSON *spec;
-    const char *node_name;  /* spec.nodeName, or the one hostname kept; or NULL */
-    const cJSON *node;      /* spec.nodeName's labels, or NULL: unknown */
+    const char *node_name; /* spec.nodeName, or the one hostname kept; or NULL */
+    const cJSON *node;     /* spec.nodeName's labels, or NULL: unknown */
     /* The pod's Nodes as select judged them: spec.nodeName's, or those of
      * its hostnames (select_hosts.kept); known 0: unknown. */
     const cJSON *nodes[SELECT_HOSTS_MAX];
@@ -205,8 +205,9 @@ static void explain_hosts(struct explain_ctx *e)
     else if (h->why == SELECT_HOSTS_UNREAD)
         explain_cat(&l, ": the labels of node \"%s\" could not be read", h->unknown);
     else if (h->why == SELECT_HOSTS_OTHER_HOSTNAME)
-        explain_cat(&l, ": the Node named \"%s\" has another kubernetes.io/hostname label, so "
-                        "the name may be another node's",
+        explain_cat(&l,
+                    ": the Node named \"%s\" has another kubernetes.io/hostname label, so "
+                    "the name may be another node's",
                     h->unknown);
     else if (h->why == SELECT_HOSTS_TOO_MANY)
         explain_cat(&l, ": more than %d names, none read", SELECT_HOSTS_MAX);

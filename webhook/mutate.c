@@ -1928,10 +1928,10 @@ static void mutate_warn_hosts(struct mutate_ctx *m, const struct select_hosts *h
                     "over %d hostnames, their nodes unread: profile chosen from the pod%s",
                     SELECT_HOSTS_MAX, pin);
     else
-        MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
-                    "nodes of the pod's hostnames %s: profile chosen from the pod%s",
-                    h->why == SELECT_HOSTS_NO_API ? "unknown offline" : "unread (not in every term)",
-                    pin);
+        MUTATE_WARN(
+            m, MUTATE_W_NODE_LOOKUP,
+            "nodes of the pod's hostnames %s: profile chosen from the pod%s",
+            h->why == SELECT_HOSTS_NO_API ? "unknown offline" : "unread (not in every term)", pin);
 }
 
 /* Picks the profile; returns 0 when there is one to apply. */

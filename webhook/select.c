@@ -79,7 +79,7 @@ struct select_ctx {
     const cJSON *nodes[SELECT_HOSTS_MAX];
     size_t n_nodes;
     int known;
-    const char *ns;        /* the pod's namespace; NULL: unknown */
+    const char *ns; /* the pod's namespace; NULL: unknown */
     const struct select_hooks *hooks;
     cJSON *ns_labels; /* the caller frees them */
     int ns_asked;     /* the hook was called (ns_labels NULL: it failed) */

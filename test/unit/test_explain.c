@@ -340,7 +340,8 @@ TEST(test_hostnames_read_or_unknown)
                         "profile \"h100\": excluded by the pod's node constraints: nodeLabels "
                         "gpu.product=H100 inconsistent with node \"a1\"'s gpu.product=A100");
     t = explain_with(MIXED,
-                     POD("{" IN_TERM("kubernetes.io/hostname", "In", "['h1','a1']") ",'containers':[" GPUS("8") "]}"),
+                     POD("{" IN_TERM("kubernetes.io/hostname", "In",
+                                     "['h1','a1']") ",'containers':[" GPUS("8") "]}"),
                      &h, NULL);
     assert_string_equal(line_of(t, "node \"h1\""),
                         "node \"h1\" (kubernetes.io/hostname) has labels gpu.product=H100, "
@@ -349,10 +350,9 @@ TEST(test_hostnames_read_or_unknown)
                         "no profile: the pod's node constraints allow several node types, and "
                         "the GPU count or a default does not choose one for it (rule none; "
                         "nothing is added)");
-    t = explain_with(MIXED,
-                     POD("{'nodeSelector':{'kubernetes.io/hostname':'a1'},'containers':[" GPUS(
-                         "8") "]}"),
-                     NULL, NULL);
+    t = explain_with(
+        MIXED, POD("{'nodeSelector':{'kubernetes.io/hostname':'a1'},'containers':[" GPUS("8") "]}"),
+        NULL, NULL);
     assert_string_equal(line_of(t, "kubernetes.io/hostname names"),
                         "kubernetes.io/hostname names \"a1\": no Node is read here (offline "
                         "there is no API; --node-labels takes the pod to a node with the labels "
@@ -361,7 +361,8 @@ TEST(test_hostnames_read_or_unknown)
                         "pin: not pinned: its kubernetes.io/hostname names nodes whose labels "
                         "are unknown, which the pin could contradict");
     t = explain_with(MIXED,
-                     POD("{" IN_TERM("kubernetes.io/hostname", "In", "['a1','gone']") ",'containers':[" GPUS("8") "]}"),
+                     POD("{" IN_TERM("kubernetes.io/hostname", "In",
+                                     "['a1','gone']") ",'containers':[" GPUS("8") "]}"),
                      &h, NULL);
     assert_string_equal(line_of(t, "kubernetes.io/hostname names"),
                         "kubernetes.io/hostname names \"a1\", \"gone\": the labels of node "

@@ -1879,8 +1879,7 @@ TEST(test_hostname_unknown_is_not_pinned)
 {
     struct mutate_hooks h = {.select = {.node_labels = host_node_labels}};
 
-    run_with(POD("{'nodeSelector':{'kubernetes.io/hostname':'gone'},'containers':[" GPUS(
-                 "8") "]}"),
+    run_with(POD("{'nodeSelector':{'kubernetes.io/hostname':'gone'},'containers':[" GPUS("8") "]}"),
              profiles_from(ADMIN_PIN), &h);
     assert_string_equal(T.res.profile->name, "h100");
     assert_false(T.res.pinned);

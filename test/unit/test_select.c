@@ -903,8 +903,7 @@ TEST(test_hostnames_not_read)
     assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
     assert_int_equal(f.calls, 1);
     run(ADMIN, "{}",
-        TERM("{'key':'kubernetes.io/hostname','operator':'NotIn','values':['a100-node-1']}",
-             GPU8),
+        TERM("{'key':'kubernetes.io/hostname','operator':'NotIn','values':['a100-node-1']}", GPU8),
         &h, &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
     assert_selects(&r, "h100", SELECT_BY_GPUS);
