@@ -324,50 +324,50 @@ static int host_labels(void *ctx, const char *name, cJSON **labels)
     return *labels ? 0 : -1;
 }
 
+#define HOST_SELECTOR(name)                                                                        \
+    POD("{'nodeSelector':{'kubernetes.io/hostname':'" name "'},'containers':[" GPUS("8") "]}")
+#define HOSTS_IN(names)                                                                            \
+    POD("{" IN_TERM("kubernetes.io/hostname", "In", names) ",'containers':[" GPUS("8") "]}")
+
 TEST(test_hostnames_read_or_unknown)
 {
     struct mutate_hooks h = {.select = {.node_labels = host_labels}};
-    const char *t = explain_with(
-        MIXED, POD("{'nodeSelector':{'kubernetes.io/hostname':'a1'},'containers':[" GPUS("8") "]}"),
-        &h, NULL);
+    static const struct {
+        const char *pod;
+        int api; /* the Node hook; 0: offline */
+        const char *prefix, *want;
+    } cases[] = {
+        {HOST_SELECTOR("a1"), 1, "node \"a1\"",
+         "node \"a1\" (kubernetes.io/hostname) has labels gpu.product=A100, pool=train, "
+         "kubernetes.io/hostname=a1"},
+        {HOST_SELECTOR("a1"), 1, "profile \"a100\": chosen by rule",
+         "profile \"a100\": chosen by rule node"},
+        {HOST_SELECTOR("a1"), 1, "profile \"h100\":",
+         "profile \"h100\": excluded by the pod's node constraints: nodeLabels gpu.product=H100 "
+         "inconsistent with node \"a1\"'s gpu.product=A100"},
+        {HOSTS_IN("['h1','a1']"), 1, "node \"h1\"",
+         "node \"h1\" (kubernetes.io/hostname) has labels gpu.product=H100, pool=train, "
+         "kubernetes.io/hostname=h1"},
+        {HOSTS_IN("['h1','a1']"), 1, "no profile:",
+         "no profile: the pod's node constraints allow several node types, and the GPU count or "
+         "a default does not choose one for it (rule none; nothing is added)"},
+        {HOST_SELECTOR("a1"), 0, "kubernetes.io/hostname names",
+         "kubernetes.io/hostname names \"a1\": no Node is read here (offline there is no API; "
+         "--node-labels takes the pod to a node with the labels given); the profile is chosen "
+         "from the pod alone, and never pinned"},
+        {HOST_SELECTOR("a1"), 0, "pin:",
+         "pin: not pinned: its kubernetes.io/hostname names nodes whose labels are unknown, "
+         "which the pin could contradict"},
+        {HOSTS_IN("['a1','gone']"), 1, "kubernetes.io/hostname names",
+         "kubernetes.io/hostname names \"a1\", \"gone\": the labels of node \"gone\" could not "
+         "be read; the profile is chosen from the pod alone, and never pinned"},
+    };
 
-    assert_string_equal(line_of(t, "node \"a1\""),
-                        "node \"a1\" (kubernetes.io/hostname) has labels gpu.product=A100, "
-                        "pool=train, kubernetes.io/hostname=a1");
-    assert_string_equal(line_of(t, "profile \"a100\": chosen by rule"),
-                        "profile \"a100\": chosen by rule node");
-    assert_string_equal(line_of(t, "profile \"h100\":"),
-                        "profile \"h100\": excluded by the pod's node constraints: nodeLabels "
-                        "gpu.product=H100 inconsistent with node \"a1\"'s gpu.product=A100");
-    t = explain_with(MIXED,
-                     POD("{" IN_TERM("kubernetes.io/hostname", "In",
-                                     "['h1','a1']") ",'containers':[" GPUS("8") "]}"),
-                     &h, NULL);
-    assert_string_equal(line_of(t, "node \"h1\""),
-                        "node \"h1\" (kubernetes.io/hostname) has labels gpu.product=H100, "
-                        "pool=train, kubernetes.io/hostname=h1");
-    assert_string_equal(line_of(t, "no profile:"),
-                        "no profile: the pod's node constraints allow several node types, and "
-                        "the GPU count or a default does not choose one for it (rule none; "
-                        "nothing is added)");
-    t = explain_with(
-        MIXED, POD("{'nodeSelector':{'kubernetes.io/hostname':'a1'},'containers':[" GPUS("8") "]}"),
-        NULL, NULL);
-    assert_string_equal(line_of(t, "kubernetes.io/hostname names"),
-                        "kubernetes.io/hostname names \"a1\": no Node is read here (offline "
-                        "there is no API; --node-labels takes the pod to a node with the labels "
-                        "given); the profile is chosen from the pod alone, and never pinned");
-    assert_string_equal(line_of(t, "pin:"),
-                        "pin: not pinned: its kubernetes.io/hostname names nodes whose labels "
-                        "are unknown, which the pin could contradict");
-    t = explain_with(MIXED,
-                     POD("{" IN_TERM("kubernetes.io/hostname", "In",
-                                     "['a1','gone']") ",'containers':[" GPUS("8") "]}"),
-                     &h, NULL);
-    assert_string_equal(line_of(t, "kubernetes.io/hostname names"),
-                        "kubernetes.io/hostname names \"a1\", \"gone\": the labels of node "
-                        "\"gone\" could not be read; the profile is chosen from the pod alone, "
-                        "and never pinned");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *t = explain_with(MIXED, cases[i].pod, cases[i].api ? &h : NULL, NULL);
+
+        assert_string_equal(line_of(t, cases[i].prefix), cases[i].want);
+    }
 }
 
 TEST(test_annotation_and_unknown_name)

@@ -773,42 +773,54 @@ static struct fake_nodes admin_nodes = {
                "{'gpu.product':'H100','kubernetes.io/hostname':'h100-node-1'}",
                "{'gpu.product':'H100','kubernetes.io/hostname':'other-host'}"}};
 
+/* What the fake knows, and how often it was asked since hosts_reset(). */
+static struct fake_nodes hosts_fake;
+
+static void hosts_reset(void)
+{
+    hosts_fake = admin_nodes;
+}
+
+/* ADMIN's selection for spec, with the Node hook answering from hosts_fake. */
+static void run_hosts(const char *spec, struct select_result *r)
+{
+    static const struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &hosts_fake};
+
+    run(ADMIN, "{}", spec, &h, r);
+}
+
 /* The issue's pod: its hostname names an A100 node, so the A100 profile,
  * not the default by the 8 GPUs (which mutate would pin: no node then). */
 TEST(test_hostname_selector_reads_the_node)
 {
-    struct fake_nodes f = admin_nodes;
-    struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &f};
     struct select_result r;
 
-    run(ADMIN, "{}",
-        "{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1'},'containers':[" GPU8 "]}", &h,
-        &r);
+    hosts_reset();
+    run_hosts("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1'},'containers':[" GPU8 "]}",
+              &r);
     assert_selects(&r, "a100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_KNOWN);
     assert_int_equal(r.hosts.n, 1);
     assert_int_equal(r.hosts.kept, 1);
-    assert_int_equal(f.calls, 1);
-    run(ADMIN, "{}", HOST_IN("['h100-node-1']", GPU8), &h, &r);
+    assert_int_equal(hosts_fake.calls, 1);
+    run_hosts(HOST_IN("['h100-node-1']", GPU8), &r);
     assert_selects(&r, "h100", SELECT_BY_NODE);
 }
 
 TEST(test_hostnames_of_one_type_choose_it)
 {
-    struct fake_nodes f = admin_nodes;
-    struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &f};
     struct select_result r;
 
-    run(ADMIN, "{}", HOST_IN("['a100-node-1','a100-node-2','a100-node-1']", GPU8), &h, &r);
+    hosts_reset();
+    run_hosts(HOST_IN("['a100-node-1','a100-node-2','a100-node-1']", GPU8), &r);
     assert_selects(&r, "a100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.n, 2); /* a name given twice is read once */
-    assert_int_equal(f.calls, 2);
+    assert_int_equal(hosts_fake.calls, 2);
     /* In two terms, each naming one. */
-    run(ADMIN, "{}",
-        AFFINITY("[{'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
-                 "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'kubernetes.io/"
-                 "hostname','operator':'In','values':['a100-node-2']}]}]"),
-        &h, &r);
+    run_hosts(AFFINITY("[{'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
+                       "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'kubernetes.io/"
+                       "hostname','operator':'In','values':['a100-node-2']}]}]"),
+              &r);
     assert_selects(&r, "a100", SELECT_BY_NODE);
 }
 
@@ -816,11 +828,10 @@ TEST(test_hostnames_of_one_type_choose_it)
  * and rules 3 and 4 are not tried (the default would be pinned). */
 TEST(test_hostnames_of_two_types_choose_none)
 {
-    struct fake_nodes f = admin_nodes;
-    struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &f};
     struct select_result r;
 
-    run(ADMIN, "{}", HOST_IN("['h100-node-1','a100-node-1']", GPU8), &h, &r);
+    hosts_reset();
+    run_hosts(HOST_IN("['h100-node-1','a100-node-1']", GPU8), &r);
     assert_selects_none(&r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_KNOWN);
     assert_tie(&r.tie_labels, "h100", "a100");
@@ -832,21 +843,18 @@ TEST(test_hostnames_of_two_types_choose_none)
  * Nodes. */
 TEST(test_hostname_node_ruled_out_by_other_constraints)
 {
-    struct fake_nodes f = admin_nodes;
-    struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &f};
     struct select_result r;
 
-    run(ADMIN, "{}",
-        TERM("{'key':'kubernetes.io/hostname','operator':'In','values':['h100-node-1',"
-             "'a100-node-1']},{'key':'gpu.product','operator':'NotIn','values':['H100']}",
-             GPU8),
-        &h, &r);
+    hosts_reset();
+    run_hosts(TERM("{'key':'kubernetes.io/hostname','operator':'In','values':['h100-node-1',"
+                   "'a100-node-1']},{'key':'gpu.product','operator':'NotIn','values':['H100']}",
+                   GPU8),
+              &r);
     assert_selects(&r, "a100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.kept, 2); /* name[1], a100-node-1 */
-    run(ADMIN, "{}",
-        "{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1','gpu.product':'H100'},"
-        "'containers':[" GPU8 "]}",
-        &h, &r);
+    run_hosts("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1','gpu.product':'H100'},"
+              "'containers':[" GPU8 "]}",
+              &r);
     assert_selects_none(&r); /* no node at all: the default is excluded too */
     assert_int_equal(r.hosts.kept, 0);
 }
@@ -855,16 +863,15 @@ TEST(test_hostname_node_ruled_out_by_other_constraints)
  * pin), saying why. */
 TEST(test_hostnames_unknown)
 {
-    struct fake_nodes f = admin_nodes;
-    struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &f};
     struct select_result r;
 
-    run(ADMIN, "{}", HOST_IN("['a100-node-1','gone']", GPU8), &h, &r);
+    hosts_reset();
+    run_hosts(HOST_IN("['a100-node-1','gone']", GPU8), &r);
     assert_selects(&r, "h100", SELECT_BY_GPUS);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_UNREAD);
     assert_string_equal(r.hosts.unknown, "gone");
-    run(ADMIN, "{}", HOST_IN("['renamed']", GPU8), &h, &r);
+    run_hosts(HOST_IN("['renamed']", GPU8), &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_OTHER_HOSTNAME);
     assert_string_equal(r.hosts.unknown, "renamed");
@@ -872,42 +879,39 @@ TEST(test_hostnames_unknown)
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_NO_API);
     assert_selects(&r, "h100", SELECT_BY_GPUS);
-    f.calls = 0;
-    run(ADMIN, "{}", HOST_IN("['n1','n2','n3','n4','n5','n6','n7','n8','n9']", GPU8), &h, &r);
+    hosts_fake.calls = 0;
+    run_hosts(HOST_IN("['n1','n2','n3','n4','n5','n6','n7','n8','n9']", GPU8), &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_TOO_MANY);
     assert_int_equal(r.hosts.n, SELECT_HOSTS_MAX);
-    assert_int_equal(f.calls, 0); /* none looked up */
-    run(ADMIN, "{}",
-        AFFINITY("[{'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
-                 "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'zone','operator':"
-                 "'In','values':['a']}]}]"),
-        &h, &r);
+    assert_int_equal(hosts_fake.calls, 0); /* none looked up */
+    run_hosts(AFFINITY("[{'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
+                       "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'zone','operator':"
+                       "'In','values':['a']}]}]"),
+              &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_SOME_TERMS);
-    assert_int_equal(f.calls, 0);
+    assert_int_equal(hosts_fake.calls, 0);
 }
 
 /* spec.nodeName decides; NotIn and Exists on the hostname name no Node. */
 TEST(test_hostnames_not_read)
 {
-    struct fake_nodes f = admin_nodes;
-    struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &f};
     struct select_result r;
 
-    run(ADMIN, "{}",
-        "{'nodeName':'h100-node-1','nodeSelector':{'kubernetes.io/hostname':'h100-node-1'},"
-        "'containers':[" GPU8 "]}",
-        &h, &r);
+    hosts_reset();
+    run_hosts("{'nodeName':'h100-node-1','nodeSelector':{'kubernetes.io/hostname':'h100-node-1'},"
+              "'containers':[" GPU8 "]}",
+              &r);
     assert_selects(&r, "h100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
-    assert_int_equal(f.calls, 1);
-    run(ADMIN, "{}",
+    assert_int_equal(hosts_fake.calls, 1);
+    run_hosts(
         TERM("{'key':'kubernetes.io/hostname','operator':'NotIn','values':['a100-node-1']}", GPU8),
-        &h, &r);
+        &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
     assert_selects(&r, "h100", SELECT_BY_GPUS);
-    assert_int_equal(f.calls, 1);
+    assert_int_equal(hosts_fake.calls, 1);
 }
 
 /* Terms are ORed: the pod may land where any of them holds, so a profile is

@@ -2,7 +2,6 @@ package realcluster
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -10,31 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// hostJobYAML is a two-replica PyTorchJob whose pods ask for gpus GPUs and
-// carry podExtra (YAML fields of the pod spec, indented for it).
-func hostJobYAML(name string, gpus int, podExtra string) string {
-	replica := func(kind string) string {
-		return fmt.Sprintf(`    %s:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        spec:
-%s          containers:
-          - name: pytorch
-            image: nvcr.io/nvidia/pytorch:24.01-py3
-            command: ["torchrun", "/workspace/train.py"]
-            resources:
-              limits:
-                nvidia.com/gpu: %d
-`, kind, podExtra, gpus)
-	}
-	return fmt.Sprintf(`apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: %s
-spec:
-  pytorchReplicaSpecs:
-%s%s`, name, replica("Master"), replica("Worker"))
+// hostJobYAML is jobYAML's PyTorchJob, 8-GPU pods with podExtra (YAML
+// fields of the pod spec, indented for it) in each replica's template.
+func hostJobYAML(name string, podExtra string) string {
+	return strings.ReplaceAll(jobYAML(name, 8, ""), "          containers:\n", podExtra+"          containers:\n")
 }
 
 // createHostNode creates a Node as the kubelet labels one of the mixed
@@ -66,7 +44,7 @@ func TestHostnamePinnedJobs(t *testing.T) {
 
 	t.Run("hostname of an A100 node, 8 GPUs", func(t *testing.T) {
 		extra := "          nodeSelector:\n            kubernetes.io/hostname: " + a100Node + "\n"
-		mustKubectl(t, hostJobYAML("host-a100", 8, extra), "apply", "-n", ns, "-f", "-")
+		mustKubectl(t, hostJobYAML("host-a100", extra), "apply", "-n", ns, "-f", "-")
 		for _, pods := range jobPods(t, ns, jobYAMLShape("host-a100")) {
 			for i := range pods {
 				p := &pods[i]
@@ -87,7 +65,7 @@ func TestHostnamePinnedJobs(t *testing.T) {
                     operator: In
                     values: [` + h100Node + `, ` + a100Node + `]
 `
-		mustKubectl(t, hostJobYAML("host-both", 8, extra), "apply", "-n", ns, "-f", "-")
+		mustKubectl(t, hostJobYAML("host-both", extra), "apply", "-n", ns, "-f", "-")
 		for _, pods := range jobPods(t, ns, jobYAMLShape("host-both")) {
 			for i := range pods {
 				p := &pods[i]
