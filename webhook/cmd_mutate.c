@@ -304,6 +304,9 @@ static void cmd_mutate_print_warnings(const struct cmd_mutate_ctx *c,
         if (w->kind[i] == MUTATE_W_NAMESPACE_LOOKUP && !c->namespace_labels)
             fprintf(stderr, "rdma-webhook: a profile's match.namespaces is a selector: pass "
                             "--namespace-labels K=V,... (the namespace's labels)\n");
+        if (w->kind[i] == MUTATE_W_NODE_LOOKUP && !c->node_labels)
+            fprintf(stderr, "rdma-webhook: the pod's kubernetes.io/hostname names nodes: pass "
+                            "--node-labels K=V,... (the labels of the node it names)\n");
     }
 }
 

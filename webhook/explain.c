@@ -153,14 +153,92 @@ struct explain_ctx {
     struct trace *t;
     struct podjson r;
     const cJSON *spec;
-    const char *node_name;  /* spec.nodeName, or NULL */
-    const cJSON *node;      /* its labels, or NULL: unknown */
+    const char *node_name; /* spec.nodeName, or the one hostname kept; or NULL */
+    const cJSON *node;     /* spec.nodeName's labels, or NULL: unknown */
+    /* The pod's Nodes as select judged them: spec.nodeName's, or those of
+     * its hostnames (select_hosts.kept); known 0: unknown. */
+    const cJSON *nodes[SELECT_HOSTS_MAX];
+    size_t n_nodes;
+    int known;
+    cJSON **hosts;          /* the labels of select_hosts.name[i], or NULL */
     int constrained;        /* a nodeSelector, required terms or a known Node */
     int terms;              /* required node affinity terms */
     const char *ns;         /* the pod's namespace */
     const cJSON *ns_labels; /* its labels, or NULL: unknown or not needed */
     const struct select_result *sel;
 };
+
+/* "\"a\", \"b\"": the names a hostname constraint gave. */
+static void explain_host_names(struct explain_line *l, const struct select_hosts *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        explain_cat(l, "%s\"%s\"", i ? ", " : "", h->name[i]);
+    if (h->why == SELECT_HOSTS_TOO_MANY)
+        explain_cat(l, " and more");
+}
+
+/* What select read of the Nodes the pod's hostnames name, and why it could
+ * not when it could not. */
+static void explain_hosts(struct explain_ctx *e)
+{
+    const struct select_hosts *h = &e->sel->hosts;
+    struct explain_line l = {.at = 0};
+
+    if (h->state == SELECT_HOSTS_NONE)
+        return;
+    for (size_t i = 0; h->state == SELECT_HOSTS_KNOWN && i < h->n; i++) {
+        l.at = 0;
+        l.buf[0] = '\0';
+        explain_cat(&l, "node \"%s\" (kubernetes.io/hostname) has labels ", h->name[i]);
+        explain_labels(&l, e->hosts[i]);
+        if (!(h->kept & (1u << i)))
+            explain_cat(&l, "; the pod's other node constraints rule it out");
+        trace_add(e->t, "%s", l.buf);
+    }
+    if (h->state == SELECT_HOSTS_KNOWN)
+        return;
+    explain_cat(&l, "kubernetes.io/hostname names ");
+    explain_host_names(&l, h);
+    if (h->why == SELECT_HOSTS_NO_API)
+        explain_cat(&l, ": no Node is read here (offline there is no API; --node-labels takes "
+                        "the pod to a node with the labels given)");
+    else if (h->why == SELECT_HOSTS_UNREAD)
+        explain_cat(&l, ": the labels of node \"%s\" could not be read", h->unknown);
+    else if (h->why == SELECT_HOSTS_OTHER_HOSTNAME)
+        explain_cat(&l,
+                    ": the Node named \"%s\" has another kubernetes.io/hostname label, so "
+                    "the name may be another node's",
+                    h->unknown);
+    else if (h->why == SELECT_HOSTS_TOO_MANY)
+        explain_cat(&l, ": more than %d names, none read", SELECT_HOSTS_MAX);
+    else
+        explain_cat(&l, " in only some required terms (the pod may land elsewhere too): none "
+                        "read");
+    explain_cat(&l, "; the profile is chosen from the pod alone, and never pinned");
+    trace_add(e->t, "%s", l.buf);
+}
+
+/* The labels of the Nodes select read for the pod's hostnames, asked of the
+ * same hook again (a cached answer in serve): into e->hosts, and those the
+ * pod's constraints admit into e->nodes. */
+static void explain_hosts_read(struct explain_ctx *e, const struct select_hooks *hooks)
+{
+    const struct select_hosts *h = &e->sel->hosts;
+
+    if (h->state != SELECT_HOSTS_KNOWN || !hooks || !hooks->node_labels)
+        return;
+    e->known = 1;
+    for (size_t i = 0; i < h->n && i < SELECT_HOSTS_MAX; i++) {
+        if (hooks->node_labels(hooks->ctx, h->name[i], &e->hosts[i]))
+            e->hosts[i] = NULL;
+        if (e->hosts[i] && (h->kept & (1u << i))) {
+            e->nodes[e->n_nodes++] = e->hosts[i];
+            e->node_name = h->name[i];
+        }
+    }
+    if (e->n_nodes != 1)
+        e->node_name = NULL;
+}
 
 /* The pod's node constraints and GPU count, as select read them. */
 static void explain_constraints(struct explain_ctx *e)
@@ -175,7 +253,7 @@ static void explain_constraints(struct explain_ctx *e)
     int i = 0;
 
     e->terms = cJSON_GetArraySize(terms);
-    e->constrained = cJSON_GetArraySize(selector) || e->terms || e->node;
+    e->constrained = cJSON_GetArraySize(selector) || e->terms || e->known;
     explain_cat(&l, "node constraints: nodeSelector ");
     if (cJSON_GetArraySize(selector))
         explain_labels(&l, selector);
@@ -212,6 +290,7 @@ static void explain_constraints(struct explain_ctx *e)
                   "is chosen from the pod alone",
                   e->node_name);
     }
+    explain_hosts(e);
     trace_add(e->t, "GPUs: %lld (the regular containers' limits, else requests, of gpuResources)",
               e->sel->gpus);
 }
@@ -234,13 +313,19 @@ static void explain_tie(struct explain_line *l, const struct select_tie *tie,
 }
 
 /* Why the constraints are not consistent with p. */
-static void explain_clash(struct explain_ctx *e, struct explain_line *l, const struct select_fit *f)
+static void explain_clash(struct explain_ctx *e, struct explain_line *l,
+                          const struct profiles_entry *p, const struct select_fit *f)
 {
     explain_cat(l, "excluded by the pod's node constraints: ");
     if (f->clash == SELECT_CLASH_SELECTOR)
         explain_cat(l, "nodeLabels %s=%s inconsistent with the pod's nodeSelector %s=%s", f->key,
                     f->want, f->key, f->have);
-    else if (f->clash == SELECT_CLASH_NODE && f->have)
+    else if (f->clash == SELECT_CLASH_NODE && !f->key) {
+        explain_cat(l, "nodeLabels ");
+        explain_kvs(l, &p->node_labels);
+        explain_cat(l, ": no node the pod's kubernetes.io/hostname names, and its other "
+                       "constraints admit, has them all");
+    } else if (f->clash == SELECT_CLASH_NODE && f->have)
         explain_cat(l, "nodeLabels %s=%s inconsistent with node \"%s\"'s %s=%s", f->key, f->want,
                     e->node_name, f->key, f->have);
     else if (f->clash == SELECT_CLASH_NODE)
@@ -268,9 +353,9 @@ static int explain_rule_labels(struct explain_ctx *e, struct explain_line *l,
         explain_cat(l, "node-labels: no match.nodeLabels");
         return 0;
     }
-    select_fit_profile(&e->r, e->spec, e->node, p, &f);
+    select_fit_profile(&e->r, e->spec, e->nodes, e->n_nodes, e->known, p, &f);
     if (!f.fits) {
-        explain_clash(e, l, &f);
+        explain_clash(e, l, p, &f);
         return 1;
     }
     if (sel->profile == p && (sel->rule == SELECT_BY_NODE_LABELS || sel->rule == SELECT_BY_NODE)) {
@@ -278,7 +363,10 @@ static int explain_rule_labels(struct explain_ctx *e, struct explain_line *l,
                     select_rule_name(sel->rule));
         explain_kvs(l, &p->node_labels);
         explain_cat(l, ") the constraints fit, and they require %s",
-                    sel->rule == SELECT_BY_NODE ? "the node's labels" : "one of its keys");
+                    sel->hosts.state == SELECT_HOSTS_KNOWN
+                        ? "the labels of the nodes its kubernetes.io/hostname names"
+                    : sel->rule == SELECT_BY_NODE ? "the node's labels"
+                                                  : "one of its keys");
         return 1;
     }
     if (sel->tie_labels.n >= 2) {
@@ -417,7 +505,7 @@ void explain_selection(struct trace *t, const cJSON *spec, const char *ns,
                        const struct select_result *sel)
 {
     struct explain_ctx e = {.t = t, .spec = spec, .ns = ns ? ns : "", .sel = sel};
-    cJSON *node = NULL, *ns_labels = NULL;
+    cJSON *node = NULL, *ns_labels = NULL, *hosts[SELECT_HOSTS_MAX] = {NULL};
 
     podjson_init(&e.r);
     if (sel->rule == SELECT_OTHER_NAMESPACES) {
@@ -444,8 +532,12 @@ void explain_selection(struct trace *t, const cJSON *spec, const char *ns,
     }
     e.node_name = podjson_str(&e.r, spec, "nodeName");
     if (e.node_name && *e.node_name && hooks && hooks->node_labels && !sel->node_lookup_failed &&
-        hooks->node_labels(hooks->ctx, e.node_name, &node) == 0)
-        e.node = node;
+        hooks->node_labels(hooks->ctx, e.node_name, &node) == 0 && node) {
+        e.node = e.nodes[e.n_nodes++] = node;
+        e.known = 1;
+    }
+    e.hosts = hosts;
+    explain_hosts_read(&e, hooks);
     explain_constraints(&e);
     e.ns_labels = ns_labels = explain_ns_labels(e.ns, ps, hooks);
     if (sel->namespace_lookup_failed)
@@ -468,5 +560,7 @@ void explain_selection(struct trace *t, const cJSON *spec, const char *ns,
         explain_profile(&e, &ps->p[i]);
     t->indent--;
     cJSON_Delete(node);
+    for (size_t i = 0; i < SELECT_HOSTS_MAX; i++)
+        cJSON_Delete(hosts[i]);
     cJSON_Delete(ns_labels);
 }

@@ -358,7 +358,8 @@ static const char *lookups_hint(enum lookups_kind k, enum lookups_reason r, char
         return buf;
     case LOOKUPS_R_NOT_FOUND:
         return k == LOOKUPS_K_NODE
-                   ? "no such Node: the pod's spec.nodeName names a node the API does not have"
+                   ? "no such Node: the pod's spec.nodeName, or its kubernetes.io/hostname "
+                     "(looked up as a Node's name), names a node the API does not have"
                    : "no such Namespace: is --kube-api the API of the cluster that calls the "
                      "webhook?";
     case LOOKUPS_R_THROTTLED:

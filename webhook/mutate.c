@@ -71,6 +71,7 @@ struct mutate_ctx {
     const cJSON *spec;
     int host_network;
     enum select_rule rule; /* how m->p was chosen */
+    int hosts_unknown;     /* the Nodes a hostname names could not be told: never pin */
     char shm_volume[64];   /* "" until the volume is added */
     int volumes;           /* spec.volumes exists, in the pod or made by the patch */
     int dropped_ifname;    /* hostNetwork: the profile's NCCL_SOCKET_IFNAME left out */
@@ -1353,7 +1354,9 @@ static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *ou
  * is right. select made sure the pod's constraints do not exclude the
  * profile; a key the pod sets is kept (and, being consistent, has the same
  * value). A pod bound to a node (spec.nodeName) is left as it is: the
- * kubelet would only reject it. */
+ * kubelet would only reject it. So is one whose hostname constraint names
+ * Nodes whose labels could not be told: they may lack the profile's labels,
+ * and the pin would leave the pod no node. */
 static void mutate_pin(struct mutate_ctx *m)
 {
     const cJSON *selector = podjson_obj(&m->r, m->spec, "nodeSelector");
@@ -1364,12 +1367,14 @@ static void mutate_pin(struct mutate_ctx *m)
     size_t n = 0;
 
     if (!m->p->pin || (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT) ||
-        (node && *node)) {
+        (node && *node) || m->hosts_unknown) {
         MUTATE_TRACE(m, "pin: not pinned: %s",
                      !m->p->pin ? "the profile has no pin"
                      : (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT)
                          ? "only a profile chosen by gpus or as the default is pinned"
-                         : "the pod is bound to a node (spec.nodeName)");
+                     : (node && *node) ? "the pod is bound to a node (spec.nodeName)"
+                                       : "its kubernetes.io/hostname names nodes whose labels "
+                                         "are unknown, which the pin could contradict");
         return;
     }
     for (size_t i = 0; i < m->p->node_labels.n && n < PROFILES_MAX_ENV; i++) {
@@ -1897,6 +1902,38 @@ static void mutate_warn_unknown(struct mutate_ctx *m, const char *unknown)
 #undef MUTATE_UNKNOWN_FMT
 }
 
+/* The Nodes the pod's hostname names could not be told, and the GPU count
+ * or the default chose a profile they might not carry: say so, and that it
+ * is not pinned. (A profile the constraints name is right whatever the
+ * hosts, and none chosen has nothing to warn about here.) */
+static void mutate_warn_hosts(struct mutate_ctx *m, const struct select_hosts *h)
+{
+    const char *pin = m->p->pin ? ", not pinned" : "";
+    const char *name = h->unknown ? h->unknown : "";
+
+    m->hosts_unknown = 1;
+    if (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT)
+        return;
+    if (h->why == SELECT_HOSTS_UNREAD)
+        MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
+                    "check the webhook can read nodes: hostname \"%s\" unread, profile chosen "
+                    "from the pod%s",
+                    mutate_s(m, name, MUTATE_SHOWN_NAME), pin);
+    else if (h->why == SELECT_HOSTS_OTHER_HOSTNAME)
+        MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
+                    "node \"%s\" has another hostname label: profile chosen from the pod%s",
+                    mutate_s(m, name, MUTATE_SHOWN_NAME), pin);
+    else if (h->why == SELECT_HOSTS_TOO_MANY)
+        MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
+                    "over %d hostnames, their nodes unread: profile chosen from the pod%s",
+                    SELECT_HOSTS_MAX, pin);
+    else
+        MUTATE_WARN(
+            m, MUTATE_W_NODE_LOOKUP,
+            "nodes of the pod's hostnames %s: profile chosen from the pod%s",
+            h->why == SELECT_HOSTS_NO_API ? "unknown offline" : "unread (not in every term)", pin);
+}
+
 /* Picks the profile; returns 0 when there is one to apply. */
 static int mutate_choose(struct mutate_ctx *m)
 {
@@ -1944,6 +1981,8 @@ static int mutate_choose(struct mutate_ctx *m)
         m->res->reason = MUTATE_R_NO_PROFILE;
         return -1;
     }
+    if (sel.hosts.state == SELECT_HOSTS_UNKNOWN)
+        mutate_warn_hosts(m, &sel.hosts);
     return 0;
 }
 

@@ -74,8 +74,12 @@ struct select_ctx {
     struct podjson *r;
     const cJSON *selector; /* spec.nodeSelector */
     const cJSON *terms;    /* required nodeSelectorTerms (ORed) */
-    const cJSON *node;     /* the labels of spec.nodeName's Node; NULL: unknown */
-    const char *ns;        /* the pod's namespace; NULL: unknown */
+    /* The labels of the pod's Nodes, when known: spec.nodeName's, or those
+     * a hostname constraint names that its other constraints admit. */
+    const cJSON *nodes[SELECT_HOSTS_MAX];
+    size_t n_nodes;
+    int known;
+    const char *ns; /* the pod's namespace; NULL: unknown */
     const struct select_hooks *hooks;
     cJSON *ns_labels; /* the caller frees them */
     int ns_asked;     /* the hook was called (ns_labels NULL: it failed) */
@@ -154,6 +158,15 @@ static int select_node_has(const cJSON *labels, const struct profiles_entry *p)
     return 1;
 }
 
+/* Whether one of the pod's known Nodes has all of p's labels. */
+static int select_nodes_have(struct select_ctx *x, const struct profiles_entry *p)
+{
+    for (size_t i = 0; i < x->n_nodes; i++)
+        if (select_node_has(x->nodes[i], p))
+            return 1;
+    return 0;
+}
+
 /* Whether the pod's constraints are consistent with profile p, which has
  * nodeLabels, and (*names) whether they name it. */
 static int select_fits(struct select_ctx *x, const struct profiles_entry *p, int *names)
@@ -161,8 +174,8 @@ static int select_fits(struct select_ctx *x, const struct profiles_entry *p, int
     int affinity_names;
 
     *names = 0;
-    if (x->node) {
-        if (!select_node_has(x->node, p))
+    if (x->known) {
+        if (!select_nodes_have(x, p))
             return 0;
         *names = 1;
     }
@@ -302,6 +315,12 @@ static int select_terms_require(struct select_ctx *x, const char *key)
  * pinned.) */
 static int select_tie_spans_types(struct select_ctx *x, const struct select_found *f)
 {
+    /* The Nodes its hostnames name are of several types: one lacks the
+     * labels of a profile that another has. */
+    for (size_t i = 0; x->known && i < f->n; i++)
+        for (size_t j = 0; j < x->n_nodes; j++)
+            if (!select_node_has(x->nodes[j], f->p[i]))
+                return 1;
     for (size_t i = 0; i < f->n; i++)
         for (size_t j = i + 1; j < f->n; j++)
             for (size_t k = 0; k < f->p[i]->node_labels.n; k++) {
@@ -407,13 +426,149 @@ static cJSON *select_node_labels(struct podjson *r, const cJSON *spec,
     return labels;
 }
 
+/* ---- the Nodes a hostname constraint names (select.h, struct select_hosts) ---- */
+
+#define SELECT_HOSTNAME "kubernetes.io/hostname"
+
+/* The values of the term's first "kubernetes.io/hostname In", or NULL. */
+static const cJSON *select_term_hostnames(struct select_ctx *x, const cJSON *term)
+{
+    const cJSON *expr;
+
+    cJSON_ArrayForEach(expr, podjson_arr(x->r, term, "matchExpressions"))
+    {
+        const char *key = podjson_str(x->r, expr, "key");
+        const char *op = podjson_str(x->r, expr, "operator");
+
+        if (key && op && strcmp(key, SELECT_HOSTNAME) == 0 && strcmp(op, "In") == 0)
+            return podjson_arr(x->r, expr, "values");
+    }
+    return NULL;
+}
+
+/* Adds name once; -1 when SELECT_HOSTS_MAX are there already. */
+static int select_hosts_add(struct select_hosts *h, const char *name)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->name[i], name) == 0)
+            return 0;
+    if (h->n >= SELECT_HOSTS_MAX)
+        return -1;
+    h->name[h->n++] = name;
+    return 0;
+}
+
+/* The names of the hostname constraint into h: the nodeSelector's one,
+ * else the In values of the required terms that can match a node. 0 when
+ * there is none; unknown when some term names none (the pod may land
+ * elsewhere too) or there are too many. */
+static int select_hosts_names(struct select_ctx *x, struct select_hosts *h)
+{
+    const char *one = podjson_str(x->r, x->selector, SELECT_HOSTNAME);
+    const cJSON *term, *values, *v;
+    int naming = 0, silent = 0, over = 0;
+
+    if (one)
+        return select_hosts_add(h, one), 1;
+    cJSON_ArrayForEach(term, x->terms)
+    {
+        if (select_term_empty(x, term))
+            continue;
+        if (!(values = select_term_hostnames(x, term))) {
+            silent = 1;
+            continue;
+        }
+        naming = 1;
+        cJSON_ArrayForEach(v, values)
+        {
+            over |= cJSON_IsString(v) && select_hosts_add(h, v->valuestring);
+        }
+    }
+    if (naming && (silent || over)) {
+        h->state = SELECT_HOSTS_UNKNOWN;
+        h->why = silent ? SELECT_HOSTS_SOME_TERMS : SELECT_HOSTS_TOO_MANY;
+    }
+    return naming;
+}
+
+/* Whether a Node with these labels meets the pod's nodeSelector and one of
+ * its required terms (matchFields are not judged: they could hold). */
+static int select_node_admits(struct select_ctx *x, const cJSON *labels)
+{
+    const cJSON *it, *term, *expr;
+    int any = cJSON_GetArraySize(x->terms) == 0;
+
+    cJSON_ArrayForEach(it, x->selector)
+    {
+        const char *v = cJSON_GetStringValue(podjson_member(labels, it->string));
+
+        if (!cJSON_IsString(it) || !v || strcmp(v, it->valuestring) != 0)
+            return 0;
+    }
+    cJSON_ArrayForEach(term, x->terms)
+    {
+        int holds = !select_term_empty(x, term);
+
+        cJSON_ArrayForEach(expr, podjson_arr(x->r, term, "matchExpressions"))
+        {
+            const char *key = podjson_str(x->r, expr, "key");
+
+            holds &= key && select_requirement(x->r, expr,
+                                               cJSON_GetStringValue(podjson_member(labels, key)));
+        }
+        any |= holds;
+    }
+    return any;
+}
+
+/* Why name's Node cannot be told, reading its labels into *labels (the
+ * caller frees them); -1 when it can. */
+static int select_host_read(const struct select_hooks *hooks, const char *name, cJSON **labels)
+{
+    const char *have;
+
+    if (!hooks || !hooks->node_labels)
+        return SELECT_HOSTS_NO_API;
+    if (hooks->node_labels(hooks->ctx, name, labels) || !*labels) {
+        *labels = NULL;
+        return SELECT_HOSTS_UNREAD;
+    }
+    have = cJSON_GetStringValue(podjson_member(*labels, SELECT_HOSTNAME));
+    return have && strcmp(have, name) == 0 ? -1 : SELECT_HOSTS_OTHER_HOSTNAME;
+}
+
+/* Reads the named Nodes (labels[i] for name[i], the caller frees them),
+ * stopping at the first that cannot be told; when all can, those the pod's
+ * constraints admit are its Nodes in x. */
+static void select_hosts_read(struct select_ctx *x, const struct select_hooks *hooks,
+                              struct select_hosts *h, cJSON **labels)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        int why = select_host_read(hooks, h->name[i], &labels[i]);
+
+        if (why >= 0) {
+            h->state = SELECT_HOSTS_UNKNOWN;
+            h->why = (enum select_hosts_why)why;
+            h->unknown = why == SELECT_HOSTS_NO_API ? NULL : h->name[i];
+            return;
+        }
+    }
+    h->state = SELECT_HOSTS_KNOWN;
+    x->known = 1;
+    for (size_t i = 0; i < h->n; i++)
+        if (select_node_admits(x, labels[i])) {
+            h->kept |= 1u << i;
+            x->nodes[x->n_nodes++] = labels[i];
+        }
+}
+
 /* Rules 2 to 4, with the constraints read into x. A rule that met a
  * profile whose namespaces could not be told decides nothing, and neither
  * do the rules after it: that profile could have changed the outcome. */
 static void select_by_constraints(struct select_ctx *x, const struct profiles *ps,
                                   struct select_result *out)
 {
-    out->rule = x->node ? SELECT_BY_NODE : SELECT_BY_NODE_LABELS;
+    out->rule = x->known ? SELECT_BY_NODE : SELECT_BY_NODE_LABELS;
     out->profile = select_by_labels(x, ps, &out->tie_labels, &out->tie_spans_types);
     if (out->profile || x->ns_unknown || out->tie_spans_types)
         goto done;
@@ -455,7 +610,8 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
     const char *named =
         podjson_str(r, podjson_obj(r, metadata, "annotations"), SELECT_ANNOTATION_PROFILE);
     struct select_ctx x = {.r = r, .ns = ns, .hooks = hooks};
-    cJSON *node;
+    const char *bound = podjson_str(r, spec, "nodeName");
+    cJSON *node, *hosts[SELECT_HOSTS_MAX] = {NULL};
 
     memset(out, 0, sizeof(*out));
     out->gpus = target_pod_gpus(r, spec, ps);
@@ -466,9 +622,18 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
     }
     x.selector = podjson_obj(r, spec, "nodeSelector");
     x.terms = select_required_terms(r, spec);
-    x.node = node = select_node_labels(r, spec, hooks, &out->node_lookup_failed);
+    if ((node = select_node_labels(r, spec, hooks, &out->node_lookup_failed))) {
+        x.nodes[x.n_nodes++] = node;
+        x.known = 1;
+    }
+    /* A bound pod's Node decides, or is unknown: its hostnames add nothing. */
+    if ((!bound || !*bound) && select_hosts_names(&x, &out->hosts) &&
+        out->hosts.state != SELECT_HOSTS_UNKNOWN)
+        select_hosts_read(&x, hooks, &out->hosts, hosts);
     select_by_constraints(&x, ps, out);
     cJSON_Delete(node);
+    for (size_t i = 0; i < SELECT_HOSTS_MAX; i++)
+        cJSON_Delete(hosts[i]);
     cJSON_Delete(x.ns_labels);
 }
 
@@ -507,9 +672,13 @@ static void select_clash_of(struct select_ctx *x, const struct profiles_entry *p
     const cJSON *term;
     int idx = 0;
 
-    for (size_t i = 0; x->node && i < p->node_labels.n; i++) {
+    if (x->known && x->n_nodes != 1 && !select_nodes_have(x, p)) {
+        *out = (struct select_fit){.clash = SELECT_CLASH_NODE};
+        return;
+    }
+    for (size_t i = 0; x->known && x->n_nodes == 1 && i < p->node_labels.n; i++) {
         const struct profiles_kv *kv = &p->node_labels.v[i];
-        const char *v = cJSON_GetStringValue(podjson_member(x->node, kv->name));
+        const char *v = cJSON_GetStringValue(podjson_member(x->nodes[0], kv->name));
 
         if (!v || strcmp(v, kv->value) != 0) {
             *out = (struct select_fit){
@@ -540,12 +709,14 @@ static void select_clash_of(struct select_ctx *x, const struct profiles_entry *p
     }
 }
 
-void select_fit_profile(struct podjson *r, const cJSON *spec, const cJSON *node_labels,
-                        const struct profiles_entry *p, struct select_fit *out)
+void select_fit_profile(struct podjson *r, const cJSON *spec, const cJSON *const *nodes, size_t n,
+                        int known, const struct profiles_entry *p, struct select_fit *out)
 {
-    struct select_ctx x = {.r = r, .node = node_labels};
+    struct select_ctx x = {.r = r, .known = known};
 
     memset(out, 0, sizeof(*out));
+    for (size_t i = 0; known && i < n && i < SELECT_HOSTS_MAX; i++)
+        x.nodes[x.n_nodes++] = nodes[i];
     x.selector = podjson_obj(r, spec, "nodeSelector");
     x.terms = select_required_terms(r, spec);
     if (p->node_labels.n == 0) {

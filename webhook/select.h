@@ -8,6 +8,15 @@
  *      (labels the profile does not name could be anything), and they name it
  *      when they require one of its keys: nodeSelector sets it, or every
  *      required term has In, Exists, Gt or Lt on it, or the Node is known.
+ *      Without spec.nodeName, a kubernetes.io/hostname constraint (the
+ *      nodeSelector's, or In in every required term) names Nodes: their
+ *      labels are read the same way (struct select_hosts), and the pod's
+ *      nodes are those of them its constraints admit. Consistent with p then
+ *      means one of those carries p's labels. When the hosts cannot be told
+ *      (a lookup fails, the Node of that name has another hostname label,
+ *      more than SELECT_HOSTS_MAX names, hostnames in only some terms) the
+ *      profile is chosen from the pod alone and hosts.state says so: mutate
+ *      never pins then, as the hosts might be of another type.
  *      The rule chooses the one profile with nodeLabels that the constraints
  *      are consistent with, when they name it. Consistent with several (In
  *      [H100, A100], or a label they share), one of them named: ambiguous,
@@ -15,7 +24,9 @@
  *      required affinity demands a label that two of them set to
  *      different values, and allows both (In [H100, A100], Exists), the
  *      pod has chosen several node types itself: nothing from rules 3 and
- *      4 either (tie_spans_types), so nothing is pinned over its choice;
+ *      4 either (tie_spans_types), so nothing is pinned over its choice.
+ *      So too when the Nodes it names by hostname are of several types
+ *      (one carries a found profile's labels, another does not);
  *   3. the pod's GPU count, against match.gpus of the profiles the
  *      constraints do not exclude (a profile with nodeLabels they are not
  *      consistent with; one without nodeLabels is never excluded). More than
@@ -69,10 +80,41 @@ struct select_hooks {
     void *ctx;
 };
 
+/* Names a hostname constraint may give that are looked up; past that, the
+ * hosts are unknown (each lookup takes from the admission's API budget). */
+#define SELECT_HOSTS_MAX 8
+
+enum select_hosts_state {
+    SELECT_HOSTS_NONE,    /* no hostname constraint, or spec.nodeName is set */
+    SELECT_HOSTS_KNOWN,   /* every named Node read: their labels decided */
+    SELECT_HOSTS_UNKNOWN, /* they could not be told: chosen from the pod alone, never pinned */
+};
+
+/* Why the hosts are unknown. */
+enum select_hosts_why {
+    SELECT_HOSTS_UNREAD,         /* a lookup failed, or no Node has that name */
+    SELECT_HOSTS_NO_API,         /* no Node lookups here (offline `mutate`) */
+    SELECT_HOSTS_OTHER_HOSTNAME, /* the Node of that name has another hostname label */
+    SELECT_HOSTS_TOO_MANY,       /* more than SELECT_HOSTS_MAX names: none looked up */
+    SELECT_HOSTS_SOME_TERMS,     /* a required term names no host: none looked up */
+};
+
+/* The Nodes a kubernetes.io/hostname constraint names. A Node's name is
+ * normally its hostname label: each is looked up by name, and counts only
+ * when its own kubernetes.io/hostname label is that name. */
+struct select_hosts {
+    enum select_hosts_state state;
+    enum select_hosts_why why;          /* for SELECT_HOSTS_UNKNOWN */
+    const char *name[SELECT_HOSTS_MAX]; /* distinct, in the pod's order (the pod's memory) */
+    size_t n;                           /* names kept in name[] */
+    const char *unknown;                /* UNREAD, OTHER_HOSTNAME: the first such name */
+    unsigned kept; /* KNOWN: bit i, name[i]'s Node meets the pod's other constraints */
+};
+
 enum select_rule {
     SELECT_BY_ANNOTATION,
     SELECT_BY_NODE_LABELS, /* the pod's nodeSelector and required affinity */
-    SELECT_BY_NODE,        /* the labels of the Node in spec.nodeName */
+    SELECT_BY_NODE,        /* the labels of the Node in spec.nodeName, or of hostnames' */
     SELECT_BY_GPUS,
     SELECT_BY_DEFAULT,
     SELECT_NONE,
@@ -102,6 +144,7 @@ struct select_result {
      * [H100, A100]): rules 3 and 4 were not tried. */
     int tie_spans_types;
     struct select_tie tie_gpus; /* rule 3 was ambiguous when n >= 2 */
+    struct select_hosts hosts;  /* what a hostname constraint named, and was read */
 };
 
 /* ns: the pod's namespace (the AdmissionReview's request.namespace). */
@@ -125,7 +168,8 @@ const char *select_rule_name(enum select_rule rule);
  * order select_profile() checks them. */
 enum select_clash {
     SELECT_CLASH_NONE,
-    SELECT_CLASH_NODE,     /* the Node's labels lack one of p's, or differ */
+    SELECT_CLASH_NODE,     /* the Node's labels lack one of p's, or differ (key NULL: the
+                            * hostnames' several Nodes, none of which has all of them) */
     SELECT_CLASH_SELECTOR, /* spec.nodeSelector sets one of p's keys otherwise */
     SELECT_CLASH_AFFINITY, /* no required node affinity term fits p */
 };
@@ -145,12 +189,13 @@ struct select_fit {
     int term;
 };
 
-/* Judges p against spec's nodeSelector and required node affinity and
- * node_labels (the Node of spec.nodeName as the hook gave them; NULL:
- * unknown), without calling any hook. Reads through r, which records a
- * field of the wrong type as select_profile() would. */
+/* Judges p against spec's nodeSelector and required node affinity and the
+ * labels of the pod's Nodes as the hook gave them (n of them: spec.nodeName's,
+ * or the hostnames' that select_hosts.kept keeps; known 0: unknown), without
+ * calling any hook. Reads through r, which records a field of the wrong type
+ * as select_profile() would. */
 void select_fit_profile(struct podjson *r, const struct cJSON *spec,
-                        const struct cJSON *node_labels, const struct profiles_entry *p,
-                        struct select_fit *out);
+                        const struct cJSON *const *nodes, size_t n, int known,
+                        const struct profiles_entry *p, struct select_fit *out);
 
 #endif

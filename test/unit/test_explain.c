@@ -307,6 +307,69 @@ TEST(test_node_without_a_label_and_a_failed_lookup)
                         "profile \"a100\": chosen by rule gpus");
 }
 
+/* The Nodes a kubernetes.io/hostname names: what was read of each, and
+ * the profile they exclude; unknown ones (no API offline) are said, and the
+ * pin is not made. */
+static int host_labels(void *ctx, const char *name, cJSON **labels)
+{
+    (void)ctx;
+    if (strcmp(name, "a1") == 0)
+        *labels = cJSON_Parse("{\"gpu.product\":\"A100\",\"pool\":\"train\","
+                              "\"kubernetes.io/hostname\":\"a1\"}");
+    else if (strcmp(name, "h1") == 0)
+        *labels = cJSON_Parse("{\"gpu.product\":\"H100\",\"pool\":\"train\","
+                              "\"kubernetes.io/hostname\":\"h1\"}");
+    else
+        return -1;
+    return *labels ? 0 : -1;
+}
+
+#define HOST_SELECTOR(name)                                                                        \
+    POD("{'nodeSelector':{'kubernetes.io/hostname':'" name "'},'containers':[" GPUS("8") "]}")
+#define HOSTS_IN(names)                                                                            \
+    POD("{" IN_TERM("kubernetes.io/hostname", "In", names) ",'containers':[" GPUS("8") "]}")
+
+TEST(test_hostnames_read_or_unknown)
+{
+    struct mutate_hooks h = {.select = {.node_labels = host_labels}};
+    static const struct {
+        const char *pod;
+        int api; /* the Node hook; 0: offline */
+        const char *prefix, *want;
+    } cases[] = {
+        {HOST_SELECTOR("a1"), 1, "node \"a1\"",
+         "node \"a1\" (kubernetes.io/hostname) has labels gpu.product=A100, pool=train, "
+         "kubernetes.io/hostname=a1"},
+        {HOST_SELECTOR("a1"), 1, "profile \"a100\": chosen by rule",
+         "profile \"a100\": chosen by rule node"},
+        {HOST_SELECTOR("a1"), 1, "profile \"h100\":",
+         "profile \"h100\": excluded by the pod's node constraints: nodeLabels gpu.product=H100 "
+         "inconsistent with node \"a1\"'s gpu.product=A100"},
+        {HOSTS_IN("['h1','a1']"), 1, "node \"h1\"",
+         "node \"h1\" (kubernetes.io/hostname) has labels gpu.product=H100, pool=train, "
+         "kubernetes.io/hostname=h1"},
+        {HOSTS_IN("['h1','a1']"), 1, "no profile:",
+         "no profile: the pod's node constraints allow several node types, and the GPU count or "
+         "a default does not choose one for it (rule none; nothing is added)"},
+        {HOST_SELECTOR("a1"), 0, "kubernetes.io/hostname names",
+         "kubernetes.io/hostname names \"a1\": no Node is read here (offline there is no API; "
+         "--node-labels takes the pod to a node with the labels given); the profile is chosen "
+         "from the pod alone, and never pinned"},
+        {HOST_SELECTOR("a1"), 0, "pin:",
+         "pin: not pinned: its kubernetes.io/hostname names nodes whose labels are unknown, "
+         "which the pin could contradict"},
+        {HOSTS_IN("['a1','gone']"), 1, "kubernetes.io/hostname names",
+         "kubernetes.io/hostname names \"a1\", \"gone\": the labels of node \"gone\" could not "
+         "be read; the profile is chosen from the pod alone, and never pinned"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *t = explain_with(MIXED, cases[i].pod, cases[i].api ? &h : NULL, NULL);
+
+        assert_string_equal(line_of(t, cases[i].prefix), cases[i].want);
+    }
+}
+
 TEST(test_annotation_and_unknown_name)
 {
     const char *t =
@@ -539,7 +602,7 @@ TEST(test_fit_names_the_label_at_fault)
     free(text);
     explain(POD("{'containers':[]}")); /* loads T.ps */
     podjson_init(&r);
-    select_fit_profile(&r, spec, NULL, &T.ps->p[0], &f);
+    select_fit_profile(&r, spec, NULL, 0, 0, &T.ps->p[0], &f);
     assert_false(f.fits);
     assert_int_equal(f.clash, SELECT_CLASH_AFFINITY);
     assert_string_equal(f.key, "gpu.product");
@@ -550,7 +613,7 @@ TEST(test_fit_names_the_label_at_fault)
     text = unquote("{'nodeSelector':{'pool':'test'}}");
     spec = cJSON_Parse(text);
     free(text);
-    select_fit_profile(&r, spec, NULL, &T.ps->p[1], &f);
+    select_fit_profile(&r, spec, NULL, 0, 0, &T.ps->p[1], &f);
     assert_false(f.fits);
     assert_int_equal(f.clash, SELECT_CLASH_SELECTOR);
     assert_string_equal(f.key, "pool");
@@ -589,6 +652,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_four_gpus_chosen_by_gpus_and_pinned, teardown),
+        cmocka_unit_test_teardown(test_hostnames_read_or_unknown, teardown),
         cmocka_unit_test_teardown(test_in_both_types_is_a_tie_at_node_labels, teardown),
         cmocka_unit_test_teardown(test_shared_label_tie_then_gpus, teardown),
         cmocka_unit_test_teardown(test_demanded_type_excludes_the_other, teardown),

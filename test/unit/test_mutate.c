@@ -1819,6 +1819,84 @@ TEST(test_mixed_bound_pod_is_not_pinned)
     assert_false(T.res.pinned);
 }
 
+/* A pod whose kubernetes.io/hostname names nodes (issue 22 item 1), with
+ * the admin's profiles: H100 the default, pinned, for 8 GPUs; A100 by its
+ * label. The hook knows an A100 and an H100 node by name. */
+#define ADMIN_PIN                                                                                  \
+    "{'profiles':["                                                                                \
+    "{'name':'h100','default':true,'pin':true,'match':{'gpus':8,'nodeLabels':"                     \
+    "{'nvidia.com/gpu.product':'H100'}},"                                                          \
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4','mlx5_5','mlx5_6','mlx5_7','mlx5_8']},"            \
+    "{'name':'a100','match':{'nodeLabels':{'nvidia.com/gpu.product':'A100'}},"                     \
+    "'hca':['mlx5_1','mlx5_2','mlx5_3','mlx5_4']}]}"
+#define HOSTNAME_IN(values)                                                                        \
+    "'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"                \
+    "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'kubernetes.io/hostname',"                  \
+    "'operator':'In','values':" values "}]}]}}}"
+
+static int host_node_labels(void *ctx __attribute__((unused)), const char *name, cJSON **labels)
+{
+    if (strcmp(name, "a100-node-1") == 0)
+        *labels = J("{'nvidia.com/gpu.product':'A100','kubernetes.io/hostname':'a100-node-1'}");
+    else if (strcmp(name, "h100-node-1") == 0)
+        *labels = J("{'nvidia.com/gpu.product':'H100','kubernetes.io/hostname':'h100-node-1'}");
+    else
+        return -1;
+    return 0;
+}
+
+TEST(test_hostname_of_an_a100_node_gets_a100_not_the_h100_pin)
+{
+    struct mutate_hooks h = {.select = {.node_labels = host_node_labels}};
+
+    run_with(POD("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1'},'containers':[" GPUS(
+                 "8") "]}"),
+             profiles_from(ADMIN_PIN), &h);
+    assert_string_equal(T.res.profile->name, "a100");
+    assert_int_equal(T.res.rule, SELECT_BY_NODE);
+    assert_env(C(0), "NCCL_IB_HCA", A100_HCA);
+    assert_json_at(T.patched, "/spec/nodeSelector", "{'kubernetes.io/hostname':'a100-node-1'}");
+    assert_false(T.res.pinned);
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+TEST(test_hostnames_of_two_types_are_not_pinned)
+{
+    struct mutate_hooks h = {.select = {.node_labels = host_node_labels}};
+
+    run_with(POD("{" HOSTNAME_IN("['h100-node-1','a100-node-1']") ",'containers':[" GPUS("8") "]}"),
+             profiles_from(ADMIN_PIN), &h);
+    assert_int_equal(T.res.reason, MUTATE_R_NO_PROFILE);
+    assert_false(T.res.pinned);
+    assert_absent(T.patched, "/spec/nodeSelector");
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_warned("ambiguous node constraints fit h100, a100; none chosen");
+}
+
+/* The Node cannot be told: the profile from the pod, but never the pin,
+ * which the node might contradict. */
+TEST(test_hostname_unknown_is_not_pinned)
+{
+    struct mutate_hooks h = {.select = {.node_labels = host_node_labels}};
+
+    run_with(POD("{'nodeSelector':{'kubernetes.io/hostname':'gone'},'containers':[" GPUS("8") "]}"),
+             profiles_from(ADMIN_PIN), &h);
+    assert_string_equal(T.res.profile->name, "h100");
+    assert_false(T.res.pinned);
+    assert_json_at(T.patched, "/spec/nodeSelector", "{'kubernetes.io/hostname':'gone'}");
+    assert_warned("check the webhook can read nodes: hostname \"gone\" unread, profile chosen "
+                  "from the pod, not pinned");
+    assert_not_warned("pinned to");
+    teardown(NULL);
+    run_with(POD("{" HOSTNAME_IN("['a100-node-1']") ",'containers':[" GPUS("8") "]}"),
+             profiles_from(ADMIN_PIN), NULL);
+    assert_string_equal(T.res.profile->name, "h100");
+    assert_false(T.res.pinned);
+    assert_absent(T.patched, "/spec/nodeSelector");
+    assert_warned("nodes of the pod's hostnames unknown offline: profile chosen from the pod, "
+                  "not pinned");
+}
+
 TEST(test_pinned_default_profile)
 {
     run_with(POD("{'containers':[" GPUS("3") "]}"),
@@ -3284,6 +3362,9 @@ int main(void)
         T_(test_mixed_pod_excluding_both_gets_no_profile),
         T_(test_mixed_pin_keeps_the_pod_s_other_selector_keys),
         T_(test_mixed_bound_pod_is_not_pinned),
+        T_(test_hostname_of_an_a100_node_gets_a100_not_the_h100_pin),
+        T_(test_hostnames_of_two_types_are_not_pinned),
+        T_(test_hostname_unknown_is_not_pinned),
         T_(test_pinned_default_profile),
         T_(test_ambiguous_gpu_count_is_said_and_falls_to_the_default),
         T_(test_selected_by_each_rule),

@@ -731,6 +731,189 @@ TEST(test_mixed_node_with_both_types_labels_is_ambiguous)
     assert_selects_none(&r);
 }
 
+/* ---- kubernetes.io/hostname names Nodes (issue 22 item 1) ---- */
+
+/* The admin's profiles: H100 the default, pinned, for 8 GPUs; A100 by
+ * its label alone. */
+static const char *const ADMIN =
+    "{'profiles':["
+    "{'name':'h100','default':true,'pin':true,'match':{'gpus':8,'nodeLabels':"
+    "{'gpu.product':'H100'}}},"
+    "{'name':'a100','match':{'nodeLabels':{'gpu.product':'A100'}}}]}";
+
+/* Nodes by name; a name not listed fails as a 404 would. */
+struct fake_nodes {
+    const char *name[4];
+    const char *labels[4]; /* JSON (' for ") */
+    int calls;
+};
+
+static int fake_nodes_labels(void *ctx, const char *name, cJSON **labels)
+{
+    struct fake_nodes *f = ctx;
+    char buf[512];
+
+    f->calls++;
+    for (size_t i = 0; i < 4 && f->name[i]; i++)
+        if (strcmp(f->name[i], name) == 0) {
+            unquote(f->labels[i], buf, sizeof(buf));
+            *labels = cJSON_Parse(buf);
+            return *labels ? 0 : -1;
+        }
+    return -1;
+}
+
+#define HOST_IN(names, containers)                                                                 \
+    TERM("{'key':'kubernetes.io/hostname','operator':'In','values':" names "}", containers)
+
+static struct fake_nodes admin_nodes = {
+    .name = {"a100-node-1", "a100-node-2", "h100-node-1", "renamed"},
+    .labels = {"{'gpu.product':'A100','kubernetes.io/hostname':'a100-node-1'}",
+               "{'gpu.product':'A100','kubernetes.io/hostname':'a100-node-2'}",
+               "{'gpu.product':'H100','kubernetes.io/hostname':'h100-node-1'}",
+               "{'gpu.product':'H100','kubernetes.io/hostname':'other-host'}"}};
+
+/* What the fake knows, and how often it was asked since hosts_reset(). */
+static struct fake_nodes hosts_fake;
+
+static void hosts_reset(void)
+{
+    hosts_fake = admin_nodes;
+}
+
+/* ADMIN's selection for spec, with the Node hook answering from hosts_fake. */
+static void run_hosts(const char *spec, struct select_result *r)
+{
+    static const struct select_hooks h = {.node_labels = fake_nodes_labels, .ctx = &hosts_fake};
+
+    run(ADMIN, "{}", spec, &h, r);
+}
+
+/* The issue's pod: its hostname names an A100 node, so the A100 profile,
+ * not the default by the 8 GPUs (which mutate would pin: no node then). */
+TEST(test_hostname_selector_reads_the_node)
+{
+    struct select_result r;
+
+    hosts_reset();
+    run_hosts("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1'},'containers':[" GPU8 "]}",
+              &r);
+    assert_selects(&r, "a100", SELECT_BY_NODE);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_KNOWN);
+    assert_int_equal(r.hosts.n, 1);
+    assert_int_equal(r.hosts.kept, 1);
+    assert_int_equal(hosts_fake.calls, 1);
+    run_hosts(HOST_IN("['h100-node-1']", GPU8), &r);
+    assert_selects(&r, "h100", SELECT_BY_NODE);
+}
+
+TEST(test_hostnames_of_one_type_choose_it)
+{
+    struct select_result r;
+
+    hosts_reset();
+    run_hosts(HOST_IN("['a100-node-1','a100-node-2','a100-node-1']", GPU8), &r);
+    assert_selects(&r, "a100", SELECT_BY_NODE);
+    assert_int_equal(r.hosts.n, 2); /* a name given twice is read once */
+    assert_int_equal(hosts_fake.calls, 2);
+    /* In two terms, each naming one. */
+    run_hosts(AFFINITY("[{'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
+                       "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'kubernetes.io/"
+                       "hostname','operator':'In','values':['a100-node-2']}]}]"),
+              &r);
+    assert_selects(&r, "a100", SELECT_BY_NODE);
+}
+
+/* One H100 and one A100 node: the pod chose both types itself. No profile,
+ * and rules 3 and 4 are not tried (the default would be pinned). */
+TEST(test_hostnames_of_two_types_choose_none)
+{
+    struct select_result r;
+
+    hosts_reset();
+    run_hosts(HOST_IN("['h100-node-1','a100-node-1']", GPU8), &r);
+    assert_selects_none(&r);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_KNOWN);
+    assert_tie(&r.tie_labels, "h100", "a100");
+    assert_true(r.tie_spans_types);
+    assert_int_equal(r.tie_gpus.n, 0);
+}
+
+/* A named Node the pod's other constraints rule out is not one of its
+ * Nodes. */
+TEST(test_hostname_node_ruled_out_by_other_constraints)
+{
+    struct select_result r;
+
+    hosts_reset();
+    run_hosts(TERM("{'key':'kubernetes.io/hostname','operator':'In','values':['h100-node-1',"
+                   "'a100-node-1']},{'key':'gpu.product','operator':'NotIn','values':['H100']}",
+                   GPU8),
+              &r);
+    assert_selects(&r, "a100", SELECT_BY_NODE);
+    assert_int_equal(r.hosts.kept, 2); /* name[1], a100-node-1 */
+    run_hosts("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1','gpu.product':'H100'},"
+              "'containers':[" GPU8 "]}",
+              &r);
+    assert_selects_none(&r); /* no node at all: the default is excluded too */
+    assert_int_equal(r.hosts.kept, 0);
+}
+
+/* The Nodes cannot be told: chosen from the pod alone (mutate does not
+ * pin), saying why. */
+TEST(test_hostnames_unknown)
+{
+    struct select_result r;
+
+    hosts_reset();
+    run_hosts(HOST_IN("['a100-node-1','gone']", GPU8), &r);
+    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
+    assert_int_equal(r.hosts.why, SELECT_HOSTS_UNREAD);
+    assert_string_equal(r.hosts.unknown, "gone");
+    run_hosts(HOST_IN("['renamed']", GPU8), &r);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
+    assert_int_equal(r.hosts.why, SELECT_HOSTS_OTHER_HOSTNAME);
+    assert_string_equal(r.hosts.unknown, "renamed");
+    run(ADMIN, "{}", HOST_IN("['a100-node-1']", GPU8), NULL, &r);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
+    assert_int_equal(r.hosts.why, SELECT_HOSTS_NO_API);
+    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    hosts_fake.calls = 0;
+    run_hosts(HOST_IN("['n1','n2','n3','n4','n5','n6','n7','n8','n9']", GPU8), &r);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
+    assert_int_equal(r.hosts.why, SELECT_HOSTS_TOO_MANY);
+    assert_int_equal(r.hosts.n, SELECT_HOSTS_MAX);
+    assert_int_equal(hosts_fake.calls, 0); /* none looked up */
+    run_hosts(AFFINITY("[{'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
+                       "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'zone','operator':"
+                       "'In','values':['a']}]}]"),
+              &r);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
+    assert_int_equal(r.hosts.why, SELECT_HOSTS_SOME_TERMS);
+    assert_int_equal(hosts_fake.calls, 0);
+}
+
+/* spec.nodeName decides; NotIn and Exists on the hostname name no Node. */
+TEST(test_hostnames_not_read)
+{
+    struct select_result r;
+
+    hosts_reset();
+    run_hosts("{'nodeName':'h100-node-1','nodeSelector':{'kubernetes.io/hostname':'h100-node-1'},"
+              "'containers':[" GPU8 "]}",
+              &r);
+    assert_selects(&r, "h100", SELECT_BY_NODE);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
+    assert_int_equal(hosts_fake.calls, 1);
+    run_hosts(
+        TERM("{'key':'kubernetes.io/hostname','operator':'NotIn','values':['a100-node-1']}", GPU8),
+        &r);
+    assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
+    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    assert_int_equal(hosts_fake.calls, 1);
+}
+
 /* Terms are ORed: the pod may land where any of them holds, so a profile is
  * named only when every term requires one of its keys. */
 TEST(test_every_term_must_name_the_profile)
@@ -960,6 +1143,12 @@ int main(void)
         cmocka_unit_test_teardown(test_mixed_1_and_2_gpu_pods_by_gpus_list, teardown),
         cmocka_unit_test_teardown(test_mixed_bound_pod_uses_the_node, teardown),
         cmocka_unit_test_teardown(test_mixed_node_with_both_types_labels_is_ambiguous, teardown),
+        cmocka_unit_test_teardown(test_hostname_selector_reads_the_node, teardown),
+        cmocka_unit_test_teardown(test_hostnames_of_one_type_choose_it, teardown),
+        cmocka_unit_test_teardown(test_hostnames_of_two_types_choose_none, teardown),
+        cmocka_unit_test_teardown(test_hostname_node_ruled_out_by_other_constraints, teardown),
+        cmocka_unit_test_teardown(test_hostnames_unknown, teardown),
+        cmocka_unit_test_teardown(test_hostnames_not_read, teardown),
         cmocka_unit_test_teardown(test_every_term_must_name_the_profile, teardown),
         cmocka_unit_test_teardown(test_empty_term_matches_no_node, teardown),
         cmocka_unit_test_teardown(test_match_fields_term_constrains_no_label, teardown),
