@@ -34,6 +34,7 @@ type instance struct {
 	stderrPath string
 	signalled  bool // a test sent SIGTERM/SIGINT itself and checked the exit
 	client     *http.Client
+	onStart    func(*os.Process) // called as soon as the process runs, before it answers
 }
 
 // startInstance starts `serve --profiles profiles` plus extra flags and
@@ -49,6 +50,13 @@ func startInstance(t *testing.T, profiles string, extra ...string) *instance {
 // certificate (through extra flags): roots are the CAs its clients trust.
 func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, extra ...string) *instance {
 	t.Helper()
+	return startInstanceHooked(t, roots, nil, profiles, extra...)
+}
+
+// startInstanceHooked is startInstanceTrusting with onStart called as soon
+// as each launch's process runs (to signal it at once).
+func startInstanceHooked(t *testing.T, roots *x509.CertPool, onStart func(*os.Process), profiles string, extra ...string) *instance {
+	t.Helper()
 	dir := t.TempDir()
 	if err := copyCerts(dir); err != nil {
 		t.Fatal(err)
@@ -60,7 +68,7 @@ func startInstanceTrusting(t *testing.T, roots *x509.CertPool, profiles string, 
 	if roots != nil {
 		pool = roots
 	}
-	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, args: extra}
+	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, args: extra, onStart: onStart}
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		if lastErr = in.launch(attempt); lastErr == nil {
@@ -99,6 +107,9 @@ func (in *instance) launch(attempt int) error {
 	if err := in.cmd.Start(); err != nil {
 		stderr.Close()
 		return err
+	}
+	if in.onStart != nil {
+		in.onStart(in.cmd.Process)
 	}
 	in.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) {
