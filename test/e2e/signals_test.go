@@ -99,3 +99,48 @@ func TestSIGHUPAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOInPlaceOfServedFiles: the profiles file, or the certificate,
+// replaced by a FIFO no one writes: a blocking open() held the reload for
+// ever, and SIGTERM then never ended the process. The reload now refuses it
+// with an error naming the file, serving goes on, and SIGTERM exits 0.
+func TestFIFOInPlaceOfServedFiles(t *testing.T) {
+	t.Parallel()
+	for _, which := range []string{"profiles", "tls.crt"} {
+		which := which
+		t.Run(which, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			profiles := filepath.Join(dir, "profiles.json")
+			data, err := os.ReadFile(profilesPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(profiles, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := startInstance(t, profiles)
+			target := profiles
+			if which == "tls.crt" {
+				target = filepath.Join(in.dir, "tls.crt")
+			}
+			mark := in.logMark()
+			if err := os.Remove(target); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(target, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in.signal(syscall.SIGHUP)
+			in.waitLog(t, mark, slowerUnderValgrind(10*time.Second), "an error naming "+target, func(l obj) bool {
+				return strings.Contains(compact(l), target) && strings.Contains(compact(l), "not a regular file")
+			})
+			if got := in.readyz(t, false); got != 200 {
+				t.Errorf("/readyz %d after the FIFO, want 200 (the last good version serves)", got)
+			}
+			if err := in.terminate(slowerUnderValgrind(10 * time.Second)); err != nil {
+				t.Fatalf("%v%s", err, in.state())
+			}
+		})
+	}
+}
