@@ -9,6 +9,7 @@
 
 #include "err.h"
 
+#include <signal.h>
 #include <stddef.h>
 
 #define CMD_DEFAULT_PROFILES "/etc/rdma-webhook/profiles/profiles.json"
@@ -20,6 +21,12 @@ int cmd_mutate(int argc, char **argv);
 int cmd_check_profiles(int argc, char **argv);
 int cmd_gen_certs(int argc, char **argv);
 int cmd_nccl_detect(int argc, char **argv);
+
+/* Blocks the signals serve takes by sigwait (SIGTERM, SIGINT, SIGHUP) in the
+ * calling thread and puts them in set. main calls it first thing for serve:
+ * one sent at once (a SIGHUP during a start) stays pending instead of ending
+ * the process, and every thread started later inherits the mask. */
+void cmd_serve_block_signals(sigset_t *set);
 
 struct profiles;
 

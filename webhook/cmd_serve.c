@@ -272,7 +272,7 @@ static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_
     return filewatch_start(app->watch, err, errlen);
 }
 
-static void cmd_serve_block_signals(sigset_t *set)
+void cmd_serve_block_signals(sigset_t *set)
 {
     sigemptyset(set);
     sigaddset(set, SIGTERM);

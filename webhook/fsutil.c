@@ -8,16 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
+/* Reads fd to its end into out; name is what messages call it. */
+static int fsutil_read_fd(int fd, const char *name, struct dynbuf *out, char *err, size_t errlen)
 {
-    int is_stdin = strcmp(path, "-") == 0;
-    const char *name = is_stdin ? "the input" : path;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     char chunk[16384];
     int rc = ERR_OK;
 
-    if (fd < 0)
-        return err_set(err, errlen, ERR_FAIL, "cannot open %s: %s", path, strerror(errno));
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
 
@@ -39,8 +35,43 @@ int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
             break;
         }
     }
+    return rc;
+}
+
+int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    int rc;
+
+    if (fd < 0)
+        return err_set(err, errlen, ERR_FAIL, "cannot open %s: %s", path, strerror(errno));
+    rc = fsutil_read_fd(fd, is_stdin ? "the input" : path, out, err, errlen);
     if (!is_stdin)
         close(fd);
+    return rc;
+}
+
+int fsutil_read_regular(const char *path, struct dynbuf *out, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    int rc;
+
+    if (fd < 0)
+        return err_set(err, errlen, ERR_FAIL, "cannot open %s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0)
+        rc = err_set(err, errlen, ERR_FAIL, "cannot stat %s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = err_set(err, errlen, ERR_FAIL,
+                     "cannot read %s: not a regular file (a FIFO or a device?); put a file there",
+                     path);
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        rc = err_set(err, errlen, ERR_FAIL, "cannot read %s: %s", path, strerror(errno));
+    else
+        rc = fsutil_read_fd(fd, path, out, err, errlen);
+    close(fd);
     return rc;
 }
 

@@ -29,6 +29,13 @@ struct fsutil_identity {
  * opened or read. out then holds what was read so far. */
 int fsutil_read(const char *path, struct dynbuf *out, char *err, size_t errlen);
 
+/* fsutil_read for the files serve keeps reading (profiles, certificate,
+ * key, token, --pod-security-config): only a regular file, opened without
+ * blocking, so a FIFO or a device put in its place is refused (ERR_FAIL, a
+ * message naming the path) instead of blocking a reload, and the shutdown
+ * after it, for ever. No "-". */
+int fsutil_read_regular(const char *path, struct dynbuf *out, char *err, size_t errlen);
+
 /* Reads at most size - 1 bytes of the regular file path into buf and
  * NUL-terminates them (*len gets the count), for the kernel's small files
  * (sysfs attributes, /proc/net/route), whose size stat does not tell (sysfs

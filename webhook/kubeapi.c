@@ -79,7 +79,7 @@ static int kubeapi_headers(const struct kubeapi *k, const char *content_type,
     *out = NULL;
     dynbuf_init(&tok, KUBEAPI_TOKEN_MAX);
     dynbuf_init(&hdr, KUBEAPI_TOKEN_MAX + 64);
-    rc = fsutil_read(k->token_file, &tok, err, errlen);
+    rc = fsutil_read_regular(k->token_file, &tok, err, errlen);
     if (rc)
         goto out;
     while (tok.len && strchr(" \t\r\n", tok.mem[tok.len - 1]))

@@ -66,6 +66,23 @@ int cmd_check_image(const char *image, char *err, size_t errlen)
     return ERR_OK;
 }
 
+/* serve takes SIGHUP, SIGTERM and SIGINT by sigwait. A SIGHUP before they
+ * are blocked ends the process (status 129), so they are blocked before
+ * anything else runs: from .preinit_array, which glibc calls with main's
+ * arguments once the libraries are loaded, before their initialisers
+ * (GnuTLS's, OpenSSL's: milliseconds on a loaded node) and main. */
+static void main_preinit(int argc, char **argv, char **envp)
+{
+    sigset_t set;
+
+    (void)envp;
+    if (argc >= 2 && argv && argv[1] && strcmp(argv[1], "serve") == 0)
+        cmd_serve_block_signals(&set);
+}
+
+__attribute__((used, section(".preinit_array"))) static void (*const main_preinit_entry)(
+    int, char **, char **) = main_preinit;
+
 int main(int argc, char **argv)
 {
     static const struct {

@@ -17,7 +17,9 @@
 #include <time.h>
 
 #define MUTATE_SHM_VOLUME "rdma-webhook-shm"
-#define MUTATE_ENV_MAX    (2 * PROFILES_MAX_ENV)
+/* Names the volume may take: MUTATE_SHM_VOLUME, then -1 .. -(this - 1). */
+#define MUTATE_SHM_NAMES 1000
+#define MUTATE_ENV_MAX   (2 * PROFILES_MAX_ENV)
 /* envFrom sources checked per container: each can cost an API call (within
  * the admission's budget) and a warning. Sources past them are not checked
  * (their keys lose to the profile's, as an unreadable source's do), and one
@@ -73,6 +75,7 @@ struct mutate_ctx {
     enum select_rule rule; /* how m->p was chosen */
     int hosts_unknown;     /* the Nodes a hostname names could not be told: never pin */
     char shm_volume[64];   /* "" until the volume is added */
+    int shm_no_name;       /* every name the volume may take is the pod's */
     int volumes;           /* spec.volumes exists, in the pod or made by the patch */
     int dropped_ifname;    /* hostNetwork: the profile's NCCL_SOCKET_IFNAME left out */
     enum mutate_detect detect;
@@ -114,6 +117,7 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
                                                       "pod_security",
                                                       "mode",
                                                       "ipc_lock",
+                                                      "shm",
                                                       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
@@ -972,17 +976,69 @@ static int mutate_volume_begin(struct mutate_ctx *m)
     return mutate_append_begin(m, spec, "/volumes", &m->volumes);
 }
 
-/* Adds the pod's memory-backed volume once, under a name no volume has. */
-static void mutate_shm_volume(struct mutate_ctx *m)
+/* Which of the names the volume may take name is: 0 for MUTATE_SHM_VOLUME,
+ * i for MUTATE_SHM_VOLUME-i (as written: no leading zero), -1 for none. */
+static int mutate_shm_index(const char *name)
+{
+    size_t plen = sizeof(MUTATE_SHM_VOLUME) - 1;
+    int i = 0;
+
+    if (strncmp(name, MUTATE_SHM_VOLUME, plen) != 0)
+        return -1;
+    name += plen;
+    if (!*name)
+        return 0;
+    if (*name++ != '-' || *name < '1' || *name > '9')
+        return -1;
+    for (; *name >= '0' && *name <= '9' && i < MUTATE_SHM_NAMES; name++)
+        i = i * 10 + (*name - '0');
+    return *name || i >= MUTATE_SHM_NAMES ? -1 : i;
+}
+
+/* The first name the volume may take that no volume of the pod has, from
+ * one pass over them; -1 when the pod has them all. */
+static int mutate_shm_free_name(struct mutate_ctx *m)
+{
+    unsigned char taken[MUTATE_SHM_NAMES] = {0};
+    const cJSON *v;
+    int i;
+
+    cJSON_ArrayForEach(v, podjson_arr(&m->r, m->spec, "volumes"))
+    {
+        const char *n = podjson_str(&m->r, v, "name");
+
+        if (n && (i = mutate_shm_index(n)) >= 0)
+            taken[i] = 1;
+    }
+    for (i = 0; i < MUTATE_SHM_NAMES && taken[i]; i++)
+        ;
+    if (i == MUTATE_SHM_NAMES)
+        return -1;
+    if (i == 0)
+        snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
+    else
+        snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
+    return 0;
+}
+
+/* Adds the pod's memory-backed volume once, under a name no volume has;
+ * -1 when there is none, and then no volume and one warning. */
+static int mutate_shm_volume(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
     int made;
 
     if (m->shm_volume[0])
-        return;
-    snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
-    for (int i = 1; mutate_volume_exists(m, m->shm_volume) && i < 1000; i++)
-        snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
+        return 0;
+    if (m->shm_no_name)
+        return -1;
+    if (mutate_shm_free_name(m)) {
+        m->shm_no_name = 1;
+        MUTATE_WARN(m, MUTATE_W_SHM,
+                    "free a name for /dev/shm: the pod's volumes take %s to %s-%d; none added",
+                    MUTATE_SHM_VOLUME, MUTATE_SHM_VOLUME, MUTATE_SHM_NAMES - 1);
+        return -1;
+    }
     made = mutate_volume_begin(m);
     jsonw_raw(&p->w, "{\"name\":");
     jsonw_str(&p->w, m->shm_volume);
@@ -993,6 +1049,7 @@ static void mutate_shm_volume(struct mutate_ctx *m)
     }
     jsonw_raw(&p->w, "}}");
     mutate_append_end(m, made);
+    return 0;
 }
 
 /* a and b name the same directory: equal, or one of them with a '/' more. */
@@ -1051,7 +1108,10 @@ static void mutate_shm(struct mutate_ctx *m, const cJSON *c, const char *cpath, 
                                : "the profile has no shm");
         return;
     }
-    mutate_shm_volume(m);
+    if (mutate_shm_volume(m)) {
+        MUTATE_TRACE(m, "/dev/shm: not added: the pod's volumes take every name it may have");
+        return;
+    }
     mutate_add_mount(m, cpath, mounts, m->shm_volume, "/dev/shm", NULL, 0);
     MUTATE_TRACE(m, "/dev/shm: added, a mount of volume \"%s\" (emptyDir, medium Memory%s%s)",
                  m->shm_volume, m->p->shm_size_limit ? ", sizeLimit " : "",

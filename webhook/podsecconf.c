@@ -39,7 +39,7 @@ static int podsecconf_read_doc(const char *path, cJSON **doc, char *err, size_t 
     *doc = NULL;
     dynbuf_init(&text, PODSECCONF_MAX_BYTES);
     docs_init(&d);
-    rc = fsutil_read(path, &text, err, errlen);
+    rc = fsutil_read_regular(path, &text, err, errlen);
     if (rc)
         goto out;
     rc = docs_read(&d, dynbuf_ptr(&text), dynbuf_len(&text), NULL, why, sizeof(why));

@@ -329,9 +329,13 @@ static void profiles_read_common(struct profiles_ctx *c, const cJSON *obj,
         profiles_read_kvs(c, env, "env", &own);
     if (hn)
         profiles_read_kvs(c, hn, "hostNetworkEnv", &own_hn);
+    /* Over the bound, nothing is merged: the merge compares every pair. */
     if (own.n + base->env.n >= PROFILES_MAX_ENV ||
-        own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV)
+        own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV) {
         perr(c, "env: at most %d variables per profile", PROFILES_MAX_ENV - 1);
+        out->env = out->host_network_env = (struct profiles_kvs){0};
+        return;
+    }
     profiles_check_env(c, &own, "env");
     profiles_check_env(c, &own_hn, "hostNetworkEnv");
     out->env.v = profiles_calloc(c, base->env.n + own.n + 1, sizeof(*out->env.v));
@@ -601,6 +605,11 @@ static void profiles_ns_selector(struct profiles_ctx *c, const cJSON *sel, struc
                 "contradict each other)");
 }
 
+static int profiles_cmp_name(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
 /* A list of namespace names: 1 to PROFILES_MAX_NAMESPACES DNS-1123 labels. */
 static void profiles_ns_list(struct profiles_ctx *c, const cJSON *list, struct profiles_entry *p)
 {
@@ -634,6 +643,11 @@ static void profiles_ns_list(struct profiles_ctx *c, const cJSON *list, struct p
         else
             p->namespaces.names[p->namespaces.n_names++] = it->valuestring;
     }
+    p->namespaces.names_sorted = profiles_calloc(c, (size_t)n, sizeof(char *));
+    if (!p->namespaces.names_sorted)
+        return;
+    memcpy(p->namespaces.names_sorted, p->namespaces.names, p->namespaces.n_names * sizeof(char *));
+    qsort(p->namespaces.names_sorted, p->namespaces.n_names, sizeof(char *), profiles_cmp_name);
 }
 
 static void profiles_read_namespaces(struct profiles_ctx *c, const cJSON *ns,
@@ -725,9 +739,9 @@ static int profiles_ns_overlap(const struct profiles_entry *p, const struct prof
         t = a, a = b, b = t; /* a selector first */
     if (!a->selector) {
         for (size_t i = 0; i < a->n_names; i++)
-            for (size_t j = 0; j < b->n_names; j++)
-                if (strcmp(a->names[i], b->names[j]) == 0)
-                    return snprintf(where, len, "; both apply in namespace \"%s\"", a->names[i]), 1;
+            if (b->names_sorted && bsearch(&a->names[i], b->names_sorted, b->n_names,
+                                           sizeof(char *), profiles_cmp_name))
+                return snprintf(where, len, "; both apply in namespace \"%s\"", a->names[i]), 1;
         return 0;
     }
     if (!b->selector) {
@@ -778,6 +792,42 @@ int profiles_ns_needs_labels(const struct profiles_entry *p)
     return p->namespaces.selector;
 }
 
+/* Equal names keep document order (the kvs array's): the first is the one
+ * profiles_kv_get finds. */
+static int profiles_cmp_label(const void *x, const void *y)
+{
+    const struct profiles_kv *a = *(const struct profiles_kv *const *)x;
+    const struct profiles_kv *b = *(const struct profiles_kv *const *)y;
+    int d = strcmp(a->name, b->name);
+
+    return d ? d : (a > b) - (a < b);
+}
+
+/* match.nodeLabels: at most PROFILES_MAX_NODE_LABELS, sorted once by name. */
+static void profiles_read_node_labels(struct profiles_ctx *c, const cJSON *labels,
+                                      struct profiles_entry *p)
+{
+    int n = cJSON_GetArraySize(labels);
+
+    if (n > PROFILES_MAX_NODE_LABELS) {
+        perr(c,
+             "match.nodeLabels: lists %d labels, more than %d: keep the few that tell this "
+             "profile's nodes apart",
+             n, PROFILES_MAX_NODE_LABELS);
+        return;
+    }
+    profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
+    p->node_labels_by_name = profiles_calloc(c, p->node_labels.n, sizeof(*p->node_labels_by_name));
+    if (!p->node_labels_by_name) {
+        p->node_labels.n = 0;
+        return;
+    }
+    for (size_t i = 0; i < p->node_labels.n; i++)
+        p->node_labels_by_name[i] = &p->node_labels.v[i];
+    qsort(p->node_labels_by_name, p->node_labels.n, sizeof(*p->node_labels_by_name),
+          profiles_cmp_label);
+}
+
 static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
                                 struct profiles_entry *p)
 {
@@ -794,7 +844,7 @@ static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
     if (gpus)
         profiles_read_gpus(c, gpus, p);
     if (labels)
-        profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
+        profiles_read_node_labels(c, labels, p);
     if ((ns = cJSON_GetObjectItemCaseSensitive(match, "namespaces")))
         profiles_read_namespaces(c, ns, p);
 }
@@ -1065,12 +1115,19 @@ static void profiles_check_names(struct profiles_ctx *c)
     }
 }
 
-int profiles_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b)
+/* One merge of the two sorted lists: b's cursor stops at the first of
+ * each name, which is b's value for it (profiles_kv_get's). */
+int profiles_labels_within(const struct profiles_entry *a, const struct profiles_entry *b)
 {
-    for (size_t i = 0; i < a->n; i++) {
-        const char *v = profiles_kv_get(b, a->v[i].name);
+    size_t j = 0;
 
-        if (!v || strcmp(v, a->v[i].value) != 0)
+    for (size_t i = 0; i < a->node_labels.n; i++) {
+        const struct profiles_kv *x = a->node_labels_by_name[i];
+        int d = 1;
+
+        while (j < b->node_labels.n && (d = strcmp(b->node_labels_by_name[j]->name, x->name)) < 0)
+            j++;
+        if (j == b->node_labels.n || d != 0 || strcmp(b->node_labels_by_name[j]->value, x->value))
             return 0;
     }
     return 1;
@@ -1102,8 +1159,8 @@ static long long profiles_shared_gpus(const struct profiles_entry *p,
 static void profiles_check_pair(struct profiles_ctx *c, const struct profiles_entry *p,
                                 const struct profiles_entry *q, int p_is_later, const char *where)
 {
-    int q_within_p = profiles_labels_within(&q->node_labels, &p->node_labels);
-    int same_labels = q_within_p && profiles_labels_within(&p->node_labels, &q->node_labels);
+    int q_within_p = profiles_labels_within(q, p);
+    int same_labels = q_within_p && profiles_labels_within(p, q);
     long long g = profiles_shared_gpus(p, q);
 
     if (same_labels && !p_is_later)
@@ -1159,7 +1216,7 @@ static void profiles_check_rules(struct profiles_ctx *c)
                 continue;
             if (!lp && lq)
                 continue;
-            if (lp && !lq && profiles_labels_within(&p->node_labels, &q->node_labels))
+            if (lp && !lq && profiles_labels_within(p, q))
                 continue;
             profiles_check_pair(c, p, q, i > j || (lp && !lq), where);
         }

@@ -26,6 +26,10 @@ struct cJSON;
 #define PROFILES_MAX_PROFILES 64
 /* Entries of match.gpus. */
 #define PROFILES_MAX_GPUS 32
+/* Labels of match.nodeLabels: a node type is told apart by a few labels;
+ * the bound keeps the pairwise checks of the match rules, and the request
+ * path's, small (the parse and /validate-profiles run them). */
+#define PROFILES_MAX_NODE_LABELS 64
 /* Bytes of NCCL_SOCKET_IFNAME in a profile with detect: what nccl-detect's
  * --socket-ifname takes. */
 #define PROFILES_DETECT_IFNAME_MAX 255
@@ -92,6 +96,7 @@ struct profiles_namespaces {
     int selector; /* a label selector on the Namespace */
     struct profiles_ns_req *reqs;
     size_t n_reqs;
+    const char **names_sorted; /* names in strcmp order, for a binary search */
 };
 
 struct profiles_entry {
@@ -112,6 +117,9 @@ struct profiles_entry {
     int init_containers;        /* also mutate matching init containers */
     struct profiles_detect detect;
     enum report_mode mode; /* "mode": report or enforce; UNSET: the flag's (report.h) */
+    /* node_labels by name, document order among equal names: what makes
+     * profiles_labels_within one merge instead of a search per label. */
+    const struct profiles_kv **node_labels_by_name;
 };
 
 struct profiles {
@@ -173,8 +181,9 @@ int profiles_in_namespace(const struct profiles_entry *p, const char *ns,
 int profiles_ns_limited(const struct profiles_entry *p);
 /* 1 when p is limited to namespaces by a selector, which needs the labels. */
 int profiles_ns_needs_labels(const struct profiles_entry *p);
-/* 1 when every label of a is also in b, with the same value. */
-int profiles_labels_within(const struct profiles_kvs *a, const struct profiles_kvs *b);
+/* 1 when every label of a's match.nodeLabels is also in b's, with the same
+ * value (b's first, for a name b lists twice). Linear in the labels. */
+int profiles_labels_within(const struct profiles_entry *a, const struct profiles_entry *b);
 /* Looks name up in a kv list; NULL when absent. */
 const char *profiles_kv_get(const struct profiles_kvs *kvs, const char *name);
 

@@ -253,7 +253,7 @@ static void select_found_add(struct select_ctx *x, struct select_found *f,
 int select_covers(const struct profiles_entry *limited, const struct profiles_entry *wide)
 {
     return profiles_ns_limited(limited) && !profiles_ns_limited(wide) &&
-           profiles_labels_within(&limited->node_labels, &wide->node_labels);
+           profiles_labels_within(limited, wide);
 }
 
 static void select_prefer_limited(struct select_found *f, struct select_tie *tie)

@@ -51,6 +51,10 @@
 /* A refused TLS client is logged at most once a minute for each verdict: a
  * pod that retries in a loop must not flood the log (the metric counts all). */
 #define SERVER_REFUSED_LOG_NS (60LL * 1000000000LL)
+/* The largest /validate-profiles body: a ConfigMap review carries object
+ * and oldObject, each with at most 1 MiB of data (the apiserver's limit),
+ * JSON-escaped. Anything larger is no edit the apiserver can store. */
+#define SERVER_PROFILES_BODY_MAX ((size_t)4 << 20)
 
 /* Set by server_init, cleared by server_stop: a use of a stopped or foreign
  * pointer fails an assert instead of corrupting memory. */
@@ -84,6 +88,9 @@ struct server {
     struct connguard *guard;
     struct bodybuf_pool bodies;
     struct mutate_options mutate_opts; /* from cfg, the same for every admission */
+    /* A /validate-profiles check is running: one at a time, so that such
+     * requests never hold more than one thread, whatever a client sends. */
+    atomic_int profiles_checking;
 };
 
 enum server_route {
@@ -177,14 +184,32 @@ static enum MHD_Result server_reply_busy(struct server *s, struct MHD_Connection
                         (char *)text, sizeof(text) - 1, 0, &h);
 }
 
+/* The most a body of this route may hold. */
+static size_t server_body_cap(const struct server *s, enum server_route route)
+{
+    if (route == ROUTE_VALIDATE_PROFILES && s->cfg.max_body > SERVER_PROFILES_BODY_MAX)
+        return SERVER_PROFILES_BODY_MAX;
+    return s->cfg.max_body;
+}
+
+static enum MHD_Result server_reply_too_large(struct server *s, struct MHD_Connection *conn,
+                                              enum server_route route)
+{
+    return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                             server_body_cap(s, route) < s->cfg.max_body
+                                 ? "body exceeds 4 MiB, the most a review of a profiles "
+                                   "ConfigMap takes\n"
+                                 : "body exceeds --max-body-bytes\n");
+}
+
 /* A body that could not be kept is answered once it has been read. */
 static enum MHD_Result server_reply_early(struct server *s, struct MHD_Connection *conn,
-                                          unsigned status)
+                                          unsigned status, enum server_route route)
 {
     if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
         return server_reply_busy(s, conn);
     if (status == MHD_HTTP_CONTENT_TOO_LARGE)
-        return server_reply_text(s, conn, status, "body exceeds --max-body-bytes\n");
+        return server_reply_too_large(s, conn, route);
     return server_reply_text(s, conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
                              "out of memory while reading the body\n");
 }
@@ -488,16 +513,24 @@ static void server_log_verdict(struct server *s, const struct review_verdict *v)
 static enum MHD_Result server_validate_profiles(struct server *s, struct MHD_Connection *conn,
                                                 struct server_request *req)
 {
+    static const char busy[] = "another profiles review is being checked; retry shortly\n";
+    struct server_header retry = {MHD_HTTP_HEADER_RETRY_AFTER, SERVER_RETRY_AFTER_S};
     struct review_verdict v;
     struct dynbuf out;
     struct arena arena;
     int status;
 
+    if (atomic_exchange(&s->profiles_checking, 1)) {
+        bodybuf_free(&req->body, &s->bodies);
+        return server_reply(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+                            (char *)busy, sizeof(busy) - 1, 0, &retry);
+    }
     dynbuf_init(&out, SERVER_RESPONSE_MAX + bodybuf_len(&req->body));
     arena_begin(&arena);
     status = review_handle_profiles(bodybuf_ptr(&req->body), bodybuf_len(&req->body),
                                     s->cfg.profiles_key, &out, &v);
     arena_end(&arena);
+    atomic_store(&s->profiles_checking, 0);
     bodybuf_free(&req->body, &s->bodies);
     if (status == MHD_HTTP_OK) {
         atomic_fetch_add(&s->metrics.profile_reviews[v.allowed ? 0 : 1], 1);
@@ -548,7 +581,7 @@ static struct server_request *server_new_request(struct server *s, enum server_r
     if (!req)
         return NULL;
     req->route = route;
-    bodybuf_init(&req->body, clen ? (size_t)declared : s->cfg.max_body);
+    bodybuf_init(&req->body, clen ? (size_t)declared : server_body_cap(s, route));
     req->start_ns = monotime_now();
     return req;
 }
@@ -582,9 +615,8 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
                                  "send the AdmissionReview as Content-Type: application/json\n");
     clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     declared = clen ? strtoull(clen, NULL, 10) : 0;
-    if (declared > s->cfg.max_body)
-        return server_reply_text(s, conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                                 "body exceeds --max-body-bytes\n");
+    if (declared > server_body_cap(s, route))
+        return server_reply_too_large(s, conn, route);
     if (bodybuf_admit(&s->bodies, (size_t)declared))
         return server_reply_busy(s, conn);
     req = server_new_request(s, route, clen, declared);
@@ -680,7 +712,7 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
         return server_body(s, req, upload_data, upload_size);
     connguard_request_in(req->guard);
     if (req->early_status)
-        return server_reply_early(s, conn, req->early_status);
+        return server_reply_early(s, conn, req->early_status, req->route);
     if (req->route == ROUTE_VALIDATE_PROFILES)
         return server_validate_profiles(s, conn, req);
     return server_admit(s, conn, req);

@@ -351,7 +351,7 @@ int store_reload(struct store *s, const struct store_source *src)
 
 static int store_read_file(void *path, struct dynbuf *text, char *err, size_t errlen)
 {
-    int rc = fsutil_read(path, text, err, errlen);
+    int rc = fsutil_read_regular(path, text, err, errlen);
 
     return rc == 0 ? ERR_OK : rc < 0 ? rc : ERR_FAIL;
 }

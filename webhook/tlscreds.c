@@ -131,7 +131,7 @@ static int tlscreds_read(const char *path, struct dynbuf *b, char *err, size_t e
     int rc;
 
     dynbuf_init(b, TLSCREDS_PEM_MAX);
-    if ((rc = fsutil_read(path, b, err, errlen)) != 0)
+    if ((rc = fsutil_read_regular(path, b, err, errlen)) != 0)
         return rc < 0 ? rc : ERR_FAIL;
     if (b->len == 0)
         return err_set(err, errlen, ERR_FAIL, "%s is empty; write the PEM file there", path);

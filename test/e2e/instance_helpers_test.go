@@ -35,6 +35,7 @@ type instance struct {
 	stderrPath string
 	signalled  bool // a test sent SIGTERM/SIGINT itself and checked the exit
 	client     *http.Client
+	onStart    func(*os.Process) // called as soon as the process runs, before it answers
 }
 
 // startInstance starts `serve --profiles profiles` plus extra flags and
@@ -56,7 +57,20 @@ func startInstanceTrusting(t testing.TB, roots *x509.CertPool, profiles string, 
 // startInstanceAs is startInstanceTrusting for a server that requires a
 // client certificate (--client-ca in extra): the instance's own clients,
 // waitUp's included, present cert.
-func startInstanceAs(t *testing.T, roots *x509.CertPool, cert *tls.Certificate, profiles string, extra ...string) *instance {
+func startInstanceAs(t testing.TB, roots *x509.CertPool, cert *tls.Certificate, profiles string, extra ...string) *instance {
+	t.Helper()
+	return startInstanceWith(t, roots, cert, nil, profiles, extra...)
+}
+
+// startInstanceHooked is startInstanceTrusting with onStart called as soon
+// as each launch's process runs (to signal it at once).
+func startInstanceHooked(t testing.TB, roots *x509.CertPool, onStart func(*os.Process), profiles string, extra ...string) *instance {
+	t.Helper()
+	return startInstanceWith(t, roots, nil, onStart, profiles, extra...)
+}
+
+// startInstanceWith is what the start helpers above share.
+func startInstanceWith(t testing.TB, roots *x509.CertPool, cert *tls.Certificate, onStart func(*os.Process), profiles string, extra ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
 	if err := copyCerts(dir); err != nil {
@@ -69,7 +83,7 @@ func startInstanceAs(t *testing.T, roots *x509.CertPool, cert *tls.Certificate, 
 	if roots != nil {
 		pool = roots
 	}
-	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, clientCert: cert, args: extra}
+	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, clientCert: cert, args: extra, onStart: onStart}
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		if lastErr = in.launch(attempt); lastErr == nil {
@@ -108,6 +122,9 @@ func (in *instance) launch(attempt int) error {
 	if err := in.cmd.Start(); err != nil {
 		stderr.Close()
 		return err
+	}
+	if in.onStart != nil {
+		in.onStart(in.cmd.Process)
 	}
 	in.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) {

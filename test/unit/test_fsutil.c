@@ -157,6 +157,29 @@ TEST(test_read_small_refuses_fifo_and_directory)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* serve's files: a FIFO in place of one is refused at once (a blocking open
+ * waited for a writer for ever), a regular file is read whole. */
+TEST(test_read_regular_refuses_fifo)
+{
+    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", fifo[PATH_MAX], err[256] = "";
+    struct dynbuf b;
+
+    dynbuf_init(&b, 64);
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(fsutil_read_regular(fifo, &b, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, fifo);
+    assert_contains(err, "not a regular file");
+    assert_int_equal(fsutil_read_regular(dir, &b, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "not a regular file");
+    assert_int_equal(fsutil_read_regular(path, &b, err, sizeof(err)), ERR_OK);
+    assert_string_equal(dynbuf_ptr(&b), "0123456789abcdef");
+    dynbuf_free(&b);
+    assert_int_equal(unlink(fifo), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 TEST(test_write_replace)
 {
     char dir[] = "/tmp/test_fsutil_dir.XXXXXX", file[PATH_MAX], bad[PATH_MAX], buf[64];
@@ -190,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_read_small_fits_and_exact),
         cmocka_unit_test(test_read_small_over_the_cap),
         cmocka_unit_test(test_read_small_refuses_fifo_and_directory),
+        cmocka_unit_test(test_read_regular_refuses_fifo),
         cmocka_unit_test(test_write_replace),
     };
 

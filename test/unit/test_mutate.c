@@ -1443,6 +1443,56 @@ TEST(test_shm_volume_name_double_collision)
     assert_json_at(T.patched, "/spec/volumes/2/name", "'rdma-webhook-shm-2'");
 }
 
+/* A pod whose volumes are rdma-webhook-shm, -1 .. -(n-1), but for skip
+ * (-1: none skipped). */
+static void run_with_shm_names(int n, int skip)
+{
+    struct dynbuf pod;
+
+    dynbuf_init(&pod, 1 << 20);
+    dynbuf_addstr(&pod, "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'w-0','namespace':'ns',"
+                        "'labels':{'training.kubeflow.org/operator-name':'pytorchjob-controller'}},"
+                        "'spec':{'volumes':[{'name':'data','emptyDir':{}}");
+    for (int i = 0; i < n; i++)
+        if (i != skip)
+            dynbuf_printf(&pod,
+                          i ? ",{'name':'rdma-webhook-shm-%d','emptyDir':{}}"
+                            : ",{'name':'rdma-webhook-shm','emptyDir':{}}",
+                          i);
+    dynbuf_addstr(&pod, "],'containers':[" C8("") "]}}");
+    run(dynbuf_ptr(&pod));
+    dynbuf_free(&pod);
+}
+
+/* Every name the volume may take is the pod's: no volume, no mount, a
+ * warning, never a second volume of one name (the apiserver refuses it). */
+TEST(test_shm_no_free_name)
+{
+    run_with_shm_names(1000, -1);
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/volumes")), 1001);
+    assert_absent(T.patched, "/spec/containers/0/volumeMounts");
+    assert_warned("free a name for /dev/shm: the pod's volumes take rdma-webhook-shm to "
+                  "rdma-webhook-shm-999; none added");
+    assert_json_at(T.patched, "/spec/containers/0/securityContext/capabilities/add",
+                   "['IPC_LOCK']");
+}
+
+/* The one name left, found in one pass; names that only look alike
+ * (-01, -1000) do not count. */
+TEST(test_shm_last_free_name)
+{
+    run_with_shm_names(1000, 998);
+    assert_json_at(T.patched, "/spec/volumes/1000",
+                   "{'name':'rdma-webhook-shm-998','emptyDir':{'medium':'Memory'}}");
+    assert_json_at(T.patched, "/spec/containers/0/volumeMounts",
+                   "[{'name':'rdma-webhook-shm-998','mountPath':'/dev/shm'}]");
+    teardown(NULL);
+    run(POD("{'volumes':[{'name':'rdma-webhook-shm','emptyDir':{}},{'name':'rdma-webhook-shm-01',"
+            "'emptyDir':{}},{'name':'rdma-webhook-shm-1000','emptyDir':{}}],'containers':[" C8(
+                "") "]}"));
+    assert_json_at(T.patched, "/spec/volumes/3/name", "'rdma-webhook-shm-1'");
+}
+
 TEST(test_existing_dev_shm_mount_is_kept)
 {
     run(POD("{'volumes':[{'name':'cache','emptyDir':{'medium':'Memory'}}],'containers':[" C8(
@@ -3425,6 +3475,8 @@ int main(void)
         T_(test_shm_appended_to_existing_volumes_and_mounts),
         T_(test_shm_volume_name_collision_gets_suffix),
         T_(test_shm_volume_name_double_collision),
+        T_(test_shm_no_free_name),
+        T_(test_shm_last_free_name),
         T_(test_existing_dev_shm_mount_is_kept),
         T_(test_existing_dev_shm_mount_with_trailing_slash),
         T_(test_shm_size_limit_from_profile),

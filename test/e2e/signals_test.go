@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// loaderDone waits until the dynamic loader has relocated the executable
+// of pid: its RELRO segment turned read-only (one more r--p mapping of the
+// file), the last step before the program's own code runs. Before that no
+// program can block a signal, so a SIGHUP then says nothing about it.
+func loaderDone(pid int, exe string, within time.Duration) bool {
+	first := -1
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+		if err != nil {
+			return false
+		}
+		n := 0
+		for _, l := range strings.Split(string(maps), "\n") {
+			if strings.HasSuffix(l, exe) && strings.Contains(l, " r--p ") {
+				n++
+			}
+		}
+		if first < 0 && n > 0 {
+			first = n
+		}
+		if first >= 0 && n > first {
+			return true
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	return false
+}
+
+// hupBlocked waits until pid blocks SIGHUP (/proc/PID/status SigBlk).
+func hupBlocked(pid int, within time.Duration) bool {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(status), "\n") {
+			if mask, ok := strings.CutPrefix(l, "SigBlk:"); ok {
+				if v, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && v&1 != 0 {
+					return true
+				}
+			}
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return false
+}
+
+// TestSIGHUPAtStart: a SIGHUP in the first milliseconds of serve (a reload
+// sent during a rollout) ended it with status 129: the signals were blocked
+// only once the libraries had been set up and the flags read. Each start is
+// sent SIGHUPs from the moment its own code can run (the loader done); each
+// must come up, serve, and exit 0 on SIGTERM.
+func TestSIGHUPAtStart(t *testing.T) {
+	t.Parallel()
+	exe, err := filepath.Abs(binaryPath())
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sanitized := sanitizedBinary(t)
+	hup := func(p *os.Process) {
+		if !loaderDone(p.Pid, exe, slowerUnderValgrind(10*time.Second)) {
+			t.Errorf("pid %d: the loader was not seen to finish", p.Pid)
+			return
+		}
+		// A sanitizer's runtime sets itself up first, from its own entry
+		// before the program's (milliseconds, where a signal still ends
+		// the process): there the SIGHUPs start once the mask is set.
+		if sanitized && !hupBlocked(p.Pid, 10*time.Second) {
+			t.Errorf("pid %d: SIGHUP was not seen blocked", p.Pid)
+			return
+		}
+		for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+			_ = p.Signal(syscall.SIGHUP)
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	for round := 0; round < 5; round++ {
+		in := startInstanceHooked(t, nil, hup, profilesPath)
+		if got := in.readyz(t, false); got != 200 {
+			t.Errorf("round %d: /readyz %d after the SIGHUPs, want 200", round, got)
+		}
+		if err := in.terminate(slowerUnderValgrind(15 * time.Second)); err != nil {
+			t.Fatalf("round %d: %v\n%s", round, err, in.state())
+		}
+	}
+}
+
+// TestFIFOInPlaceOfServedFiles: the profiles file, or the certificate,
+// replaced by a FIFO no one writes: a blocking open() held the reload for
+// ever, and SIGTERM then never ended the process. The reload now refuses it
+// with an error naming the file, serving goes on, and SIGTERM exits 0.
+func TestFIFOInPlaceOfServedFiles(t *testing.T) {
+	t.Parallel()
+	for _, which := range []string{"profiles", "tls.crt"} {
+		which := which
+		t.Run(which, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			profiles := filepath.Join(dir, "profiles.json")
+			data, err := os.ReadFile(profilesPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(profiles, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := startInstance(t, profiles)
+			target := profiles
+			if which == "tls.crt" {
+				target = filepath.Join(in.dir, "tls.crt")
+			}
+			mark := in.logMark()
+			if err := os.Remove(target); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(target, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in.signal(syscall.SIGHUP)
+			in.waitLog(t, mark, slowerUnderValgrind(10*time.Second), "an error naming "+target, func(l obj) bool {
+				return strings.Contains(compact(l), target) && strings.Contains(compact(l), "not a regular file")
+			})
+			if got := in.readyz(t, false); got != 200 {
+				t.Errorf("/readyz %d after the FIFO, want 200 (the last good version serves)", got)
+			}
+			if err := in.terminate(slowerUnderValgrind(10 * time.Second)); err != nil {
+				t.Fatalf("%v%s", err, in.state())
+			}
+		})
+	}
+}
