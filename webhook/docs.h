@@ -32,10 +32,11 @@
  * which cJSON would read as an infinity; named by its path).
  *
  * Bounded (ERR_TOO_BIG, naming the limit): the nesting depth, the values in
- * the whole stream and the anchors and aliases in it, aliases counted as the
- * values they expand to. libyaml expands no alias by itself; this module
- * copies each one, so a "billion laughs" document stops at the value cap
- * before it allocates. The input's own size is the caller's cap.
+ * the whole stream, their bytes, and the anchors and aliases in it, aliases
+ * counted as the values and bytes they expand to. libyaml expands no alias
+ * by itself; this module copies each one, so a "billion laughs" document
+ * stops at the value cap, and a few aliases of a large scalar at the byte
+ * cap, before the copy is made. The input's own size is the caller's cap.
  */
 #ifndef RDMA_WEBHOOK_DOCS_H
 #define RDMA_WEBHOOK_DOCS_H
@@ -54,6 +55,10 @@ struct docs_limits {
     size_t depth;   /* nesting of mappings and sequences, aliases expanded */
     size_t nodes;   /* values (scalars, mappings, sequences) in the stream */
     size_t aliases; /* anchors in a document, and aliases in the stream */
+    size_t bytes;   /* the stream's values in bytes, aliases expanded (each
+                     * value its text plus one, each key its name plus one);
+                     * 0: DOCS_BYTES_PER_INPUT times the input's length, at
+                     * least DOCS_MIN_BYTES */
 };
 
 /* The limits of `rdma-webhook mutate`: JSON's own depth limit (so a YAML
@@ -62,6 +67,11 @@ struct docs_limits {
 #define DOCS_MAX_DEPTH   JSONCHECK_MAX_DEPTH
 #define DOCS_MAX_NODES   (4u << 20)
 #define DOCS_MAX_ALIASES 1000u
+/* What aliases may expand an input to: a few times its size (a manifest
+ * that shares a block a few times), never the gigabytes a small input can
+ * ask for with aliases of aliases of a large scalar. */
+#define DOCS_BYTES_PER_INPUT 4u
+#define DOCS_MIN_BYTES       (16u << 20)
 
 struct docs {
     enum docs_format format;
