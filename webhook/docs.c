@@ -298,6 +298,7 @@ struct docs_yaml {
     size_t root_line;
     const char *text; /* the input, for what libyaml's events do not say */
     size_t len;
+    size_t at_char, at_byte; /* a mark's index (characters) and its byte */
     char *err;
     size_t errlen;
 };
@@ -595,16 +596,39 @@ static int docs_timestamp(const char *s, size_t len)
     return tzh <= 24 && tzm <= 60;
 }
 
-/* A shorthand tag right before a ',' in a flow collection (`[!!str, 1]`):
- * libyaml ends the tag at the ',', go-yaml (kubectl) reads the ',' and what
- * follows as part of the tag; a verbatim tag (`!<...>`) ends at its '>' in
- * both. libyaml makes such a tag's empty scalar end where the tag ends. */
-static int docs_tag_before_comma(const struct docs_yaml *y, const yaml_event_t *ev)
+/* The byte of the input at a mark's index, which libyaml counts in
+ * characters: from the last one asked for (marks come in order), or from
+ * the start. SIZE_MAX for input in UTF-16 (libyaml reads it too). */
+static size_t docs_byte_at(struct docs_yaml *y, size_t index)
 {
-    size_t at = ev->end_mark.index;
+    const unsigned char *t = (const unsigned char *)y->text;
 
-    return ev->data.scalar.tag && ev->data.scalar.length == 0 && at < y->len && at > 0 &&
-           y->text[at] == ',' && y->text[at - 1] != '>';
+    if (y->len >= 2 && ((t[0] == 0xff && t[1] == 0xfe) || (t[0] == 0xfe && t[1] == 0xff)))
+        return SIZE_MAX;
+    if (index < y->at_char)
+        y->at_char = y->at_byte = 0;
+    while (y->at_char < index && y->at_byte < y->len) {
+        y->at_byte++;
+        while (y->at_byte < y->len && (t[y->at_byte] & 0xc0) == 0x80)
+            y->at_byte++;
+        y->at_char++;
+    }
+    return y->at_byte;
+}
+
+/* A tag right before a ',' in a flow collection (`[!!str, 1]`): libyaml
+ * ends the tag at the ',', go-yaml (kubectl) reads the ',' and what follows
+ * as part of a shorthand tag, and refuses it after a verbatim one
+ * (`!<...>,`). libyaml makes such a tag's empty scalar end where the tag
+ * ends. */
+static int docs_tag_before_comma(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    size_t at;
+
+    if (!ev->data.scalar.tag || ev->data.scalar.length != 0)
+        return 0;
+    at = docs_byte_at(y, ev->end_mark.index);
+    return at < y->len && y->text[at] == ',';
 }
 
 /* What a scalar event is: a string, or what its plain text or its
@@ -648,7 +672,8 @@ static int docs_classify(struct docs_yaml *y, const yaml_event_t *ev, struct doc
     if (s->kind == DOCS_K_NONFINITE)
         return docs_at(y, ERR_FAIL, &ev->start_mark,
                        "NaN or an infinity, which JSON cannot hold (quote it for a string),");
-    if (want == DOCS_K_FLOAT && s->kind == DOCS_K_INT)
+    /* go-yaml makes an int64 a float for !!float, not a larger integer. */
+    if (want == DOCS_K_FLOAT && s->kind == DOCS_K_INT && (s->negative || s->mag <= INT64_MAX))
         s->kind = DOCS_K_FLOAT;
     if (tag && s->kind != want)
         return docs_at(y, ERR_FAIL, &ev->start_mark, "a scalar that does not fit its tag");
@@ -673,6 +698,9 @@ static int docs_set_key(struct docs_yaml *y, const yaml_event_t *ev)
     if (s.kind == DOCS_K_NULL || s.kind == DOCS_K_FLOAT)
         return docs_at(y, ERR_FAIL, &ev->start_mark,
                        s.kind == DOCS_K_NULL ? "a null key" : "a number key (quote it)");
+    if (s.kind == DOCS_K_INT && !s.negative && s.mag > INT64_MAX)
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "a key beyond int64, which kubectl cannot read (quote it)");
     if (s.kind == DOCS_K_BOOL)
         v = s.truth ? "true" : "false";
     if (s.kind == DOCS_K_INT) {
@@ -821,12 +849,25 @@ static int docs_event(struct docs_yaml *y, const yaml_event_t *ev)
 static int docs_separators(const char *text, size_t len, char *err, size_t errlen)
 {
     size_t line = 1;
+    int content = 0; /* since the last separator: a line but blanks and comments */
 
     for (const char *p = text, *end = text + len; p < end; line++) {
         const char *eol = memchr(p, '\n', (size_t)(end - p)), *r = p + 3;
+        size_t lead;
 
         if (!eol)
             eol = end;
+        lead = strspn(p, " \t\r");
+        /* go-yaml refuses a piece that starts with "...": the end of the
+         * empty document libyaml reads after a separator. */
+        if (!content && eol - p >= 3 && memcmp(p, "...", 3) == 0 &&
+            (r == eol || *r == ' ' || *r == '\t' || *r == '\r'))
+            return err_set(err, errlen, ERR_FAIL,
+                           "line %zu is \"...\" right after \"---\" or the start, which kubectl "
+                           "refuses: drop it",
+                           line);
+        if (p + lead < eol && p[lead] != '#')
+            content = 1;
         if (eol - p >= 3 && memcmp(p, "---", 3) == 0 && r < eol) {
             int blank = *r == ' ' || *r == '\t' || *r == '\r';
 
@@ -838,6 +879,8 @@ static int docs_separators(const char *text, size_t len, char *err, size_t errle
                                "refuses: put the document on the next line",
                                line);
         }
+        if (eol - p >= 3 && memcmp(p, "---", 3) == 0)
+            content = 0;
         p = eol + 1;
     }
     return ERR_OK;
