@@ -857,7 +857,8 @@ static int docs_separators(const char *text, size_t len, char *err, size_t errle
 
         if (!eol)
             eol = end;
-        lead = strspn(p, " \t\r");
+        for (lead = 0; p + lead < eol && (p[lead] == ' ' || p[lead] == '\t' || p[lead] == '\r');)
+            lead++; /* text is not NUL-terminated */
         /* go-yaml refuses a piece that starts with "...": the end of the
          * empty document libyaml reads after a separator. */
         if (!content && eol - p >= 3 && memcmp(p, "...", 3) == 0 &&
