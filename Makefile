@@ -149,7 +149,7 @@ e2e: build/rdma-webhook validator go-check
 # The tests whose checks ASan relaxes (RSS budgets, allocation failure,
 # timing): the suite runs them against the native build too; the rest of
 # e2e runs under ASan+UBSan (e2e-asan) and valgrind.
-E2E_NATIVE_TESTS := ^(TestCertificateReloadOnlyOnChange|TestRequestBodyBudget|TestRequestBodyOutOfMemory|TestSlowClientDeadlines|TestSlowClientsCannotHoldEveryConnection)$$
+E2E_NATIVE_TESTS := ^(TestCertificateReloadOnlyOnChange|TestYAMLAliasBombsRefused|TestRequestBodyBudget|TestRequestBodyOutOfMemory|TestSlowClientDeadlines|TestSlowClientsCannotHoldEveryConnection)$$
 
 e2e-native: build/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -run '$(E2E_NATIVE_TESTS)' .

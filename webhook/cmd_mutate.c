@@ -10,6 +10,7 @@
 #include "review.h"
 #include "strmap.h"
 #include "trace.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -66,9 +67,9 @@ struct cmd_mutate_ctx {
     struct mutate_hooks hooks;
     size_t objects;  /* in the whole input: above one, messages say which */
     size_t printed;  /* documents printed so far */
-    char where[192]; /* "document 2 (Pod ns/name): ", or "" */
-    char which[192]; /* " [document 2, Pod ns/name]", or "" */
-    char title[224]; /* --explain: "document 2: Pod ns/name", or "Pod ns/name" */
+    char where[256]; /* "document 2 (Pod ns/name): ", or "" */
+    char which[256]; /* " [document 2, Pod ns/name]", or "" */
+    char title[256]; /* --explain: "document 2: Pod ns/name", or "Pod ns/name" */
 };
 
 static void cmd_mutate_usage(FILE *f)
@@ -196,6 +197,16 @@ static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labe
     return 0;
 }
 
+/* A name of the input as a message or a title shows it: at most outlen-1
+ * bytes, cut between characters ("..." at the end), control characters
+ * folded (a pod named "evil\e[31m\nfake: line" forges no line). Returns
+ * out. */
+static const char *cmd_mutate_shown(const char *s, char *out, size_t outlen)
+{
+    utf8_shorten(s, outlen - 1, out, outlen);
+    return utf8_fold(out);
+}
+
 /* ---- ConfigMaps of the input, for envFrom ---- */
 
 static struct cmd_mutate_configmap *cmd_mutate_configmap_find(struct cmd_mutate_ctx *c,
@@ -266,9 +277,11 @@ static enum mutate_envfrom cmd_mutate_configmap_has_key(void *ctx, const char *n
 static const char *cmd_mutate_ns(struct cmd_mutate_ctx *c, const char *ns)
 {
     if (ns && *ns && c->namespace_ && strcmp(ns, c->namespace_) != 0) {
+        char shown[64];
+
         fprintf(stderr,
-                "rdma-webhook: %sits namespace \"%.63s\" is not --namespace \"%s\"; drop one\n",
-                c->where, ns, c->namespace_);
+                "rdma-webhook: %sits namespace \"%s\" is not --namespace \"%s\"; drop one\n",
+                c->where, cmd_mutate_shown(ns, shown, sizeof(shown)), c->namespace_);
         return NULL;
     }
     return ns && *ns ? ns : c->namespace_ ? c->namespace_ : "default";
@@ -572,7 +585,7 @@ static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
                                     const struct cmd_mutate_job *j, const cJSON *specs,
                                     const char *ns)
 {
-    char base[PATCH_PATH_MAX / 2], tok[128], what[CMD_MUTATE_WHAT_MAX];
+    char base[PATCH_PATH_MAX / 2], tok[128], what[CMD_MUTATE_WHAT_MAX], shown[64];
     const cJSON *rs;
     int i = 0;
 
@@ -585,14 +598,14 @@ static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
         if (!cJSON_IsObject(tmpl) ||
             (!j->tasks && patch_escape_token(rs->string, tok, sizeof(tok))))
             continue;
+        cmd_mutate_shown(name ? name : "?", shown, sizeof(shown));
         if (j->tasks) {
             snprintf(base, sizeof(base), "/spec/tasks/%d/template", i);
-            snprintf(what, sizeof(what), "task %.63s (spec.tasks[%d].template)", name ? name : "?",
-                     i);
+            snprintf(what, sizeof(what), "task %s (spec.tasks[%d].template)", shown, i);
         } else {
             snprintf(base, sizeof(base), "/spec/%s/%s/template", j->field, tok);
-            snprintf(what, sizeof(what), "replica %.63s (spec.%s.%.63s.template)", name, j->field,
-                     name);
+            snprintf(what, sizeof(what), "replica %s (spec.%s.%s.template)", shown, j->field,
+                     shown);
         }
         if (cmd_mutate_job_template(c, doc, tmpl, base, ns, what))
             return 1;
@@ -719,25 +732,27 @@ static void cmd_mutate_where(struct cmd_mutate_ctx *c, size_t doc, size_t item, 
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
     const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
-    char at[48] = "", num[60];
+    char at[48] = "", num[60], k[41], n[64], s[64];
 
     c->where[0] = c->which[0] = '\0';
+    cmd_mutate_shown(kind && *kind ? kind : "no kind", k, sizeof(k));
+    cmd_mutate_shown(name ? name : "", n, sizeof(n));
+    cmd_mutate_shown(ns ? ns : "", s, sizeof(s));
     if (in_list)
         snprintf(at, sizeof(at), ", item %zu", item + 1);
     /* --explain's title: the document's number only when there are several. */
     num[0] = '\0';
     if (c->objects >= 2)
         snprintf(num, sizeof(num), "document %zu%s: ", doc + 1, at);
-    snprintf(c->title, sizeof(c->title), "%s%.40s%s%.63s%s%.63s", num,
-             kind && *kind ? kind : "no kind", ns || name ? " " : "", ns ? ns : "", ns ? "/" : "",
-             name ? name : "");
+    snprintf(c->title, sizeof(c->title), "%s%s%s%s%s%s", num, k, ns || name ? " " : "", s,
+             ns ? "/" : "", n);
     if (c->objects < 2)
         return;
-    snprintf(c->where, sizeof(c->where), "document %zu%s (%.40s %.63s%s%.63s): ", doc + 1, at,
-             kind && *kind ? kind : "no kind", ns ? ns : "", ns ? "/" : "", name ? name : "");
+    snprintf(c->where, sizeof(c->where), "document %zu%s (%s %s%s%s): ", doc + 1, at, k, s,
+             ns ? "/" : "", n);
     /* Warnings keep their own words first, as kubectl prints them. */
-    snprintf(c->which, sizeof(c->which), " [document %zu%s, %.40s %.63s%s%.63s]", doc + 1, at,
-             kind && *kind ? kind : "no kind", ns ? ns : "", ns ? "/" : "", name ? name : "");
+    snprintf(c->which, sizeof(c->which), " [document %zu%s, %s %s%s%s]", doc + 1, at, k, s,
+             ns ? "/" : "", n);
 }
 
 /* One object, by its kind (or the kind its List gives). With --patched,
@@ -751,7 +766,7 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
 {
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*obj, "kind"));
     const struct cmd_mutate_job *job;
-    char why[192];
+    char why[192], shown[65];
 
     if (!kind && list_kind && *list_kind)
         kind = list_kind;
@@ -782,8 +797,8 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
                                   "would");
     snprintf(why, sizeof(why),
              "the webhook mutates Pods (and, offline, the pod templates of PyTorchJobs, MPIJobs "
-             "and Volcano Jobs), not a %.64s",
-             kind);
+             "and Volcano Jobs), not a %s",
+             cmd_mutate_shown(kind, shown, sizeof(shown)));
     return cmd_mutate_left(c, why);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #define DOCS_TAG_PREFIX "tag:yaml.org,2002:"
 
 static const struct docs_limits docs_limits_default = {DOCS_MAX_DEPTH, DOCS_MAX_NODES,
-                                                       DOCS_MAX_ALIASES};
+                                                       DOCS_MAX_ALIASES, 0};
 
 void docs_init(struct docs *d)
 {
@@ -46,6 +47,57 @@ static int docs_push(struct docs *d, cJSON *v, size_t line)
     d->v[d->n] = v;
     d->line[d->n++] = line;
     return ERR_OK;
+}
+
+/* ---- numbers, exactly ---- */
+
+/* The shortest of 15, 16 or 17 digits that reads back as v exactly (cJSON
+ * prints 15 when they are merely close: DBL_MAX as 1.79769313486232e+308,
+ * which reads back as an infinity). */
+static void docs_number_text(double v, char *out, size_t outlen)
+{
+    if (!isfinite(v)) {
+        snprintf(out, outlen, "null");
+        return;
+    }
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(out, outlen, "%.*g", digits, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
+/* A number as read: when its text is not what docs_number_text() makes of
+ * the double (an integer beyond 2^53, "1.0", "1e3"), the text is kept in the
+ * node's valuestring, which cJSON copies and frees with the node and no
+ * reader of numbers looks at, and written back instead. NULL: out of
+ * memory. */
+static cJSON *docs_number(double v, const char *text, size_t len)
+{
+    cJSON *n = cJSON_CreateNumber(v);
+    char shown[32];
+
+    if (!n || !text)
+        return n;
+    docs_number_text(v, shown, sizeof(shown));
+    if (strlen(shown) == len && memcmp(shown, text, len) == 0)
+        return n;
+    if (!(n->valuestring = cJSON_malloc(len + 1))) {
+        cJSON_Delete(n);
+        return NULL;
+    }
+    memcpy(n->valuestring, text, len);
+    n->valuestring[len] = '\0';
+    return n;
+}
+
+/* What a number node is written as. */
+static const char *docs_number_of(const cJSON *v, char *buf, size_t buflen)
+{
+    if (v->valuestring)
+        return v->valuestring;
+    docs_number_text(v->valuedouble, buf, buflen);
+    return buf;
 }
 
 /* ---- scalars, as go-yaml v2 resolves them ---- */
@@ -217,6 +269,7 @@ struct docs_anchor {
     char *name;
     cJSON *node;   /* in the document being built */
     size_t nodes;  /* the values a copy holds */
+    size_t bytes;  /* and the bytes it counts for (docs_count) */
     size_t height; /* its nesting: 0 for a scalar */
     int done;      /* its end was seen, so an alias may copy it */
 };
@@ -225,8 +278,9 @@ struct docs_frame {
     cJSON *node;           /* an object or an array, already in the tree */
     char *key;             /* an object's key that waits for its value */
     size_t nodes_at_start; /* for its anchor's count */
-    size_t height;         /* the tallest child so far */
-    size_t anchor;         /* its anchor's index plus 1, or 0 */
+    size_t bytes_at_start;
+    size_t height; /* the tallest child so far */
+    size_t anchor; /* its anchor's index plus 1, or 0 */
     yaml_mark_t mark;
 };
 
@@ -239,8 +293,12 @@ struct docs_yaml {
     struct docs_anchor *anchors; /* lim->aliases of them */
     size_t n_anchors;
     size_t nodes, aliases;
+    size_t bytes, max_bytes; /* what the values count for, aliases expanded */
     cJSON *root;
     size_t root_line;
+    const char *text; /* the input, for what libyaml's events do not say */
+    size_t len;
+    size_t at_char, at_byte; /* a mark's index (characters) and its byte */
     char *err;
     size_t errlen;
 };
@@ -288,15 +346,27 @@ static int docs_wants_key(struct docs_yaml *y)
     return f && cJSON_IsObject(f->node) && !f->key;
 }
 
-static int docs_count(struct docs_yaml *y, size_t n, const yaml_mark_t *m)
+/* Counts n values of bytes bytes (a value counts its text, a key its name,
+ * and one byte each besides), before they are made: an alias costs what it
+ * copies, so a few aliases of a large value are refused before the copies
+ * take the memory, as are many aliases of many values. */
+static int docs_count(struct docs_yaml *y, size_t n, size_t bytes, const yaml_mark_t *m)
 {
-    char what[96];
+    char what[224];
 
     if (n > y->lim->nodes - y->nodes) {
         snprintf(what, sizeof(what), "more than %zu values (aliases expanded)", y->lim->nodes);
         return docs_at(y, ERR_TOO_BIG, m, what);
     }
+    if (bytes > y->max_bytes - y->bytes) {
+        snprintf(what, sizeof(what),
+                 "aliases expand the input to more than %zu bytes (the limit: %u times the "
+                 "input's size, at least %u MiB); write the values out or use fewer aliases,",
+                 y->max_bytes, DOCS_BYTES_PER_INPUT, DOCS_MIN_BYTES >> 20);
+        return docs_at(y, ERR_TOO_BIG, m, what);
+    }
     y->nodes += n;
+    y->bytes += bytes;
     return ERR_OK;
 }
 
@@ -375,7 +445,7 @@ static int docs_start(struct docs_yaml *y, const yaml_event_t *ev)
     if (docs_wants_key(y))
         return docs_at(y, ERR_FAIL, &ev->start_mark,
                        map ? "a mapping as a key" : "a sequence as a key");
-    if ((rc = docs_nest(y, 1, &ev->start_mark)) || (rc = docs_count(y, 1, &ev->start_mark)))
+    if ((rc = docs_nest(y, 1, &ev->start_mark)) || (rc = docs_count(y, 1, 1, &ev->start_mark)))
         return rc;
     if (!(node = map ? cJSON_CreateObject() : cJSON_CreateArray()))
         return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
@@ -385,6 +455,7 @@ static int docs_start(struct docs_yaml *y, const yaml_event_t *ev)
     memset(f, 0, sizeof(*f));
     f->node = node;
     f->nodes_at_start = y->nodes - 1;
+    f->bytes_at_start = y->bytes - 1;
     f->mark = ev->start_mark;
     return docs_anchor(y, anchor, node, &f->anchor, &ev->start_mark);
 }
@@ -442,6 +513,7 @@ static int docs_end(struct docs_yaml *y)
         struct docs_anchor *a = &y->anchors[f->anchor - 1];
 
         a->nodes = y->nodes - f->nodes_at_start;
+        a->bytes = y->bytes - f->bytes_at_start;
         a->height = height;
         a->done = 1;
     }
@@ -457,6 +529,106 @@ static int docs_tag_is(const yaml_char_t *tag, const char *name)
 {
     return tag && strncmp((const char *)tag, DOCS_TAG_PREFIX, strlen(DOCS_TAG_PREFIX)) == 0 &&
            strcmp((const char *)tag + strlen(DOCS_TAG_PREFIX), name) == 0;
+}
+
+/* 1 or 2 digits at *p (Go's getnum, not fixed), into *v. */
+static int docs_ts_num(const char **p, const char *end, int *v)
+{
+    const char *s = *p;
+
+    if (s >= end || *s < '0' || *s > '9')
+        return 0;
+    *v = *s++ - '0';
+    if (s < end && *s >= '0' && *s <= '9')
+        *v = *v * 10 + (*s++ - '0');
+    *p = s;
+    return 1;
+}
+
+static int docs_ts_days(int month, int year)
+{
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+
+    return days[month - 1] + (month == 2 && leap);
+}
+
+/* go-yaml v2's parseTimestamp: time.Parse with "2006-1-2T15:4:5.999999999Z07:00"
+ * (T or t), "2006-1-2 15:4:5.999999999" or "2006-1-2", which is what a
+ * scalar tagged !!timestamp must be for kubectl. */
+static int docs_timestamp(const char *s, size_t len)
+{
+    const char *p = s + 4, *end = s + len;
+    int year = 0, month, day, hour, min, sec, tz = 0, tzh, tzm;
+
+    if (len < 5 || strspn(s, "0123456789") != 4)
+        return 0;
+    for (int i = 0; i < 4; i++)
+        year = year * 10 + (s[i] - '0');
+    if (*p++ != '-' || !docs_ts_num(&p, end, &month) || month < 1 || month > 12 || p >= end ||
+        *p++ != '-' || !docs_ts_num(&p, end, &day) || day < 1 || day > docs_ts_days(month, year))
+        return 0;
+    if (p == end)
+        return 1;
+    if (*p == 'T' || *p == 't')
+        tz = 1;
+    else if (*p != ' ')
+        return 0;
+    p++;
+    if (!docs_ts_num(&p, end, &hour) || hour > 23 || p >= end || *p++ != ':' ||
+        !docs_ts_num(&p, end, &min) || min > 59 || p >= end || *p++ != ':' ||
+        !docs_ts_num(&p, end, &sec) || sec > 59)
+        return 0;
+    if (end - p >= 2 && (*p == '.' || *p == ',') && p[1] >= '0' && p[1] <= '9')
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++)
+            ;
+    if (!tz)
+        return p == end;
+    if (p < end && *p == 'Z')
+        return p + 1 == end;
+    /* ±hh:mm, two digits each, hh at most 24 and mm at most 60 as Go
+     * allows; s is NUL-terminated after len (libyaml's values are). */
+    if (end - p != 6 || (*p != '+' && *p != '-') || p[3] != ':' ||
+        strspn(p + 1, "0123456789") != 2 || strspn(p + 4, "0123456789") != 2)
+        return 0;
+    tzh = (p[1] - '0') * 10 + (p[2] - '0');
+    tzm = (p[4] - '0') * 10 + (p[5] - '0');
+    return tzh <= 24 && tzm <= 60;
+}
+
+/* The byte of the input at a mark's index, which libyaml counts in
+ * characters: from the last one asked for (marks come in order), or from
+ * the start. SIZE_MAX for input in UTF-16 (libyaml reads it too). */
+static size_t docs_byte_at(struct docs_yaml *y, size_t index)
+{
+    const unsigned char *t = (const unsigned char *)y->text;
+
+    if (y->len >= 2 && ((t[0] == 0xff && t[1] == 0xfe) || (t[0] == 0xfe && t[1] == 0xff)))
+        return SIZE_MAX;
+    if (index < y->at_char)
+        y->at_char = y->at_byte = 0;
+    while (y->at_char < index && y->at_byte < y->len) {
+        y->at_byte++;
+        while (y->at_byte < y->len && (t[y->at_byte] & 0xc0) == 0x80)
+            y->at_byte++;
+        y->at_char++;
+    }
+    return y->at_byte;
+}
+
+/* A tag right before a ',' in a flow collection (`[!!str, 1]`): libyaml
+ * ends the tag at the ',', go-yaml (kubectl) reads the ',' and what follows
+ * as part of a shorthand tag, and refuses it after a verbatim one
+ * (`!<...>,`). libyaml makes such a tag's empty scalar end where the tag
+ * ends. */
+static int docs_tag_before_comma(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    size_t at;
+
+    if (!ev->data.scalar.tag || ev->data.scalar.length != 0)
+        return 0;
+    at = docs_byte_at(y, ev->end_mark.index);
+    return at < y->len && y->text[at] == ',';
 }
 
 /* What a scalar event is: a string, or what its plain text or its
@@ -485,6 +657,14 @@ static int docs_classify(struct docs_yaml *y, const yaml_event_t *ev, struct doc
            : docs_tag_is(tag, "bool")  ? DOCS_K_BOOL
            : docs_tag_is(tag, "null")  ? DOCS_K_NULL
                                        : DOCS_K_STR;
+    if (docs_tag_before_comma(y, ev))
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "a tag right before ',', which kubectl reads as part of the tag (put a "
+                       "space between them),");
+    if (docs_tag_is(tag, "timestamp") && !docs_timestamp(v, len))
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "a scalar tagged !!timestamp that is no timestamp (kubectl refuses it; "
+                       "drop the tag for a string),");
     if (tag && want == DOCS_K_STR)
         return ERR_OK; /* !!str, !!timestamp, !, !own: the text */
     if ((rc = docs_resolve(v, len, s)))
@@ -492,7 +672,8 @@ static int docs_classify(struct docs_yaml *y, const yaml_event_t *ev, struct doc
     if (s->kind == DOCS_K_NONFINITE)
         return docs_at(y, ERR_FAIL, &ev->start_mark,
                        "NaN or an infinity, which JSON cannot hold (quote it for a string),");
-    if (want == DOCS_K_FLOAT && s->kind == DOCS_K_INT)
+    /* go-yaml makes an int64 a float for !!float, not a larger integer. */
+    if (want == DOCS_K_FLOAT && s->kind == DOCS_K_INT && (s->negative || s->mag <= INT64_MAX))
         s->kind = DOCS_K_FLOAT;
     if (tag && s->kind != want)
         return docs_at(y, ERR_FAIL, &ev->start_mark, "a scalar that does not fit its tag");
@@ -517,12 +698,17 @@ static int docs_set_key(struct docs_yaml *y, const yaml_event_t *ev)
     if (s.kind == DOCS_K_NULL || s.kind == DOCS_K_FLOAT)
         return docs_at(y, ERR_FAIL, &ev->start_mark,
                        s.kind == DOCS_K_NULL ? "a null key" : "a number key (quote it)");
+    if (s.kind == DOCS_K_INT && !s.negative && s.mag > INT64_MAX)
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "a key beyond int64, which kubectl cannot read (quote it)");
     if (s.kind == DOCS_K_BOOL)
         v = s.truth ? "true" : "false";
     if (s.kind == DOCS_K_INT) {
         snprintf(num, sizeof(num), "%s%llu", s.negative ? "-" : "", s.mag);
         v = num;
     }
+    if ((rc = docs_count(y, 0, strlen(v) + 1, &ev->start_mark)))
+        return rc;
     if (!(f->key = strdup(v)))
         return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
     return ERR_OK;
@@ -530,11 +716,15 @@ static int docs_set_key(struct docs_yaml *y, const yaml_event_t *ev)
 
 static cJSON *docs_node_of(const struct docs_scalar *s, const char *text)
 {
+    char num[32];
+
     switch (s->kind) {
     case DOCS_K_NULL: return cJSON_CreateNull();
     case DOCS_K_BOOL: return cJSON_CreateBool(s->truth);
-    case DOCS_K_INT:
-    case DOCS_K_FLOAT: return cJSON_CreateNumber(s->num);
+    case DOCS_K_INT: /* exact, as kubectl keeps an int64 or a uint64 */
+        snprintf(num, sizeof(num), "%s%llu", s->negative ? "-" : "", s->mag);
+        return docs_number(s->num, num, strlen(num));
+    case DOCS_K_FLOAT: return docs_number(s->num, NULL, 0); /* a float64 there too */
     default: return cJSON_CreateString(text);
     }
 }
@@ -548,7 +738,8 @@ static int docs_scalar(struct docs_yaml *y, const yaml_event_t *ev)
 
     if (docs_wants_key(y))
         return docs_set_key(y, ev);
-    if ((rc = docs_classify(y, ev, &s)) || (rc = docs_count(y, 1, &ev->start_mark)))
+    if ((rc = docs_classify(y, ev, &s)) ||
+        (rc = docs_count(y, 1, ev->data.scalar.length + 1, &ev->start_mark)))
         return rc;
     if (!(node = docs_node_of(&s, (const char *)ev->data.scalar.value)))
         return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
@@ -557,6 +748,7 @@ static int docs_scalar(struct docs_yaml *y, const yaml_event_t *ev)
         return rc;
     if (index) {
         y->anchors[index - 1].nodes = 1;
+        y->anchors[index - 1].bytes = ev->data.scalar.length + 1;
         y->anchors[index - 1].height = 0;
         y->anchors[index - 1].done = 1;
     }
@@ -589,16 +781,34 @@ static int docs_alias(struct docs_yaml *y, const yaml_event_t *ev)
     if (docs_wants_key(y)) {
         if (!cJSON_IsString(a->node))
             return docs_at(y, ERR_FAIL, &ev->start_mark, strcat(what, " as a key is no string"));
+        if ((rc = docs_count(y, 0, a->bytes, &ev->start_mark)))
+            return rc;
         if (!(docs_top(y)->key = strdup(a->node->valuestring)))
             return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
         return ERR_OK;
     }
     if ((rc = docs_nest(y, a->height, &ev->start_mark)) ||
-        (rc = docs_count(y, a->nodes, &ev->start_mark)))
+        (rc = docs_count(y, a->nodes, a->bytes, &ev->start_mark)))
         return rc;
     if (!(copy = cJSON_Duplicate(a->node, 1)))
         return err_set(y->err, y->errlen, ERR_NOMEM, "out of memory reading YAML");
     return docs_attach(y, copy, a->height, &ev->start_mark);
+}
+
+/* kubectl cuts its input at each line that starts with "---" (its
+ * separator, docs_separators), and reads the first document of each piece:
+ * libyaml starts every document but the first at such a line (it wants
+ * "---" after "..." too), so they see the same documents, but for a
+ * directive, which kubectl leaves alone in a piece of its own and cannot
+ * read. */
+static int docs_document_start(struct docs_yaml *y, const yaml_event_t *ev)
+{
+    if (ev->data.document_start.version_directive ||
+        ev->data.document_start.tag_directives.start != ev->data.document_start.tag_directives.end)
+        return docs_at(y, ERR_FAIL, &ev->start_mark,
+                       "a %YAML or %TAG directive, which kubectl cannot read (it cuts the input "
+                       "at the --- after it): drop it,");
+    return ERR_OK;
 }
 
 static int docs_document_end(struct docs_yaml *y)
@@ -627,20 +837,72 @@ static int docs_event(struct docs_yaml *y, const yaml_event_t *ev)
     case YAML_SEQUENCE_END_EVENT: return docs_end(y);
     case YAML_SCALAR_EVENT: return docs_scalar(y, ev);
     case YAML_ALIAS_EVENT: return docs_alias(y, ev);
+    case YAML_DOCUMENT_START_EVENT: return docs_document_start(y, ev);
     case YAML_DOCUMENT_END_EVENT: return docs_document_end(y);
-    default: return ERR_OK; /* stream and document starts, the stream's end */
+    default: return ERR_OK; /* the stream's start and end */
     }
+}
+
+/* Each line that starts with "---" as kubectl's splitter accepts it: "---"
+ * alone, or then a blank and only a comment; it refuses "--- x" (a document
+ * on the marker's line), and "---x" or "---#" are no marker for libyaml. */
+static int docs_separators(const char *text, size_t len, char *err, size_t errlen)
+{
+    size_t line = 1;
+    int content = 0; /* since the last separator: a line but blanks and comments */
+
+    for (const char *p = text, *end = text + len; p < end; line++) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p)), *r = p + 3;
+        size_t lead;
+
+        if (!eol)
+            eol = end;
+        for (lead = 0; p + lead < eol && (p[lead] == ' ' || p[lead] == '\t' || p[lead] == '\r');)
+            lead++; /* text is not NUL-terminated */
+        /* go-yaml refuses a piece that starts with "...": the end of the
+         * empty document libyaml reads after a separator. */
+        if (!content && eol - p >= 3 && memcmp(p, "...", 3) == 0 &&
+            (r == eol || *r == ' ' || *r == '\t' || *r == '\r'))
+            return err_set(err, errlen, ERR_FAIL,
+                           "line %zu is \"...\" right after \"---\" or the start, which kubectl "
+                           "refuses: drop it",
+                           line);
+        if (p + lead < eol && p[lead] != '#')
+            content = 1;
+        if (eol - p >= 3 && memcmp(p, "---", 3) == 0 && r < eol) {
+            int blank = *r == ' ' || *r == '\t' || *r == '\r';
+
+            while (r < eol && (*r == ' ' || *r == '\t' || *r == '\r' || *r == '\v' || *r == '\f'))
+                r++;
+            if (!blank || (r < eol && *r != '#'))
+                return err_set(err, errlen, ERR_FAIL,
+                               "line %zu starts with \"---\" and goes on, which kubectl "
+                               "refuses: put the document on the next line",
+                               line);
+        }
+        if (eol - p >= 3 && memcmp(p, "---", 3) == 0)
+            content = 0;
+        p = eol + 1;
+    }
+    return ERR_OK;
 }
 
 static int docs_read_yaml(struct docs *d, const char *text, size_t len,
                           const struct docs_limits *lim, char *err, size_t errlen)
 {
-    struct docs_yaml y = {.lim = lim, .out = d, .err = err, .errlen = errlen};
+    struct docs_yaml y = {
+        .lim = lim, .out = d, .err = err, .errlen = errlen, .text = text, .len = len};
     yaml_event_t ev;
     int rc = ERR_OK, done = 0;
 
+    if ((rc = docs_separators(text, len, err, errlen)) != ERR_OK)
+        return rc;
     if (!yaml_parser_initialize(&y.parser))
         return err_set(err, errlen, ERR_NOMEM, "out of memory reading YAML");
+    y.max_bytes = lim->bytes                                    ? lim->bytes
+                  : len > SIZE_MAX / DOCS_BYTES_PER_INPUT       ? SIZE_MAX
+                  : len * DOCS_BYTES_PER_INPUT < DOCS_MIN_BYTES ? DOCS_MIN_BYTES
+                                                                : len * DOCS_BYTES_PER_INPUT;
     y.stack = calloc(lim->depth ? lim->depth : 1, sizeof(*y.stack));
     y.anchors = calloc(lim->aliases ? lim->aliases : 1, sizeof(*y.anchors));
     if (!y.stack || !y.anchors) {
@@ -717,6 +979,53 @@ static int docs_json_check(const cJSON *v, char *path, size_t pathlen, char *err
     return rc;
 }
 
+/* The next number of the text from *at on, outside strings, in [*start,
+ * *at): in the order of a pre-order walk of cJSON's tree of the same text
+ * (keys are strings). The text is one jsoncheck_text() accepted. */
+static int docs_next_number(const char **at, const char *end, const char **start)
+{
+    const char *p = *at;
+
+    while (p < end && *p != '-' && !(*p >= '0' && *p <= '9')) {
+        if (*p++ != '"')
+            continue;
+        for (; p < end && *p != '"'; p++)
+            if (*p == '\\')
+                p++;
+        p++;
+    }
+    if (p >= end)
+        return 0;
+    *start = p;
+    while (p < end && strchr("+-.eE0123456789", *p) && *p)
+        p++;
+    *at = p;
+    return 1;
+}
+
+/* Keeps the text of each number of v whose double would be written
+ * differently (docs_number): 9007199254740993, "1.0". ERR_OK or ERR_NOMEM. */
+static int docs_json_literals(cJSON *v, const char **at, const char *end)
+{
+    const char *start;
+    cJSON *n;
+
+    if (cJSON_IsNumber(v)) {
+        if (!docs_next_number(at, end, &start))
+            return ERR_OK; /* cannot happen: the tree is of this text */
+        if (!(n = docs_number(v->valuedouble, start, (size_t)(*at - start))))
+            return ERR_NOMEM;
+        v->valuestring = n->valuestring;
+        n->valuestring = NULL;
+        cJSON_Delete(n);
+        return ERR_OK;
+    }
+    for (cJSON *c = cJSON_IsObject(v) || cJSON_IsArray(v) ? v->child : NULL; c; c = c->next)
+        if (docs_json_literals(c, at, end) != ERR_OK)
+            return ERR_NOMEM;
+    return ERR_OK;
+}
+
 static int docs_read_json(struct docs *d, const char *text, size_t len,
                           const struct docs_limits *lim, char *err, size_t errlen)
 {
@@ -754,6 +1063,10 @@ static int docs_read_json(struct docs *d, const char *text, size_t len,
     if ((rc = docs_json_check(v, path, sizeof(path), err, errlen)) != ERR_OK || cJSON_IsNull(v)) {
         cJSON_Delete(v);
         return rc;
+    }
+    if (docs_json_literals(v, &text, text + len) != ERR_OK) {
+        cJSON_Delete(v);
+        return err_set(err, errlen, ERR_NOMEM, "out of memory reading JSON");
     }
     if ((rc = docs_push(d, v, 1)) != ERR_OK) {
         cJSON_Delete(v);
@@ -829,18 +1142,6 @@ static int docs_needs_quotes(const char *s)
     return len >= 5 && strspn(s, "0123456789") == 4 && s[4] == '-';
 }
 
-/* Like cJSON_Print: 15 digits, or 17 when 15 do not read back the same. */
-static void docs_number_text(double v, char *out, size_t outlen)
-{
-    if (!isfinite(v)) {
-        snprintf(out, outlen, "null");
-        return;
-    }
-    snprintf(out, outlen, "%1.15g", v);
-    if (strtod(out, NULL) != v)
-        snprintf(out, outlen, "%1.17g", v);
-}
-
 static int docs_emit_scalar(yaml_emitter_t *e, const char *text, yaml_scalar_style_t style)
 {
     yaml_event_t ev;
@@ -884,14 +1185,12 @@ static int docs_emit_value(yaml_emitter_t *e, const cJSON *v)
     }
     if (cJSON_IsString(v))
         return docs_emit_string(e, v->valuestring, 0);
-    if (cJSON_IsNumber(v))
-        docs_number_text(v->valuedouble, num, sizeof(num));
-    else
-        snprintf(num, sizeof(num), "%s",
-                 cJSON_IsTrue(v)    ? "true"
-                 : cJSON_IsFalse(v) ? "false"
-                                    : "null");
-    return docs_emit_scalar(e, num, YAML_PLAIN_SCALAR_STYLE);
+    return docs_emit_scalar(e,
+                            cJSON_IsNumber(v)  ? docs_number_of(v, num, sizeof(num))
+                            : cJSON_IsTrue(v)  ? "true"
+                            : cJSON_IsFalse(v) ? "false"
+                                               : "null",
+                            YAML_PLAIN_SCALAR_STYLE);
 }
 
 static int docs_write_yaml(struct dynbuf *out, const cJSON *v, char *err, size_t errlen)
@@ -927,22 +1226,106 @@ static int docs_write_yaml(struct dynbuf *out, const cJSON *v, char *err, size_t
     return ERR_OK;
 }
 
+/* Appends s[0..len) to the sink unless an earlier append failed. */
+static void docs_put(struct docs_sink *o, const char *s, size_t len)
+{
+    if (o->rc == ERR_OK)
+        o->rc = dynbuf_add(o->b, s, len);
+}
+
+static void docs_puts(struct docs_sink *o, const char *s)
+{
+    docs_put(o, s, strlen(s));
+}
+
+/* The control characters JSON names (\b, \f, ...), in "bfnrt"'s order. */
+#define DOCS_JSON_NAMED "\b\f\n\r\t"
+
+/* A string as cJSON_Print() writes it: the runs that need no escape at
+ * once. */
+static void docs_json_string(struct docs_sink *o, const char *s)
+{
+    const char *named;
+    char esc[8];
+
+    docs_puts(o, "\"");
+    while (*s) {
+        size_t run = 0;
+        unsigned char c;
+
+        while ((c = (unsigned char)s[run]) >= 0x20 && c != '"' && c != '\\')
+            run++;
+        docs_put(o, s, run);
+        if (!(c = (unsigned char)s[run]))
+            break;
+        s += run + 1;
+        named = strchr(DOCS_JSON_NAMED, c); /* c is no NUL here */
+        if (c == '"' || c == '\\')
+            snprintf(esc, sizeof(esc), "\\%c", c);
+        else if (named)
+            snprintf(esc, sizeof(esc), "\\%c", "bfnrt"[named - DOCS_JSON_NAMED]);
+        else
+            snprintf(esc, sizeof(esc), "\\u%04x", c);
+        docs_puts(o, esc);
+    }
+    docs_puts(o, "\"");
+}
+
+static void docs_json_indent(struct docs_sink *o, size_t depth)
+{
+    for (size_t i = 0; i < depth; i++)
+        docs_put(o, "\t", 1);
+}
+
+/* v as cJSON_Print() lays it out (tabs, "key":\tvalue, a sequence's items
+ * on one line), but numbers exactly (docs_number_of). */
+static void docs_json_value(struct docs_sink *o, const cJSON *v, size_t depth)
+{
+    char num[32];
+
+    if (cJSON_IsObject(v)) {
+        docs_puts(o, "{\n");
+        for (const cJSON *c = v->child; c; c = c->next) {
+            docs_json_indent(o, depth + 1);
+            docs_json_string(o, c->string);
+            docs_puts(o, ":\t");
+            docs_json_value(o, c, depth + 1);
+            docs_puts(o, c->next ? ",\n" : "\n");
+        }
+        docs_json_indent(o, depth);
+        docs_puts(o, "}");
+    } else if (cJSON_IsArray(v)) {
+        docs_puts(o, "[");
+        for (const cJSON *c = v->child; c; c = c->next) {
+            docs_json_value(o, c, depth + 1); /* cJSON indents an item's members so */
+            if (c->next)
+                docs_puts(o, ", ");
+        }
+        docs_puts(o, "]");
+    } else if (cJSON_IsString(v)) {
+        docs_json_string(o, v->valuestring);
+    } else {
+        docs_puts(o, cJSON_IsNumber(v)  ? docs_number_of(v, num, sizeof(num))
+                     : cJSON_IsTrue(v)  ? "true"
+                     : cJSON_IsFalse(v) ? "false"
+                                        : "null");
+    }
+}
+
 int docs_write(struct dynbuf *out, const cJSON *v, enum docs_format format, char *err,
                size_t errlen)
 {
     size_t was = dynbuf_len(out);
-    char *text;
     int rc;
 
     if (format == DOCS_YAML) {
         rc = docs_write_yaml(out, v, err, errlen);
-    } else if (!(text = cJSON_Print(v))) {
-        rc = err_set(err, errlen, ERR_NOMEM, "out of memory writing JSON");
     } else {
-        rc = dynbuf_addstr(out, text);
-        rc = rc ? rc : dynbuf_addc(out, '\n');
-        free(text);
-        if (rc)
+        struct docs_sink sink = {out, ERR_OK};
+
+        docs_json_value(&sink, v, 0);
+        docs_puts(&sink, "\n");
+        if ((rc = sink.rc) != ERR_OK)
             err_set(err, errlen, rc, "cannot write JSON: %s", err_name(rc));
     }
     if (rc != ERR_OK)

@@ -17,11 +17,15 @@
  *     number for a decimal with a fraction or exponent (`1e3`, `.5`); and a
  *     string for anything else, timestamps included, kept as written;
  *   - !!int, !!float, !!bool and !!null make the scalar that type, or are an
- *     error;
+ *     error (!!float takes an integer only within int64, as go-yaml);
+ *     !!timestamp must be one of go-yaml's timestamps, kept as a string;
  *   - keys become strings: an integer's decimal value ("0x10" is "16"), a
  *     boolean's "true" or "false", any other scalar its text.
- * Numbers become cJSON numbers, as they do for JSON input: doubles, exact up
- * to 2^53. A document that is empty or null is left out, as kubectl skips it.
+ * Numbers become cJSON numbers, as they do for JSON input: doubles; where
+ * the double would be written otherwise (an integer beyond 2^53, a JSON
+ * literal such as 1.0), the node keeps the exact text in its valuestring
+ * (docs_write() writes it; nothing else reads a number's valuestring). A
+ * document that is empty or null is left out, as kubectl skips it.
  *
  * Refused, with the line and column (as ERR_FAIL): syntax errors; NaN and
  * infinities (JSON has none); !!binary; a string holding NUL; a key that is
@@ -29,13 +33,18 @@
  * apiserver's strict field validation refuses it too; in JSON as well,
  * named by its path); merge keys (`<<`); an alias to an anchor not yet
  * complete or not defined; a JSON number beyond a double's range (1e400,
- * which cJSON would read as an infinity; named by its path).
+ * which cJSON would read as an infinity; named by its path). And what
+ * kubectl (apimachinery's splitter, then sigs.k8s.io/yaml) refuses or reads
+ * otherwise: %YAML and %TAG directives, a line that starts with "---" and
+ * goes on but for a comment, "..." right after "---", a tag right before
+ * ',' in a flow collection, an integer key beyond int64.
  *
  * Bounded (ERR_TOO_BIG, naming the limit): the nesting depth, the values in
- * the whole stream and the anchors and aliases in it, aliases counted as the
- * values they expand to. libyaml expands no alias by itself; this module
- * copies each one, so a "billion laughs" document stops at the value cap
- * before it allocates. The input's own size is the caller's cap.
+ * the whole stream, their bytes, and the anchors and aliases in it, aliases
+ * counted as the values and bytes they expand to. libyaml expands no alias
+ * by itself; this module copies each one, so a "billion laughs" document
+ * stops at the value cap, and a few aliases of a large scalar at the byte
+ * cap, before the copy is made. The input's own size is the caller's cap.
  */
 #ifndef RDMA_WEBHOOK_DOCS_H
 #define RDMA_WEBHOOK_DOCS_H
@@ -54,6 +63,10 @@ struct docs_limits {
     size_t depth;   /* nesting of mappings and sequences, aliases expanded */
     size_t nodes;   /* values (scalars, mappings, sequences) in the stream */
     size_t aliases; /* anchors in a document, and aliases in the stream */
+    size_t bytes;   /* the stream's values in bytes, aliases expanded (each
+                     * value its text plus one, each key its name plus one);
+                     * 0: DOCS_BYTES_PER_INPUT times the input's length, at
+                     * least DOCS_MIN_BYTES */
 };
 
 /* The limits of `rdma-webhook mutate`: JSON's own depth limit (so a YAML
@@ -62,6 +75,11 @@ struct docs_limits {
 #define DOCS_MAX_DEPTH   JSONCHECK_MAX_DEPTH
 #define DOCS_MAX_NODES   (4u << 20)
 #define DOCS_MAX_ALIASES 1000u
+/* What aliases may expand an input to: a few times its size (a manifest
+ * that shares a block a few times), never the gigabytes a small input can
+ * ask for with aliases of aliases of a large scalar. */
+#define DOCS_BYTES_PER_INPUT 4u
+#define DOCS_MIN_BYTES       (16u << 20)
 
 struct docs {
     enum docs_format format;
@@ -88,7 +106,7 @@ int docs_read(struct docs *d, const char *text, size_t len, const struct docs_li
 struct cJSON *docs_list_items(const struct cJSON *doc, char *kind, size_t kindlen);
 
 /* Appends v to out as one document: JSON as cJSON_Print() formats it, then a
- * newline; YAML in block style with kubectl's layout (two-space indent,
+ * newline, numbers exact (above); YAML in block style with kubectl's layout (two-space indent,
  * sequences in a mapping not indented), strings quoted wherever a plain
  * scalar would be read back as something else, no "---" (the caller
  * separates documents). ERR_OK, ERR_TOO_BIG (out's cap), ERR_NOMEM. */

@@ -210,12 +210,15 @@ __attribute__((format(printf, 2, 3))) static void mutate_warn_text(struct mutate
     va_start(ap, fmt);
     vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
     va_end(ap);
+    /* A user's text (an annotation, a container's name) goes into the
+     * log, the Event and kubectl's terminal: one line, no escape sequence. */
     if (m->warn_full)
         utf8_shorten(buf, sizeof(m->warn_full_text) - 1, m->warn_full_text,
                      sizeof(m->warn_full_text));
     else
         utf8_shorten(buf, sizeof(m->warn_short_text) - 1, m->warn_short_text,
                      sizeof(m->warn_short_text));
+    utf8_fold(m->warn_full ? m->warn_full_text : m->warn_short_text);
 }
 
 /* Keeps the warning just made, once: the same short text twice is one. */

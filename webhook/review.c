@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define REVIEW_V1      "admission.k8s.io/v1"
@@ -406,10 +407,37 @@ static int review_write_verdict(struct dynbuf *out, const struct review_envelope
     return jsonw_error(&w);
 }
 
-/* The problems of a ConfigMap's profiles text under key, into problems (the
- * lines check-profiles prints); empty when it is valid. */
-static void review_check_profiles(const cJSON *object, const char *key, struct dynbuf *problems)
+/* The profiles text of the review's request.object.data[key] as it stands
+ * in the body: cJSON ends a string at a \u0000, and check-profiles reads
+ * a file's NUL and what follows. Into *out (malloc'd, the caller frees) when
+ * it is longer than have bytes; NULL otherwise (or when it cannot say: out
+ * of memory, a key longer than jsonraw looks for). */
+static char *review_exact_text(const char *body, size_t len, const char *key, size_t have,
+                               size_t *n)
 {
+    static const char *const path[] = {"request", "object", "data"};
+    struct jsonraw v = jsonraw_root(body, len);
+    char *out;
+
+    for (size_t i = 0; i < sizeof(path) / sizeof(path[0]); i++)
+        if (jsonraw_member(v, path[i], strlen(path[i]), &v) < 0)
+            return NULL;
+    if (strlen(key) > JSONRAW_KEY_MAX || jsonraw_member(v, key, strlen(key), &v) < 0 ||
+        (*n = jsonraw_string(v, NULL, 0)) == JSONRAW_NOT_STRING || *n <= have ||
+        !(out = malloc(*n)))
+        return NULL;
+    jsonraw_string(v, out, *n);
+    return out;
+}
+
+/* The problems of a ConfigMap's profiles text under key, into problems (the
+ * lines check-profiles prints); empty when it is valid. body is the
+ * review's, for a text that holds a NUL. */
+static void review_check_profiles(const cJSON *object, const char *key, const char *body,
+                                  size_t len, struct dynbuf *problems)
+{
+    char *exact;
+    size_t n;
     const cJSON *data = podjson_member(object, "data");
     const cJSON *text = podjson_member(data, key);
     const cJSON *labels = podjson_member(podjson_member(object, "metadata"), "labels");
@@ -439,7 +467,11 @@ static void review_check_profiles(const cJSON *object, const char *key, struct d
         return;
     }
     dynbuf_printf(problems, "%s is not valid:\n", key);
-    ps = profiles_parse(text->valuestring, strlen(text->valuestring), problems);
+    /* The whole text, NUL and all, as check-profiles reads the same file. */
+    exact = review_exact_text(body, len, key, strlen(text->valuestring), &n);
+    ps = exact ? profiles_parse(exact, n, problems)
+               : profiles_parse(text->valuestring, strlen(text->valuestring), problems);
+    free(exact);
     if (ps)
         dynbuf_reset(problems);
     else if (dynbuf_len(problems) && dynbuf_ptr(problems)[dynbuf_len(problems) - 1] == '\n')
@@ -470,7 +502,7 @@ int review_handle_profiles(const char *body, size_t len, const char *key, struct
     review_copy(v->name, sizeof(v->name), cJSON_GetStringValue(podjson_member(env.req, "name")));
     /* A delete, or a dry run's object, needs no check beyond the operation. */
     if (op && (strcmp(op, "CREATE") == 0 || strcmp(op, "UPDATE") == 0))
-        review_check_profiles(podjson_member(env.req, "object"), key, &problems);
+        review_check_profiles(podjson_member(env.req, "object"), key, body, len, &problems);
     v->allowed = dynbuf_len(&problems) == 0;
     review_copy(v->problems, sizeof(v->problems), dynbuf_ptr(&problems));
     rc = review_write_verdict(out, &env, v->allowed ? NULL : dynbuf_ptr(&problems));

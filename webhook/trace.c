@@ -20,15 +20,6 @@ void trace_free(struct trace *t)
     dynbuf_free(&t->text);
 }
 
-/* Control characters, which would break the one line into several or
- * move the terminal's cursor, become '?'. */
-static void trace_fold(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = '?';
-}
-
 void trace_add(struct trace *t, const char *fmt, ...)
 {
     char line[TRACE_LINE_MAX], cut[TRACE_LINE_MAX];
@@ -48,7 +39,9 @@ void trace_add(struct trace *t, const char *fmt, ...)
     /* vsnprintf cuts anywhere; the line is cut again between characters,
      * with room for the newline. */
     utf8_shorten(line, sizeof(cut) - 2, cut, sizeof(cut) - 1);
-    trace_fold(cut);
+    /* Control characters, which would break the one line into several or
+     * move the terminal's cursor, become '?'. */
+    utf8_fold(cut);
     len = strlen(cut);
     cut[len++] = '\n';
     /* Room is kept for the tail, whatever the lines took. */

@@ -10,7 +10,8 @@
  * The sink is bounded twice: at most max_lines lines and max_bytes bytes of
  * text; what comes after is counted, not kept, and trace_finish() ends the
  * text with "... N more lines". A line is cut at TRACE_LINE_MAX bytes, and
- * control characters in it (a newline in a pod's value) become '?', so one
+ * control characters in it (a newline in a pod's value) become '?'
+ * (utf8_fold), so one
  * entry is always one line. A failed allocation counts the line as dropped;
  * nothing here fails as a whole.
  *

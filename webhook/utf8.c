@@ -75,6 +75,20 @@ size_t utf8_cut(const char *s, size_t n)
     return n;
 }
 
+char *utf8_fold(char *s)
+{
+    char *to = s;
+
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            p++, *to++ = '?';
+        else
+            *to++ = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
+    }
+    *to = '\0';
+    return s;
+}
+
 void utf8_shorten(const char *s, size_t max, char *out, size_t outlen)
 {
     size_t n = strlen(s);

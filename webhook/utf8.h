@@ -28,4 +28,11 @@ size_t utf8_cut(const char *s, size_t n);
  * "...". outlen must be at least 4. */
 void utf8_shorten(const char *s, size_t max, char *out, size_t outlen);
 
+/* Folds, in place, each control character of s into '?': C0 (newline, CR,
+ * ESC, BEL, ...), DEL, and C1 (U+0080..U+009F, two bytes each, which some
+ * terminals obey as escape sequences). The one fold for a user's text in a
+ * warning, a log line or a title: it stays one line and moves no cursor.
+ * Returns s. */
+char *utf8_fold(char *s);
+
 #endif

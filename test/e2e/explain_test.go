@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // `rdma-webhook mutate --explain`, through the real binary, on the issue's
@@ -447,4 +449,66 @@ func TestMutateExplainNamespaces(t *testing.T) {
 	pod["metadata"].(obj)["annotations"] = obj{"rdma-webhook.io/profile": "research-default"}
 	expect("another team's profile", run(pod, "--namespace-labels", "team=x"),
 		`  no profile: the annotation rdma-webhook.io/profile names "research-default", limited by match.namespaces to other namespaces than "kubeflow" (rule other-namespaces; nothing is added)`)
+}
+
+// evilPod is a GPU pod of the default profiles whose name, namespace and
+// rdma-webhook.io/profile annotation carry ESC, CR, BEL, newlines and a C1
+// CSI: text that, echoed raw, would colour a terminal or forge a line.
+func evilPod() obj {
+	return obj{"apiVersion": "v1", "kind": "Pod",
+		"metadata": obj{"name": "evil\x1b[31mRED\x1b[0m\nfake: line\r\a",
+			"namespace":   strings.Repeat("é", 40),
+			"labels":      obj{"rdma-webhook.io/inject": "true"},
+			"annotations": obj{"rdma-webhook.io/profile": "x\x1b[2J\nWarning: forged\u009b31m"}},
+		"spec": obj{"containers": []interface{}{obj{"name": "pytorch", "image": "x",
+			"resources": obj{"limits": obj{"nvidia.com/gpu": "8"}}}}}}
+}
+
+// controlBytes says where text holds a control character other than the
+// newlines that end its lines, or a C1 control, or bad UTF-8; "" if none.
+func controlBytes(text string) string {
+	if !utf8.ValidString(text) {
+		return "bad UTF-8"
+	}
+	for i, r := range text {
+		if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return fmt.Sprintf("%U at byte %d", r, i)
+		}
+	}
+	return ""
+}
+
+// TestUserTextFoldedEverywhere: a user's text reaches no terminal or log
+// raw: --explain's title (cut at 63 bytes between characters), its lines,
+// mutate's warnings on stderr, and the AdmissionReview's warnings.
+func TestUserTextFoldedEverywhere(t *testing.T) {
+	t.Parallel()
+	input := mustMarshal(evilPod())
+	res := runBinary(t, input, "mutate", "--explain", "--profiles", profilesPath, "-")
+	if res.exitCode != 0 {
+		t.Fatalf("mutate --explain: exit %d: %s", res.exitCode, res.stderr)
+	}
+	if where := controlBytes(string(res.stdout)); where != "" {
+		t.Errorf("--explain printed %s:\n%q", where, res.stdout)
+	}
+	title, _, _ := strings.Cut(string(res.stdout), "\n")
+	if !strings.HasPrefix(title, "Pod "+strings.Repeat("é", 30)+".../evil?[31mRED?[0m?fake: line??") {
+		t.Errorf("title %q: want the namespace cut between characters, the name folded", title)
+	}
+	if strings.Count(string(res.stdout), "\nfake: line") != 0 {
+		t.Errorf("--explain has a forged line:\n%s", res.stdout)
+	}
+	res = runBinary(t, input, "mutate", "--profiles", profilesPath, "-")
+	if where := controlBytes(string(res.stderr)); where != "" || !strings.Contains(string(res.stderr), `("x?[2J?Warning: fo`) {
+		t.Errorf("mutate's warnings on stderr: %s, want the annotation folded:\n%q", where, res.stderr)
+	}
+	rr := srv.review(t, podCreate("kubeflow", evilPod()))
+	if len(rr.warnings) == 0 {
+		t.Fatal("the unknown profile got no warning")
+	}
+	for _, w := range rr.warnings {
+		if where := controlBytes(w); where != "" || strings.Contains(w, "\n") {
+			t.Errorf("AdmissionReview warning with %s or a newline: %q", where, w)
+		}
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -853,4 +855,47 @@ func TestOfflineFlagsDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOfflineNumbersExact: `mutate --patched -o json` writes numbers as
+// they read (kubectl keeps YAML integers as int64 or uint64, and DBL_MAX is
+// no infinity), from YAML and from JSON input; -o yaml too.
+func TestOfflineNumbersExact(t *testing.T) {
+	t.Parallel()
+	yamlIn := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\nbinaryData: {}\nx:\n" +
+		"  a: 9000000000000001\n  b: 1.7976931348623157e308\n  c: 0x8000000000000000\n" +
+		"  d: 18446744073709551615\n  e: -9223372036854775808\n  f: 9007199254740993\n  g: 0.1\n")
+	jsonIn := []byte(`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "binaryData": {}, "x": ` +
+		`{"a": 9000000000000001, "b": 1.7976931348623157e308, "c": 9223372036854775808, ` +
+		`"d": 18446744073709551615, "e": -9223372036854775808, "f": 9007199254740993, "g": 0.1}}`)
+	want := map[string]string{"a": "9000000000000001", "b": "1.7976931348623157e+308",
+		"c": "9223372036854775808", "d": "18446744073709551615", "e": "-9223372036854775808",
+		"f": "9007199254740993", "g": "0.1"}
+	for _, in := range [][]byte{yamlIn, jsonIn} {
+		res := mutateRun(t, in, "--patched", "-o", "json")
+		if res.exitCode != 0 {
+			t.Fatalf("mutate: exit %d: %s", res.exitCode, res.stderr)
+		}
+		vs := jsonValues(t, res.stdout)
+		x, _ := vs[0].(obj)["x"].(obj)
+		for k, w := range want {
+			n, ok := x[k].(json.Number)
+			if !ok || !sameNumber(string(n), w) {
+				t.Errorf("x.%s written as %v, want %s (input %.20s...)", k, x[k], w, in)
+			}
+		}
+		res = mutateRun(t, in, "--patched", "-o", "yaml")
+		for _, k := range []string{"a", "c", "d", "f"} {
+			if !strings.Contains(string(res.stdout), "  "+k+": "+want[k]+"\n") {
+				t.Errorf("-o yaml: no %s: %s in\n%s", k, want[k], res.stdout)
+			}
+		}
+	}
+}
+
+// sameNumber: two JSON number texts of the same value, exactly.
+func sameNumber(a, b string) bool {
+	ra, oka := new(big.Rat).SetString(a)
+	rb, okb := new(big.Rat).SetString(b)
+	return oka && okb && ra.Cmp(rb) == 0
 }

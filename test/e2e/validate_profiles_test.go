@@ -118,3 +118,30 @@ func TestValidateProfiles(t *testing.T) {
 		t.Errorf("a ConfigMap instead of a review: HTTP %d, want 400", r.status)
 	}
 }
+
+// TestValidateProfilesNUL: a profiles text with a NUL byte and garbage
+// after it is refused by /validate-profiles with check-profiles' own lines
+// for the same file (cJSON would have read only the text before the NUL).
+func TestValidateProfilesNUL(t *testing.T) {
+	t.Parallel()
+	in := startInstance(t, profilesPath)
+	good, err := os.ReadFile(profilesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(good) + "\x00garbage"
+	file := filepath.Join(t.TempDir(), "profiles.json")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binaryPath(), "check-profiles", file).CombinedOutput()
+	_, problems, found := strings.Cut(string(out), " is not valid:\n")
+	if err == nil || !found {
+		t.Fatalf("check-profiles did not refuse the text with a NUL: %v\n%s", err, out)
+	}
+	resp := validateProfiles(t, in, profilesReview(t, "UPDATE", text))
+	want := "profiles.json is not valid:\n" + strings.TrimSuffix(problems, "\n")
+	if resp.Allowed || resp.Result == nil || resp.Result.Message != want {
+		t.Errorf("/validate-profiles on the text with a NUL: %+v\nwant refused with\n%q", resp, want)
+	}
+}

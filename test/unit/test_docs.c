@@ -3,8 +3,10 @@
  * kubectl (sigs.k8s.io/yaml, go-yaml v2) makes of them; streams of several
  * documents and Lists; what is refused, with its line and column (syntax,
  * garbage after JSON, NaN, bad tags, duplicate and odd keys, merge keys,
- * aliases that name nothing); the depth, value and alias caps, a "billion
- * laughs" document among them; and YAML written back reads as the same
+ * aliases that name nothing); the depth, value, alias and byte caps, a
+ * "billion laughs" document and aliases of a large scalar among them; what
+ * kubectl refuses (!!timestamp that is none, directives, "--- x") refused;
+ * numbers written back exactly; and YAML written back reads as the same
  * JSON, strings that look like something else quoted.
  */
 #include "unit.h"
@@ -201,7 +203,8 @@ TEST(test_garbage_is_an_error)
 TEST(test_streams_of_documents)
 {
     assert_int_equal(
-        read_text("# c\na: 1\n---\nb: 2\n---\n---\n# nothing\n...\n--- null\n---\nc: [3]\n"),
+        read_text(
+            "# c\na: 1\n---\nb: 2\n...\n---\n---\n# nothing\n--- # a comment\nnull\n---\nc: [3]\n"),
         ERR_OK);
     assert_int_equal(d.n, 3);
     assert_doc(0, "{\"a\":1}");
@@ -209,7 +212,7 @@ TEST(test_streams_of_documents)
     assert_doc(2, "{\"c\":[3]}");
     assert_int_equal(d.line[0], 2);
     assert_int_equal(d.line[1], 4);
-    assert_int_equal(d.line[2], 11);
+    assert_int_equal(d.line[2], 12);
     /* Anchors do not cross documents. */
     assert_refused("a: &x 1\n---\nb: *x\n", ERR_FAIL, "names no anchor");
     /* Empty input: no document at all. */
@@ -328,6 +331,178 @@ TEST(test_alias_cap)
     assert_contains(err, "more than 3 anchors");
 }
 
+/* Aliases are counted in bytes too: a few copies of a large value stop at
+ * the byte cap, which is 4 times the input, at least 16 MiB. */
+TEST(test_aliases_bounded_in_bytes)
+{
+    struct docs_limits lim = {.depth = 10, .nodes = 1000, .aliases = 100, .bytes = 64};
+    size_t big = 1u << 20;
+    char *text = malloc(big + 256);
+    size_t n;
+
+    /* 1 + 2 + 20 + 2 + 1 + 20 bytes; one more alias is 20 more. */
+    assert_int_equal(read_with("a: &x abcdefghijklmnopqrs\nb: [*x]\n", &lim), ERR_OK);
+    assert_int_equal(read_with("a: &x abcdefghijklmnopqrs\nb: [*x, *x]\n", &lim), ERR_TOO_BIG);
+    assert_contains(err, "aliases expand the input to more than 64 bytes");
+    assert_contains(err, "at line 2, column 9");
+    /* An alias used as a key counts its name. */
+    assert_int_equal(read_with("a: &x abcdefghijklmnopqrs\nb: {*x : 1, c: *x}\n", &lim),
+                     ERR_TOO_BIG);
+    /* The default, for a 1 MiB scalar: 16 MiB in all. */
+    assert_non_null(text);
+    n = (size_t)snprintf(text, 16, "s: &s ");
+    memset(text + n, 'x', big);
+    n += big;
+    n += (size_t)snprintf(text + n, 64, "\nl: [*s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s, *s, ");
+    n += (size_t)snprintf(text + n, 64, "*s, *s]\n");
+    assert_int_equal(read_text(text), ERR_OK);
+    n -= strlen("]\n");
+    n += (size_t)snprintf(text + n, 64, ", *s, *s]\n");
+    assert_int_equal(read_text(text), ERR_TOO_BIG);
+    assert_contains(err, "more than 16777216 bytes (the limit: 4 times the input's size");
+    /* The bomb of issue 28, smaller: an anchor of 400 aliases of a 64 KiB
+     * scalar, aliased 590 times, is 15 GB; it stops before 16 MiB. */
+    {
+        struct dynbuf b;
+
+        dynbuf_init(&b, 1u << 22);
+        dynbuf_addstr(&b, "s: &s ");
+        for (int i = 0; i < 65536; i++)
+            dynbuf_addc(&b, 'y');
+        dynbuf_addstr(&b, "\nm: &m [*s");
+        for (int i = 1; i < 400; i++)
+            dynbuf_addstr(&b, ", *s");
+        dynbuf_addstr(&b, "]\nl: [*m");
+        for (int i = 1; i < 590; i++)
+            dynbuf_addstr(&b, ", *m");
+        assert_int_equal(dynbuf_addstr(&b, "]\n"), ERR_OK);
+        assert_int_equal(read_text(dynbuf_ptr(&b)), ERR_TOO_BIG);
+        assert_contains(err, "aliases expand the input to more than 16777216 bytes");
+        assert_contains(err, "at line 2");
+        dynbuf_free(&b);
+    }
+    free(text);
+}
+
+/* The text of docs_write() for document 0 as format; the caller frees. */
+static char *doc_written(enum docs_format format)
+{
+    struct dynbuf out;
+
+    dynbuf_init(&out, 1 << 20);
+    assert_int_equal(docs_write(&out, d.v[0], format, err, sizeof(err)), ERR_OK);
+    return dynbuf_steal(&out);
+}
+
+/* Numbers come out as they were read: an integer of YAML exactly (kubectl
+ * keeps int64 and uint64), a JSON number as its text, a double in the
+ * fewest digits that read back as it (DBL_MAX is no infinity). */
+TEST(test_numbers_written_exactly)
+{
+    char *json, *yaml;
+
+    assert_int_equal(read_text("a: 9000000000000001\nb: 1.7976931348623157e308\n"
+                               "c: 0x8000000000000000\nd: 18446744073709551615\n"
+                               "e: -9223372036854775808\nf: 9007199254740993\ng: [0.1, 1e3, "
+                               "1_0, -0]\n"),
+                     ERR_OK);
+    json = doc_written(DOCS_JSON);
+    assert_string_equal(json, "{\n\t\"a\":\t9000000000000001,\n"
+                              "\t\"b\":\t1.7976931348623157e+308,\n"
+                              "\t\"c\":\t9223372036854775808,\n"
+                              "\t\"d\":\t18446744073709551615,\n"
+                              "\t\"e\":\t-9223372036854775808,\n"
+                              "\t\"f\":\t9007199254740993,\n"
+                              "\t\"g\":\t[0.1, 1000, 10, 0]\n}\n");
+    yaml = doc_written(DOCS_YAML);
+    assert_contains(yaml, "a: 9000000000000001\nb: 1.7976931348623157e+308\n"
+                          "c: 9223372036854775808\nd: 18446744073709551615\n");
+    /* Read back, the same text again. */
+    assert_int_equal(read_text(json), ERR_OK);
+    free(yaml);
+    yaml = doc_written(DOCS_JSON);
+    assert_string_equal(yaml, json);
+    free(yaml);
+    free(json);
+    /* JSON keeps its own spelling where the double would read otherwise. */
+    assert_int_equal(read_text("{\"a\": [9007199254740993, 1.0, 1E3, -0, 2.5, 1e-400, "
+                               "123456789012345678901234567890], \"b\": \"1\"}"),
+                     ERR_OK);
+    json = doc_written(DOCS_JSON);
+    assert_contains(json, "[9007199254740993, 1.0, 1E3, -0, 2.5, 1e-400, "
+                          "123456789012345678901234567890]");
+    yaml = doc_written(DOCS_YAML);
+    assert_contains(yaml, "- 9007199254740993\n- 1.0\n- 1E3\n- -0\n- 2.5\n- 1e-400\n");
+    free(yaml);
+    free(json);
+}
+
+/* What kubectl refuses is refused here too, and what it reads is read the
+ * same: !!timestamp must be one (go-yaml's formats), a shorthand tag right
+ * before ',' is kubectl's tag, directives and "--- x" lines stop kubectl. */
+TEST(test_as_kubectl_or_refused)
+{
+    static const char *const timestamps[] = {
+        "2001-12-14",
+        "2001-1-2",
+        "2001-12-14t21:59:43.10-05:00",
+        "2001-12-14T21:59:43Z",
+        "2000-2-29 1:2:3",
+        "2001-12-14 21:59:43.123456789012",
+        "2001-12-14T1:2:3+24:60",
+    };
+    static const char *const not_timestamps[] = {
+        "x",
+        "2001-2-29",
+        "2001-13-01",
+        "2001-1-1T24:00:00Z",
+        "2001-1-1t1:2:3+05",
+        "01-1-1",
+        "2001-1-1T1:2:3",
+        "2001-1-1 1:2:3Z",
+        "2001-1-1T1:2:60Z",
+        "2001-1-1T1:2:3+25:00",
+        "2001-001-1",
+    };
+    char text[128], want[128];
+
+    for (size_t i = 0; i < sizeof(timestamps) / sizeof(timestamps[0]); i++) {
+        snprintf(text, sizeof(text), "a: !!timestamp %s\n", timestamps[i]);
+        if (read_text(text) != ERR_OK)
+            fail_msg("%s: %s", text, err);
+        snprintf(want, sizeof(want), "{\"a\":\"%s\"}", timestamps[i]);
+        assert_doc(0, want);
+    }
+    for (size_t i = 0; i < sizeof(not_timestamps) / sizeof(not_timestamps[0]); i++) {
+        snprintf(text, sizeof(text), "a: !!timestamp %s\n", not_timestamps[i]);
+        assert_refused(text, ERR_FAIL, "tagged !!timestamp that is no timestamp");
+    }
+    assert_refused("a: [!!str, 0x8000000000000000]\n", ERR_FAIL, "a tag right before ','");
+    assert_refused("a: {!foo, b: 1}\n", ERR_FAIL, "a tag right before ','");
+    assert_refused("a: [!<tag:x>, 2]\n", ERR_FAIL, "a tag right before ','");
+    /* libyaml's marks count characters: the check finds the ',' after é. */
+    assert_refused("é: [é, !!str, 2]\n", ERR_FAIL, "a tag right before ','");
+    assert_int_equal(read_text("a: [!!str , 1, !<tag:x> , 2]\n"), ERR_OK);
+    assert_doc(0, "{\"a\":[\"\",1,\"\",2]}");
+    /* go-yaml: !!float takes an int64, not a larger integer; a key beyond
+     * int64 is one kubectl cannot make a string of. */
+    assert_int_equal(read_text("a: !!float -9223372036854775808\n"), ERR_OK);
+    assert_refused("a: !!float 9223372036854775808\n", ERR_FAIL, "does not fit its tag");
+    assert_refused("0xffffffffffffffff: 1\n", ERR_FAIL, "a key beyond int64");
+    assert_refused("a: 1\n---\n...\n---\nb: 1\n", ERR_FAIL, "line 3 is \"...\" right after");
+    assert_refused("%YAML 1.1\n---\na: 1\n", ERR_FAIL, "a %YAML or %TAG directive");
+    assert_refused("%YAML 1.2\n---\na: 1\n", ERR_FAIL, "a %YAML or %TAG directive");
+    assert_refused("a: 1\n---\n%TAG !e! tag:e,2000:\n---\nb: 1\n", ERR_FAIL, "directive");
+    assert_refused("a: 1\n--- b: 2\n", ERR_FAIL, "line 2 starts with \"---\" and goes on");
+    assert_refused("--- null\n", ERR_FAIL, "line 1 starts with");
+    assert_refused("a: 1\n----\n", ERR_FAIL, "line 2 starts with");
+    assert_refused("a: 1\n---#c\n", ERR_FAIL, "line 2 starts with");
+    assert_refused("a: |\n  x\n--- |\n  y\n", ERR_FAIL, "line 3 starts with");
+    assert_int_equal(read_text("a: 1\n--- # c\nb: 2\n---\t\r\nc: 3\n"), ERR_OK);
+    assert_int_equal(d.n, 3);
+    assert_doc(2, "{\"c\":3}");
+}
+
 /* What YAML comes out as, and that it reads back as the same JSON. */
 TEST(test_write_yaml_round_trips)
 {
@@ -431,6 +606,9 @@ int main(void)
         T_(test_node_cap),
         T_(test_billion_laughs_stops_at_the_cap),
         T_(test_alias_cap),
+        T_(test_aliases_bounded_in_bytes),
+        T_(test_numbers_written_exactly),
+        T_(test_as_kubectl_or_refused),
         T_(test_write_yaml_round_trips),
         T_(test_write_layout),
     };

@@ -2272,6 +2272,17 @@ TEST(test_unknown_profile_annotation_warns)
                      1);
 }
 
+/* The annotation's ESC and newline reach neither the user's warning nor the
+ * log's and the Event's text: folded into '?', as is a C1 CSI. */
+TEST(test_warnings_fold_control_characters)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/profile':'x\\u001b[2J\\nfake\\u009b1m'}",
+                 "{'containers':[" C8("") "]}"));
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_contains(T.res.warnings.text[0], "(\"x?[2J?fake?1m\" is unknown)");
+    assert_contains(T.res.warnings.full[0], "(\"x?[2J?fake?1m\" is unknown)");
+}
+
 /* The valid names fill what is left of 120 bytes; ", ..." says there are
  * more, and the log's text has them. */
 TEST(test_unknown_profile_lists_as_many_as_fit)
@@ -3513,6 +3524,7 @@ int main(void)
         T_(test_target_without_target_container_warns),
         T_(test_gpu_pod_without_profile_warns),
         T_(test_unknown_profile_annotation_warns),
+        T_(test_warnings_fold_control_characters),
         T_(test_unknown_profile_lists_as_many_as_fit),
         T_(test_init_container_with_gpu_untouched_by_default),
         T_(test_init_containers_mutated_when_profile_says_so),

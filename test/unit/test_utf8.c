@@ -148,6 +148,16 @@ TEST(test_shorten_never_splits_a_character)
     assert_string_equal(out, "ab\xe6\x97\xa5...");
 }
 
+TEST(test_fold_control_characters)
+{
+    char s[] = "a\nb\r\x1b[31m\a\x7f\xc2\x9b"
+               "1m\xc2\xa0\xc3\xa9\t";
+
+    /* C0, DEL and C1 (U+009B here) become '?'; U+00A0 and U+00E9 stay. */
+    assert_string_equal(utf8_fold(s), "a?b??[31m???1m\xc2\xa0\xc3\xa9?");
+    assert_true(utf8_valid(s, strlen(s)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_shorten_cuts_at_max_and_marks_it),
         cmocka_unit_test(test_shorten_bounded_by_the_buffer),
         cmocka_unit_test(test_shorten_never_splits_a_character),
+        cmocka_unit_test(test_fold_control_characters),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
