@@ -1079,6 +1079,6 @@ out:
     cJSON_Delete(ctx.node_labels);
     cJSON_Delete(ctx.namespace_labels);
     cmd_mutate_free_configmaps(&ctx);
-    podsecconf_stop(&podsec);
+    podsecconf_free(&podsec);
     return rc;
 }

@@ -340,7 +340,7 @@ out:
     cmwatch_stop(&app->cmwatch);
     lastgood_stop(&app->lastgood);
     lookups_stop(&app->lookups);
-    podsecconf_stop(&app->podsec);
+    podsecconf_free(&app->podsec);
     cmd_serve_stop_log_queue(&app->log);
     return rc;
 }
