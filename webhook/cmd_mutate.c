@@ -1019,14 +1019,11 @@ int cmd_mutate(int argc, char **argv)
                 goto out;
             }
         } else if (c == 'L') {
-            int v = mutate_ipc_lock_parse(optarg);
-
-            if (v < 0) {
+            if (mutate_ipc_lock_parse(optarg, &ctx.opts.ipc_lock) != ERR_OK) {
                 fprintf(stderr, "rdma-webhook mutate: --ipc-lock takes auto or never, not \"%s\"\n",
                         optarg);
                 goto out;
             }
-            ctx.opts.ipc_lock = (enum mutate_ipc_lock)v;
         } else if (c == 'C') {
             podsec_path = optarg;
         } else if (c == 'h') {

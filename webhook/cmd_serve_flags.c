@@ -235,6 +235,7 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
 
 static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags *o)
 {
+    enum mutate_ipc_lock lock;
     int c;
 
     while ((c = getopt_long(argc, argv, "h", cmd_serve_flags_options, NULL)) != -1) {
@@ -268,11 +269,12 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
             }
             break;
         case CMD_SERVE_FLAGS_IPC_LOCK:
-            if ((o->cfg.ipc_lock = mutate_ipc_lock_parse(optarg)) < 0) {
+            if (mutate_ipc_lock_parse(optarg, &lock) != ERR_OK) {
                 fprintf(stderr, "rdma-webhook serve: --ipc-lock takes auto or never, not \"%s\"\n",
                         optarg);
                 return 2;
             }
+            o->cfg.ipc_lock = (int)lock;
             break;
         case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;

@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include "decimal.h"
+#include "err.h"
 #include "jsonw.h"
 #include "logq.h"
 #include "utf8.h"
@@ -17,10 +18,10 @@ int log_level_parse(const char *s, enum log_level *out)
     for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
         if (strcmp(s, log_level_names[i]) == 0) {
             *out = (enum log_level)i;
-            return 0;
+            return ERR_OK;
         }
     }
-    return -1;
+    return ERR_FAIL;
 }
 
 /* Keeps LOG_TAIL bytes free so a string's closing quote, an array's closing

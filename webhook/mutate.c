@@ -1,6 +1,7 @@
 #include "mutate.h"
 
 #include "decimal.h"
+#include "err.h"
 #include "explain.h"
 #include "nccl.h"
 #include "podjson.h"
@@ -123,13 +124,15 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
 
-int mutate_ipc_lock_parse(const char *s)
+int mutate_ipc_lock_parse(const char *s, enum mutate_ipc_lock *out)
 {
     if (s && strcmp(s, "auto") == 0)
-        return MUTATE_IPC_LOCK_AUTO;
-    if (s && strcmp(s, "never") == 0)
-        return MUTATE_IPC_LOCK_NEVER;
-    return -1;
+        *out = MUTATE_IPC_LOCK_AUTO;
+    else if (s && strcmp(s, "never") == 0)
+        *out = MUTATE_IPC_LOCK_NEVER;
+    else
+        return ERR_FAIL;
+    return ERR_OK;
 }
 
 const char *mutate_outcome_name(enum mutate_outcome outcome)

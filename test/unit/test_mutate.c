@@ -1233,10 +1233,15 @@ TEST(test_ipc_lock_flag_never)
         POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}"),
     };
 
-    assert_int_equal(mutate_ipc_lock_parse("auto"), MUTATE_IPC_LOCK_AUTO);
-    assert_int_equal(mutate_ipc_lock_parse("never"), MUTATE_IPC_LOCK_NEVER);
-    assert_int_equal(mutate_ipc_lock_parse("false"), -1);
-    assert_int_equal(mutate_ipc_lock_parse(NULL), -1);
+    enum mutate_ipc_lock lock = MUTATE_IPC_LOCK_NEVER;
+
+    assert_int_equal(mutate_ipc_lock_parse("auto", &lock), ERR_OK);
+    assert_int_equal(lock, MUTATE_IPC_LOCK_AUTO);
+    assert_int_equal(mutate_ipc_lock_parse("never", &lock), ERR_OK);
+    assert_int_equal(lock, MUTATE_IPC_LOCK_NEVER);
+    assert_int_equal(mutate_ipc_lock_parse("false", &lock), ERR_FAIL);
+    assert_int_equal(mutate_ipc_lock_parse(NULL, &lock), ERR_FAIL);
+    assert_int_equal(lock, MUTATE_IPC_LOCK_NEVER); /* untouched on failure */
     for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
         /* with the namespace hook (serve) and without it (no API) */
         for (int h = 0; h < 2; h++) {
