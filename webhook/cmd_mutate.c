@@ -179,7 +179,7 @@ static int cmd_mutate_node_labels(void *ctx, const char *name, cJSON **labels)
     const struct cmd_mutate_ctx *c = ctx;
 
     (void)name;
-    return (*labels = cJSON_Duplicate(c->node_labels, 1)) ? 0 : -1;
+    return (*labels = cJSON_Duplicate(c->node_labels, 1)) ? ERR_OK : ERR_NOMEM;
 }
 
 /* The apiserver labels every Namespace with its name: so does this. */
@@ -188,13 +188,13 @@ static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labe
     const struct cmd_mutate_ctx *c = ctx;
 
     if (!(*labels = cJSON_Duplicate(c->namespace_labels, 1)))
-        return -1;
+        return ERR_NOMEM;
     if (!cJSON_GetObjectItemCaseSensitive(*labels, PROFILES_NS_NAME_LABEL) &&
         !cJSON_AddStringToObject(*labels, PROFILES_NS_NAME_LABEL, name)) {
         cJSON_Delete(*labels);
-        return *labels = NULL, -1;
+        return *labels = NULL, ERR_NOMEM;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* A name of the input as a message or a title shows it: at most outlen-1

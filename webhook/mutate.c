@@ -691,8 +691,8 @@ static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
 }
 
 /* The labels of the pod's Namespace, asked of the hook once per call,
- * whoever asks first (select, or mutate_podsec_plan); 0, or -1 when they
- * cannot be had. */
+ * whoever asks first (select, or mutate_podsec_plan); ERR_OK, or ERR_FAIL
+ * when they cannot be had. */
 static int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
 {
     const struct select_hooks *h = &m->hooks->select;
@@ -703,7 +703,7 @@ static int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
             h->namespace_labels(h->ctx, m->in->namespace_ ? m->in->namespace_ : "", &m->ns_labels);
     }
     *labels = m->ns_labels;
-    return m->ns_rc || !m->ns_labels ? -1 : 0;
+    return m->ns_rc || !m->ns_labels ? ERR_FAIL : ERR_OK;
 }
 
 static int mutate_node_labels_through(void *ctx, const char *name, cJSON **labels)
@@ -723,9 +723,9 @@ static int mutate_namespace_labels_once(void *ctx, const char *name, cJSON **lab
     if (strcmp(name, m->in->namespace_ ? m->in->namespace_ : "") != 0)
         return m->hooks->select.namespace_labels(m->hooks->select.ctx, name, labels);
     if (mutate_ns_labels(m, &have))
-        return -1;
+        return ERR_FAIL;
     *labels = cJSON_Duplicate(have, 1);
-    return *labels ? 0 : -1;
+    return *labels ? ERR_OK : ERR_NOMEM;
 }
 
 static void mutate_select_hooks(struct mutate_ctx *m)
