@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "err.h"
 #include "mutate.h"
 #include "patch.h"
 #include "podsec.h"
@@ -912,9 +913,9 @@ static int fake_namespace_labels(void *ctx __attribute__((unused)), const char *
     ns_hook.calls++;
     snprintf(ns_hook.name, sizeof(ns_hook.name), "%s", name);
     if (!ns_hook.labels)
-        return -1;
+        return ERR_FAIL;
     *labels = J(ns_hook.labels);
-    return 0;
+    return ERR_OK;
 }
 
 static const struct mutate_hooks ns_hooks = {.select = {.namespace_labels = fake_namespace_labels}};
