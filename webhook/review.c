@@ -311,7 +311,7 @@ static int review_check_json(const char *body, size_t len, struct jsoncheck_resu
 {
     char why[96];
 
-    if (jsoncheck_text(body, len, chk) == 0)
+    if (jsoncheck_text(body, len, chk) == ERR_OK)
         return 0;
     jsoncheck_describe(chk, why, sizeof(why));
     dynbuf_reset(out);
