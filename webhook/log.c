@@ -38,16 +38,17 @@ static size_t log_room(const struct log_line *l)
 }
 
 /* Appends all n bytes or none: a cut inside an escape or a UTF-8 sequence
- * would make the line invalid JSON. */
+ * would make the line invalid JSON. ERR_OK, or ERR_TOO_BIG (the line is now
+ * marked truncated). */
 static int log_put(struct log_line *l, const char *s, size_t n)
 {
     if (l->truncated || n > log_room(l)) {
         l->truncated = 1;
-        return -1;
+        return ERR_TOO_BIG;
     }
     memcpy(l->buf + l->len, s, n);
     l->len += n;
-    return 0;
+    return ERR_OK;
 }
 
 /* Appends as much of s[0..n) as fits, never cutting a UTF-8 sequence. */
@@ -172,7 +173,8 @@ void log_int(struct log_line *l, const char *key, long long val)
         l->len = mark;
 }
 
-/* Returns 0 when all of buf went out. */
+/* ERR_OK when all of buf went out, else ERR_FAIL: no message, as a log has
+ * nowhere to say why (log_emit drops the rest and mends the line). */
 static int log_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
@@ -181,11 +183,11 @@ static int log_write_all(int fd, const char *buf, size_t len)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return -1;
+            return ERR_FAIL;
         buf += w;
         len -= (size_t)w;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* Closes the line in its buffer; LOG_TAIL was kept free for these bytes. */
