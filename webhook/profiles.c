@@ -1,5 +1,6 @@
 #include "profiles.h"
 
+#include "err.h"
 #include "jsoncheck.h"
 #include "k8sname.h"
 #include "nccl.h"
@@ -396,13 +397,15 @@ static void profiles_read_hca(struct profiles_ctx *c, const cJSON *hca, struct p
     env->n++;
 }
 
+/* A GPU count, 1 to 1024, into *out: ERR_OK, or ERR_FAIL (the caller says
+ * which field). */
 static int profiles_gpu_count(const cJSON *n, long long *out)
 {
     if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 1024 ||
         n->valuedouble != (double)(long long)n->valuedouble)
-        return -1;
+        return ERR_FAIL;
     *out = (long long)n->valuedouble;
-    return 0;
+    return ERR_OK;
 }
 
 /* match.gpus: one count, or a list of distinct counts. */
@@ -517,8 +520,8 @@ static int profiles_ns_op(const char *s, enum profiles_ns_op *op)
 {
     for (size_t i = 0; i < sizeof(profiles_ns_op_names) / sizeof(*profiles_ns_op_names); i++)
         if (strcmp(s, profiles_ns_op_names[i]) == 0)
-            return *op = (enum profiles_ns_op)i, 0;
-    return -1;
+            return *op = (enum profiles_ns_op)i, ERR_OK;
+    return ERR_FAIL;
 }
 
 /* One matchExpressions entry, checked as Kubernetes checks a
@@ -1338,8 +1341,9 @@ static int profiles_looks_like_yaml(const char *text, size_t len)
 
 /* The text must be strict JSON (RFC 8259) and valid UTF-8, which cJSON does
  * not check; and hold no \u0000, at which cJSON would end the string: a
- * value would load shorter than the admin wrote it. Returns 0 or -1. The
- * place is a line and column: the admin edits the file in an editor. */
+ * value would load shorter than the admin wrote it. Returns ERR_OK, or
+ * ERR_FAIL with the problem added to the list. The place is a line and
+ * column: the admin edits the file in an editor. */
 static int profiles_check_text(struct profiles_ctx *c, const char *text, size_t len)
 {
     struct jsoncheck_result chk;
@@ -1354,14 +1358,14 @@ static int profiles_check_text(struct profiles_ctx *c, const char *text, size_t 
                              why);
         else
             profiles_problem(c, "not valid JSON: %s", why);
-        return -1;
+        return ERR_FAIL;
     }
     if (chk.first_nul != JSONCHECK_NONE) {
         profiles_problem(c, "a string holds \\u0000 (byte %zu): profile values cannot contain NUL",
                          chk.first_nul);
-        return -1;
+        return ERR_FAIL;
     }
-    return 0;
+    return ERR_OK;
 }
 
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors)
