@@ -2,6 +2,7 @@
 
 #include "arena.h"
 #include "base64.h"
+#include "err.h"
 #include "jsoncheck.h"
 #include "jsonraw.h"
 #include "jsonw.h"
@@ -312,11 +313,11 @@ static int review_check_json(const char *body, size_t len, struct jsoncheck_resu
     char why[96];
 
     if (jsoncheck_text(body, len, chk) == ERR_OK)
-        return 0;
+        return ERR_OK;
     jsoncheck_describe(chk, why, sizeof(why));
     dynbuf_reset(out);
     dynbuf_printf(out, "body is not JSON: %s", why);
-    return -1;
+    return ERR_FAIL;
 }
 
 /* The status for a response that was written (rc 0) or could not be: 500,
