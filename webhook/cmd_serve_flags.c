@@ -190,8 +190,9 @@ static const struct option cmd_serve_flags_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Numeric flags: the option, its range, and where the value goes. */
-static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
+/* Numeric flags: the option, its range, and where the value goes. ERR_OK, or
+ * ERR_FAIL with the flag and its range in err. */
+static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag, char *err, size_t errlen)
 {
     const struct {
         int flag;
@@ -216,26 +217,24 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
     };
     const struct option *opt = cmd_serve_flags_options;
     unsigned long long v;
-    char err[ERR_LEN];
 
     while (opt->name && opt->val != flag)
         opt++;
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         if (nums[i].flag != flag)
             continue;
-        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v, err, sizeof(err))) {
-            fprintf(stderr, "rdma-webhook serve: %s\n", err);
-            return -1;
-        }
+        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v, err, errlen))
+            return ERR_FAIL;
         *nums[i].dst = (unsigned)v;
-        return 0;
+        return ERR_OK;
     }
-    return -1;
+    return err_set(err, errlen, ERR_FAIL, "option %d has no handler", flag);
 }
 
 static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags *o)
 {
     enum mutate_ipc_lock lock;
+    char err[ERR_LEN];
     int c;
 
     while ((c = getopt_long(argc, argv, "h", cmd_serve_flags_options, NULL)) != -1) {
@@ -279,8 +278,10 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
         default:
-            if (cmd_serve_flags_numeric(o, c))
+            if (cmd_serve_flags_numeric(o, c, err, sizeof(err))) {
+                fprintf(stderr, "rdma-webhook serve: %s\n", err);
                 return 2;
+            }
         }
     }
     if (optind < argc) {
@@ -331,15 +332,15 @@ static int cmd_serve_flags_ns_name(const char *s)
     return k8sname_label(ns) && k8sname_subdomain(slash + 1);
 }
 
-/* Combinations of flags that cannot work, caught before anything starts. */
-static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
+/* Combinations of flags that cannot work, caught before anything starts:
+ * ERR_OK, or ERR_FAIL with what to do instead in err. */
+static int cmd_serve_flags_check(const struct cmd_serve_flags *o, char *err, size_t errlen)
 {
     const char *why = NULL;
-    char err[ERR_LEN];
 
-    if (o->cfg.detect_image && cmd_check_image(o->cfg.detect_image, err, sizeof(err)) != ERR_OK)
-        why = err;
-    else if (o->detect_deployment && !cmd_serve_flags_ns_name(o->detect_deployment))
+    if (o->cfg.detect_image && cmd_check_image(o->cfg.detect_image, err, errlen) != ERR_OK)
+        return ERR_FAIL;
+    if (o->detect_deployment && !cmd_serve_flags_ns_name(o->detect_deployment))
         why = "--detect-image-from-deployment takes NAMESPACE/NAME, e.g. rdma-webhook/rdma-webhook";
     else if (o->detect_deployment && o->cfg.detect_image)
         why = "--detect-image and --detect-image-from-deployment exclude each other; pick one";
@@ -369,13 +370,12 @@ static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
     else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)
         why = "--body-budget-bytes must be at least twice --max-body-bytes (a body may take "
               "half the budget at most)";
-    if (why)
-        fprintf(stderr, "rdma-webhook serve: %s\n", why);
-    return why ? -1 : 0;
+    return why ? err_set(err, errlen, ERR_FAIL, "%s", why) : ERR_OK;
 }
 
 int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_flags *o, enum log_level *level)
 {
+    char err[ERR_LEN];
     int rc;
 
     cmd_serve_flags_defaults(o);
@@ -386,8 +386,10 @@ int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_flags *o, enum
         fprintf(stderr, "rdma-webhook serve: --log-level takes debug, info, warn or error\n");
         return 2;
     }
-    if (cmd_serve_flags_check(o))
+    if (cmd_serve_flags_check(o, err, sizeof(err))) {
+        fprintf(stderr, "rdma-webhook serve: %s\n", err);
         return 2;
+    }
     if (!o->cfg.body_budget)
         o->cfg.body_budget = server_default_body_budget(o->cfg.max_body);
     return 0;
