@@ -122,8 +122,9 @@ void log_begin(struct log_line *l, struct log *lg, enum log_level lvl, const cha
     log_put_escaped(l, msg);
 }
 
-/* Writes ,"key": and returns 0, or rolls the line back to before the comma
- * when even that does not fit, so no key is left without a value. */
+/* Writes ,"key": and returns ERR_OK, or rolls the line back to before the
+ * comma when even that does not fit (ERR_TOO_BIG), so no key is left without
+ * a value. */
 static int log_put_key(struct log_line *l, const char *key)
 {
     size_t mark = l->len;
@@ -133,7 +134,7 @@ static int log_put_key(struct log_line *l, const char *key)
     log_put(l, ":", 1);
     if (l->truncated)
         l->len = mark;
-    return l->truncated ? -1 : 0;
+    return l->truncated ? ERR_TOO_BIG : ERR_OK;
 }
 
 void log_str(struct log_line *l, const char *key, const char *val)
