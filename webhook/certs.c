@@ -487,7 +487,8 @@ out:
     return ret;
 }
 
-/* A server must never stop to prompt for a passphrase on a terminal. */
+/* A server must never stop to prompt for a passphrase on a terminal. The
+ * pem_password_cb contract: a negative length refuses to give one. */
 static int certs_no_passphrase(char *buf, int size, int rwflag, void *u)
 {
     (void)buf;

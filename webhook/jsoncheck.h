@@ -55,6 +55,9 @@ struct jsoncheck_result {
  * check stays free of allocation and formatting on every request. */
 int jsoncheck_text(const char *s, size_t len, struct jsoncheck_result *r);
 
+/* Room for either description below, with the largest offsets. */
+#define JSONCHECK_WHY_LEN 128
+
 /* One line for a problem: "raw control character U+0001 at byte 17". */
 void jsoncheck_describe(const struct jsoncheck_result *r, char *out, size_t outlen);
 

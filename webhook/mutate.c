@@ -367,7 +367,7 @@ static void mutate_scan_user_env(struct mutate_ctx *m, const cJSON *env, const c
                                  int ib_off, const cJSON **decl)
 {
     const cJSON *e;
-    char msg[200];
+    char msg[NCCL_MSG_LEN];
 
     memset(decl, 0, m->n_env * sizeof(*decl));
     cJSON_ArrayForEach(e, env)

@@ -162,7 +162,7 @@ static void profiles_read_kvs(struct profiles_ctx *c, const cJSON *obj, const ch
 static void profiles_check_env(struct profiles_ctx *c, const struct profiles_kvs *env,
                                const char *field)
 {
-    char msg[200];
+    char msg[NCCL_MSG_LEN];
 
     for (size_t i = 0; i < env->n; i++) {
         if (!nccl_is_c_identifier(env->v[i].name)) {
@@ -1347,7 +1347,7 @@ static int profiles_looks_like_yaml(const char *text, size_t len)
 static int profiles_check_text(struct profiles_ctx *c, const char *text, size_t len)
 {
     struct jsoncheck_result chk;
-    char why[96];
+    char why[JSONCHECK_WHY_LEN];
 
     if (jsoncheck_text(text, len, &chk)) {
         jsoncheck_describe_text(&chk, text, len, why, sizeof(why));

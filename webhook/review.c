@@ -310,7 +310,7 @@ static const char *review_check_envelope(struct review_envelope *env)
 static int review_check_json(const char *body, size_t len, struct jsoncheck_result *chk,
                              struct dynbuf *out)
 {
-    char why[96];
+    char why[JSONCHECK_WHY_LEN];
 
     if (jsoncheck_text(body, len, chk) == ERR_OK)
         return ERR_OK;
