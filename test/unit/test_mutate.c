@@ -352,7 +352,7 @@ static void assert_warnings_annotation(const cJSON *pod, const struct mutate_res
 static void run_at(const char *json, const char *base, int implicit, const struct profiles *ps,
                    const struct mutate_hooks *hooks)
 {
-    char err[256];
+    char err[ERR_LEN];
 
     T.doc = J(json);
     mutate_once(T.doc, base, implicit, ps, hooks, &T.res);

@@ -295,7 +295,7 @@ static void run_with(const struct profiles *ps, const char *text, const struct m
                      const struct mutate_hooks *hooks)
 {
     struct mutate_input in = {.base = "", .namespace_ = "ns", .opts = opts};
-    char err[256];
+    char err[ERR_LEN];
     const char *value;
 
     cJSON_Delete(R.pod);
