@@ -38,7 +38,7 @@ VERSION_USERS := $(basename $(notdir $(shell grep -l '"version.h"' webhook/*.c))
 
 SRCS    := $(wildcard webhook/*.c)
 # The library the unit tests link: every module but the command-line front end.
-LIB_SRCS := $(filter-out webhook/main.c webhook/cmd_%.c,$(SRCS))
+LIB_SRCS := $(filter-out webhook/main.c webhook/cmd.c webhook/cmd_%.c,$(SRCS))
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 # Shared by the unit tests: compiled into each one with its test_*.c.
 UNIT_SUPPORT := test/unit/support.c test/unit/support.h test/unit/unit.h

@@ -19,7 +19,7 @@ dir=$root/webhook
 #   1 admission  AdmissionReview in, JSON Patch out; libc and cJSON only
 #   2 edges      files, clock, threads, logging, network, shared state
 #   3 server     the serving process's context (struct server)
-#   4 cmd        the command line (main.c, cmd_*.c); not in the unit-test library
+#   4 cmd        the command line (main.c, cmd.c, cmd_*.c); not in the unit-test library
 layers='
 arena 0
 base64 0

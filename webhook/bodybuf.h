@@ -39,7 +39,7 @@ struct bodybuf {
 
 void bodybuf_pool_init(struct bodybuf_pool *p, size_t limit);
 
-/* Before a body is read: whether one of size bytes would fit now (0 or
+/* Before a body is read: whether one of size bytes would fit now (ERR_OK or
  * ERR_BUSY, counted as refused). Nothing is reserved. */
 int bodybuf_admit(struct bodybuf_pool *p, size_t size);
 

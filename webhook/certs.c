@@ -31,6 +31,8 @@
 #define CERTS_SERIAL_BITS  159 /* 20 DER bytes with the sign bit clear: RFC 5280's maximum */
 #define CERTS_CN_MAX       64  /* ub-common-name */
 #define CERTS_REGEN_HINT   "regenerate both with 'rdma-webhook gen-certs'"
+/* One OpenSSL reason string: the size ERR_error_string() asks of its buffer. */
+#define CERTS_REASON_LEN 256
 
 /* Order of the renames too: each key lands before its certificate, so a
  * watcher woken by the certificate's change finds the matching key. */
@@ -78,7 +80,7 @@ static int certs_ssl_reason(char *buf, size_t len)
 
 static int certs_ssl_err(char *err, size_t errlen, const char *what)
 {
-    char reason[256];
+    char reason[CERTS_REASON_LEN];
     int code = certs_ssl_reason(reason, sizeof reason);
 
     return err_set(err, errlen, code, "cannot %s (%s): check the OpenSSL installation and retry",
@@ -487,7 +489,8 @@ out:
     return ret;
 }
 
-/* A server must never stop to prompt for a passphrase on a terminal. */
+/* A server must never stop to prompt for a passphrase on a terminal. The
+ * pem_password_cb contract: a negative length refuses to give one. */
 static int certs_no_passphrase(char *buf, int size, int rwflag, void *u)
 {
     (void)buf;
@@ -525,7 +528,7 @@ static int certs_mem_bio(const char *pem, size_t len, const char *name, BIO **b,
 /* Both take over b. */
 static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
 {
-    char reason[256];
+    char reason[CERTS_REASON_LEN];
     int rc = ERR_OK;
 
     *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
@@ -542,7 +545,7 @@ static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, si
 
 static int certs_key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, size_t errlen)
 {
-    char reason[256];
+    char reason[CERTS_REASON_LEN];
     int rc = ERR_OK;
 
     *key = PEM_read_bio_PrivateKey(b, NULL, certs_no_passphrase, NULL);

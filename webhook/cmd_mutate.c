@@ -179,7 +179,7 @@ static int cmd_mutate_node_labels(void *ctx, const char *name, cJSON **labels)
     const struct cmd_mutate_ctx *c = ctx;
 
     (void)name;
-    return (*labels = cJSON_Duplicate(c->node_labels, 1)) ? 0 : -1;
+    return (*labels = cJSON_Duplicate(c->node_labels, 1)) ? ERR_OK : ERR_NOMEM;
 }
 
 /* The apiserver labels every Namespace with its name: so does this. */
@@ -188,13 +188,13 @@ static int cmd_mutate_namespace_labels(void *ctx, const char *name, cJSON **labe
     const struct cmd_mutate_ctx *c = ctx;
 
     if (!(*labels = cJSON_Duplicate(c->namespace_labels, 1)))
-        return -1;
+        return ERR_NOMEM;
     if (!cJSON_GetObjectItemCaseSensitive(*labels, PROFILES_NS_NAME_LABEL) &&
         !cJSON_AddStringToObject(*labels, PROFILES_NS_NAME_LABEL, name)) {
         cJSON_Delete(*labels);
-        return *labels = NULL, -1;
+        return *labels = NULL, ERR_NOMEM;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* A name of the input as a message or a title shows it: at most outlen-1
@@ -289,7 +289,7 @@ static const char *cmd_mutate_ns(struct cmd_mutate_ctx *c, const char *ns)
 
 /* With --node-labels, the pod (or template) the admission reads names a
  * node, so that its labels choose the profile as for a bound pod; a name it
- * has is kept. Changes object in place. */
+ * has is kept. Changes object in place: ERR_OK, or ERR_NOMEM. */
 static int cmd_mutate_bind(const struct cmd_mutate_ctx *c, cJSON *object)
 {
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(object, "spec");
@@ -298,12 +298,14 @@ static int cmd_mutate_bind(const struct cmd_mutate_ctx *c, cJSON *object)
 
     if (!c->node_labels || !cJSON_IsObject(spec) ||
         (node && !cJSON_IsNull(node) && !(cJSON_IsString(node) && !*node->valuestring)))
-        return 0; /* no flag; a spec mutate will refuse; a node named, or a non-string */
+        return ERR_OK; /* no flag; a spec mutate will refuse; a node named, or a non-string */
     if (!(name = cJSON_CreateString(CMD_MUTATE_OFFLINE_NODE)))
-        return -1;
-    if (node)
-        return cJSON_ReplaceItemViaPointer(spec, node, name) ? 0 : (cJSON_Delete(name), -1);
-    return cJSON_AddItemToObject(spec, "nodeName", name) ? 0 : (cJSON_Delete(name), -1);
+        return ERR_NOMEM;
+    if (node ? cJSON_ReplaceItemViaPointer(spec, node, name)
+             : cJSON_AddItemToObject(spec, "nodeName", name))
+        return ERR_OK;
+    cJSON_Delete(name);
+    return ERR_NOMEM;
 }
 
 /* ---- output ---- */
@@ -643,15 +645,16 @@ static int cmd_mutate_job(struct cmd_mutate_ctx *c, cJSON **doc, const struct cm
     return c->patched || c->explain ? 0 : cmd_mutate_print(c, *doc);
 }
 
-/* Sets request.namespace when the review has none (or an empty one). */
+/* Sets request.namespace when the review has none (or an empty one): ERR_OK,
+ * or ERR_NOMEM. */
 static int cmd_mutate_review_ns(cJSON *req, const char *ns)
 {
     const cJSON *have = cJSON_GetObjectItemCaseSensitive(req, "namespace");
 
     if (!cJSON_IsObject(req) || (cJSON_IsString(have) && *have->valuestring))
-        return 0;
+        return ERR_OK;
     cJSON_DeleteItemFromObjectCaseSensitive(req, "namespace");
-    return cJSON_AddStringToObject(req, "namespace", ns) ? 0 : -1;
+    return cJSON_AddStringToObject(req, "namespace", ns) ? ERR_OK : ERR_NOMEM;
 }
 
 /* A review: the response the server would send, or with --patched the
@@ -834,7 +837,7 @@ static size_t cmd_mutate_count(const struct docs *d)
 }
 
 /* Keeps o when it is a ConfigMap (a List item takes list_kind), indexed
- * by "ns/name": 0, or -1 out of memory. The first of two with one name is
+ * by "ns/name": ERR_OK, or ERR_NOMEM. The first of two with one name is
  * the one found, as it was by a scan. */
 static int cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
                                      const char *list_kind)
@@ -851,7 +854,7 @@ static int cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
     if (!kind)
         kind = list_kind;
     if (!kind || strcmp(kind, "ConfigMap") != 0 || !name)
-        return 0;
+        return ERR_OK;
     if (!ns || !*ns)
         ns = c->namespace_ ? c->namespace_ : "default";
     cm = &c->configmaps[c->n_configmaps];
@@ -859,20 +862,21 @@ static int cmd_mutate_keep_configmap(struct cmd_mutate_ctx *c, const cJSON *o,
         .ns = ns, .name = name, .data = cJSON_GetObjectItemCaseSensitive(o, "data")};
     len = strlen(ns) + 1 + strlen(name);
     if (!(cm->key = malloc(len + 1)))
-        return -1;
+        return ERR_NOMEM;
     snprintf(cm->key, len + 1, "%s/%s", ns, name);
     c->n_configmaps++;
     rc = strmap_put(&c->configmap_index, cm->key, len, cm);
-    return rc == ERR_OK || rc == ERR_FAIL ? 0 : -1;
+    /* ERR_FAIL: a second one of that name, not kept (the first is found). */
+    return rc == ERR_OK || rc == ERR_FAIL ? ERR_OK : ERR_NOMEM;
 }
 
 /* The ConfigMaps of the input, before any pod is mutated: a pod's envFrom
- * may name one that comes after it. 0, or -1 out of memory. */
+ * may name one that comes after it. ERR_OK, or ERR_NOMEM. */
 static int cmd_mutate_keep_configmaps(struct cmd_mutate_ctx *c, const struct docs *d)
 {
     c->configmaps = calloc(c->objects, sizeof(*c->configmaps));
     if (!c->configmaps)
-        return -1;
+        return ERR_NOMEM;
     strmap_init(&c->configmap_index, c->objects, CMD_MUTATE_SEED);
     for (size_t i = 0; i < d->n; i++) {
         char kind[64];
@@ -880,13 +884,13 @@ static int cmd_mutate_keep_configmaps(struct cmd_mutate_ctx *c, const struct doc
 
         if (!items) {
             if (cmd_mutate_keep_configmap(c, d->v[i], NULL))
-                return -1;
+                return ERR_NOMEM;
             continue;
         }
         cJSON_ArrayForEach(it, items)
         {
             if (cmd_mutate_keep_configmap(c, it, kind))
-                return -1;
+                return ERR_NOMEM;
         }
     }
     if (c->n_configmaps) {
@@ -894,7 +898,7 @@ static int cmd_mutate_keep_configmaps(struct cmd_mutate_ctx *c, const struct doc
         c->hooks.configmap_value = cmd_mutate_configmap_value;
         c->hooks.ctx = c;
     }
-    return 0;
+    return ERR_OK;
 }
 
 static void cmd_mutate_free_configmaps(struct cmd_mutate_ctx *c)
@@ -941,16 +945,16 @@ static int cmd_mutate_docs(struct cmd_mutate_ctx *c, struct docs *d)
     return rc;
 }
 
-/* -o json|yaml into *format. */
-static int cmd_mutate_format(const char *arg, int *format)
+/* -o json|yaml into *format: ERR_OK, or ERR_FAIL with what it takes in err. */
+static int cmd_mutate_format(const char *arg, int *format, char *err, size_t errlen)
 {
     if (strcmp(arg, "json") == 0)
         *format = DOCS_JSON;
     else if (strcmp(arg, "yaml") == 0)
         *format = DOCS_YAML;
     else
-        return fprintf(stderr, "rdma-webhook mutate: -o takes json or yaml, not \"%s\"\n", arg), -1;
-    return 0;
+        return err_set(err, errlen, ERR_FAIL, "-o takes json or yaml, not \"%s\"", arg);
+    return ERR_OK;
 }
 
 int cmd_mutate(int argc, char **argv)
@@ -997,8 +1001,10 @@ int cmd_mutate(int argc, char **argv)
         } else if (c == 'E') {
             ctx.explain = 1;
         } else if (c == 'o') {
-            if (cmd_mutate_format(optarg, &format))
+            if (cmd_mutate_format(optarg, &format, err, sizeof(err))) {
+                fprintf(stderr, "rdma-webhook mutate: %s\n", err);
                 goto out;
+            }
         } else if (c == 'N' || c == 'S') {
             if (cmd_mutate_parse_labels(c == 'N' ? "node-labels" : "namespace-labels", optarg,
                                         c == 'N' ? &ctx.node_labels : &ctx.namespace_labels, err,
@@ -1019,14 +1025,11 @@ int cmd_mutate(int argc, char **argv)
                 goto out;
             }
         } else if (c == 'L') {
-            int v = mutate_ipc_lock_parse(optarg);
-
-            if (v < 0) {
+            if (mutate_ipc_lock_parse(optarg, &ctx.opts.ipc_lock) != ERR_OK) {
                 fprintf(stderr, "rdma-webhook mutate: --ipc-lock takes auto or never, not \"%s\"\n",
                         optarg);
                 goto out;
             }
-            ctx.opts.ipc_lock = (enum mutate_ipc_lock)v;
         } else if (c == 'C') {
             podsec_path = optarg;
         } else if (c == 'h') {
@@ -1079,6 +1082,6 @@ out:
     cJSON_Delete(ctx.node_labels);
     cJSON_Delete(ctx.namespace_labels);
     cmd_mutate_free_configmaps(&ctx);
-    podsecconf_stop(&podsec);
+    podsecconf_free(&podsec);
     return rc;
 }

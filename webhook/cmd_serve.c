@@ -114,7 +114,8 @@ static void cmd_serve_start_events(struct cmd_serve_app *app)
         log_msg(&app->log, LOG_WARN, "no Events for warnings", "error", err);
 }
 
-/* The API client, when there is an API: flags, or the pod's service account. */
+/* The API client, when there is an API: flags, or the pod's service account.
+ * ERR_OK, or ERR_FAIL with why in err. */
 static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
                                char *err, size_t errlen)
 {
@@ -129,16 +130,16 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
         log_msg(&app->log, LOG_INFO,
                 "no Kubernetes API: no Events for warnings (pass --kube-api, or run in a cluster)",
                 NULL, NULL);
-        return 0;
+        return ERR_OK;
     }
     if (o->kube_api
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
             : kubeapi_init_in_cluster(&app->api, err, errlen))
-        return -1;
+        return ERR_FAIL;
     if (lookups_init(&app->lookups, &app->api, &app->log, &lc, err, errlen) != ERR_OK)
-        return -1;
+        return ERR_FAIL;
     cmd_serve_start_events(app);
-    return 0;
+    return ERR_OK;
 }
 
 /* One GET of Deployment ref ("NS/NAME", checked by the flags) and the image
@@ -248,13 +249,13 @@ static void cmd_serve_start_lastgood(struct cmd_serve_app *app, const struct cmd
 
 /* Starts the profiles source: the ConfigMap watch, or the file (its identity
  * recorded, then loaded, then watched: a version written during the load is
- * loaded again, not missed). */
+ * loaded again, not missed). ERR_OK, or an ERR_* code with why in err. */
 static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
                                     char *err, size_t errlen)
 {
     if (o->profiles_configmap) {
         if (cmwatch_split_name(o->profiles_configmap, app->cm_ns, app->cm_name, err, errlen))
-            return -1;
+            return ERR_FAIL;
         snprintf(app->fix, sizeof(app->fix), "ConfigMap %s/%s", app->cm_ns, app->cm_name);
         cmd_serve_start_lastgood(app, o);
         return cmwatch_init(&app->cmwatch, &app->api, app->store, app->lastgood, &app->log,
@@ -267,7 +268,7 @@ static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_
     app->profiles_src = store_source_file(o->profiles);
     if (filewatch_init(&app->watch, &o->profiles, 1, (int)o->reload_interval_ms,
                        cmd_serve_reload_profiles, app, err, errlen) != ERR_OK)
-        return -1;
+        return ERR_FAIL;
     cmd_serve_reload_profiles(app);
     return filewatch_start(app->watch, err, errlen);
 }
@@ -297,7 +298,7 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
 {
     struct server_config cfg = o->cfg;
     sigset_t set;
-    char err[768] = "";
+    char err[ERR_LEN] = "";
     int rc = 1;
 
     cmd_serve_block_signals(&set);
@@ -340,7 +341,7 @@ out:
     cmwatch_stop(&app->cmwatch);
     lastgood_stop(&app->lastgood);
     lookups_stop(&app->lookups);
-    podsecconf_stop(&app->podsec);
+    podsecconf_free(&app->podsec);
     cmd_serve_stop_log_queue(&app->log);
     return rc;
 }

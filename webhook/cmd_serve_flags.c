@@ -112,173 +112,176 @@ static void cmd_serve_flags_usage(FILE *f)
         CMD_DEFAULT_CERT, CMD_DEFAULT_KEY, CMD_DEFAULT_PROFILES);
 }
 
-enum serve_flag {
-    FLAG_LISTEN = 256,
-    FLAG_METRICS_LISTEN,
-    FLAG_CERT,
-    FLAG_KEY,
-    FLAG_PROFILES,
-    FLAG_PROFILES_CM,
-    FLAG_MAX_BODY,
-    FLAG_THREADS,
-    FLAG_CONN_TIMEOUT,
-    FLAG_MAX_CONN,
-    FLAG_GRACE,
-    FLAG_RELOAD,
-    FLAG_LOG_LEVEL,
-    FLAG_PROFILES_KEY,
-    FLAG_KUBE_API,
-    FLAG_KUBE_CA,
-    FLAG_KUBE_TOKEN,
-    FLAG_NO_KUBE_API,
-    FLAG_API_BUDGET,
-    FLAG_NODE_CACHE,
-    FLAG_CM_CACHE,
-    FLAG_NS_CACHE,
-    FLAG_WATCH_TIMEOUT,
-    FLAG_HEADER_TIMEOUT,
-    FLAG_BODY_TIMEOUT,
-    FLAG_BODY_BUDGET,
-    FLAG_DETECT_IMAGE,
-    FLAG_DETECT_DEPLOYMENT,
-    FLAG_LAST_GOOD,
-    FLAG_STALE_LOG,
-    FLAG_MODE,
-    FLAG_POD_SECURITY_CONFIG,
-    FLAG_IPC_LOCK,
-    FLAG_CLIENT_CA,
-    FLAG_CLIENT_NAMES,
+enum cmd_serve_flags_flag {
+    CMD_SERVE_FLAGS_LISTEN = 256,
+    CMD_SERVE_FLAGS_METRICS_LISTEN,
+    CMD_SERVE_FLAGS_CERT,
+    CMD_SERVE_FLAGS_KEY,
+    CMD_SERVE_FLAGS_PROFILES,
+    CMD_SERVE_FLAGS_PROFILES_CM,
+    CMD_SERVE_FLAGS_MAX_BODY,
+    CMD_SERVE_FLAGS_THREADS,
+    CMD_SERVE_FLAGS_CONN_TIMEOUT,
+    CMD_SERVE_FLAGS_MAX_CONN,
+    CMD_SERVE_FLAGS_GRACE,
+    CMD_SERVE_FLAGS_RELOAD,
+    CMD_SERVE_FLAGS_LOG_LEVEL,
+    CMD_SERVE_FLAGS_PROFILES_KEY,
+    CMD_SERVE_FLAGS_KUBE_API,
+    CMD_SERVE_FLAGS_KUBE_CA,
+    CMD_SERVE_FLAGS_KUBE_TOKEN,
+    CMD_SERVE_FLAGS_NO_KUBE_API,
+    CMD_SERVE_FLAGS_API_BUDGET,
+    CMD_SERVE_FLAGS_NODE_CACHE,
+    CMD_SERVE_FLAGS_CM_CACHE,
+    CMD_SERVE_FLAGS_NS_CACHE,
+    CMD_SERVE_FLAGS_WATCH_TIMEOUT,
+    CMD_SERVE_FLAGS_HEADER_TIMEOUT,
+    CMD_SERVE_FLAGS_BODY_TIMEOUT,
+    CMD_SERVE_FLAGS_BODY_BUDGET,
+    CMD_SERVE_FLAGS_DETECT_IMAGE,
+    CMD_SERVE_FLAGS_DETECT_DEPLOYMENT,
+    CMD_SERVE_FLAGS_LAST_GOOD,
+    CMD_SERVE_FLAGS_STALE_LOG,
+    CMD_SERVE_FLAGS_MODE,
+    CMD_SERVE_FLAGS_POD_SECURITY_CONFIG,
+    CMD_SERVE_FLAGS_IPC_LOCK,
+    CMD_SERVE_FLAGS_CLIENT_CA,
+    CMD_SERVE_FLAGS_CLIENT_NAMES,
 };
 
-static const struct option serve_options[] = {
-    {"listen", required_argument, NULL, FLAG_LISTEN},
-    {"metrics-listen", required_argument, NULL, FLAG_METRICS_LISTEN},
-    {"tls-cert-file", required_argument, NULL, FLAG_CERT},
-    {"tls-private-key-file", required_argument, NULL, FLAG_KEY},
-    {"profiles", required_argument, NULL, FLAG_PROFILES},
-    {"profiles-configmap", required_argument, NULL, FLAG_PROFILES_CM},
-    {"max-body-bytes", required_argument, NULL, FLAG_MAX_BODY},
-    {"threads", required_argument, NULL, FLAG_THREADS},
-    {"connection-timeout", required_argument, NULL, FLAG_CONN_TIMEOUT},
-    {"max-connections", required_argument, NULL, FLAG_MAX_CONN},
-    {"shutdown-grace", required_argument, NULL, FLAG_GRACE},
-    {"reload-interval-ms", required_argument, NULL, FLAG_RELOAD},
-    {"log-level", required_argument, NULL, FLAG_LOG_LEVEL},
-    {"profiles-key", required_argument, NULL, FLAG_PROFILES_KEY},
-    {"kube-api", required_argument, NULL, FLAG_KUBE_API},
-    {"kube-ca", required_argument, NULL, FLAG_KUBE_CA},
-    {"kube-token-file", required_argument, NULL, FLAG_KUBE_TOKEN},
-    {"no-kube-api", no_argument, NULL, FLAG_NO_KUBE_API},
-    {"api-budget-ms", required_argument, NULL, FLAG_API_BUDGET},
-    {"node-cache-seconds", required_argument, NULL, FLAG_NODE_CACHE},
-    {"configmap-cache-seconds", required_argument, NULL, FLAG_CM_CACHE},
-    {"namespace-cache-seconds", required_argument, NULL, FLAG_NS_CACHE},
-    {"watch-timeout-seconds", required_argument, NULL, FLAG_WATCH_TIMEOUT},
-    {"header-timeout", required_argument, NULL, FLAG_HEADER_TIMEOUT},
-    {"body-timeout", required_argument, NULL, FLAG_BODY_TIMEOUT},
-    {"body-budget-bytes", required_argument, NULL, FLAG_BODY_BUDGET},
-    {"detect-image", required_argument, NULL, FLAG_DETECT_IMAGE},
-    {"detect-image-from-deployment", required_argument, NULL, FLAG_DETECT_DEPLOYMENT},
-    {"profiles-last-good", required_argument, NULL, FLAG_LAST_GOOD},
-    {"stale-log-seconds", required_argument, NULL, FLAG_STALE_LOG},
-    {"mode", required_argument, NULL, FLAG_MODE},
-    {"pod-security-config", required_argument, NULL, FLAG_POD_SECURITY_CONFIG},
-    {"ipc-lock", required_argument, NULL, FLAG_IPC_LOCK},
-    {"client-ca", required_argument, NULL, FLAG_CLIENT_CA},
-    {"client-names", required_argument, NULL, FLAG_CLIENT_NAMES},
+static const struct option cmd_serve_flags_options[] = {
+    {"listen", required_argument, NULL, CMD_SERVE_FLAGS_LISTEN},
+    {"metrics-listen", required_argument, NULL, CMD_SERVE_FLAGS_METRICS_LISTEN},
+    {"tls-cert-file", required_argument, NULL, CMD_SERVE_FLAGS_CERT},
+    {"tls-private-key-file", required_argument, NULL, CMD_SERVE_FLAGS_KEY},
+    {"profiles", required_argument, NULL, CMD_SERVE_FLAGS_PROFILES},
+    {"profiles-configmap", required_argument, NULL, CMD_SERVE_FLAGS_PROFILES_CM},
+    {"max-body-bytes", required_argument, NULL, CMD_SERVE_FLAGS_MAX_BODY},
+    {"threads", required_argument, NULL, CMD_SERVE_FLAGS_THREADS},
+    {"connection-timeout", required_argument, NULL, CMD_SERVE_FLAGS_CONN_TIMEOUT},
+    {"max-connections", required_argument, NULL, CMD_SERVE_FLAGS_MAX_CONN},
+    {"shutdown-grace", required_argument, NULL, CMD_SERVE_FLAGS_GRACE},
+    {"reload-interval-ms", required_argument, NULL, CMD_SERVE_FLAGS_RELOAD},
+    {"log-level", required_argument, NULL, CMD_SERVE_FLAGS_LOG_LEVEL},
+    {"profiles-key", required_argument, NULL, CMD_SERVE_FLAGS_PROFILES_KEY},
+    {"kube-api", required_argument, NULL, CMD_SERVE_FLAGS_KUBE_API},
+    {"kube-ca", required_argument, NULL, CMD_SERVE_FLAGS_KUBE_CA},
+    {"kube-token-file", required_argument, NULL, CMD_SERVE_FLAGS_KUBE_TOKEN},
+    {"no-kube-api", no_argument, NULL, CMD_SERVE_FLAGS_NO_KUBE_API},
+    {"api-budget-ms", required_argument, NULL, CMD_SERVE_FLAGS_API_BUDGET},
+    {"node-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_NODE_CACHE},
+    {"configmap-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_CM_CACHE},
+    {"namespace-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_NS_CACHE},
+    {"watch-timeout-seconds", required_argument, NULL, CMD_SERVE_FLAGS_WATCH_TIMEOUT},
+    {"header-timeout", required_argument, NULL, CMD_SERVE_FLAGS_HEADER_TIMEOUT},
+    {"body-timeout", required_argument, NULL, CMD_SERVE_FLAGS_BODY_TIMEOUT},
+    {"body-budget-bytes", required_argument, NULL, CMD_SERVE_FLAGS_BODY_BUDGET},
+    {"detect-image", required_argument, NULL, CMD_SERVE_FLAGS_DETECT_IMAGE},
+    {"detect-image-from-deployment", required_argument, NULL, CMD_SERVE_FLAGS_DETECT_DEPLOYMENT},
+    {"profiles-last-good", required_argument, NULL, CMD_SERVE_FLAGS_LAST_GOOD},
+    {"stale-log-seconds", required_argument, NULL, CMD_SERVE_FLAGS_STALE_LOG},
+    {"mode", required_argument, NULL, CMD_SERVE_FLAGS_MODE},
+    {"pod-security-config", required_argument, NULL, CMD_SERVE_FLAGS_POD_SECURITY_CONFIG},
+    {"ipc-lock", required_argument, NULL, CMD_SERVE_FLAGS_IPC_LOCK},
+    {"client-ca", required_argument, NULL, CMD_SERVE_FLAGS_CLIENT_CA},
+    {"client-names", required_argument, NULL, CMD_SERVE_FLAGS_CLIENT_NAMES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
-/* Numeric flags: the option, its range, and where the value goes. */
-static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag)
+/* Numeric flags: the option, its range, and where the value goes. ERR_OK, or
+ * ERR_FAIL with the flag and its range in err. */
+static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag, char *err, size_t errlen)
 {
     const struct {
         int flag;
         unsigned long long min, max;
         unsigned *dst;
     } nums[] = {
-        {FLAG_MAX_BODY, 1024, 1u << 30, &o->cfg.max_body},
-        {FLAG_THREADS, 1, SERVER_MAX_THREADS, &o->cfg.threads},
-        {FLAG_CONN_TIMEOUT, 1, 3600, &o->cfg.conn_timeout_s},
-        {FLAG_MAX_CONN, 1, 1000000, &o->cfg.conn_limit},
-        {FLAG_GRACE, 0, 3600, &o->grace_s},
-        {FLAG_RELOAD, 50, 3600000, &o->reload_interval_ms},
-        {FLAG_API_BUDGET, 10, 60000, &o->api_budget_ms},
-        {FLAG_NODE_CACHE, 0, 86400, &o->node_cache_s},
-        {FLAG_CM_CACHE, 0, 86400, &o->configmap_cache_s},
-        {FLAG_NS_CACHE, 0, 86400, &o->namespace_cache_s},
-        {FLAG_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
-        {FLAG_HEADER_TIMEOUT, 1, 3600, &o->cfg.header_timeout_s},
-        {FLAG_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
-        {FLAG_BODY_BUDGET, 65536, 0xffffffffu, &o->cfg.body_budget},
-        {FLAG_STALE_LOG, 1, 86400, &o->stale_log_s},
+        {CMD_SERVE_FLAGS_MAX_BODY, 1024, 1u << 30, &o->cfg.max_body},
+        {CMD_SERVE_FLAGS_THREADS, 1, SERVER_MAX_THREADS, &o->cfg.threads},
+        {CMD_SERVE_FLAGS_CONN_TIMEOUT, 1, 3600, &o->cfg.conn_timeout_s},
+        {CMD_SERVE_FLAGS_MAX_CONN, 1, 1000000, &o->cfg.conn_limit},
+        {CMD_SERVE_FLAGS_GRACE, 0, 3600, &o->grace_s},
+        {CMD_SERVE_FLAGS_RELOAD, 50, 3600000, &o->reload_interval_ms},
+        {CMD_SERVE_FLAGS_API_BUDGET, 10, 60000, &o->api_budget_ms},
+        {CMD_SERVE_FLAGS_NODE_CACHE, 0, 86400, &o->node_cache_s},
+        {CMD_SERVE_FLAGS_CM_CACHE, 0, 86400, &o->configmap_cache_s},
+        {CMD_SERVE_FLAGS_NS_CACHE, 0, 86400, &o->namespace_cache_s},
+        {CMD_SERVE_FLAGS_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
+        {CMD_SERVE_FLAGS_HEADER_TIMEOUT, 1, 3600, &o->cfg.header_timeout_s},
+        {CMD_SERVE_FLAGS_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
+        {CMD_SERVE_FLAGS_BODY_BUDGET, 65536, 0xffffffffu, &o->cfg.body_budget},
+        {CMD_SERVE_FLAGS_STALE_LOG, 1, 86400, &o->stale_log_s},
     };
-    const struct option *opt = serve_options;
+    const struct option *opt = cmd_serve_flags_options;
     unsigned long long v;
-    char err[ERR_LEN];
 
     while (opt->name && opt->val != flag)
         opt++;
     for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
         if (nums[i].flag != flag)
             continue;
-        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v, err, sizeof(err))) {
-            fprintf(stderr, "rdma-webhook serve: %s\n", err);
-            return -1;
-        }
+        if (cmd_parse_uint(opt->name, optarg, nums[i].min, nums[i].max, &v, err, errlen))
+            return ERR_FAIL;
         *nums[i].dst = (unsigned)v;
-        return 0;
+        return ERR_OK;
     }
-    return -1;
+    return err_set(err, errlen, ERR_FAIL, "option %d has no handler", flag);
 }
 
 static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags *o)
 {
+    enum mutate_ipc_lock lock;
+    char err[ERR_LEN];
     int c;
 
-    while ((c = getopt_long(argc, argv, "h", serve_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", cmd_serve_flags_options, NULL)) != -1) {
         switch (c) {
-        case FLAG_LISTEN: o->cfg.listen = optarg; break;
-        case FLAG_METRICS_LISTEN: o->cfg.metrics_listen = optarg; break;
-        case FLAG_CERT: o->cfg.cert_file = optarg; break;
-        case FLAG_KEY: o->cfg.key_file = optarg; break;
-        case FLAG_PROFILES:
+        case CMD_SERVE_FLAGS_LISTEN: o->cfg.listen = optarg; break;
+        case CMD_SERVE_FLAGS_METRICS_LISTEN: o->cfg.metrics_listen = optarg; break;
+        case CMD_SERVE_FLAGS_CERT: o->cfg.cert_file = optarg; break;
+        case CMD_SERVE_FLAGS_KEY: o->cfg.key_file = optarg; break;
+        case CMD_SERVE_FLAGS_PROFILES:
             o->profiles = optarg;
             o->profiles_set = 1;
             break;
-        case FLAG_PROFILES_KEY: o->profiles_key = optarg; break;
-        case FLAG_KUBE_API: o->kube_api = optarg; break;
-        case FLAG_KUBE_CA: o->kube_ca = optarg; break;
-        case FLAG_KUBE_TOKEN: o->kube_token_file = optarg; break;
-        case FLAG_NO_KUBE_API: o->no_kube_api = 1; break;
-        case FLAG_PROFILES_CM: o->profiles_configmap = optarg; break;
-        case FLAG_LOG_LEVEL: o->log_level = optarg; break;
-        case FLAG_DETECT_IMAGE: o->cfg.detect_image = optarg; break;
-        case FLAG_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
-        case FLAG_LAST_GOOD: o->profiles_last_good = optarg; break;
-        case FLAG_POD_SECURITY_CONFIG: o->pod_security_config = optarg; break;
-        case FLAG_CLIENT_CA: o->cfg.client_ca_file = optarg; break;
-        case FLAG_CLIENT_NAMES: o->cfg.client_names = optarg; break;
-        case FLAG_MODE:
+        case CMD_SERVE_FLAGS_PROFILES_KEY: o->profiles_key = optarg; break;
+        case CMD_SERVE_FLAGS_KUBE_API: o->kube_api = optarg; break;
+        case CMD_SERVE_FLAGS_KUBE_CA: o->kube_ca = optarg; break;
+        case CMD_SERVE_FLAGS_KUBE_TOKEN: o->kube_token_file = optarg; break;
+        case CMD_SERVE_FLAGS_NO_KUBE_API: o->no_kube_api = 1; break;
+        case CMD_SERVE_FLAGS_PROFILES_CM: o->profiles_configmap = optarg; break;
+        case CMD_SERVE_FLAGS_LOG_LEVEL: o->log_level = optarg; break;
+        case CMD_SERVE_FLAGS_DETECT_IMAGE: o->cfg.detect_image = optarg; break;
+        case CMD_SERVE_FLAGS_DETECT_DEPLOYMENT: o->detect_deployment = optarg; break;
+        case CMD_SERVE_FLAGS_LAST_GOOD: o->profiles_last_good = optarg; break;
+        case CMD_SERVE_FLAGS_POD_SECURITY_CONFIG: o->pod_security_config = optarg; break;
+        case CMD_SERVE_FLAGS_CLIENT_CA: o->cfg.client_ca_file = optarg; break;
+        case CMD_SERVE_FLAGS_CLIENT_NAMES: o->cfg.client_names = optarg; break;
+        case CMD_SERVE_FLAGS_MODE:
             if ((o->cfg.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
                 fprintf(stderr, "rdma-webhook serve: --mode takes enforce or report, not \"%s\"\n",
                         optarg);
                 return 2;
             }
             break;
-        case FLAG_IPC_LOCK:
-            if ((o->cfg.ipc_lock = mutate_ipc_lock_parse(optarg)) < 0) {
+        case CMD_SERVE_FLAGS_IPC_LOCK:
+            if (mutate_ipc_lock_parse(optarg, &lock) != ERR_OK) {
                 fprintf(stderr, "rdma-webhook serve: --ipc-lock takes auto or never, not \"%s\"\n",
                         optarg);
                 return 2;
             }
+            o->cfg.ipc_lock = (int)lock;
             break;
         case 'h': cmd_serve_flags_usage(stdout); return 1;
         case '?': fprintf(stderr, "run 'rdma-webhook serve --help' for the flags\n"); return 2;
         default:
-            if (cmd_serve_flags_numeric(o, c))
+            if (cmd_serve_flags_numeric(o, c, err, sizeof(err))) {
+                fprintf(stderr, "rdma-webhook serve: %s\n", err);
                 return 2;
+            }
         }
     }
     if (optind < argc) {
@@ -329,15 +332,15 @@ static int cmd_serve_flags_ns_name(const char *s)
     return k8sname_label(ns) && k8sname_subdomain(slash + 1);
 }
 
-/* Combinations of flags that cannot work, caught before anything starts. */
-static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
+/* Combinations of flags that cannot work, caught before anything starts:
+ * ERR_OK, or ERR_FAIL with what to do instead in err. */
+static int cmd_serve_flags_check(const struct cmd_serve_flags *o, char *err, size_t errlen)
 {
     const char *why = NULL;
-    char err[ERR_LEN];
 
-    if (o->cfg.detect_image && cmd_check_image(o->cfg.detect_image, err, sizeof(err)) != ERR_OK)
-        why = err;
-    else if (o->detect_deployment && !cmd_serve_flags_ns_name(o->detect_deployment))
+    if (o->cfg.detect_image && cmd_check_image(o->cfg.detect_image, err, errlen) != ERR_OK)
+        return ERR_FAIL;
+    if (o->detect_deployment && !cmd_serve_flags_ns_name(o->detect_deployment))
         why = "--detect-image-from-deployment takes NAMESPACE/NAME, e.g. rdma-webhook/rdma-webhook";
     else if (o->detect_deployment && o->cfg.detect_image)
         why = "--detect-image and --detect-image-from-deployment exclude each other; pick one";
@@ -367,13 +370,12 @@ static int cmd_serve_flags_check(const struct cmd_serve_flags *o)
     else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)
         why = "--body-budget-bytes must be at least twice --max-body-bytes (a body may take "
               "half the budget at most)";
-    if (why)
-        fprintf(stderr, "rdma-webhook serve: %s\n", why);
-    return why ? -1 : 0;
+    return why ? err_set(err, errlen, ERR_FAIL, "%s", why) : ERR_OK;
 }
 
 int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_flags *o, enum log_level *level)
 {
+    char err[ERR_LEN];
     int rc;
 
     cmd_serve_flags_defaults(o);
@@ -384,8 +386,10 @@ int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_flags *o, enum
         fprintf(stderr, "rdma-webhook serve: --log-level takes debug, info, warn or error\n");
         return 2;
     }
-    if (cmd_serve_flags_check(o))
+    if (cmd_serve_flags_check(o, err, sizeof(err))) {
+        fprintf(stderr, "rdma-webhook serve: %s\n", err);
         return 2;
+    }
     if (!o->cfg.body_budget)
         o->cfg.body_budget = server_default_body_budget(o->cfg.max_body);
     return 0;

@@ -1,5 +1,7 @@
 #include "decimal.h"
 
+#include "err.h"
+
 #include <limits.h>
 
 size_t decimal_ll(char *out, long long v)
@@ -38,15 +40,15 @@ int decimal_parse_ll(const char *s, long long *out)
     if (*s == '-' || *s == '+')
         s++;
     if (!*s)
-        return -1;
+        return ERR_FAIL;
     for (; *s; s++) {
         unsigned d = (unsigned)(*s - '0');
 
         if (d > 9 || v > (limit - d) / 10)
-            return -1;
+            return ERR_FAIL;
         v = v * 10 + d;
     }
     /* -(v - 1) - 1 reaches LLONG_MIN without a conversion out of range. */
     *out = !neg ? (long long)v : v ? -(long long)(v - 1) - 1 : 0;
-    return 0;
+    return ERR_OK;
 }

@@ -21,9 +21,9 @@ void decimal_pad(char *out, unsigned v, unsigned width);
 
 /* Reads s as Go's strconv.ParseInt(s, 10, 64) does (Kubernetes' Gt and Lt):
  * an optional '+' or '-', then one or more ASCII digits and nothing else,
- * within the range of a long long (64 bits). Returns 0 with *out set, or -1
- * leaving *out alone. strtoll() is looser: it skips leading whitespace and
- * reads "" as 0. */
+ * within the range of a long long (64 bits). Returns ERR_OK with *out set, or
+ * ERR_FAIL (no message: the caller names the field) leaving *out alone.
+ * strtoll() is looser: it skips leading whitespace and reads "" as 0. */
 int decimal_parse_ll(const char *s, long long *out);
 
 #endif

@@ -1031,7 +1031,7 @@ static int docs_read_json(struct docs *d, const char *text, size_t len,
 {
     struct jsoncheck_result chk;
     size_t line, column, nodes = 0, depth = 0;
-    char why[128], path[256];
+    char why[JSONCHECK_WHY_LEN], path[256];
     cJSON *v;
     int rc;
 

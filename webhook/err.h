@@ -9,9 +9,11 @@
  * what to do next. err may be NULL (the caller only wants the code).
  *
  * Not errors, and so outside this convention: predicates (1 or 0), HTTP
- * statuses as results (framing_check, review_handle), and sticky first errors
- * read once at the end: jsonw_error() reports these codes, and podjson, which
- * allocates nothing, a reason (podjson_failed() is a predicate).
+ * statuses as results (framing_check, review_handle), verdicts (nccl_check),
+ * values with -1 for "none" (jsonraw_member), exit statuses, and sticky first
+ * errors read once at the end: jsonw_error() reports these codes, and
+ * podjson, which allocates nothing, a reason (podjson_failed() is a
+ * predicate). webhook/README.md "Errors" lists every shape and why.
  */
 #ifndef RDMA_WEBHOOK_ERR_H
 #define RDMA_WEBHOOK_ERR_H

@@ -1,5 +1,6 @@
 #include "jsoncheck.h"
 
+#include "err.h"
 #include "utf8.h"
 
 #include <stdint.h>
@@ -279,11 +280,11 @@ static int jsoncheck_push(struct jsoncheck *c, int object)
     uint64_t bit = 1ull << (d % 64);
 
     if (d == JSONCHECK_MAX_DEPTH)
-        return -1;
+        return ERR_TOO_BIG;
     c->in_object[d / 64] = c->object ? c->in_object[d / 64] | bit : c->in_object[d / 64] & ~bit;
     c->object = object;
     c->depth = d + 1;
-    return 0;
+    return ERR_OK;
 }
 
 /* Leaves a container: the one it was in is current again. */
@@ -400,7 +401,7 @@ int jsoncheck_text(const char *s, size_t len, struct jsoncheck_result *r)
             p = jsoncheck_after(&c, p, &next);
         }
     }
-    return p ? 0 : -1;
+    return p ? ERR_OK : ERR_FAIL;
 }
 
 /* The problem's words, and where it is ("byte 17", "line 2, column 5"). */

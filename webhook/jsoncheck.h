@@ -48,9 +48,15 @@ struct jsoncheck_result {
     size_t first_nul;   /* byte offset of the first \u0000 escape, or JSONCHECK_NONE */
 };
 
-/* Returns 0 when s[0..len) is one JSON value with optional whitespace
- * around it, or -1; r is filled either way. */
+/* Returns ERR_OK when s[0..len) is one JSON value with optional whitespace
+ * around it, or ERR_FAIL; r is filled either way. The problem is a struct,
+ * not a message: the caller places it by byte (a request body) or by line
+ * and column (a file an admin edits) with jsoncheck_describe*(), and the
+ * check stays free of allocation and formatting on every request. */
 int jsoncheck_text(const char *s, size_t len, struct jsoncheck_result *r);
+
+/* Room for either description below, with the largest offsets. */
+#define JSONCHECK_WHY_LEN 128
 
 /* One line for a problem: "raw control character U+0001 at byte 17". */
 void jsoncheck_describe(const struct jsoncheck_result *r, char *out, size_t outlen);

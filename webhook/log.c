@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include "decimal.h"
+#include "err.h"
 #include "jsonw.h"
 #include "logq.h"
 #include "utf8.h"
@@ -17,10 +18,10 @@ int log_level_parse(const char *s, enum log_level *out)
     for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
         if (strcmp(s, log_level_names[i]) == 0) {
             *out = (enum log_level)i;
-            return 0;
+            return ERR_OK;
         }
     }
-    return -1;
+    return ERR_FAIL;
 }
 
 /* Keeps LOG_TAIL bytes free so a string's closing quote, an array's closing
@@ -37,16 +38,17 @@ static size_t log_room(const struct log_line *l)
 }
 
 /* Appends all n bytes or none: a cut inside an escape or a UTF-8 sequence
- * would make the line invalid JSON. */
+ * would make the line invalid JSON. ERR_OK, or ERR_TOO_BIG (the line is now
+ * marked truncated). */
 static int log_put(struct log_line *l, const char *s, size_t n)
 {
     if (l->truncated || n > log_room(l)) {
         l->truncated = 1;
-        return -1;
+        return ERR_TOO_BIG;
     }
     memcpy(l->buf + l->len, s, n);
     l->len += n;
-    return 0;
+    return ERR_OK;
 }
 
 /* Appends as much of s[0..n) as fits, never cutting a UTF-8 sequence. */
@@ -120,8 +122,9 @@ void log_begin(struct log_line *l, struct log *lg, enum log_level lvl, const cha
     log_put_escaped(l, msg);
 }
 
-/* Writes ,"key": and returns 0, or rolls the line back to before the comma
- * when even that does not fit, so no key is left without a value. */
+/* Writes ,"key": and returns ERR_OK, or rolls the line back to before the
+ * comma when even that does not fit (ERR_TOO_BIG), so no key is left without
+ * a value. */
 static int log_put_key(struct log_line *l, const char *key)
 {
     size_t mark = l->len;
@@ -131,7 +134,7 @@ static int log_put_key(struct log_line *l, const char *key)
     log_put(l, ":", 1);
     if (l->truncated)
         l->len = mark;
-    return l->truncated ? -1 : 0;
+    return l->truncated ? ERR_TOO_BIG : ERR_OK;
 }
 
 void log_str(struct log_line *l, const char *key, const char *val)
@@ -171,7 +174,8 @@ void log_int(struct log_line *l, const char *key, long long val)
         l->len = mark;
 }
 
-/* Returns 0 when all of buf went out. */
+/* ERR_OK when all of buf went out, else ERR_FAIL: no message, as a log has
+ * nowhere to say why (log_emit drops the rest and mends the line). */
 static int log_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
@@ -180,11 +184,11 @@ static int log_write_all(int fd, const char *buf, size_t len)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return -1;
+            return ERR_FAIL;
         buf += w;
         len -= (size_t)w;
     }
-    return 0;
+    return ERR_OK;
 }
 
 /* Closes the line in its buffer; LOG_TAIL was kept free for these bytes. */

@@ -46,7 +46,8 @@ struct log_line {
     struct log *lg;
 };
 
-/* Parses "debug", "info", "warn" or "error"; -1 for anything else. */
+/* Parses "debug", "info", "warn" or "error" into *out: ERR_OK, or ERR_FAIL
+ * for anything else (no message: the caller names the flag). */
 int log_level_parse(const char *s, enum log_level *out);
 
 void log_begin(struct log_line *l, struct log *lg, enum log_level lvl, const char *msg);

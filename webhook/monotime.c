@@ -1,5 +1,7 @@
 #include "monotime.h"
 
+#include "err.h"
+
 long long monotime_now(void)
 {
     struct timespec ts;
@@ -16,12 +18,12 @@ struct timespec monotime_at(long long ns)
 int monotime_cond_init(pthread_cond_t *cv)
 {
     pthread_condattr_t attr;
-    int rc = -1;
+    int rc = ERR_FAIL;
 
     if (pthread_condattr_init(&attr))
-        return -1;
+        return ERR_FAIL;
     if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &attr) == 0)
-        rc = 0;
+        rc = ERR_OK;
     pthread_condattr_destroy(&attr);
     return rc;
 }

@@ -21,7 +21,10 @@ long long monotime_now(void);
 /* The timespec of a monotime_now() value, for pthread_cond_timedwait(). */
 struct timespec monotime_at(long long ns);
 
-/* 0 on success, -1 (nothing to destroy) on failure. */
+/* pthread_cond_init() on this clock: ERR_OK, or ERR_FAIL with nothing to
+ * destroy. No message, as pthread_mutex_init() has none: the one failure is
+ * that there is no condition variable, and only the caller knows what it
+ * was for. */
 int monotime_cond_init(pthread_cond_t *cv);
 
 #endif

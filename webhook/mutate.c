@@ -1,6 +1,7 @@
 #include "mutate.h"
 
 #include "decimal.h"
+#include "err.h"
 #include "explain.h"
 #include "nccl.h"
 #include "podjson.h"
@@ -123,13 +124,15 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
 }
 
-int mutate_ipc_lock_parse(const char *s)
+int mutate_ipc_lock_parse(const char *s, enum mutate_ipc_lock *out)
 {
     if (s && strcmp(s, "auto") == 0)
-        return MUTATE_IPC_LOCK_AUTO;
-    if (s && strcmp(s, "never") == 0)
-        return MUTATE_IPC_LOCK_NEVER;
-    return -1;
+        *out = MUTATE_IPC_LOCK_AUTO;
+    else if (s && strcmp(s, "never") == 0)
+        *out = MUTATE_IPC_LOCK_NEVER;
+    else
+        return ERR_FAIL;
+    return ERR_OK;
 }
 
 const char *mutate_outcome_name(enum mutate_outcome outcome)
@@ -243,8 +246,9 @@ static const char *mutate_short(const char *s, char *out, size_t outlen)
     return out;
 }
 
-/* out = prefix + a + b (b may be NULL); 0, or -1 when it does not fit: that
- * fails the pod rather than patching the wrong place. out may be prefix. */
+/* out = prefix + a + b (b may be NULL); ERR_OK, or ERR_TOO_BIG when it does
+ * not fit: that fails the pod rather than patching the wrong place. out may
+ * be prefix. */
 static int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a,
                        const char *b)
 {
@@ -253,14 +257,14 @@ static int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, cons
     if (pl + al + bl >= PATCH_PATH_MAX) {
         podjson_fail(&m->r, "a JSON Pointer is too long");
         out[0] = '\0';
-        return -1;
+        return ERR_TOO_BIG;
     }
     memmove(out, prefix, pl);
     memcpy(out + pl, a, al);
     if (b)
         memcpy(out + pl + al, b, bl);
     out[pl + al + bl] = '\0';
-    return 0;
+    return ERR_OK;
 }
 
 static const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
@@ -282,7 +286,8 @@ static int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, i
     char tail[DECIMAL_MAX + 2] = "/";
 
     tail[1 + decimal_ll(tail + 1, idx)] = '\0';
-    return mutate_path(m, out, "/spec/", list) || mutate_join(m, out, out, tail, NULL) ? -1 : 0;
+    return mutate_path(m, out, "/spec/", list) || mutate_join(m, out, out, tail, NULL) ? ERR_TOO_BIG
+                                                                                       : ERR_OK;
 }
 
 /* hostNetwork pods see the node's interfaces, where eth0 may be the wrong
@@ -362,7 +367,7 @@ static void mutate_scan_user_env(struct mutate_ctx *m, const cJSON *env, const c
                                  int ib_off, const cJSON **decl)
 {
     const cJSON *e;
-    char msg[200];
+    char msg[NCCL_MSG_LEN];
 
     memset(decl, 0, m->n_env * sizeof(*decl));
     cJSON_ArrayForEach(e, env)
@@ -688,8 +693,8 @@ static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
 }
 
 /* The labels of the pod's Namespace, asked of the hook once per call,
- * whoever asks first (select, or mutate_podsec_plan); 0, or -1 when they
- * cannot be had. */
+ * whoever asks first (select, or mutate_podsec_plan); ERR_OK, or ERR_FAIL
+ * when they cannot be had. */
 static int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
 {
     const struct select_hooks *h = &m->hooks->select;
@@ -700,7 +705,7 @@ static int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
             h->namespace_labels(h->ctx, m->in->namespace_ ? m->in->namespace_ : "", &m->ns_labels);
     }
     *labels = m->ns_labels;
-    return m->ns_rc || !m->ns_labels ? -1 : 0;
+    return m->ns_rc || !m->ns_labels ? ERR_FAIL : ERR_OK;
 }
 
 static int mutate_node_labels_through(void *ctx, const char *name, cJSON **labels)
@@ -720,9 +725,9 @@ static int mutate_namespace_labels_once(void *ctx, const char *name, cJSON **lab
     if (strcmp(name, m->in->namespace_ ? m->in->namespace_ : "") != 0)
         return m->hooks->select.namespace_labels(m->hooks->select.ctx, name, labels);
     if (mutate_ns_labels(m, &have))
-        return -1;
+        return ERR_FAIL;
     *labels = cJSON_Duplicate(have, 1);
-    return *labels ? 0 : -1;
+    return *labels ? ERR_OK : ERR_NOMEM;
 }
 
 static void mutate_select_hooks(struct mutate_ctx *m)
@@ -999,7 +1004,7 @@ static int mutate_shm_index(const char *name)
 }
 
 /* The first name the volume may take that no volume of the pod has, from
- * one pass over them; -1 when the pod has them all. */
+ * one pass over them: ERR_OK, or ERR_FAIL when the pod has them all. */
 static int mutate_shm_free_name(struct mutate_ctx *m)
 {
     unsigned char taken[MUTATE_SHM_NAMES] = {0};
@@ -1016,31 +1021,32 @@ static int mutate_shm_free_name(struct mutate_ctx *m)
     for (i = 0; i < MUTATE_SHM_NAMES && taken[i]; i++)
         ;
     if (i == MUTATE_SHM_NAMES)
-        return -1;
+        return ERR_FAIL;
     if (i == 0)
         snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
     else
         snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
-    return 0;
+    return ERR_OK;
 }
 
-/* Adds the pod's memory-backed volume once, under a name no volume has;
- * -1 when there is none, and then no volume and one warning. */
+/* Adds the pod's memory-backed volume once, under a name no volume has:
+ * ERR_OK, or ERR_FAIL when there is none, and then no volume and one
+ * warning. */
 static int mutate_shm_volume(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
     int made;
 
     if (m->shm_volume[0])
-        return 0;
+        return ERR_OK;
     if (m->shm_no_name)
-        return -1;
+        return ERR_FAIL;
     if (mutate_shm_free_name(m)) {
         m->shm_no_name = 1;
         MUTATE_WARN(m, MUTATE_W_SHM,
                     "free a name for /dev/shm: the pod's volumes take %s to %s-%d; none added",
                     MUTATE_SHM_VOLUME, MUTATE_SHM_VOLUME, MUTATE_SHM_NAMES - 1);
-        return -1;
+        return ERR_FAIL;
     }
     made = mutate_volume_begin(m);
     jsonw_raw(&p->w, "{\"name\":");
@@ -1052,7 +1058,7 @@ static int mutate_shm_volume(struct mutate_ctx *m)
     }
     jsonw_raw(&p->w, "}}");
     mutate_append_end(m, made);
-    return 0;
+    return ERR_OK;
 }
 
 /* a and b name the same directory: equal, or one of them with a '/' more. */
@@ -1997,7 +2003,8 @@ static void mutate_warn_hosts(struct mutate_ctx *m, const struct select_hosts *h
             h->why == SELECT_HOSTS_NO_API ? "unknown offline" : "unread (not in every term)", pin);
 }
 
-/* Picks the profile; returns 0 when there is one to apply. */
+/* Picks the profile: 1 when there is one to apply, 0 when none applies
+ * (with the reason set, and the warning that says why). */
 static int mutate_choose(struct mutate_ctx *m)
 {
     struct select_result sel;
@@ -2025,12 +2032,12 @@ static int mutate_choose(struct mutate_ctx *m)
                     "nothing added",
                     mutate_s(m, sel.other_namespaces->name, MUTATE_SHOWN_NAME));
         m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
-        return -1;
+        return 0;
     }
     if (sel.rule == SELECT_UNKNOWN_NAME) {
         mutate_warn_unknown(m, sel.unknown_name);
         m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
-        return -1;
+        return 0;
     }
     if (!m->p) {
         /* A pod that chose several node types itself has the ambiguity's
@@ -2042,11 +2049,11 @@ static int mutate_choose(struct mutate_ctx *m)
                 "; no NCCL settings added",
                 sel.gpus);
         m->res->reason = MUTATE_R_NO_PROFILE;
-        return -1;
+        return 0;
     }
     if (sel.hosts.state == SELECT_HOSTS_UNKNOWN)
         mutate_warn_hosts(m, &sel.hosts);
-    return 0;
+    return 1;
 }
 
 static int mutate_is_target(struct mutate_ctx *m)
@@ -2200,7 +2207,8 @@ static void mutate_annotate_report(struct mutate_ctx *m, const cJSON *annotation
 }
 
 /* The summary of the patch made so far (the changes: the annotations come
- * after this) and of the warnings, into value. 0, or -1 with the pod failed. */
+ * after this) and of the warnings, into value: ERR_OK, or ERR_TOO_BIG or
+ * ERR_NOMEM with the pod failed. */
 static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
 {
     struct mutate_result *res = m->res;
@@ -2212,13 +2220,13 @@ static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
     cJSON *ops = NULL;
     int rc;
 
-    if (patch_finish(&res->patch)) {
+    if ((rc = patch_finish(&res->patch)) != ERR_OK) {
         podjson_fail(&m->r, "the patch would exceed its size limit");
-        return -1;
+        return rc;
     }
     if (res->patch.n_ops && !(ops = cJSON_Parse(dynbuf_ptr(&res->patch.out)))) {
         podjson_fail(&m->r, "out of memory for the report");
-        return -1;
+        return ERR_NOMEM;
     }
     for (size_t i = 0; i < res->warnings.n; i++)
         warnings[i] = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
@@ -2231,7 +2239,7 @@ static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
     cJSON_Delete(ops);
     if (rc)
         podjson_fail(&m->r, "out of memory for the report");
-    return rc ? -1 : 0;
+    return rc;
 }
 
 /* Report mode, when the pod would get anything: the patch becomes the
@@ -2249,7 +2257,7 @@ static int mutate_report(struct mutate_ctx *m)
         mutate_mode(m) != REPORT_MODE_REPORT)
         return 0;
     dynbuf_init(&value, REPORT_VALUE_MAX);
-    if (mutate_report_value(m, &value) == 0) {
+    if (mutate_report_value(m, &value) == ERR_OK) {
         patch_free(&res->patch);
         patch_init(&res->patch, res->patch.out.cap);
         res->pinned = 0;
@@ -2279,7 +2287,7 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     if (!m.spec)
         podjson_fail(&m.r, "spec is missing");
     if (!podjson_failed(&m.r) && (target = mutate_is_target(&m)) &&
-        mutate_has_target_container(&m) && mutate_choose(&m) == 0) {
+        mutate_has_target_container(&m) && mutate_choose(&m)) {
         res->profile = m.p;
         mutate_pod(&m);
     }

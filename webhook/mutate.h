@@ -135,8 +135,9 @@ enum mutate_ipc_lock {
     MUTATE_IPC_LOCK_NEVER, /* never added (the cluster's policies refuse added capabilities) */
 };
 
-/* "auto" and "never"; -1 for anything else (NULL included). */
-int mutate_ipc_lock_parse(const char *s);
+/* "auto" and "never" into *out: ERR_OK, or ERR_FAIL for anything else (NULL
+ * included; no message: the caller names the flag). */
+int mutate_ipc_lock_parse(const char *s, enum mutate_ipc_lock *out);
 
 struct mutate_options {
     /* The image of the init container MUTATE_DETECT_CONTAINER, the webhook's

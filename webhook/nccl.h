@@ -23,9 +23,15 @@ enum nccl_verdict {
     NCCL_VALUE_EMPTY,
 };
 
+/* Room for every explanation below: a variable's name, its value shortened
+ * to a few bytes, and what to write instead. */
+#define NCCL_MSG_LEN 200
+
 /* Checks value as NCCL would read it for variable name. Unknown variables
  * are OK. On a problem, writes a one-line explanation that starts with
- * "NAME=VALUE " (the value shortened when long) into msg. */
+ * "NAME=VALUE " (the value shortened when long) into msg. The verdict is
+ * the answer, not a failure of the call: the admin's profile makes it an
+ * error, a user's pod a warning, so each caller words the rest. */
 enum nccl_verdict nccl_check(const char *name, const char *value, char *msg, size_t msglen);
 
 /* Checks an NCCL_IB_HCA value: its syntax as NCCL parses it (^ before =,

@@ -141,10 +141,12 @@ void ncdetect_choice_free(struct ncdetect_choice *c);
 /* Appends the configuration file: one KEY=VALUE line for each of
  * NCCL_IB_HCA, NCCL_IB_GID_INDEX and NCCL_SOCKET_IFNAME that was chosen, in
  * that order, and nothing else (NCCL reads any line with a '=' as a variable,
- * so the file carries no comments). */
+ * so the file carries no comments). ERR_OK, or out's first error
+ * (ERR_TOO_BIG, ERR_NOMEM). */
 int ncdetect_format(const struct ncdetect_choice *c, struct dynbuf *out);
 
-/* Appends what was found, left out and chosen, one line each. */
+/* Appends what was found, left out and chosen, one line each. ERR_OK, or
+ * out's first error (ERR_TOO_BIG, ERR_NOMEM). */
 int ncdetect_report(const struct ncdetect_scan *s, const struct ncdetect_choice *c,
                     struct dynbuf *out);
 

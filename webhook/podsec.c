@@ -1,5 +1,7 @@
 #include "podsec.h"
 
+#include "err.h"
+
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -24,9 +26,9 @@ int podsec_level_parse(const char *s, enum podsec_level *level)
     for (int l = PODSEC_PRIVILEGED; l <= PODSEC_RESTRICTED; l++)
         if (strcmp(s, podsec_level_name((enum podsec_level)l)) == 0) {
             *level = (enum podsec_level)l;
-            return 0;
+            return ERR_OK;
         }
-    return -1;
+    return ERR_FAIL;
 }
 
 void podsec_read(const cJSON *labels, const enum podsec_level *defaults, struct podsec_policy *out)

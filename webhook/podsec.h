@@ -42,8 +42,9 @@ struct podsec_policy {
 void podsec_read(const struct cJSON *labels, const enum podsec_level *defaults,
                  struct podsec_policy *out);
 
-/* 0 with *level for "privileged", "baseline" or "restricted" (compared
- * case-sensitively, as api.ParseLevel does), -1 for anything else. */
+/* ERR_OK with *level for "privileged", "baseline" or "restricted" (compared
+ * case-sensitively, as api.ParseLevel does), ERR_FAIL for anything else (no
+ * message: the caller names the field). */
 int podsec_level_parse(const char *s, enum podsec_level *level);
 
 /* 1 when a pod with capability cap (as written in capabilities.add) added

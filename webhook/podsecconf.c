@@ -21,7 +21,7 @@ void podsecconf_init(struct podsecconf *c)
         c->cfg.defaults[mode] = PODSEC_PRIVILEGED;
 }
 
-void podsecconf_stop(struct podsecconf *c)
+void podsecconf_free(struct podsecconf *c)
 {
     cJSON_Delete(c->doc);
     cJSON_Delete(c->inner);
@@ -251,10 +251,10 @@ int podsecconf_load(struct podsecconf *c, const char *path, char *err, size_t er
     if (rc)
         goto out;
 done:
-    podsecconf_stop(c);
+    podsecconf_free(c);
     *c = next;
     return ERR_OK;
 out:
-    podsecconf_stop(&next);
+    podsecconf_free(&next);
     return rc;
 }

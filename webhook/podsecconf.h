@@ -21,7 +21,7 @@
  * What it reads is a podsec_config (podsec.h, which decides with it); this
  * module owns the document its lists point into. Lifecycle:
  * podsecconf_init() gives the plugin's own defaults (privileged everywhere,
- * no exemptions), which podsecconf_stop() can always undo;
+ * no exemptions), which podsecconf_free() can always undo;
  * podsecconf_load() replaces them only when the whole file is valid.
  */
 #ifndef RDMA_WEBHOOK_PODSECCONF_H
@@ -46,7 +46,7 @@ struct podsecconf {
 };
 
 void podsecconf_init(struct podsecconf *c);
-void podsecconf_stop(struct podsecconf *c);
+void podsecconf_free(struct podsecconf *c);
 
 /* Reads path into c. ERR_OK; ERR_FAIL, ERR_TOO_BIG or ERR_NOMEM with the
  * file and field at fault in err, c unchanged. */

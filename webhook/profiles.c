@@ -1,5 +1,6 @@
 #include "profiles.h"
 
+#include "err.h"
 #include "jsoncheck.h"
 #include "k8sname.h"
 #include "nccl.h"
@@ -25,7 +26,10 @@ struct profiles_ctx {
     char where_buf[160];
 };
 
-__attribute__((format(printf, 2, 3))) static void perr(struct profiles_ctx *c, const char *fmt, ...)
+/* Adds one line to the problem list (at most PROFILES_MAX_ERRORS are kept, all
+ * are counted). */
+__attribute__((format(printf, 2, 3))) static void profiles_problem(struct profiles_ctx *c,
+                                                                   const char *fmt, ...)
 {
     va_list ap;
 
@@ -78,7 +82,7 @@ static void profiles_check_keys(struct profiles_ctx *c, const cJSON *obj, const 
         for (i = 0; known[i] && strcmp(known[i], it->string) != 0; i++)
             ;
         if (!known[i])
-            perr(c, "%s%sunknown field \"%s\"", field, *field ? ": " : "", it->string);
+            profiles_problem(c, "%s%sunknown field \"%s\"", field, *field ? ": " : "", it->string);
     }
 }
 
@@ -90,7 +94,7 @@ static const cJSON *profiles_get(struct profiles_ctx *c, const cJSON *obj, const
     if (!it)
         return NULL;
     if (!(it->type & type)) {
-        perr(c, "%s: must be %s", key, type_name);
+        profiles_problem(c, "%s: must be %s", key, type_name);
         return NULL;
     }
     return it;
@@ -116,17 +120,20 @@ static const char *profiles_get_str(struct profiles_ctx *c, const cJSON *obj, co
 static void profiles_kv_type_error(struct profiles_ctx *c, const char *field, const cJSON *it)
 {
     if (cJSON_IsObject(it) && cJSON_GetObjectItemCaseSensitive(it, "valueFrom"))
-        perr(c,
-             "%s.%s: valueFrom is not supported in a profile (its values are literal strings); "
-             "set the variable in the pod's env instead, or write its value",
-             field, it->string);
+        profiles_problem(
+            c,
+            "%s.%s: valueFrom is not supported in a profile (its values are literal strings); "
+            "set the variable in the pod's env instead, or write its value",
+            field, it->string);
     else if (cJSON_IsObject(it) && cJSON_GetObjectItemCaseSensitive(it, "value"))
-        perr(c, "%s.%s: write the value itself (\"%s\": \"...\"), not an object with value", field,
-             it->string, it->string);
+        profiles_problem(
+            c, "%s.%s: write the value itself (\"%s\": \"...\"), not an object with value", field,
+            it->string, it->string);
     else if (cJSON_IsNumber(it) || cJSON_IsBool(it))
-        perr(c, "%s.%s: must be a string (quote numbers and booleans: \"8\")", field, it->string);
+        profiles_problem(c, "%s.%s: must be a string (quote numbers and booleans: \"8\")", field,
+                         it->string);
     else
-        perr(c, "%s.%s: must be a string", field, it->string);
+        profiles_problem(c, "%s.%s: must be a string", field, it->string);
 }
 
 /* Reads an object of string values into kvs, in document order. */
@@ -155,18 +162,19 @@ static void profiles_read_kvs(struct profiles_ctx *c, const cJSON *obj, const ch
 static void profiles_check_env(struct profiles_ctx *c, const struct profiles_kvs *env,
                                const char *field)
 {
-    char msg[200];
+    char msg[NCCL_MSG_LEN];
 
     for (size_t i = 0; i < env->n; i++) {
         if (!nccl_is_c_identifier(env->v[i].name)) {
-            perr(c,
-                 "%s: \"%s\" is not a valid variable name (letters, digits, _; no leading "
-                 "digit)",
-                 field, env->v[i].name);
+            profiles_problem(
+                c,
+                "%s: \"%s\" is not a valid variable name (letters, digits, _; no leading "
+                "digit)",
+                field, env->v[i].name);
             continue;
         }
         if (nccl_check(env->v[i].name, env->v[i].value, msg, sizeof(msg)) != NCCL_VALUE_OK)
-            perr(c, "%s: %s", field, msg);
+            profiles_problem(c, "%s: %s", field, msg);
     }
 }
 
@@ -207,7 +215,7 @@ static void profiles_read_shm(struct profiles_ctx *c, const cJSON *shm, struct p
         return;
     }
     if (!cJSON_IsObject(shm)) {
-        perr(c, "shm: must be an object ({\"sizeLimit\": \"64Gi\"}) or false");
+        profiles_problem(c, "shm: must be an object ({\"sizeLimit\": \"64Gi\"}) or false");
         return;
     }
     profiles_check_keys(c, shm, "shm", keys);
@@ -216,7 +224,8 @@ static void profiles_read_shm(struct profiles_ctx *c, const cJSON *shm, struct p
     if (size && *size == '\0')
         size = NULL;
     if (size && !quantity_valid(size))
-        perr(c, "shm.sizeLimit: \"%s\" is not a Kubernetes quantity (e.g. \"64Gi\")", size);
+        profiles_problem(c, "shm.sizeLimit: \"%s\" is not a Kubernetes quantity (e.g. \"64Gi\")",
+                         size);
     out->shm_size_limit = size;
 }
 
@@ -248,8 +257,8 @@ static void profiles_check_detect_cpu(struct profiles_ctx *c, const char *cpu)
     long long v = profiles_scaled(cpu, suffix, factor);
 
     if (v < 10 || v > 1000)
-        perr(c, "detect.cpu: \"%s\": write millicores or whole cores from 10m to 1 (\"100m\")",
-             cpu);
+        profiles_problem(
+            c, "detect.cpu: \"%s\": write millicores or whole cores from 10m to 1 (\"100m\")", cpu);
 }
 
 /* detect.memory in bytes, 16Mi..1Gi: nccl-detect needs about 9 MiB, and a
@@ -262,10 +271,11 @@ static void profiles_check_detect_memory(struct profiles_ctx *c, const char *mem
     long long v = profiles_scaled(mem, suffix, factor);
 
     if (v < 16ll << 20 || v > 1ll << 30)
-        perr(c,
-             "detect.memory: \"%s\": write a whole number with Mi or Gi from 16Mi to 1Gi "
-             "(\"32Mi\")",
-             mem);
+        profiles_problem(
+            c,
+            "detect.memory: \"%s\": write a whole number with Mi or Gi from 16Mi to 1Gi "
+            "(\"32Mi\")",
+            mem);
 }
 
 /* A member of detect that must be a string; NULL when absent or not one. */
@@ -274,7 +284,7 @@ static const char *profiles_detect_str(struct profiles_ctx *c, const cJSON *d, c
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(d, key);
 
     if (it && !cJSON_IsString(it))
-        perr(c, "detect.%s: must be a string", key);
+        profiles_problem(c, "detect.%s: must be a string", key);
     return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
@@ -292,13 +302,13 @@ static void profiles_read_detect(struct profiles_ctx *c, const cJSON *d,
         return;
     }
     if (!cJSON_IsObject(d)) {
-        perr(c, "detect: must be true, false or an object ({\"memory\": \"64Mi\"})");
+        profiles_problem(c, "detect: must be true, false or an object ({\"memory\": \"64Mi\"})");
         return;
     }
     profiles_check_keys(c, d, "detect", keys);
     enabled = cJSON_GetObjectItemCaseSensitive(d, "enabled");
     if (enabled && !cJSON_IsBool(enabled))
-        perr(c, "detect.enabled: must be true or false");
+        profiles_problem(c, "detect.enabled: must be true or false");
     out->detect.on = !cJSON_IsFalse(enabled);
     /* Only the object's own values: inherited ones were checked in defaults. */
     if ((v = profiles_detect_str(c, d, "cpu")))
@@ -332,7 +342,7 @@ static void profiles_read_common(struct profiles_ctx *c, const cJSON *obj,
     /* Over the bound, nothing is merged: the merge compares every pair. */
     if (own.n + base->env.n >= PROFILES_MAX_ENV ||
         own_hn.n + base->host_network_env.n >= PROFILES_MAX_ENV) {
-        perr(c, "env: at most %d variables per profile", PROFILES_MAX_ENV - 1);
+        profiles_problem(c, "env: at most %d variables per profile", PROFILES_MAX_ENV - 1);
         out->env = out->host_network_env = (struct profiles_kvs){0};
         return;
     }
@@ -357,11 +367,11 @@ static void profiles_read_hca(struct profiles_ctx *c, const cJSON *hca, struct p
     const cJSON *it;
 
     if (profiles_kv_get(env, "NCCL_IB_HCA")) {
-        perr(c, "hca: NCCL_IB_HCA is also set in env; keep one of them");
+        profiles_problem(c, "hca: NCCL_IB_HCA is also set in env; keep one of them");
         return;
     }
     if (cJSON_GetArraySize(hca) < 1 || cJSON_GetArraySize(hca) > PROFILES_MAX_HCA) {
-        perr(c, "hca: must list 1 to %d device names", PROFILES_MAX_HCA);
+        profiles_problem(c, "hca: must list 1 to %d device names", PROFILES_MAX_HCA);
         return;
     }
     dynbuf_init(&b, 4096);
@@ -369,8 +379,9 @@ static void profiles_read_hca(struct profiles_ctx *c, const cJSON *hca, struct p
     cJSON_ArrayForEach(it, hca)
     {
         if (!cJSON_IsString(it) || !nccl_is_hca_entry(it->valuestring)) {
-            perr(c, "hca: each entry must be a device name like \"mlx5_1\", optionally with "
-                    "a port from 1 to 255 (\"mlx5_1:1\")");
+            profiles_problem(
+                c, "hca: each entry must be a device name like \"mlx5_1\", optionally with "
+                   "a port from 1 to 255 (\"mlx5_1:1\")");
             continue;
         }
         if (b.len > 1)
@@ -386,13 +397,15 @@ static void profiles_read_hca(struct profiles_ctx *c, const cJSON *hca, struct p
     env->n++;
 }
 
+/* A GPU count, 1 to 1024, into *out: ERR_OK, or ERR_FAIL (the caller says
+ * which field). */
 static int profiles_gpu_count(const cJSON *n, long long *out)
 {
     if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 1024 ||
         n->valuedouble != (double)(long long)n->valuedouble)
-        return -1;
+        return ERR_FAIL;
     *out = (long long)n->valuedouble;
-    return 0;
+    return ERR_OK;
 }
 
 /* match.gpus: one count, or a list of distinct counts. */
@@ -403,25 +416,27 @@ static void profiles_read_gpus(struct profiles_ctx *c, const cJSON *gpus, struct
 
     if (cJSON_IsNumber(gpus)) {
         if (profiles_gpu_count(gpus, &p->gpus[0]))
-            perr(c, "match.gpus: must be a whole number from 1 to 1024, or a list of them");
+            profiles_problem(
+                c, "match.gpus: must be a whole number from 1 to 1024, or a list of them");
         else
             p->n_gpus = 1;
         return;
     }
     if (!cJSON_IsArray(gpus) || cJSON_GetArraySize(gpus) < 1 ||
         cJSON_GetArraySize(gpus) > PROFILES_MAX_GPUS) {
-        perr(c, "match.gpus: must be a whole number from 1 to 1024, or a list of 1 to %d of them",
-             PROFILES_MAX_GPUS);
+        profiles_problem(
+            c, "match.gpus: must be a whole number from 1 to 1024, or a list of 1 to %d of them",
+            PROFILES_MAX_GPUS);
         return;
     }
     cJSON_ArrayForEach(it, gpus)
     {
         if (profiles_gpu_count(it, &g)) {
-            perr(c, "match.gpus: each entry must be a whole number from 1 to 1024");
+            profiles_problem(c, "match.gpus: each entry must be a whole number from 1 to 1024");
             continue;
         }
         if (profiles_matches_gpus(p, g)) {
-            perr(c, "match.gpus: %lld is listed twice", g);
+            profiles_problem(c, "match.gpus: %lld is listed twice", g);
             continue;
         }
         p->gpus[p->n_gpus++] = g;
@@ -460,7 +475,8 @@ static struct profiles_ns_req *profiles_ns_add(struct profiles_ctx *c, struct pr
     struct profiles_ns_req *r;
 
     if (p->namespaces.n_reqs >= PROFILES_MAX_NS_REQS) {
-        perr(c, "match.namespaces: at most %d requirements in a selector", PROFILES_MAX_NS_REQS);
+        profiles_problem(c, "match.namespaces: at most %d requirements in a selector",
+                         PROFILES_MAX_NS_REQS);
         return NULL;
     }
     r = &p->namespaces.reqs[p->namespaces.n_reqs];
@@ -480,19 +496,21 @@ static void profiles_ns_match_labels(struct profiles_ctx *c, const cJSON *ml,
     struct profiles_ns_req *r;
 
     if (!cJSON_IsObject(ml)) {
-        perr(c, "match.namespaces.matchLabels: must be an object of strings");
+        profiles_problem(c, "match.namespaces.matchLabels: must be an object of strings");
         return;
     }
     cJSON_ArrayForEach(it, ml)
     {
         if (!k8sname_qualified(it->string))
-            perr(c, "match.namespaces.matchLabels: \"%s\" is not a label key ([prefix/]name)",
-                 it->string);
+            profiles_problem(
+                c, "match.namespaces.matchLabels: \"%s\" is not a label key ([prefix/]name)",
+                it->string);
         else if (!cJSON_IsString(it) || !k8sname_label_value(it->valuestring))
-            perr(c,
-                 "match.namespaces.matchLabels.%s: must be a label value (a string of at most "
-                 "63 letters, digits, '-', '_' or '.')",
-                 it->string);
+            profiles_problem(
+                c,
+                "match.namespaces.matchLabels.%s: must be a label value (a string of at most "
+                "63 letters, digits, '-', '_' or '.')",
+                it->string);
         else if ((r = profiles_ns_add(c, p, it->string, PROFILES_NS_IN, 1)))
             r->values[r->n_values++] = it->valuestring;
     }
@@ -502,8 +520,8 @@ static int profiles_ns_op(const char *s, enum profiles_ns_op *op)
 {
     for (size_t i = 0; i < sizeof(profiles_ns_op_names) / sizeof(*profiles_ns_op_names); i++)
         if (strcmp(s, profiles_ns_op_names[i]) == 0)
-            return *op = (enum profiles_ns_op)i, 0;
-    return -1;
+            return *op = (enum profiles_ns_op)i, ERR_OK;
+    return ERR_FAIL;
 }
 
 /* One matchExpressions entry, checked as Kubernetes checks a
@@ -522,30 +540,32 @@ static void profiles_ns_expression(struct profiles_ctx *c, const cJSON *e, size_
 
     snprintf(field, sizeof(field), "match.namespaces.matchExpressions[%zu]", i);
     if (!cJSON_IsObject(e)) {
-        perr(c, "%s: must be an object {\"key\", \"operator\", \"values\"}", field);
+        profiles_problem(c, "%s: must be an object {\"key\", \"operator\", \"values\"}", field);
         return;
     }
     profiles_check_keys(c, e, field, keys);
     if (!key || !k8sname_qualified(key)) {
-        perr(c, "%s.key: must be a label key ([prefix/]name)", field);
+        profiles_problem(c, "%s.key: must be a label key ([prefix/]name)", field);
         return;
     }
     if (!ops || profiles_ns_op(ops, &op)) {
-        perr(c, "%s.operator: must be In, NotIn, Exists or DoesNotExist (Gt and Lt are for nodes)",
-             field);
+        profiles_problem(
+            c, "%s.operator: must be In, NotIn, Exists or DoesNotExist (Gt and Lt are for nodes)",
+            field);
         return;
     }
     if (values && !cJSON_IsArray(values)) {
-        perr(c, "%s.values: must be an array of label values", field);
+        profiles_problem(c, "%s.values: must be an array of label values", field);
         return;
     }
     positive = op == PROFILES_NS_IN || op == PROFILES_NS_NOT_IN;
     if (positive && (n < 1 || n > PROFILES_MAX_NS_VALUES)) {
-        perr(c, "%s.values: %s takes 1 to %d values", field, ops, PROFILES_MAX_NS_VALUES);
+        profiles_problem(c, "%s.values: %s takes 1 to %d values", field, ops,
+                         PROFILES_MAX_NS_VALUES);
         return;
     }
     if (!positive && n > 0) {
-        perr(c, "%s.values: must be empty with %s", field, ops);
+        profiles_problem(c, "%s.values: must be empty with %s", field, ops);
         return;
     }
     if (!(r = profiles_ns_add(c, p, key, op, (size_t)n)))
@@ -553,10 +573,11 @@ static void profiles_ns_expression(struct profiles_ctx *c, const cJSON *e, size_
     cJSON_ArrayForEach(v, values)
     {
         if (!cJSON_IsString(v) || !k8sname_label_value(v->valuestring))
-            perr(c,
-                 "%s.values: each must be a label value (a string of at most 63 letters, "
-                 "digits, '-', '_' or '.')",
-                 field);
+            profiles_problem(
+                c,
+                "%s.values: each must be a label value (a string of at most 63 letters, "
+                "digits, '-', '_' or '.')",
+                field);
         else
             r->values[r->n_values++] = v->valuestring;
     }
@@ -592,17 +613,19 @@ static void profiles_ns_selector(struct profiles_ctx *c, const cJSON *sel, struc
     if (ml)
         profiles_ns_match_labels(c, ml, p);
     if (me && !cJSON_IsArray(me))
-        perr(c, "match.namespaces.matchExpressions: must be an array of requirements");
+        profiles_problem(c, "match.namespaces.matchExpressions: must be an array of requirements");
     else
         cJSON_ArrayForEach(e, me) profiles_ns_expression(c, e, i++, p);
     if (c->n_errors != errors)
         return;
     if (profiles_ns_matches_all(&p->namespaces))
-        perr(c, "match.namespaces: this selector matches every namespace; leave namespaces out "
-                "for a cluster-wide profile");
+        profiles_problem(
+            c, "match.namespaces: this selector matches every namespace; leave namespaces out "
+               "for a cluster-wide profile");
     else if (!profiles_ns_satisfiable(&p->namespaces, NULL, NULL))
-        perr(c, "match.namespaces: no namespace can match this selector (its requirements "
-                "contradict each other)");
+        profiles_problem(c,
+                         "match.namespaces: no namespace can match this selector (its requirements "
+                         "contradict each other)");
 }
 
 static int profiles_cmp_name(const void *x, const void *y)
@@ -617,10 +640,10 @@ static void profiles_ns_list(struct profiles_ctx *c, const cJSON *list, struct p
     int n = cJSON_GetArraySize(list);
 
     if (n < 1 || n > PROFILES_MAX_NAMESPACES) {
-        perr(c,
-             "match.namespaces: must list 1 to %d namespace names (leave it out for a "
-             "cluster-wide profile)",
-             PROFILES_MAX_NAMESPACES);
+        profiles_problem(c,
+                         "match.namespaces: must list 1 to %d namespace names (leave it out for a "
+                         "cluster-wide profile)",
+                         PROFILES_MAX_NAMESPACES);
         return;
     }
     p->namespaces.names = profiles_calloc(c, (size_t)n, sizeof(*p->namespaces.names));
@@ -631,15 +654,16 @@ static void profiles_ns_list(struct profiles_ctx *c, const cJSON *list, struct p
         size_t j;
 
         if (!cJSON_IsString(it) || !k8sname_label(it->valuestring)) {
-            perr(c, "match.namespaces: each entry must be a namespace name (a DNS-1123 label: "
-                    "a-z, 0-9, '-', at most 63)");
+            profiles_problem(
+                c, "match.namespaces: each entry must be a namespace name (a DNS-1123 label: "
+                   "a-z, 0-9, '-', at most 63)");
             continue;
         }
         for (j = 0; j < p->namespaces.n_names && strcmp(p->namespaces.names[j], it->valuestring);
              j++)
             ;
         if (j < p->namespaces.n_names)
-            perr(c, "match.namespaces: \"%s\" is listed twice", it->valuestring);
+            profiles_problem(c, "match.namespaces: \"%s\" is listed twice", it->valuestring);
         else
             p->namespaces.names[p->namespaces.n_names++] = it->valuestring;
     }
@@ -658,8 +682,9 @@ static void profiles_read_namespaces(struct profiles_ctx *c, const cJSON *ns,
     else if (cJSON_IsObject(ns))
         profiles_ns_selector(c, ns, p);
     else
-        perr(c, "match.namespaces: must be a list of names ([\"team-a\"]) or a label selector "
-                "({\"matchLabels\": {...}})");
+        profiles_problem(
+            c, "match.namespaces: must be a list of names ([\"team-a\"]) or a label selector "
+               "({\"matchLabels\": {...}})");
 }
 
 /* Whether some state of label key (absent, or a value) satisfies every
@@ -810,10 +835,11 @@ static void profiles_read_node_labels(struct profiles_ctx *c, const cJSON *label
     int n = cJSON_GetArraySize(labels);
 
     if (n > PROFILES_MAX_NODE_LABELS) {
-        perr(c,
-             "match.nodeLabels: lists %d labels, more than %d: keep the few that tell this "
-             "profile's nodes apart",
-             n, PROFILES_MAX_NODE_LABELS);
+        profiles_problem(
+            c,
+            "match.nodeLabels: lists %d labels, more than %d: keep the few that tell this "
+            "profile's nodes apart",
+            n, PROFILES_MAX_NODE_LABELS);
         return;
     }
     profiles_read_kvs(c, labels, "match.nodeLabels", &p->node_labels);
@@ -835,7 +861,7 @@ static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
     const cJSON *gpus, *labels, *ns;
 
     if (!cJSON_IsObject(match)) {
-        perr(c, "match: must be an object ({\"gpus\": 8, \"nodeLabels\": {...}})");
+        profiles_problem(c, "match: must be an object ({\"gpus\": 8, \"nodeLabels\": {...}})");
         return;
     }
     profiles_check_keys(c, match, "match", keys);
@@ -859,15 +885,17 @@ static void profiles_read_resources(struct profiles_ctx *c, const cJSON *res,
         const struct profiles_kv *r = &p->resources.v[i];
 
         if (!strchr(r->name, '/') || !k8sname_qualified(r->name))
-            perr(c,
-                 "resources.%s: not an extended resource name; write DOMAIN/NAME, as in "
-                 "\"rdma/hca\"",
-                 r->name);
+            profiles_problem(
+                c,
+                "resources.%s: not an extended resource name; write DOMAIN/NAME, as in "
+                "\"rdma/hca\"",
+                r->name);
         else if (!quantity_valid(r->value))
-            perr(c, "resources.%s: \"%s\" is not a Kubernetes quantity", r->name, r->value);
+            profiles_problem(c, "resources.%s: \"%s\" is not a Kubernetes quantity", r->name,
+                             r->value);
         else if (quantity_whole(r->value, &whole) || whole < 1)
-            perr(c, "resources.%s: \"%s\": extended resources take a whole number >= 1", r->name,
-                 r->value);
+            profiles_problem(c, "resources.%s: \"%s\": extended resources take a whole number >= 1",
+                             r->name, r->value);
     }
 }
 
@@ -934,15 +962,16 @@ static void profiles_check_detect(struct profiles_ctx *c, const struct profiles_
         return;
     for (size_t i = 0; i < 2; i++) {
         if ((v = profiles_kv_get(lists[i], "NCCL_IB_HCA")) && !profiles_hca_detectable(v))
-            perr(c,
-                 "detect: %s.NCCL_IB_HCA \"%s\" must list plain device names (letters, digits, "
-                 "_ - .) for nccl-detect --hca",
-                 field[i], v);
+            profiles_problem(
+                c,
+                "detect: %s.NCCL_IB_HCA \"%s\" must list plain device names (letters, digits, "
+                "_ - .) for nccl-detect --hca",
+                field[i], v);
         if ((v = profiles_kv_get(lists[i], "NCCL_SOCKET_IFNAME")) && !profiles_ifname_detectable(v))
-            perr(c,
-                 "detect: %s.NCCL_SOCKET_IFNAME must be 1 to %d bytes without control "
-                 "characters for nccl-detect --socket-ifname",
-                 field[i], PROFILES_DETECT_IFNAME_MAX);
+            profiles_problem(c,
+                             "detect: %s.NCCL_SOCKET_IFNAME must be 1 to %d bytes without control "
+                             "characters for nccl-detect --socket-ifname",
+                             field[i], PROFILES_DETECT_IFNAME_MAX);
     }
 }
 
@@ -953,7 +982,7 @@ static void profiles_read_mode(struct profiles_ctx *c, const cJSON *obj, struct 
     const char *mode = profiles_get_str(c, obj, "mode", NULL);
 
     if (mode && (p->mode = report_mode_parse(mode)) == REPORT_MODE_UNSET)
-        perr(c, "mode: must be \"report\" or \"enforce\", not \"%s\"", mode);
+        profiles_problem(c, "mode: must be \"report\" or \"enforce\", not \"%s\"", mode);
 }
 
 static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size_t idx,
@@ -972,7 +1001,7 @@ static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size
         snprintf(c->where_buf, sizeof(c->where_buf), "profile \"%s\"", name->valuestring);
     c->where = c->where_buf;
     if (!cJSON_IsString(name) || !profiles_name_valid(name->valuestring)) {
-        perr(c, "name: must be 1-63 lower-case letters, digits, '-' or '.'");
+        profiles_problem(c, "name: must be 1-63 lower-case letters, digits, '-' or '.'");
         return;
     }
     p->name = name->valuestring;
@@ -997,10 +1026,11 @@ static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size
     if ((it = profiles_get(c, obj, "resources", cJSON_Object, "an object of quantities")))
         profiles_read_resources(c, it, p);
     if (p->pin && p->node_labels.n == 0)
-        perr(c, "pin: there is nothing to pin without match.nodeLabels");
+        profiles_problem(c, "pin: there is nothing to pin without match.nodeLabels");
     else if (p->pin && p->n_gpus == 0 && !p->is_default)
-        perr(c, "pin: only a profile chosen by GPU count or as the default is pinned; give it "
-                "match.gpus or default: true");
+        profiles_problem(
+            c, "pin: only a profile chosen by GPU count or as the default is pinned; give it "
+               "match.gpus or default: true");
 }
 
 static void profiles_read_gpu_resources(struct profiles_ctx *c, const cJSON *root)
@@ -1022,12 +1052,13 @@ static void profiles_read_gpu_resources(struct profiles_ctx *c, const cJSON *roo
     cJSON_ArrayForEach(it, arr)
     {
         if (!cJSON_IsString(it) || !strchr(it->valuestring, '/'))
-            perr(c, "gpuResources: each entry must be a resource name like \"nvidia.com/gpu\"");
+            profiles_problem(
+                c, "gpuResources: each entry must be a resource name like \"nvidia.com/gpu\"");
         else
             c->ps->gpu_resources[c->ps->n_gpu_resources++] = it->valuestring;
     }
     if (n == 0)
-        perr(c, "gpuResources: must name at least one resource");
+        profiles_problem(c, "gpuResources: must name at least one resource");
 }
 
 static void profiles_read_targets(struct profiles_ctx *c, const cJSON *root)
@@ -1045,8 +1076,9 @@ static void profiles_read_targets(struct profiles_ctx *c, const cJSON *root)
      * template, not on the pod template. "false" stays accepted so that
      * existing files keep loading. */
     if (profiles_get_bool(c, t, "trainjob", 0))
-        perr(c, "targets.trainjob: no longer supported (Trainer v2 pods lack the label it read); "
-                "label the runtime's pod template rdma-webhook.io/inject: \"true\" instead");
+        profiles_problem(
+            c, "targets.trainjob: no longer supported (Trainer v2 pods lack the label it read); "
+               "label the runtime's pod template rdma-webhook.io/inject: \"true\" instead");
     if (profiles_get_bool(c, t, "volcanojob", 0))
         c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
 }
@@ -1085,15 +1117,17 @@ static void profiles_check_defaults(struct profiles_ctx *c, const struct profile
         if (!q->name || !q->is_default || profiles_ns_limited(p) != profiles_ns_limited(q))
             continue;
         if (!profiles_ns_limited(p)) {
-            perr(c, "profile \"%s\": default: \"%s\" is already the default; mark at most one",
-                 p->name, q->name);
+            profiles_problem(
+                c, "profile \"%s\": default: \"%s\" is already the default; mark at most one",
+                p->name, q->name);
             return;
         }
         if (profiles_ns_overlap(p, q, where, sizeof(where))) {
-            perr(c,
-                 "profile \"%s\": default: \"%s\" is already the default there; mark at most "
-                 "one per namespace%s",
-                 p->name, q->name, where);
+            profiles_problem(
+                c,
+                "profile \"%s\": default: \"%s\" is already the default there; mark at most "
+                "one per namespace%s",
+                p->name, q->name, where);
             return;
         }
     }
@@ -1109,7 +1143,8 @@ static void profiles_check_names(struct profiles_ctx *c)
             continue;
         for (size_t j = 0; j < i; j++)
             if (c->ps->p[j].name && strcmp(p->name, c->ps->p[j].name) == 0)
-                perr(c, "profile \"%s\": name is used by more than one profile", p->name);
+                profiles_problem(c, "profile \"%s\": name is used by more than one profile",
+                                 p->name);
         if (p->is_default)
             profiles_check_defaults(c, p, i);
     }
@@ -1166,32 +1201,37 @@ static void profiles_check_pair(struct profiles_ctx *c, const struct profiles_en
     if (same_labels && !p_is_later)
         return;
     if (same_labels && profiles_same_gpus(p, q) && (p->n_gpus || p->node_labels.n)) {
-        perr(c,
-             "profiles \"%s\" and \"%s\" have the same match rules, so neither can ever be "
-             "chosen by them; change or remove one%s",
-             q->name, p->name, where);
+        profiles_problem(
+            c,
+            "profiles \"%s\" and \"%s\" have the same match rules, so neither can ever be "
+            "chosen by them; change or remove one%s",
+            q->name, p->name, where);
         return;
     }
     if (same_labels && p->node_labels.n)
-        perr(c,
-             "profiles \"%s\" and \"%s\": the same match.nodeLabels can never choose either; "
-             "add a label that tells their nodes apart%s",
-             q->name, p->name, where);
+        profiles_problem(
+            c,
+            "profiles \"%s\" and \"%s\": the same match.nodeLabels can never choose either; "
+            "add a label that tells their nodes apart%s",
+            q->name, p->name, where);
     else if (q_within_p && q->node_labels.n)
-        perr(c,
-             "profile \"%s\": match.nodeLabels can never win: its nodes also have all labels "
-             "of profile \"%s\"; add a label to \"%s\" that these nodes lack%s",
-             p->name, q->name, q->name, where);
+        profiles_problem(
+            c,
+            "profile \"%s\": match.nodeLabels can never win: its nodes also have all labels "
+            "of profile \"%s\"; add a label to \"%s\" that these nodes lack%s",
+            p->name, q->name, q->name, where);
     if (g && same_labels)
-        perr(c,
-             "profiles \"%s\" and \"%s\": match.gpus %lld can never choose either: their "
-             "nodeLabels do not tell them apart%s",
-             q->name, p->name, g, where);
+        profiles_problem(
+            c,
+            "profiles \"%s\" and \"%s\": match.gpus %lld can never choose either: their "
+            "nodeLabels do not tell them apart%s",
+            q->name, p->name, g, where);
     else if (g && q_within_p)
-        perr(c,
-             "profile \"%s\": match.gpus %lld can never win: profile \"%s\" takes %lld GPUs "
-             "too and fits every pod that \"%s\" fits%s",
-             p->name, g, q->name, g, p->name, where);
+        profiles_problem(
+            c,
+            "profile \"%s\": match.gpus %lld can never win: profile \"%s\" takes %lld GPUs "
+            "too and fits every pod that \"%s\" fits%s",
+            p->name, g, q->name, g, p->name, where);
 }
 
 /* Which pairs compete (profiles.h): two cluster-wide profiles everywhere,
@@ -1231,12 +1271,13 @@ static void profiles_read_profiles(struct profiles_ctx *c, const cJSON *root)
 
     profiles_read_defaults(c, root, &defaults);
     if (!arr || cJSON_GetArraySize(arr) == 0) {
-        perr(c, "profiles: must list at least one profile");
+        profiles_problem(c, "profiles: must list at least one profile");
         return;
     }
     if (cJSON_GetArraySize(arr) > PROFILES_MAX_PROFILES) {
-        perr(c, "profiles: lists %d profiles, more than %d: merge some (match.gpus takes a list)",
-             cJSON_GetArraySize(arr), PROFILES_MAX_PROFILES);
+        profiles_problem(
+            c, "profiles: lists %d profiles, more than %d: merge some (match.gpus takes a list)",
+            cJSON_GetArraySize(arr), PROFILES_MAX_PROFILES);
         return;
     }
     c->ps->p = profiles_calloc(c, (size_t)cJSON_GetArraySize(arr), sizeof(*c->ps->p));
@@ -1247,7 +1288,7 @@ static void profiles_read_profiles(struct profiles_ctx *c, const cJSON *root)
         if (cJSON_IsObject(it))
             profiles_read_profile(c, it, i, &defaults, &c->ps->p[c->ps->n++]);
         else
-            perr(c, "profiles[%zu]: must be an object", i);
+            profiles_problem(c, "profiles[%zu]: must be an object", i);
         c->where = NULL;
         i++;
     }
@@ -1266,7 +1307,7 @@ static void profiles_read_root(struct profiles_ctx *c, const cJSON *root)
     profiles_read_gpu_resources(c, root);
     prefix = profiles_get_str(c, root, "rdmaResourcePrefix", "rdma/");
     if (!*prefix || prefix[strlen(prefix) - 1] != '/')
-        perr(c, "rdmaResourcePrefix: must end with '/' (e.g. \"rdma/\")");
+        profiles_problem(c, "rdmaResourcePrefix: must end with '/' (e.g. \"rdma/\")");
     c->ps->rdma_prefix = prefix;
     profiles_read_targets(c, root);
     profiles_read_profiles(c, root);
@@ -1300,30 +1341,31 @@ static int profiles_looks_like_yaml(const char *text, size_t len)
 
 /* The text must be strict JSON (RFC 8259) and valid UTF-8, which cJSON does
  * not check; and hold no \u0000, at which cJSON would end the string: a
- * value would load shorter than the admin wrote it. Returns 0 or -1. The
- * place is a line and column: the admin edits the file in an editor. */
+ * value would load shorter than the admin wrote it. Returns ERR_OK, or
+ * ERR_FAIL with the problem added to the list. The place is a line and
+ * column: the admin edits the file in an editor. */
 static int profiles_check_text(struct profiles_ctx *c, const char *text, size_t len)
 {
     struct jsoncheck_result chk;
-    char why[96];
+    char why[JSONCHECK_WHY_LEN];
 
     if (jsoncheck_text(text, len, &chk)) {
         jsoncheck_describe_text(&chk, text, len, why, sizeof(why));
         if (profiles_looks_like_yaml(text, len))
-            perr(c,
-                 "not valid JSON: %s; it looks like YAML, and profiles are JSON only: "
-                 "convert it (e.g. yq -o json), see README \"Profiles\"",
-                 why);
+            profiles_problem(c,
+                             "not valid JSON: %s; it looks like YAML, and profiles are JSON only: "
+                             "convert it (e.g. yq -o json), see README \"Profiles\"",
+                             why);
         else
-            perr(c, "not valid JSON: %s", why);
-        return -1;
+            profiles_problem(c, "not valid JSON: %s", why);
+        return ERR_FAIL;
     }
     if (chk.first_nul != JSONCHECK_NONE) {
-        perr(c, "a string holds \\u0000 (byte %zu): profile values cannot contain NUL",
-             chk.first_nul);
-        return -1;
+        profiles_problem(c, "a string holds \\u0000 (byte %zu): profile values cannot contain NUL",
+                         chk.first_nul);
+        return ERR_FAIL;
     }
-    return 0;
+    return ERR_OK;
 }
 
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors)
@@ -1340,12 +1382,12 @@ struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *err
     if (!c.ps->root) {
         /* Strict JSON cJSON cannot read: out of memory, or a number longer
          * than the 63 characters cJSON 1.7.15 reads. */
-        perr(&c, "JSON the parser cannot read near byte %zu (a number too long?)",
-             end ? (size_t)(end - text) : (size_t)0);
+        profiles_problem(&c, "JSON the parser cannot read near byte %zu (a number too long?)",
+                         end ? (size_t)(end - text) : (size_t)0);
         goto fail;
     }
     if (!cJSON_IsObject(c.ps->root)) {
-        perr(&c, "the document must be a JSON object");
+        profiles_problem(&c, "the document must be a JSON object");
         goto fail;
     }
     profiles_read_root(&c, c.ps->root);
@@ -1357,7 +1399,7 @@ struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *err
 
 nomem:
     c.where = NULL;
-    perr(&c, "out of memory while loading profiles");
+    profiles_problem(&c, "out of memory while loading profiles");
 fail:
     if (c.n_errors > PROFILES_MAX_ERRORS && errors)
         dynbuf_printf(errors, "(%d more problems not shown)\n", c.n_errors - PROFILES_MAX_ERRORS);

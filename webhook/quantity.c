@@ -1,5 +1,7 @@
 #include "quantity.h"
 
+#include "err.h"
+
 #include <string.h>
 
 static const char *quantity_digits(const char *s)
@@ -56,12 +58,12 @@ int quantity_whole(const char *s, long long *out)
     const char *p;
 
     if (*s == '\0')
-        return -1;
+        return ERR_FAIL;
     for (p = s; *p; p++) {
         if (*p < '0' || *p > '9' || v > 100000000)
-            return -1;
+            return ERR_FAIL;
         v = v * 10 + (*p - '0');
     }
     *out = v;
-    return 0;
+    return ERR_OK;
 }

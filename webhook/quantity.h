@@ -11,8 +11,9 @@
 int quantity_valid(const char *s);
 
 /* Reads a quantity that is a plain non-negative whole number ("8"), the form
- * the apiserver gives extended resources such as GPUs. Returns 0 and sets
- * *out, or -1 for anything else. */
+ * the apiserver gives extended resources such as GPUs. Returns ERR_OK and
+ * sets *out, or ERR_FAIL for anything else (no message: the caller names the
+ * field). */
 int quantity_whole(const char *s, long long *out);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include "arena.h"
 #include "base64.h"
+#include "err.h"
 #include "jsoncheck.h"
 #include "jsonraw.h"
 #include "jsonw.h"
@@ -309,14 +310,14 @@ static const char *review_check_envelope(struct review_envelope *env)
 static int review_check_json(const char *body, size_t len, struct jsoncheck_result *chk,
                              struct dynbuf *out)
 {
-    char why[96];
+    char why[JSONCHECK_WHY_LEN];
 
-    if (jsoncheck_text(body, len, chk) == 0)
-        return 0;
+    if (jsoncheck_text(body, len, chk) == ERR_OK)
+        return ERR_OK;
     jsoncheck_describe(chk, why, sizeof(why));
     dynbuf_reset(out);
     dynbuf_printf(out, "body is not JSON: %s", why);
-    return -1;
+    return ERR_FAIL;
 }
 
 /* The status for a response that was written (rc 0) or could not be: 500,

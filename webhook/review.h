@@ -100,7 +100,8 @@ int review_handle_profiles(const char *body, size_t len, const char *key, struct
 int review_is_pod_create(const struct cJSON *req);
 
 /* Writes the response for a decoded request and a mutation result; used by
- * review_handle() and by the offline `mutate` command. */
+ * review_handle() and by the offline `mutate` command. ERR_OK, or the
+ * writer's first error: ERR_TOO_BIG (out's cap) or ERR_NOMEM. */
 int review_write_response(struct dynbuf *out, const char *api_version, const char *uid,
                           const struct mutate_result *res);
 

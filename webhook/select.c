@@ -1,6 +1,7 @@
 #include "select.h"
 
 #include "decimal.h"
+#include "err.h"
 #include "podjson.h"
 #include "profiles.h"
 #include "target.h"
@@ -446,16 +447,17 @@ static const cJSON *select_term_hostnames(struct select_ctx *x, const cJSON *ter
     return NULL;
 }
 
-/* Adds name once; -1 when SELECT_HOSTS_MAX are there already. */
+/* Adds name once: ERR_OK, or ERR_TOO_BIG when SELECT_HOSTS_MAX are there
+ * already. */
 static int select_hosts_add(struct select_hosts *h, const char *name)
 {
     for (size_t i = 0; i < h->n; i++)
         if (strcmp(h->name[i], name) == 0)
-            return 0;
+            return ERR_OK;
     if (h->n >= SELECT_HOSTS_MAX)
-        return -1;
+        return ERR_TOO_BIG;
     h->name[h->n++] = name;
-    return 0;
+    return ERR_OK;
 }
 
 /* The names of the hostname constraint into h: the nodeSelector's one,

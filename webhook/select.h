@@ -69,10 +69,15 @@ struct profiles;
 /* Profiles a tie keeps by name (it counts all of them). */
 #define SELECT_TIE_LISTED 4
 
-/* Where the API lookups plug in. A NULL function means "not available". */
+/* Where the API lookups plug in. A NULL function means "not available".
+ * No message comes back from a hook: the admission only tells whether the
+ * labels could be had (a warning on the pod says they could not), and the
+ * hook's owner, which knows why, says so where it must (lookups logs and
+ * counts each failed call). */
 struct select_hooks {
     /* Gives the labels of Node name as a new cJSON object (the caller frees
-     * it) and returns 0, or returns -1 when they cannot be had. */
+     * it) and returns ERR_OK, or returns ERR_FAIL or ERR_NOMEM (err.h) when
+     * they cannot be had. */
     int (*node_labels)(void *ctx, const char *name, struct cJSON **labels);
     /* The same for the labels of Namespace name: serve asks the API
      * (cached), the offline `mutate` answers with --namespace-labels. */

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "dynbuf.h"
+#include "err.h"
 #include "fsutil.h"
 #include "profiles.h"
 #include "store.h"
@@ -31,7 +32,7 @@ struct profiles *load_shipped_profiles(void)
 {
     struct dynbuf text, errors;
     struct profiles *ps = NULL;
-    char err[512];
+    char err[ERR_LEN];
 
     /* The binary's own limit and reader: a cut file would fail with a
      * misleading parse error, and a test would read what serve does not. */

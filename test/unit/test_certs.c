@@ -23,6 +23,7 @@
 #include <openssl/x509v3.h>
 
 #include "certs.h"
+#include "err.h"
 
 #define DAY     (24LL * 60 * 60)
 #define LABEL63 "a23456789012345678901234567890123456789012345678901234567890123"
@@ -148,7 +149,7 @@ static int count_entries(const char *dir)
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof *fx);
-    char err[256];
+    char err[ERR_LEN];
 
     assert_non_null(fx);
     umask(022);
@@ -197,7 +198,7 @@ static void test_files_modes_and_no_leftovers(void **state)
 static void test_mkdir_p_nested(void **state)
 {
     struct fixture *fx = *state;
-    char dir[256], err[256];
+    char dir[256], err[ERR_LEN];
     struct stat st;
 
     path_in(fx->root, "x/y//z/", dir, sizeof dir);
@@ -448,7 +449,7 @@ static void test_inspect_matches_openssl(void **state)
 {
     struct fixture *fx = *state;
     struct certs_info info;
-    char p[256], serial[80], err[256];
+    char p[256], serial[80], err[ERR_LEN];
 
     memset(&info, 0x55, sizeof info);
     if (certs_inspect_file(path_in(fx->a, "tls.crt", p, sizeof p), &info, err, sizeof err) != 0)
@@ -475,7 +476,7 @@ static void test_inspect_reads_first_of_chain(void **state)
 {
     struct fixture *fx = *state;
     struct certs_info info;
-    char out[64], p[256], serial[80], err[256];
+    char out[64], p[256], serial[80], err[ERR_LEN];
 
     path_in(fx->root, "chain.crt", p, sizeof p);
     assert_int_equal(run(out, sizeof out, "cat '%s/tls.crt' '%s/ca.crt' > '%s'", fx->a, fx->a, p),
@@ -490,7 +491,7 @@ static void test_inspect_errors(void **state)
 {
     struct fixture *fx = *state;
     struct certs_info info;
-    char out[64], p[256], err[256];
+    char out[64], p[256], err[ERR_LEN];
 
     memset(&info, 0x55, sizeof info);
     path_in(fx->root, "missing.crt", p, sizeof p);
@@ -520,7 +521,7 @@ static void test_inspect_errors(void **state)
 static void test_check_pair_ok(void **state)
 {
     struct fixture *fx = *state;
-    char c[256], k[256], err[256];
+    char c[256], k[256], err[ERR_LEN];
 
     if (certs_check_pair(path_in(fx->a, "tls.crt", c, sizeof c),
                          path_in(fx->a, "tls.key", k, sizeof k), err, sizeof err) != 0)
@@ -533,7 +534,7 @@ static void test_check_pair_ok(void **state)
 static void test_check_pair_mismatch(void **state)
 {
     struct fixture *fx = *state;
-    char c[256], k[256], err[512];
+    char c[256], k[256], err[ERR_LEN];
 
     path_in(fx->a, "tls.crt", c, sizeof c);
     path_in(fx->b, "tls.key", k, sizeof k);
@@ -553,7 +554,7 @@ static void test_check_pair_mismatch(void **state)
 static void test_check_pair_missing_and_bad_files(void **state)
 {
     struct fixture *fx = *state;
-    char c[256], k[256], missing[256], err[512];
+    char c[256], k[256], missing[256], err[ERR_LEN];
 
     path_in(fx->a, "tls.crt", c, sizeof c);
     path_in(fx->a, "tls.key", k, sizeof k);
@@ -582,7 +583,7 @@ static void test_check_pair_missing_and_bad_files(void **state)
 static void test_check_pair_encrypted_key_never_prompts(void **state)
 {
     struct fixture *fx = *state;
-    char out[512], c[256], k[256], err[512];
+    char out[512], c[256], k[256], err[ERR_LEN];
 
     path_in(fx->root, "enc.key", k, sizeof k);
     assert_int_equal(run(out, sizeof out,
@@ -615,7 +616,7 @@ static void write_redated(const char *dir, const char *out, long nb_off, long na
 static void test_check_pair_time_window(void **state)
 {
     struct fixture *fx = *state;
-    char c[256], k[256], err[512];
+    char c[256], k[256], err[ERR_LEN];
 
     path_in(fx->a, "tls.key", k, sizeof k);
     path_in(fx->root, "expired.crt", c, sizeof c);
@@ -636,7 +637,7 @@ static void test_custom_service_namespace_days(void **state)
 {
     struct fixture *fx = *state;
     struct certs_info info;
-    char dir[256], p[256], out[1024], err[256];
+    char dir[256], p[256], out[1024], err[ERR_LEN];
 
     path_in(fx->root, "custom", dir, sizeof dir);
     if (gen(dir, "svc-a", "ns-b", 30, err, sizeof err) != 0)
@@ -662,7 +663,7 @@ static void test_long_names_fall_back_to_short_cn(void **state)
 {
     struct fixture *fx = *state;
     struct certs_info info;
-    char dir[256], p[256], out[1024], err[256];
+    char dir[256], p[256], out[1024], err[ERR_LEN];
 
     path_in(fx->root, "long", dir, sizeof dir);
     if (gen(dir, LABEL63, LABEL63, 0, err, sizeof err) != 0)
@@ -679,7 +680,7 @@ static void test_regenerate_replaces_files(void **state)
 {
     struct fixture *fx = *state;
     struct certs_info before, after;
-    char dir[256], p[256], k[256], err[256];
+    char dir[256], p[256], k[256], err[ERR_LEN];
 
     path_in(fx->root, "again", dir, sizeof dir);
     assert_int_equal(gen(dir, NULL, NULL, 0, err, sizeof err), 0);
@@ -696,7 +697,7 @@ static void test_regenerate_replaces_files(void **state)
 static void test_existing_files_need_force(void **state)
 {
     struct fixture *fx = *state;
-    char dir[256], p[256], out[64], err[512];
+    char dir[256], p[256], out[64], err[ERR_LEN];
 
     path_in(fx->root, "keep", dir, sizeof dir);
     assert_int_equal(run(out, sizeof out, "mkdir -p '%s' && echo mine > '%s/ca.key'", dir, dir), 0);
@@ -715,7 +716,7 @@ static void test_existing_files_need_force(void **state)
 static void test_unwritable_out_dir(void **state)
 {
     struct fixture *fx = *state;
-    char file[256], dir[256], out[64], err[512];
+    char file[256], dir[256], out[64], err[ERR_LEN];
 
     /* A regular file where a parent directory should be. */
     path_in(fx->root, "plainfile", file, sizeof file);
@@ -755,7 +756,7 @@ static char *slurp(const char *path, size_t *len)
 static void test_check_pem_in_memory(void **state)
 {
     struct fixture *fx = *state;
-    char a[256], b[256], ca[256], ka[256], kb[256], err[512];
+    char a[256], b[256], ca[256], ka[256], kb[256], err[ERR_LEN];
     struct certs_info mem, file;
     struct certs_pem pem = {.cert_name = "tls.crt", .key_name = "tls.key"};
     char *cert, *key_a, *key_b;
@@ -803,7 +804,7 @@ static void test_invalid_options_write_nothing(void **state)
     struct fixture *fx = *state;
     const char *bad_labels[] = {"Upper", "a,b", "-lead", "trail-", "a.b", "", LABEL63 "4"};
     struct certs_gen_opts none = {0};
-    char dir[256], err[512];
+    char dir[256], err[ERR_LEN];
     struct stat st;
 
     path_in(fx->root, "never", dir, sizeof dir);

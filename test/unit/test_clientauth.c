@@ -24,7 +24,7 @@ struct fixture {
 static void gen_into(const char *dir)
 {
     struct certs_gen_opts o = {.out_dir = dir};
-    char err[256];
+    char err[ERR_LEN];
 
     if (certs_generate(&o, err, sizeof err) != 0)
         fail_msg("certs_generate: %s", err);
@@ -94,7 +94,7 @@ static void test_load_counts_and_reloads(void **state)
 {
     struct fixture *fx = *state;
     struct clientauth *a = NULL;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
     unsigned count = 0;
     int changed = -1;
 
@@ -125,7 +125,7 @@ static void test_bad_files_fail_init(void **state)
 {
     struct fixture *fx = *state;
     struct clientauth *a = NULL;
-    char err[512] = "", path[160];
+    char err[ERR_LEN] = "", path[160];
 
     snprintf(path, sizeof path, "%s/none.crt", fx->root);
     assert_int_equal(clientauth_init(&a, path, NULL, err, sizeof err), ERR_FAIL);
@@ -143,7 +143,7 @@ static void test_names_list(void **state)
 {
     struct fixture *fx = *state;
     const char *bad[] = {",a", "a,,b", "a,", ""};
-    char err[512], many[40 * 3 + 1] = "", longest[CLIENTAUTH_NAME_MAX + 2];
+    char err[ERR_LEN], many[40 * 3 + 1] = "", longest[CLIENTAUTH_NAME_MAX + 2];
     struct clientauth *a = NULL;
 
     assert_int_equal(clientauth_init(&a, fx->live, "kube-apiserver,x.svc", err, sizeof err),

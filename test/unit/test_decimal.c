@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "err.h"
 #include "decimal.h"
 
 static void check_ll(long long v)
@@ -98,7 +99,7 @@ TEST(test_parse_ll_as_go_parse_int)
         long long v = 12345;
         int rc = decimal_parse_ll(cases[i].s, &v);
 
-        if (cases[i].ok ? rc != 0 || v != cases[i].v : rc != -1 || v != 12345)
+        if (cases[i].ok ? rc != ERR_OK || v != cases[i].v : rc != ERR_FAIL || v != 12345)
             fail_msg("\"%s\": rc %d, value %lld", cases[i].s, rc, v);
     }
 }

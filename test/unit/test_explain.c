@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "mutate.h"
 #include "podjson.h"
 #include "profiles.h"
@@ -262,11 +263,11 @@ static int fake_node_labels(void *ctx, const char *name, cJSON **labels)
 
     (void)name;
     if (!f->labels)
-        return -1;
+        return ERR_FAIL;
     text = unquote(f->labels);
     *labels = cJSON_Parse(text);
     free(text);
-    return *labels ? 0 : -1;
+    return *labels ? ERR_OK : ERR_FAIL;
 }
 
 TEST(test_bound_pod_by_the_node_and_the_other_excluded_by_it)
@@ -320,8 +321,8 @@ static int host_labels(void *ctx, const char *name, cJSON **labels)
         *labels = cJSON_Parse("{\"gpu.product\":\"H100\",\"pool\":\"train\","
                               "\"kubernetes.io/hostname\":\"h1\"}");
     else
-        return -1;
-    return *labels ? 0 : -1;
+        return ERR_FAIL;
+    return *labels ? ERR_OK : ERR_FAIL;
 }
 
 #define HOST_SELECTOR(name)                                                                        \

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dynbuf.h"
+#include "err.h"
 #include "fsutil.h"
 
 static char path[] = "/tmp/test_fsutil.XXXXXX";
@@ -43,7 +44,7 @@ static int teardown(void **state __attribute__((unused)))
 TEST(test_read_whole_file)
 {
     struct dynbuf b;
-    char err[256] = "";
+    char err[ERR_LEN] = "";
 
     dynbuf_init(&b, 16);
     assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), ERR_OK);
@@ -54,7 +55,7 @@ TEST(test_read_whole_file)
 TEST(test_read_over_the_cap_names_the_size)
 {
     struct dynbuf b;
-    char err[256] = "";
+    char err[ERR_LEN] = "";
 
     dynbuf_init(&b, 15);
     assert_int_equal(fsutil_read(path, &b, err, sizeof(err)), ERR_TOO_BIG);
@@ -66,7 +67,7 @@ TEST(test_read_over_the_cap_names_the_size)
 TEST(test_read_missing_file)
 {
     struct dynbuf b;
-    char err[256] = "";
+    char err[ERR_LEN] = "";
 
     dynbuf_init(&b, 16);
     assert_int_equal(fsutil_read("/nonexistent/test_fsutil", &b, err, sizeof(err)), ERR_FAIL);
@@ -77,7 +78,7 @@ TEST(test_read_missing_file)
 TEST(test_a_directory_cannot_be_read)
 {
     struct dynbuf b;
-    char err[256] = "";
+    char err[ERR_LEN] = "";
 
     dynbuf_init(&b, 16);
     assert_int_equal(fsutil_read("/", &b, err, sizeof(err)), ERR_FAIL);
@@ -85,7 +86,7 @@ TEST(test_a_directory_cannot_be_read)
     dynbuf_free(&b);
 }
 
-static char starved_err[256];
+static char starved_err[ERR_LEN];
 
 /* 0: ERR_NOMEM saying "out of memory"; 1: ERR_TOO_BIG or blamed the size;
  * 2: ERR_NOMEM with another message; 3: anything else. */
@@ -116,7 +117,7 @@ TEST(test_read_out_of_memory_says_so)
 
 TEST(test_read_small_fits_and_exact)
 {
-    char buf[17], err[256] = "";
+    char buf[17], err[ERR_LEN] = "";
     size_t len = 99;
 
     assert_int_equal(fsutil_read_small(path, buf, sizeof(buf), &len, err, sizeof(err)), ERR_OK);
@@ -126,7 +127,7 @@ TEST(test_read_small_fits_and_exact)
 
 TEST(test_read_small_over_the_cap)
 {
-    char buf[16], err[256] = "";
+    char buf[16], err[ERR_LEN] = "";
     size_t len;
 
     assert_int_equal(fsutil_read_small(path, buf, sizeof(buf), &len, err, sizeof(err)),
@@ -139,7 +140,7 @@ TEST(test_read_small_over_the_cap)
 
 TEST(test_read_small_refuses_fifo_and_directory)
 {
-    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", fifo[PATH_MAX], buf[16], err[256] = "";
+    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", fifo[PATH_MAX], buf[16], err[ERR_LEN] = "";
     size_t len;
 
     assert_non_null(mkdtemp(dir));
@@ -161,7 +162,7 @@ TEST(test_read_small_refuses_fifo_and_directory)
  * waited for a writer for ever), a regular file is read whole. */
 TEST(test_read_regular_refuses_fifo)
 {
-    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", fifo[PATH_MAX], err[256] = "";
+    char dir[] = "/tmp/test_fsutil_dir.XXXXXX", fifo[PATH_MAX], err[ERR_LEN] = "";
     struct dynbuf b;
 
     dynbuf_init(&b, 64);
@@ -183,7 +184,7 @@ TEST(test_read_regular_refuses_fifo)
 TEST(test_write_replace)
 {
     char dir[] = "/tmp/test_fsutil_dir.XXXXXX", file[PATH_MAX], bad[PATH_MAX], buf[64];
-    char err[256] = "";
+    char err[ERR_LEN] = "";
     struct stat st;
     size_t len;
 

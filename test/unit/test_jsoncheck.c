@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "jsoncheck.h"
 
 static struct jsoncheck_result r;
@@ -47,7 +48,7 @@ TEST(test_rfc_texts_are_accepted)
     };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        if (check(good[i]) != 0)
+        if (check(good[i]) != ERR_OK)
             fail_msg("refused %s: problem %d at %zu", good[i], r.problem, r.at);
 }
 
@@ -117,7 +118,7 @@ TEST(test_problems_and_offsets)
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (check(bad[i].text) == 0)
+        if (check(bad[i].text) == ERR_OK)
             fail_msg("accepted \"%s\"", bad[i].text);
         if (r.problem != bad[i].problem || r.at != bad[i].at)
             fail_msg("\"%s\": problem %d at %zu, want %d at %zu", bad[i].text, r.problem, r.at,
@@ -131,11 +132,11 @@ TEST(test_raw_nul_is_refused)
 {
     static const char in_string[] = "[\"a\0b\"]", between[] = "[1,\0 2]";
 
-    assert_int_equal(jsoncheck_text(in_string, sizeof(in_string) - 1, &r), -1);
+    assert_int_equal(jsoncheck_text(in_string, sizeof(in_string) - 1, &r), ERR_FAIL);
     assert_int_equal(r.problem, JSONCHECK_CONTROL);
     assert_int_equal(r.at, 3);
     assert_int_equal(r.byte, 0);
-    assert_int_equal(jsoncheck_text(between, sizeof(between) - 1, &r), -1);
+    assert_int_equal(jsoncheck_text(between, sizeof(between) - 1, &r), ERR_FAIL);
     assert_int_equal(r.problem, JSONCHECK_CONTROL);
     assert_int_equal(r.at, 3);
 }
@@ -158,7 +159,7 @@ TEST(test_every_byte_at_every_offset)
             buf[n++] = '"';
             rc = jsoncheck_text(buf, n, &r);
             if (b >= 0x20 && b < 0x80 && b != '"' && b != '\\') {
-                if (rc != 0)
+                if (rc != ERR_OK)
                     fail_msg("byte 0x%02x at %zu refused", b, off);
             } else if (b == '"') {
                 assert_int_equal(r.problem, JSONCHECK_TRAILING);
@@ -176,11 +177,11 @@ TEST(test_every_byte_at_every_offset)
 
 TEST(test_first_nul_escape_is_reported)
 {
-    assert_int_equal(check("{\"a\":\"x\",\"b\":[\"y\\u0000z\",\"\\u0000\"]}"), 0);
+    assert_int_equal(check("{\"a\":\"x\",\"b\":[\"y\\u0000z\",\"\\u0000\"]}"), ERR_OK);
     assert_int_equal(r.first_nul, 16);
-    assert_int_equal(check("{\"a\\u0000\":1}"), 0);
+    assert_int_equal(check("{\"a\\u0000\":1}"), ERR_OK);
     assert_int_equal(r.first_nul, 3);
-    assert_int_equal(check("[\"\\u0001\\\\u0000\"]"), 0);
+    assert_int_equal(check("[\"\\u0001\\\\u0000\"]"), ERR_OK);
     assert_int_equal(r.first_nul, JSONCHECK_NONE); /* an escaped backslash, then text */
 }
 
@@ -212,18 +213,18 @@ TEST(test_depth_limit)
         cJSON *j;
 
         nested(buf, JSONCHECK_MAX_DEPTH, objects);
-        assert_int_equal(check(buf), 0);
+        assert_int_equal(check(buf), ERR_OK);
         j = cJSON_Parse(buf);
         assert_non_null(j);
         cJSON_Delete(j);
         nested(buf, JSONCHECK_MAX_DEPTH + 1, objects);
-        assert_int_equal(check(buf), -1);
+        assert_int_equal(check(buf), ERR_FAIL);
         assert_int_equal(r.problem, JSONCHECK_DEPTH);
         assert_int_equal(r.at, (size_t)JSONCHECK_MAX_DEPTH * (objects ? 5 : 1));
     }
     /* Mixed, with the closings checked against the right kind. */
-    assert_int_equal(check("[{\"a\":[{}]}]"), 0);
-    assert_int_equal(check("[{\"a\":[{}]]]"), -1);
+    assert_int_equal(check("[{\"a\":[{}]}]"), ERR_OK);
+    assert_int_equal(check("[{\"a\":[{}]]]"), ERR_FAIL);
     assert_int_equal(r.problem, JSONCHECK_UNEXPECTED);
     assert_int_equal(r.at, 10);
 }
@@ -250,7 +251,7 @@ TEST(test_describe_text_by_line_and_column)
     size_t line, column;
     char msg[96];
 
-    assert_int_equal(jsoncheck_text(text, strlen(text), &r), -1);
+    assert_int_equal(jsoncheck_text(text, strlen(text), &r), ERR_FAIL);
     jsoncheck_describe_text(&r, text, strlen(text), msg, sizeof(msg));
     assert_string_equal(msg, "unexpected character 'x' at line 3, column 10 (byte 22)");
     jsoncheck_line_column(text, strlen(text), 0, &line, &column);
@@ -281,7 +282,7 @@ TEST(test_accepted_texts_parse_with_cjson)
             seed = seed * 1103515245u + 12345u;
             buf[i] = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
         }
-        if (jsoncheck_text(buf, n, &r) == 0) {
+        if (jsoncheck_text(buf, n, &r) == ERR_OK) {
             const char *end = NULL;
             cJSON *j = cJSON_ParseWithLengthOpts(buf, n, &end, 0);
 

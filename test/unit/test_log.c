@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "log.h"
 
 struct sink {
@@ -289,12 +290,12 @@ TEST(test_level_names_parse)
 {
     enum log_level lvl;
 
-    assert_int_equal(log_level_parse("debug", &lvl), 0);
+    assert_int_equal(log_level_parse("debug", &lvl), ERR_OK);
     assert_int_equal(lvl, LOG_DEBUG);
-    assert_int_equal(log_level_parse("error", &lvl), 0);
+    assert_int_equal(log_level_parse("error", &lvl), ERR_OK);
     assert_int_equal(lvl, LOG_ERROR);
-    assert_int_equal(log_level_parse("ERROR", &lvl), -1);
-    assert_int_equal(log_level_parse("", &lvl), -1);
+    assert_int_equal(log_level_parse("ERROR", &lvl), ERR_FAIL);
+    assert_int_equal(log_level_parse("", &lvl), ERR_FAIL);
 }
 
 int main(void)

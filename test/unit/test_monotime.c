@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "err.h"
 #include "monotime.h"
 
 TEST(test_monotime_at_splits_seconds)
@@ -40,7 +41,7 @@ TEST(test_monotime_cond_waits_until_the_deadline)
     struct timespec until = monotime_at(deadline);
     int rc = 0;
 
-    assert_int_equal(monotime_cond_init(&cv), 0);
+    assert_int_equal(monotime_cond_init(&cv), ERR_OK);
     pthread_mutex_lock(&mu);
     while (rc == 0)
         rc = pthread_cond_timedwait(&cv, &mu, &until);

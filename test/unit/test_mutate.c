@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "err.h"
 #include "mutate.h"
 #include "patch.h"
 #include "podsec.h"
@@ -351,7 +352,7 @@ static void assert_warnings_annotation(const cJSON *pod, const struct mutate_res
 static void run_at(const char *json, const char *base, int implicit, const struct profiles *ps,
                    const struct mutate_hooks *hooks)
 {
-    char err[256];
+    char err[ERR_LEN];
 
     T.doc = J(json);
     mutate_once(T.doc, base, implicit, ps, hooks, &T.res);
@@ -912,9 +913,9 @@ static int fake_namespace_labels(void *ctx __attribute__((unused)), const char *
     ns_hook.calls++;
     snprintf(ns_hook.name, sizeof(ns_hook.name), "%s", name);
     if (!ns_hook.labels)
-        return -1;
+        return ERR_FAIL;
     *labels = J(ns_hook.labels);
-    return 0;
+    return ERR_OK;
 }
 
 static const struct mutate_hooks ns_hooks = {.select = {.namespace_labels = fake_namespace_labels}};
@@ -1233,10 +1234,15 @@ TEST(test_ipc_lock_flag_never)
         POD("{'containers':[" C8(",'securityContext':{'runAsUser':1000}") "]}"),
     };
 
-    assert_int_equal(mutate_ipc_lock_parse("auto"), MUTATE_IPC_LOCK_AUTO);
-    assert_int_equal(mutate_ipc_lock_parse("never"), MUTATE_IPC_LOCK_NEVER);
-    assert_int_equal(mutate_ipc_lock_parse("false"), -1);
-    assert_int_equal(mutate_ipc_lock_parse(NULL), -1);
+    enum mutate_ipc_lock lock = MUTATE_IPC_LOCK_NEVER;
+
+    assert_int_equal(mutate_ipc_lock_parse("auto", &lock), ERR_OK);
+    assert_int_equal(lock, MUTATE_IPC_LOCK_AUTO);
+    assert_int_equal(mutate_ipc_lock_parse("never", &lock), ERR_OK);
+    assert_int_equal(lock, MUTATE_IPC_LOCK_NEVER);
+    assert_int_equal(mutate_ipc_lock_parse("false", &lock), ERR_FAIL);
+    assert_int_equal(mutate_ipc_lock_parse(NULL, &lock), ERR_FAIL);
+    assert_int_equal(lock, MUTATE_IPC_LOCK_NEVER); /* untouched on failure */
     for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
         /* with the namespace hook (serve) and without it (no API) */
         for (int h = 0; h < 2; h++) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "err.h"
 #include "mutate.h"
 #include "podjson.h"
 #include "profiles.h"
@@ -377,10 +378,10 @@ static int fake_namespace_labels(void *ctx, const char *name, cJSON **labels)
     (void)name;
     f->calls++;
     if (!f->labels)
-        return -1;
+        return ERR_FAIL;
     unquote(f->labels, buf, sizeof(buf));
     *labels = cJSON_Parse(buf);
-    return *labels ? 0 : -1;
+    return *labels ? ERR_OK : ERR_FAIL;
 }
 
 static void run(const char *profiles_text, const char *metadata, const char *spec, const char *ns,

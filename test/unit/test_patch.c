@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "patch.h"
 
 /* JSON with ' for " so test documents stay readable. */
@@ -57,7 +58,7 @@ static int apply(cJSON **doc, const char *ops, char *err, size_t errlen)
 /* Applies ops to before and checks the result equals after. */
 static void assert_patch_gives(const char *before, const char *ops, const char *after)
 {
-    char err[256];
+    char err[ERR_LEN];
 
     teardown(NULL);
     doc_ = J(before);
@@ -73,7 +74,7 @@ static void assert_patch_gives(const char *before, const char *ops, const char *
 /* Checks the patch fails with a reason and does not crash. */
 static void assert_patch_fails(const char *before, const char *ops)
 {
-    char err[256];
+    char err[ERR_LEN];
 
     teardown(NULL);
     doc_ = J(before);
@@ -162,7 +163,7 @@ TEST(test_built_patch_applies)
     struct patch p;
     cJSON *doc = J("{'metadata':{'annotations':{}},'spec':{'containers':[{'name':'c'}]}}");
     cJSON *ops, *want;
-    char tok[64], path[PATCH_PATH_MAX], err[256];
+    char tok[64], path[PATCH_PATH_MAX], err[ERR_LEN];
 
     patch_init(&p, 4096);
     assert_int_equal(patch_escape_token("rdma-webhook.io/injected", tok, sizeof(tok)), 0);
@@ -428,7 +429,7 @@ TEST(test_ops_apply_in_order)
 TEST(test_failure_stops_at_the_bad_op)
 {
     cJSON *doc = J("{}");
-    char err[256];
+    char err[ERR_LEN];
 
     assert_int_equal(apply(&doc,
                            "[{'op':'add','path':'/a','value':1},"

@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
+#include "err.h"
 #include "podsec.h"
 
 static struct podsec_policy read_labels(const char *json)
@@ -156,12 +157,12 @@ TEST(test_level_parse)
 {
     enum podsec_level l = PODSEC_PRIVILEGED;
 
-    assert_int_equal(podsec_level_parse("restricted", &l), 0);
+    assert_int_equal(podsec_level_parse("restricted", &l), ERR_OK);
     assert_int_equal(l, PODSEC_RESTRICTED);
-    assert_int_equal(podsec_level_parse("baseline", &l), 0);
+    assert_int_equal(podsec_level_parse("baseline", &l), ERR_OK);
     assert_int_equal(l, PODSEC_BASELINE);
-    assert_int_equal(podsec_level_parse("Privileged", &l), -1);
-    assert_int_equal(podsec_level_parse("", &l), -1);
+    assert_int_equal(podsec_level_parse("Privileged", &l), ERR_FAIL);
+    assert_int_equal(podsec_level_parse("", &l), ERR_FAIL);
     assert_int_equal(l, PODSEC_BASELINE);
 }
 

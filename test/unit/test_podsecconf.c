@@ -87,8 +87,8 @@ TEST(test_init_is_the_plugin_s_own_defaults)
         assert_int_equal(c.cfg.defaults[m], PODSEC_PRIVILEGED);
     assert_null(podsec_exempt(&c.cfg, "kube-system", "admin", "kata"));
     assert_null(podsec_exempt(NULL, "kube-system", "admin", "kata"));
-    podsecconf_stop(&c);
-    podsecconf_stop(&c); /* stop undoes init, and again */
+    podsecconf_free(&c);
+    podsecconf_free(&c); /* free undoes init, and again */
 }
 
 TEST(test_pod_security_configuration)
@@ -100,7 +100,7 @@ TEST(test_pod_security_configuration)
     assert_int_equal(podsecconf_load(&c, write_file("psc.yaml", full_config), err, sizeof(err)),
                      ERR_OK);
     check_full(&c);
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 TEST(test_json_and_older_versions)
@@ -120,7 +120,7 @@ TEST(test_json_and_older_versions)
     assert_int_equal(c.cfg.defaults[PODSEC_ENFORCE], PODSEC_RESTRICTED);
     assert_int_equal(c.cfg.defaults[PODSEC_WARN], PODSEC_PRIVILEGED);
     assert_null(podsec_exempt(&c.cfg, "a", "b", "c"));
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 /* The apiserver's --admission-control-config-file, with the plugin's
@@ -150,7 +150,7 @@ TEST(test_admission_configuration_inline)
     assert_int_equal(podsecconf_load(&c, write_file("admission.yaml", text), err, sizeof(err)),
                      ERR_OK);
     check_full(&c);
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 /* "path" is relative to the AdmissionConfiguration's own directory. */
@@ -169,7 +169,7 @@ TEST(test_admission_configuration_path)
     podsecconf_init(&c);
     assert_int_equal(podsecconf_load(&c, admission, err, sizeof(err)), ERR_OK);
     check_full(&c);
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 
     /* A path that is not there names the file it tried. */
     snprintf(admission, sizeof(admission), "%s",
@@ -182,7 +182,7 @@ TEST(test_admission_configuration_path)
     assert_int_equal(podsecconf_load(&c, admission, err, sizeof(err)), ERR_FAIL);
     assert_contains(err, "nowhere.yaml");
     assert_contains(err, dir);
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 /* An AdmissionConfiguration that does not configure PodSecurity: the
@@ -205,7 +205,7 @@ TEST(test_admission_configuration_without_pod_security)
     for (int m = 0; m < PODSEC_MODES; m++)
         assert_int_equal(c.cfg.defaults[m], PODSEC_PRIVILEGED);
     assert_null(podsec_exempt(&c.cfg, "kube-system", NULL, NULL));
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 /* What ValidatePodSecurityConfiguration refuses, refused with the field;
@@ -253,7 +253,7 @@ TEST(test_invalid_files_are_refused_with_the_field)
         assert_contains(err, "psc-bad.yaml");
         check_full(&c);
     }
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 TEST(test_missing_and_oversized_files)
@@ -276,7 +276,7 @@ TEST(test_missing_and_oversized_files)
     assert_int_equal(fclose(f), 0);
     assert_int_equal(podsecconf_load(&c, path, err, sizeof(err)), ERR_TOO_BIG);
     assert_contains(err, "big.yaml");
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 /* A list longer than PODSECCONF_MAX_ENTRIES is refused, naming the cap. */
@@ -296,7 +296,7 @@ TEST(test_too_many_exemptions)
     podsecconf_init(&c);
     assert_int_equal(podsecconf_load(&c, path, err, sizeof(err)), ERR_TOO_BIG);
     assert_contains(err, "exemptions.usernames has more than 4096 entries");
-    podsecconf_stop(&c);
+    podsecconf_free(&c);
 }
 
 int main(void)

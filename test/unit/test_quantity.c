@@ -15,6 +15,7 @@
  */
 #include "unit.h"
 
+#include "err.h"
 #include "quantity.h"
 
 static void assert_valid(const char *s)
@@ -136,11 +137,11 @@ TEST(test_whole_reads_plain_numbers)
 {
     long long v = -1;
 
-    assert_int_equal(quantity_whole("8", &v), 0);
+    assert_int_equal(quantity_whole("8", &v), ERR_OK);
     assert_int_equal(v, 8);
-    assert_int_equal(quantity_whole("0", &v), 0);
+    assert_int_equal(quantity_whole("0", &v), ERR_OK);
     assert_int_equal(v, 0);
-    assert_int_equal(quantity_whole("1024", &v), 0);
+    assert_int_equal(quantity_whole("1024", &v), ERR_OK);
     assert_int_equal(v, 1024);
 }
 
@@ -148,14 +149,14 @@ TEST(test_whole_rejects_non_plain_forms)
 {
     long long v = 77;
 
-    assert_int_equal(quantity_whole("", &v), -1);
-    assert_int_equal(quantity_whole("1.5", &v), -1);
-    assert_int_equal(quantity_whole("-1", &v), -1);
-    assert_int_equal(quantity_whole("+1", &v), -1);
-    assert_int_equal(quantity_whole("1k", &v), -1);
-    assert_int_equal(quantity_whole("1e3", &v), -1);
-    assert_int_equal(quantity_whole("500m", &v), -1);
-    assert_int_equal(quantity_whole("abc", &v), -1);
+    assert_int_equal(quantity_whole("", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("1.5", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("-1", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("+1", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("1k", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("1e3", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("500m", &v), ERR_FAIL);
+    assert_int_equal(quantity_whole("abc", &v), ERR_FAIL);
     assert_int_equal(v, 77); /* untouched on failure */
 }
 
@@ -163,7 +164,7 @@ TEST(test_whole_rejects_overflowing_numbers)
 {
     long long v = 77;
 
-    assert_int_equal(quantity_whole("99999999999999999999999999", &v), -1);
+    assert_int_equal(quantity_whole("99999999999999999999999999", &v), ERR_FAIL);
     assert_int_equal(v, 77);
 }
 

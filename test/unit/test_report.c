@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "err.h"
 #include "mutate.h"
 #include "patch.h"
 #include "profiles.h"
@@ -259,9 +260,9 @@ static int ns_labels(void *ctx, const char *name, cJSON **labels)
     snprintf(NS.name, sizeof(NS.name), "%s", name);
     NS.calls++;
     if (NS.fail)
-        return -1;
+        return ERR_FAIL;
     *labels = cJSON_Parse(NS.labels ? NS.labels : "{}");
-    return *labels ? 0 : -1;
+    return *labels ? ERR_OK : ERR_FAIL;
 }
 
 static const struct mutate_hooks ns_hooks = {.select = {.namespace_labels = ns_labels}};
@@ -294,7 +295,7 @@ static void run_with(const struct profiles *ps, const char *text, const struct m
                      const struct mutate_hooks *hooks)
 {
     struct mutate_input in = {.base = "", .namespace_ = "ns", .opts = opts};
-    char err[256];
+    char err[ERR_LEN];
     const char *value;
 
     cJSON_Delete(R.pod);

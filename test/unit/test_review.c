@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "err.h"
 #include "patch.h"
 #include "profiles.h"
 #include "review.h"
@@ -347,7 +348,7 @@ TEST(test_pod_create_response_shape)
 TEST(test_pod_create_patch_decodes_and_applies)
 {
     cJSON *doc, *ops;
-    char err[256];
+    char err[ERR_LEN];
     const cJSON *ann;
 
     assert_int_equal(handle(REVIEW(V1, REQ("CREATE", "Pod", GPU_POD("8")))), 200);

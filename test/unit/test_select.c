@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "err.h"
 #include "podjson.h"
 #include "profiles.h"
 #include "select.h"
@@ -482,10 +483,10 @@ static int fake_node_labels(void *ctx, const char *name, cJSON **labels)
     f->calls++;
     snprintf(f->asked, sizeof(f->asked), "%s", name);
     if (!f->labels)
-        return -1;
+        return ERR_FAIL;
     unquote(f->labels, buf, sizeof(buf));
     *labels = cJSON_Parse(buf);
-    return 0;
+    return ERR_OK;
 }
 
 TEST(test_node_name_uses_node_labels)
@@ -758,9 +759,9 @@ static int fake_nodes_labels(void *ctx, const char *name, cJSON **labels)
         if (strcmp(f->name[i], name) == 0) {
             unquote(f->labels[i], buf, sizeof(buf));
             *labels = cJSON_Parse(buf);
-            return *labels ? 0 : -1;
+            return *labels ? ERR_OK : ERR_FAIL;
         }
-    return -1;
+    return ERR_FAIL;
 }
 
 #define HOST_IN(names, containers)                                                                 \

@@ -27,7 +27,7 @@ struct fixture {
 static void gen_into(const char *dir)
 {
     struct certs_gen_opts o = {.out_dir = dir};
-    char err[256];
+    char err[ERR_LEN];
 
     if (certs_generate(&o, err, sizeof err) != 0)
         fail_msg("certs_generate: %s", err);
@@ -118,7 +118,7 @@ static void test_same_bytes_load_nothing(void **state)
 {
     struct fixture *fx = *state;
     const struct tlscreds_pair *first, *again;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     assert_int_equal(tlscreds_generation(fx->c), 1);
@@ -143,7 +143,7 @@ static void test_replaced_pair_lives_while_held(void **state)
 {
     struct fixture *fx = *state;
     const struct tlscreds_pair *old, *now;
-    char err[512] = "", serial[80];
+    char err[ERR_LEN] = "", serial[80];
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     old = tlscreds_acquire(fx->c);
@@ -170,7 +170,7 @@ static void test_rejected_pair_keeps_the_current(void **state)
 {
     struct fixture *fx = *state;
     const struct tlscreds_pair *before, *after;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     before = tlscreds_acquire(fx->c);
@@ -191,7 +191,7 @@ static void test_rejected_pair_keeps_the_current(void **state)
 static void test_digest_keeps_the_files_apart(void **state)
 {
     struct fixture *fx = *state;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     copy_file(fx->a_key, fx->live_crt);
@@ -206,7 +206,7 @@ static void test_pair_carries_its_generation(void **state)
 {
     struct fixture *fx = *state;
     const struct tlscreds_pair *first, *second;
-    char err[512] = "";
+    char err[ERR_LEN] = "";
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     first = tlscreds_acquire(fx->c);
@@ -225,7 +225,7 @@ static void test_pair_carries_its_generation(void **state)
 static void test_missing_file_is_an_error(void **state)
 {
     struct fixture *fx = *state;
-    char err[512] = "", missing[160];
+    char err[ERR_LEN] = "", missing[160];
 
     snprintf(missing, sizeof missing, "%s/none.crt", fx->root);
     assert_int_equal(tlscreds_load(fx->c, missing, fx->live_key, NULL, err, sizeof err), ERR_FAIL);
