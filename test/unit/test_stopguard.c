@@ -32,52 +32,46 @@ static void on_stuck(void *ctx, const char *step)
         assert_int_equal(write(s->release, "x", 1), 1);
 }
 
-/* A step that blocks until the guard's callback lets it go, as a join of a
- * thread stuck in a read would block for ever. */
-static void stuck_step(int fd)
+/* Runs a stop with the guard at bound_ms: names the steps, then blocks in
+ * the last one until the guard's callback lets it go (as a join of a thread
+ * stuck in a read would block for ever), then stops the guard. */
+static void stop_stuck_in(struct stuck_seen *s, unsigned bound_ms, const char *const *steps,
+                          size_t n)
 {
-    char c;
+    struct stopguard *g = NULL;
+    char err[ERR_LEN] = "", c;
+    int p[2];
 
-    assert_int_equal(read(fd, &c, 1), 1);
+    assert_int_equal(pipe(p), 0);
+    s->release = p[1];
+    assert_int_equal(stopguard_init(&g, bound_ms, on_stuck, s, err, sizeof(err)), ERR_OK);
+    for (size_t i = 0; i < n; i++)
+        stopguard_step(g, steps[i]);
+    assert_int_equal(read(p[0], &c, 1), 1);
+    stopguard_step(g, "after");
+    stopguard_stop(&g);
+    assert_null(g);
+    close(p[0]);
+    close(p[1]);
 }
 
 TEST(test_the_stuck_step_is_named)
 {
+    static const char *const steps[] = {"server", "cmwatch"};
     struct stuck_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, "", -1};
-    struct stopguard *g = NULL;
-    char err[ERR_LEN] = "";
-    int p[2];
 
-    assert_int_equal(pipe(p), 0);
-    s.release = p[1];
-    assert_int_equal(stopguard_init(&g, 100, on_stuck, &s, err, sizeof(err)), ERR_OK);
-    stopguard_step(g, "server");
-    stopguard_step(g, "cmwatch");
-    stuck_step(p[0]);
-    stopguard_step(g, "lastgood");
-    stopguard_stop(&g);
-    assert_null(g);
+    stop_stuck_in(&s, 100, steps, 2);
     assert_int_equal(s.calls, 1);
     assert_string_equal(s.step, "cmwatch");
-    close(p[0]);
-    close(p[1]);
 }
 
 TEST(test_the_first_step_is_stop)
 {
     struct stuck_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, "", -1};
-    struct stopguard *g = NULL;
-    int p[2];
 
-    assert_int_equal(pipe(p), 0);
-    s.release = p[1];
-    assert_int_equal(stopguard_init(&g, 10, on_stuck, &s, NULL, 0), ERR_OK);
-    stuck_step(p[0]);
-    stopguard_stop(&g);
+    stop_stuck_in(&s, 10, NULL, 0);
     assert_int_equal(s.calls, 1);
     assert_string_equal(s.step, "stop");
-    close(p[0]);
-    close(p[1]);
 }
 
 /* A stop within the bound (a minute: far more than these steps take)
