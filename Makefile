@@ -217,7 +217,8 @@ FUZZ_CC      ?= clang-14
 FUZZ_SECONDS ?= 300
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=all
-FUZZ_TARGETS := build-fuzz/fuzz_review build-fuzz/fuzz_profiles build-fuzz/fuzz_docs
+FUZZ_TARGETS := build-fuzz/fuzz_review build-fuzz/fuzz_profiles build-fuzz/fuzz_docs \
+                build-fuzz/fuzz_ncdetect
 
 build-fuzz/%.o: webhook/%.c
 	@mkdir -p build-fuzz build
@@ -228,7 +229,8 @@ build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(patsubst webhook/%.c,build-fuzz/%.o,$(LI
 
 FUZZ_YAML_SEEDS := $(wildcard manifests/*.yaml manifests/examples/*.yaml)
 
-build-fuzz/corpus/.seeded: test/fuzz/make-seeds.mjs $(wildcard test/pods/*.json) $(PROFILES) $(FUZZ_YAML_SEEDS)
+build-fuzz/corpus/.seeded: test/fuzz/make-seeds.mjs $(wildcard test/pods/*.json) $(PROFILES) $(FUZZ_YAML_SEEDS) \
+                          test/e2e/testdata/show_gids-seed-8card.txt
 	node test/fuzz/make-seeds.mjs build-fuzz/corpus test/pods $(PROFILES) $(FUZZ_YAML_SEEDS)
 	@touch $@
 
@@ -238,7 +240,7 @@ fuzz-build: $(FUZZ_TARGETS) build-fuzz/corpus/.seeded
 # earlier runs here found) through each target once: every input must pass
 # the target's checks again. No new inputs are made.
 fuzz-replay: fuzz-build
-	@set -e; for t in review profiles docs; do \
+	@set -e; for t in review profiles docs ncdetect; do \
 	  mkdir -p build-fuzz/found/$$t; \
 	  if ! build-fuzz/fuzz_$$t -runs=0 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 	       -artifact_prefix=build-fuzz/ test/fuzz/corpus/$$t build-fuzz/corpus/$$t build-fuzz/found/$$t \
@@ -251,7 +253,7 @@ fuzz-replay: fuzz-build
 # Each run starts from the seeds plus what earlier runs found; a crash, leak,
 # sanitizer report or broken property stops it with a non-zero status.
 fuzz: fuzz-build
-	@set -e; for t in review profiles docs; do \
+	@set -e; for t in review profiles docs ncdetect; do \
 	  mkdir -p build-fuzz/found/$$t; \
 	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	  if ! build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \

@@ -65,6 +65,8 @@ lookups 2
 metrics 2
 monotime 2
 ncdetect 2
+reloader 2
+stopguard 2
 store 2
 tlscreds 2
 server 3

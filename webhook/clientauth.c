@@ -141,7 +141,7 @@ int clientauth_load(struct clientauth *a, int *changed, unsigned *count, char *e
     *changed = 0;
     dynbuf_init(&b, CLIENTAUTH_PEM_MAX);
     pthread_mutex_lock(&a->load_mu);
-    if ((rc = fsutil_read(a->ca_file, &b, err, errlen)) != ERR_OK)
+    if ((rc = fsutil_read_regular(a->ca_file, &b, err, errlen)) != ERR_OK)
         goto out;
     if ((rc = clientauth_digest(&b, digest)) != ERR_OK) {
         err_set(err, errlen, rc, "cannot hash %s: out of memory", a->ca_file);

@@ -10,11 +10,14 @@
 #include "logq.h"
 #include "lookups.h"
 #include "podsecconf.h"
+#include "reloader.h"
 #include "server.h"
+#include "stopguard.h"
 #include "store.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,11 @@
 /* How long an exit sends the Events still queued: within the Deployment's
  * terminationGracePeriodSeconds after preStop and --shutdown-grace. */
 #define CMD_SERVE_EVENTS_STOP_MS 2000u
+/* How long the stop after the drain may take: the Events' bound and the
+ * threads' joins, well within terminationGracePeriodSeconds' margin. A step
+ * still running then is stuck where no stop reaches (a hung file system):
+ * it is logged and the process ends without it. */
+#define CMD_SERVE_STOP_MS 10000u
 
 /* The serve command's whole state: the log and the profiles store that
  * everything shares, the server, and the profiles' source. */
@@ -51,6 +59,7 @@ struct cmd_serve_app {
     struct kubeapi api;
     struct lookups *lookups;
     struct events *events;                /* NULL: no API, or the queue could not be made */
+    struct reloader *reloader;            /* SIGHUP's reloads; NULL: on the main thread */
     const char *profiles_path;            /* NULL with a ConfigMap */
     struct store_source profiles_src;     /* the file at profiles_path */
     char detect_image[CMD_IMAGE_MAX + 1]; /* read by --detect-image-from-deployment */
@@ -65,6 +74,17 @@ static void cmd_serve_reload_profiles(void *arg)
     struct cmd_serve_app *app = arg;
 
     store_reload(app->store, &app->profiles_src);
+}
+
+/* SIGHUP's reload, on the reloader's thread: the main thread stays free for
+ * SIGTERM even when a read hangs. */
+static void cmd_serve_reload_all(void *arg)
+{
+    struct cmd_serve_app *app = arg;
+
+    if (app->profiles_path)
+        cmd_serve_reload_profiles(app);
+    server_reload_certs(app->srv);
 }
 
 /* Waits for requests in flight to finish, at most grace_s seconds. */
@@ -93,9 +113,10 @@ static void cmd_serve_wait_signals(struct cmd_serve_app *app, const sigset_t *se
             continue;
         if (sig == SIGHUP) {
             log_msg(&app->log, LOG_INFO, "SIGHUP: reloading profiles and certificate", NULL, NULL);
-            if (app->profiles_path)
-                cmd_serve_reload_profiles(app);
-            server_reload_certs(app->srv);
+            if (app->reloader)
+                reloader_kick(app->reloader);
+            else
+                cmd_serve_reload_all(app);
             continue;
         }
         log_msg(&app->log, LOG_INFO, "shutting down", "signal", strsignal(sig));
@@ -284,6 +305,54 @@ void cmd_serve_block_signals(sigset_t *set)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* A stop step past CMD_SERVE_STOP_MS: said (the log queue's writer sends an
+ * error at once; a direct write must not wait for a reader of stderr
+ * either), and the process ends with status 1. */
+static void cmd_serve_stuck(void *arg, const char *step)
+{
+    struct cmd_serve_app *app = arg;
+    struct timespec flush = {0, 300 * 1000000L};
+
+    if (!app->log.queue)
+        fcntl(app->log.fd, F_SETFL, fcntl(app->log.fd, F_GETFL) | O_NONBLOCK);
+    log_msg(&app->log, LOG_ERROR, "stop stuck; exiting without it", "step", step);
+    nanosleep(&flush, NULL);
+    _exit(1);
+}
+
+static void cmd_serve_step(struct stopguard *g, const char *step)
+{
+    if (g)
+        stopguard_step(g, step);
+}
+
+/* Stops everything but the log queue, each step named for the guard. */
+static void cmd_serve_stop(struct cmd_serve_app *app)
+{
+    struct stopguard *g = NULL;
+    char err[ERR_LEN] = "";
+
+    if (stopguard_init(&g, CMD_SERVE_STOP_MS, cmd_serve_stuck, app, err, sizeof(err)) != ERR_OK)
+        log_msg(&app->log, LOG_WARN, "the stop has no time bound", "error", err);
+    cmd_serve_step(g, "reload");
+    reloader_stop(&app->reloader);
+    cmd_serve_step(g, "server");
+    server_stop(&app->srv);
+    /* No admission runs now: what they reported goes out, within a bound. */
+    cmd_serve_step(g, "events");
+    events_stop(&app->events, CMD_SERVE_EVENTS_STOP_MS, NULL);
+    cmd_serve_step(g, "filewatch");
+    filewatch_stop(&app->watch);
+    cmd_serve_step(g, "cmwatch");
+    cmwatch_stop(&app->cmwatch);
+    cmd_serve_step(g, "lastgood");
+    lastgood_stop(&app->lastgood);
+    cmd_serve_step(g, "lookups");
+    lookups_stop(&app->lookups);
+    podsecconf_free(&app->podsec);
+    stopguard_stop(&g);
+}
+
 /* Every other thread has stopped: what is queued goes out, and any later
  * line is written directly. */
 static void cmd_serve_stop_log_queue(struct log *lg)
@@ -327,6 +396,8 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
                     sizeof(err)) ||
         server_start(app->srv, err, sizeof(err)))
         goto cannot;
+    if (reloader_init(&app->reloader, cmd_serve_reload_all, app, err, sizeof(err)) != ERR_OK)
+        log_msg(&app->log, LOG_WARN, "SIGHUP reloads on the main thread", "error", err);
     log_msg(&app->log, LOG_INFO, "serving", "listen", o->cfg.listen);
     cmd_serve_wait_signals(app, &set, o->grace_s);
     rc = 0;
@@ -334,14 +405,7 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
 cannot:
     log_msg(&app->log, LOG_ERROR, "cannot start", "error", err);
 out:
-    server_stop(&app->srv);
-    /* No admission runs now: what they reported goes out, within a bound. */
-    events_stop(&app->events, CMD_SERVE_EVENTS_STOP_MS, NULL);
-    filewatch_stop(&app->watch);
-    cmwatch_stop(&app->cmwatch);
-    lastgood_stop(&app->lastgood);
-    lookups_stop(&app->lookups);
-    podsecconf_free(&app->podsec);
+    cmd_serve_stop(app);
     cmd_serve_stop_log_queue(&app->log);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define KUBEAPI_TOKEN_MAX 16384
+#define KUBEAPI_CA_MAX    (1u << 20)
 
 static int kubeapi_copy(char *dst, size_t dstlen, const char *src, const char *what, char *err,
                         size_t errlen)
@@ -105,12 +106,36 @@ out:
     return rc;
 }
 
+/* The CA as the file holds it now, for c. Read here rather than by curl,
+ * whose TLS library opens the file with a blocking open(): a FIFO there
+ * would hold the call for ever, past every timeout. */
+static int kubeapi_ca(const struct kubeapi *k, CURL *c, char *err, size_t errlen)
+{
+    struct dynbuf ca;
+    struct curl_blob blob;
+    int rc;
+
+    dynbuf_init(&ca, KUBEAPI_CA_MAX);
+    rc = fsutil_read_regular(k->ca_file, &ca, err, errlen);
+    if (rc == ERR_OK) {
+        blob = (struct curl_blob){.data = ca.mem, .len = ca.len, .flags = CURL_BLOB_COPY};
+        /* This CA only, not the system's bundle. */
+        curl_easy_setopt(c, CURLOPT_CAINFO, NULL);
+        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+        if (curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK)
+            rc = err_set(err, errlen, ERR_NOMEM, "out of memory starting an API request");
+    }
+    dynbuf_free(&ca);
+    return rc;
+}
+
 /* An easy handle for one request to path with the client's TLS settings. */
 static int kubeapi_easy(const struct kubeapi *k, const char *path, long timeout_ms,
                         struct curl_slist *headers, CURL **out, char *err, size_t errlen)
 {
     char url[1024];
     CURL *c;
+    int rc;
 
     *out = NULL;
     if ((size_t)snprintf(url, sizeof(url), "%s%s", k->base_url, path) >= sizeof(url))
@@ -121,9 +146,12 @@ static int kubeapi_easy(const struct kubeapi *k, const char *path, long timeout_
     c = curl_easy_init();
     if (!c)
         return err_set(err, errlen, ERR_NOMEM, "out of memory starting an API request");
+    if ((rc = kubeapi_ca(k, c, err, errlen)) != ERR_OK) {
+        curl_easy_cleanup(c);
+        return rc;
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_CAINFO, k->ca_file);
     curl_easy_setopt(c, CURLOPT_USERAGENT, k->user_agent);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);

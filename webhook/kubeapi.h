@@ -5,7 +5,8 @@
  * copy's update, carrying its resourceVersion). Credentials come from the pod's service account
  * (KUBERNETES_SERVICE_HOST and _PORT, the mounted CA and token) or, for development, from a URL, a
  * CA file and a token file. The token file is read again before every request, because bound
- * service-account tokens rotate; the token is never logged.
+ * service-account tokens rotate, and so is the CA file; the token is never logged. Both must be
+ * regular files, opened without blocking: a FIFO in their place fails the request at once.
  *
  * Errors (err.h): ERR_OK means that an HTTP exchange happened (the status is
  * in *status, which may be an error status). Otherwise a negative code with

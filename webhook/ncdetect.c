@@ -24,7 +24,8 @@ struct ncdetect_names {
     char (*v)[NCDETECT_DEVNAME_MAX];
     size_t n, cap;
     size_t dropped;
-    int truncated; /* the directory had more than NCDETECT_MAX_DIR_ENTRIES entries */
+    size_t rejected; /* entries other than . and .. that accept refused */
+    int truncated;   /* the directory had more than NCDETECT_MAX_DIR_ENTRIES entries */
 };
 
 __attribute__((format(printf, 2, 3))) static void ncdetect_note(struct dynbuf *notes,
@@ -131,9 +132,12 @@ static int ncdetect_plain_name(const char *name, size_t max)
     return 1;
 }
 
+/* A device name NCCL_IB_HCA can hold anywhere in its list: NCCL 2.2x's
+ * parser (src/misc/utils.cc, parseStringList) drops a '^' or '=' at the
+ * start of the list, after those of the list's own prefix. */
 static int ncdetect_dev_name(const char *name)
 {
-    return ncdetect_plain_name(name, NCDETECT_DEVNAME_MAX);
+    return name[0] != '^' && name[0] != '=' && ncdetect_plain_name(name, NCDETECT_DEVNAME_MAX);
 }
 
 /* A decimal index of at most 6 digits without a leading zero ("0" itself). */
@@ -151,7 +155,7 @@ static int ncdetect_list(const char *dir, int (*accept)(const char *), struct nc
     struct dirent *e;
     size_t seen = 0;
 
-    l->n = l->dropped = 0;
+    l->n = l->dropped = l->rejected = 0;
     l->truncated = 0;
     if (d == NULL)
         return err_set(err, errlen, ERR_FAIL, "cannot list %s: %s", dir, strerror(errno));
@@ -162,6 +166,8 @@ static int ncdetect_list(const char *dir, int (*accept)(const char *), struct nc
         }
         if (accept(e->d_name))
             ncdetect_names_insert(l, e->d_name);
+        else if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            l->rejected++;
     }
     closedir(d);
     return ERR_OK;
@@ -312,31 +318,47 @@ static int ncdetect_scan_port(struct ncdetect_scan *s, const char *sysroot, cons
     return ncdetect_scan_gids(s, sysroot, portdir, p);
 }
 
+/* The ports from first on are of a device some of whose ports were not
+ * read: NCCL_IB_HCA names them one by one, never the device whole. */
+static void ncdetect_partial(struct ncdetect_scan *s, size_t first)
+{
+    s->incomplete = 1;
+    for (size_t i = first; i < s->nports; i++)
+        s->ports[i].dev_partial = 1;
+}
+
 static int ncdetect_scan_device(struct ncdetect_scan *s, const char *sysroot, const char *dev)
 {
     char names[NCDETECT_MAX_DEV_PORTS][NCDETECT_DEVNAME_MAX];
     struct ncdetect_names l = {.v = names, .cap = NCDETECT_MAX_DEV_PORTS};
     char path[PATH_MAX], err[ERR_LEN] = "";
+    size_t first = s->nports;
     int rc;
 
     if (ncdetect_path(path, sizeof(path), "%s/class/infiniband/%s/ports", sysroot, dev) ||
         ncdetect_list(path, ncdetect_index_name, &l, err, sizeof(err))) {
         ncdetect_note(&s->notes, "%s: %s", dev, err[0] ? err : "path too long");
+        s->incomplete = 1;
         return ERR_OK;
     }
-    if (l.n == 0)
+    if (l.n == 0) {
         ncdetect_note(&s->notes, "%s: no ports in %s", dev, path);
+        s->incomplete = 1;
+    }
     if (l.dropped || l.truncated)
         ncdetect_note(&s->notes, "%s: only its first %d ports read", dev, NCDETECT_MAX_DEV_PORTS);
     for (size_t i = 0; i < l.n; i++) {
         if (s->nports == NCDETECT_MAX_PORTS) {
             ncdetect_note(&s->notes, "%s port %s and later ones not read: %d ports in all at most",
                           dev, names[i], NCDETECT_MAX_PORTS);
+            ncdetect_partial(s, first);
             return ERR_TOO_BIG;
         }
         if ((rc = ncdetect_scan_port(s, sysroot, dev, (unsigned)strtoul(names[i], NULL, 10))))
             return rc;
     }
+    if (l.dropped || l.truncated)
+        ncdetect_partial(s, first);
     return ERR_OK;
 }
 
@@ -360,10 +382,16 @@ static int ncdetect_scan_devices(struct ncdetect_scan *s, const char *sysroot)
         ncdetect_note(&s->notes, "%s", err);
         return ERR_OK;
     }
-    if (l.n == 0)
+    if (l.rejected)
+        ncdetect_note(&s->notes,
+                      "%zu entr%s of %s not read: a name NCCL_IB_HCA cannot hold (a blank, a "
+                      "control character, ',' or ':', a leading '.', '^' or '=', or over %d bytes)",
+                      l.rejected, l.rejected == 1 ? "y" : "ies", path, NCDETECT_DEVNAME_MAX - 1);
+    else if (l.n == 0)
         ncdetect_note(&s->notes, "no RDMA devices in %s", path);
     if (l.dropped || l.truncated)
         ncdetect_note(&s->notes, "only the first %d RDMA devices read", NCDETECT_MAX_DEVICES);
+    s->incomplete = l.rejected || l.dropped || l.truncated;
     if ((s->ports = calloc(NCDETECT_MAX_PORTS, sizeof(s->ports[0]))) == NULL)
         return ERR_NOMEM;
     for (size_t i = 0; i < l.n; i++)
@@ -565,56 +593,110 @@ static enum ncdetect_verdict ncdetect_judge(const struct ncdetect_scan *s,
     return NCDETECT_SELECTED;
 }
 
-/* Appends the ports in the set (selected or not) as NCCL names them: "dev"
- * when every port of the device is in it, "dev:port" for each one otherwise
- * (a port not listed could come up later, and NCCL takes every active port of
- * a device named without one). */
+/* Sets hca to prefix and the ports in the set (selected or not) as NCCL
+ * names them: "dev" when every port of the device is in it (and was read),
+ * "dev:port" for each one otherwise (a port not listed could come up later,
+ * and NCCL takes every active port of a device named without one). Then 1
+ * when NCCL reads the value whole: at most NCDETECT_NCCL_HCA_MAX entries
+ * (NCCL's src/transport/net_ib.cc parses MAX_IB_DEVS of them) and
+ * NCDETECT_NCCL_VALUE_MAX bytes (src/misc/param.cc, setEnvFile, keeps 1023
+ * bytes of a value); 0 when not (or past hca's cap); or ERR_NOMEM. */
 static int ncdetect_list_ports(const struct ncdetect_scan *s, const struct ncdetect_choice *c,
-                               int selected, struct dynbuf *out)
+                               const char *prefix, int selected, struct dynbuf *hca)
 {
-    int rc = ERR_OK, first = 1;
+    size_t entries = 0;
+    int rc;
 
+    dynbuf_truncate(hca, 0);
+    rc = dynbuf_addstr(hca, prefix);
     for (size_t i = 0; i < s->nports && rc == ERR_OK;) {
         size_t j = i, in = 0;
 
         while (j < s->nports && strcmp(s->ports[j].dev, s->ports[i].dev) == 0)
             in += (c->verdict[j++] == NCDETECT_SELECTED) == selected;
         for (size_t k = i; k < j && rc == ERR_OK; k++) {
-            if ((c->verdict[k] == NCDETECT_SELECTED) != selected || (in == j - i && k > i))
+            int whole = in == j - i && !s->ports[k].dev_partial;
+
+            if ((c->verdict[k] == NCDETECT_SELECTED) != selected || (whole && k > i))
                 continue;
-            rc = dynbuf_printf(out, first ? "%s" : ",%s", s->ports[k].dev);
-            if (rc == ERR_OK && in != j - i)
-                rc = dynbuf_printf(out, ":%u", s->ports[k].port);
-            first = 0;
+            rc = dynbuf_printf(hca, entries++ ? ",%s" : "%s", s->ports[k].dev);
+            if (rc == ERR_OK && !whole)
+                rc = dynbuf_printf(hca, ":%u", s->ports[k].port);
         }
         i = j;
     }
-    return rc;
+    if (rc != ERR_OK)
+        return rc == ERR_TOO_BIG ? 0 : rc;
+    return entries <= NCDETECT_NCCL_HCA_MAX && dynbuf_len(hca) <= NCDETECT_NCCL_VALUE_MAX;
+}
+
+/* "=" and the selected ports, as many as NCCL reads: it opens at most
+ * NCDETECT_NCCL_HCA_MAX ports, and the value must fit; the last selected
+ * ones give way (NCDETECT_PAST_LIMIT) until it does. */
+static int ncdetect_choose_included(struct ncdetect_choice *c, const struct ncdetect_scan *s,
+                                    size_t nselected)
+{
+    size_t kept = 0, over = 0;
+    int fits;
+
+    for (size_t i = 0; i < s->nports; i++)
+        if (c->verdict[i] == NCDETECT_SELECTED && ++kept > NCDETECT_NCCL_HCA_MAX) {
+            c->verdict[i] = NCDETECT_PAST_LIMIT;
+            over++;
+        }
+    /* One port always fits: the loop ends with one selected at least. */
+    while ((fits = ncdetect_list_ports(s, c, "=", 1, &c->hca)) == 0) {
+        size_t i = s->nports;
+
+        while (c->verdict[--i] != NCDETECT_SELECTED)
+            ;
+        c->verdict[i] = NCDETECT_PAST_LIMIT;
+        over++;
+    }
+    if (fits < 0)
+        return fits;
+    nselected -= over;
+    if (over == 0)
+        ncdetect_note(&c->notes, "NCCL_IB_HCA=%s: the %zu selected port%s", dynbuf_ptr(&c->hca),
+                      nselected, nselected == 1 ? "" : "s");
+    else
+        ncdetect_note(&c->notes,
+                      "NCCL_IB_HCA=%s: the %zu selected port%s, and %zu more left out: NCCL "
+                      "reads at most %d ports and %d bytes of NCCL_IB_HCA",
+                      dynbuf_ptr(&c->hca), nselected, nselected == 1 ? "" : "s", over,
+                      NCDETECT_NCCL_HCA_MAX, NCDETECT_NCCL_VALUE_MAX);
+    return ERR_OK;
 }
 
 static int ncdetect_choose_hca(struct ncdetect_choice *c, const struct ncdetect_scan *s,
                                size_t nselected)
 {
-    int rc;
+    int fits;
 
-    if (nselected > 0) {
-        if ((rc = dynbuf_addc(&c->hca, '=')) || (rc = ncdetect_list_ports(s, c, 1, &c->hca)))
-            return rc;
-        ncdetect_note(&c->notes, "NCCL_IB_HCA=%s: the %zu selected port%s", dynbuf_ptr(&c->hca),
-                      nselected, nselected == 1 ? "" : "s");
-        return ERR_OK;
-    }
+    if (nselected > 0)
+        return ncdetect_choose_included(c, s, nselected);
     if (s->nports == 0) {
         ncdetect_note(&c->notes, "no NCCL_IB_HCA: no RDMA port found");
         return ERR_OK;
     }
     /* Without a list NCCL would take every active port, those left out too. */
-    if ((rc = dynbuf_addstr(&c->hca, "^=")) || (rc = ncdetect_list_ports(s, c, 0, &c->hca)))
-        return rc;
-    ncdetect_note(&c->notes,
-                  "NCCL_IB_HCA=%s: no port selected, so NCCL keeps off all of them and uses "
-                  "sockets",
-                  dynbuf_ptr(&c->hca));
+    if ((fits = ncdetect_list_ports(s, c, "^=", 0, &c->hca)) < 0)
+        return fits;
+    if (fits && !s->incomplete) {
+        ncdetect_note(&c->notes,
+                      "NCCL_IB_HCA=%s: no port selected, so NCCL keeps off all of them and uses "
+                      "sockets",
+                      dynbuf_ptr(&c->hca));
+        return ERR_OK;
+    }
+    /* NCCL would take a port the list leaves out: sockets, said outright. */
+    ncdetect_note(&c->notes, "no NCCL_IB_HCA: no port selected, and %s",
+                  s->incomplete ? "a list of the ports read would not keep NCCL off those not "
+                                  "read"
+                                : "the list of all of them is longer than NCCL reads");
+    dynbuf_truncate(&c->hca, 0);
+    c->net_socket = 1;
+    ncdetect_note(&c->notes, "NCCL_NET=Socket: NCCL uses sockets, none of the RDMA ports");
     return ERR_OK;
 }
 
@@ -743,6 +825,8 @@ int ncdetect_format(const struct ncdetect_choice *c, struct dynbuf *out)
 
     if (dynbuf_len(&c->hca))
         rc = dynbuf_printf(out, "NCCL_IB_HCA=%s\n", dynbuf_ptr(&c->hca));
+    else if (c->net_socket)
+        rc = dynbuf_addstr(out, "NCCL_NET=Socket\n");
     if (rc == ERR_OK && c->gid_index >= 0)
         rc = dynbuf_printf(out, "NCCL_IB_GID_INDEX=%d\n", c->gid_index);
     if (rc == ERR_OK && c->socket_ifname[0])
@@ -765,6 +849,7 @@ static const char *ncdetect_verdict_text(enum ncdetect_verdict v)
     case NCDETECT_UNREADABLE: return "left out: its state or link layer could not be read";
     case NCDETECT_NOT_IN_HCA: return "left out: not in --hca";
     case NCDETECT_DEFAULT_ROUTE: return "left out: its netdev carries the default route";
+    case NCDETECT_PAST_LIMIT: return "left out: past what NCCL reads of NCCL_IB_HCA";
     }
     return "?";
 }

@@ -22,9 +22,15 @@
  * GIDs, on netdevs of the same name); a port's netdev is that of its own
  * RoCE v2 IPv4 GID, else of its first GID whose netdev is here.
  * - NCCL_IB_HCA: "=" and the selected ports, "dev" when all of a device's
- *   ports are selected and "dev:port" for each otherwise; with none selected
- *   but some found, "^=" and all of them (NCCL would otherwise take those
- *   left out, the default route's device too); nothing without any port.
+ *   ports are selected (and read) and "dev:port" for each otherwise; with
+ *   none selected but some found, "^=" and all of them (NCCL would otherwise
+ *   take those left out, the default route's device too); nothing without
+ *   any port. Never more than NCCL reads (NCDETECT_NCCL_HCA_MAX entries and
+ *   ports, NCDETECT_NCCL_VALUE_MAX bytes): the selected ports past that are
+ *   left out (NCDETECT_PAST_LIMIT), and an exclusion that does not fit,
+ *   or cannot name every device (a bound, a name NCCL_IB_HCA cannot hold),
+ *   is NCCL_NET=Socket instead: the file always means to NCCL what the
+ *   notes say.
  * - NCCL_IB_GID_INDEX: the index of the own RoCE v2 IPv4 GID when it is the
  *   same on every selected port and they are all RoCE; else nothing, and a
  *   note says why (NCCL 2.21+ picks a GID per device itself).
@@ -36,8 +42,10 @@
  * devices, NCDETECT_MAX_PORTS ports in all, GID indexes below
  * NCDETECT_MAX_GIDS, NCDETECT_MAX_DIR_ENTRIES entries of any directory, and
  * each file read with a small cap (NCDETECT_ATTR_MAX for sysfs attributes);
- * what a bound leaves out is noted. Only ERR_NOMEM is an error (the scan is
- * then partial, and says so).
+ * what a bound leaves out is noted. A device whose name NCCL_IB_HCA cannot
+ * hold (a blank, a control character, ',' or ':', a leading '.', '^' or '=')
+ * is not read, and noted. Only ERR_NOMEM is an error (the scan is then
+ * partial, and says so).
  */
 #ifndef RDMA_WEBHOOK_NCDETECT_H
 #define RDMA_WEBHOOK_NCDETECT_H
@@ -59,6 +67,10 @@
 #define NCDETECT_DEVNAME_MAX     64  /* IB_DEVICE_NAME_MAX, with the NUL */
 #define NCDETECT_IFNAME_MAX      16  /* IFNAMSIZ, with the NUL */
 #define NCDETECT_SOCKET_MAX      255 /* bytes of --socket-ifname */
+/* What NCCL reads of NCCL_IB_HCA: its MAX_IB_DEVS (32) entries, and as many
+ * ports it opens; and of any value in its configuration file, 1023 bytes. */
+#define NCDETECT_NCCL_HCA_MAX   32
+#define NCDETECT_NCCL_VALUE_MAX 1023
 
 enum ncdetect_link {
     NCDETECT_LINK_UNKNOWN = 0, /* link_layer unreadable or another word */
@@ -90,6 +102,7 @@ struct ncdetect_port {
     struct ncdetect_gid *gids; /* ascending index */
     size_t ngids;
     size_t unreadable_gids; /* entries whose gids/I could not be read */
+    int dev_partial;        /* a bound left some ports of its device unread */
 };
 
 struct ncdetect_scan {
@@ -99,6 +112,10 @@ struct ncdetect_scan {
     unsigned char (*locals)[4];               /* local IPv4 addresses from net/fib_trie */
     size_t nlocals;
     int locals_complete; /* fib_trie read whole: an address not in locals is not ours */
+    /* Some device or port was not read (a bound, a name NCCL_IB_HCA cannot
+     * hold, a directory that cannot be listed): a list of what was read
+     * cannot name every port NCCL may find. */
+    int incomplete;
     struct dynbuf notes; /* one line each: what could not be read or was left out */
 };
 
@@ -121,12 +138,14 @@ enum ncdetect_verdict {
     NCDETECT_UNREADABLE,    /* state or link_layer could not be read */
     NCDETECT_NOT_IN_HCA,    /* the profile's hca leaves it out */
     NCDETECT_DEFAULT_ROUTE, /* its netdev carries the default route */
+    NCDETECT_PAST_LIMIT,    /* past the ports or bytes NCCL reads of NCCL_IB_HCA */
 };
 
 struct ncdetect_choice {
     enum ncdetect_verdict *verdict;              /* one per scanned port, in the scan's order */
     int *gid;                                    /* per port: its RoCE v2 IPv4 GID index, -1 none */
     struct dynbuf hca;                           /* NCCL_IB_HCA's value; empty: none */
+    int net_socket;                              /* NCCL_NET=Socket (then no hca) */
     int gid_index;                               /* NCCL_IB_GID_INDEX; -1: none */
     char socket_ifname[NCDETECT_SOCKET_MAX + 2]; /* NCCL_SOCKET_IFNAME's value; "": none */
     struct dynbuf notes;                         /* why, one line each */
@@ -139,10 +158,10 @@ int ncdetect_choose(struct ncdetect_choice *c, const struct ncdetect_scan *s,
 void ncdetect_choice_free(struct ncdetect_choice *c);
 
 /* Appends the configuration file: one KEY=VALUE line for each of
- * NCCL_IB_HCA, NCCL_IB_GID_INDEX and NCCL_SOCKET_IFNAME that was chosen, in
- * that order, and nothing else (NCCL reads any line with a '=' as a variable,
- * so the file carries no comments). ERR_OK, or out's first error
- * (ERR_TOO_BIG, ERR_NOMEM). */
+ * NCCL_IB_HCA (or NCCL_NET), NCCL_IB_GID_INDEX and NCCL_SOCKET_IFNAME that
+ * was chosen, in that order, and nothing else (NCCL reads any line with a
+ * '=' as a variable, so the file carries no comments). ERR_OK, or out's
+ * first error (ERR_TOO_BIG, ERR_NOMEM). */
 int ncdetect_format(const struct ncdetect_choice *c, struct dynbuf *out);
 
 /* Appends what was found, left out and chosen, one line each. ERR_OK, or

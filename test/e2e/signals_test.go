@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -138,6 +139,61 @@ func TestFIFOInPlaceOfServedFiles(t *testing.T) {
 			if got := in.readyz(t, false); got != 200 {
 				t.Errorf("/readyz %d after the FIFO, want 200 (the last good version serves)", got)
 			}
+			if err := in.terminate(slowerUnderValgrind(10 * time.Second)); err != nil {
+				t.Fatalf("%v%s", err, in.state())
+			}
+		})
+	}
+}
+
+// TestFIFOInPlaceOfAPIAndClientFiles: the API token, the API's CA, the
+// --client-ca file or the private key replaced by a FIFO no one writes.
+// Each is read again later (the token and the CA before every API call, the
+// others on SIGHUP): a blocking open() of the FIFO held an admission's
+// lookup, or the reload, for ever, and then SIGTERM never ended the
+// process. Admissions are still answered (without the API's answer), and
+// SIGHUP then SIGTERM end the process with status 0.
+func TestFIFOInPlaceOfAPIAndClientFiles(t *testing.T) {
+	t.Parallel()
+	const node = "gpu-node-fifo"
+	for _, which := range []string{"token", "kube-ca", "client-ca", "tls.key"} {
+		which := which
+		t.Run(which, func(t *testing.T) {
+			t.Parallel()
+			a := startFakeAPI(t)
+			a.putNode(node, map[string]string{"nvidia.com/gpu.count": "8"})
+			var in *instance
+			target := map[string]string{"token": a.tokenFile, "kube-ca": a.caFile}[which]
+			switch which {
+			case "client-ca":
+				ca := newTestCA(t, "apiserver-client-ca")
+				target = filepath.Join(t.TempDir(), "client-ca.crt")
+				writeCA(t, target, ca)
+				in = startInstanceAs(t, nil, ca.issue(t, clientCertSpec{cn: "kube-apiserver"}), profilesPath,
+					"--client-ca", target, "--shutdown-grace", "1")
+			default:
+				in = startLookupInstance(t, a, "--shutdown-grace", "1", "--api-budget-ms", "1000")
+			}
+			if which == "tls.key" {
+				target = filepath.Join(in.dir, "tls.key")
+			}
+			if err := os.Remove(target); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(target, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			mark := in.logMark()
+			// Another Node each time: no cached answer stands in for the call.
+			for i := 0; i < 3; i++ {
+				if rr := in.review(t, podCreate(jobNS, nodePod(8, fmt.Sprintf("%s-%d", node, i)))); rr.patch == nil {
+					t.Errorf("admission %d after the FIFO: no patch (8 GPUs)", i)
+				}
+			}
+			in.signal(syscall.SIGHUP)
+			in.waitLog(t, mark, slowerUnderValgrind(10*time.Second), "an error naming "+target, func(l obj) bool {
+				return strings.Contains(compact(l), target) && strings.Contains(compact(l), "not a regular file")
+			})
 			if err := in.terminate(slowerUnderValgrind(10 * time.Second)); err != nil {
 				t.Fatalf("%v%s", err, in.state())
 			}

@@ -837,6 +837,112 @@ TEST(test_device_order_and_bound)
     assert_contains(got_log, "no NCCL_IB_GID_INDEX: mlx5_1 port 1 has no RoCE v2 GID");
 }
 
+/* n devices PREFIX0.. with one ACTIVE RoCE port each, whose GID is on
+ * ethN+1, or on eth0 (the default route's) with on_route. */
+static void tree_roce_devices(int n, const char *prefix, int on_route)
+{
+    for (int d = 0; d < n; d++) {
+        char dev[NCDETECT_DEVNAME_MAX], ndev[16];
+
+        snprintf(dev, sizeof(dev), "%s%02d", prefix, d);
+        snprintf(ndev, sizeof(ndev), "eth%d", on_route ? 0 : d + 1);
+        tree_port(dev, 1, "4: ACTIVE\n", "Ethernet\n");
+        tree_put("fe80:0000:0000:0000:6c2a:11ff:fe01:0001\n",
+                 "%s/class/infiniband/%s/ports/1/gids/0", sys_root, dev);
+        tree_put("RoCE v2\n", "%s/class/infiniband/%s/ports/1/gid_attrs/types/0", sys_root, dev);
+        tree_put(ndev, "%s/class/infiniband/%s/ports/1/gid_attrs/ndevs/0", sys_root, dev);
+        tree_netdev(ndev);
+    }
+    tree_route("eth0");
+    tree_fib();
+    tree_out_dir();
+}
+
+static size_t count_of(const char *text, const char *what)
+{
+    size_t n = 0;
+
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* 40 selected ports: NCCL reads 32 entries of NCCL_IB_HCA and opens 32
+ * ports, so the list holds the first 32 and the log says the rest are out. */
+TEST(test_more_selected_ports_than_nccl_reads)
+{
+    tree_roce_devices(40, "mlx5_", 0);
+    assert_int_equal(run_detect(NULL), 0);
+    assert_true(strncmp(got_file, "NCCL_IB_HCA==mlx5_00,mlx5_01,", 29) == 0);
+    assert_int_equal(count_of(strtok(got_file, "\n"), ","), 31);
+    assert_contains(got_log, "mlx5_31 port 1: ACTIVE, RoCE, 1 GID, netdev eth32: selected\n");
+    assert_contains(got_log, "mlx5_32 port 1: ACTIVE, RoCE, 1 GID, netdev eth33: left out: past "
+                             "what NCCL reads of NCCL_IB_HCA\n");
+    assert_contains(got_log, "the 32 selected ports, and 8 more left out: NCCL reads at most 32 "
+                             "ports and 1023 bytes of NCCL_IB_HCA");
+}
+
+/* 64 names of 63 bytes: a list of 4,096 bytes, of which NCCL keeps 1,023
+ * from its file; the list stops at 15 entries (960 bytes). */
+TEST(test_selected_list_longer_than_nccl_keeps)
+{
+    char prefix[62];
+
+    memset(prefix, 'x', 61);
+    prefix[61] = '\0';
+    tree_roce_devices(64, prefix, 0);
+    assert_int_equal(run_detect(NULL), 0);
+    assert_true(strlen(strtok(got_file, "\n")) - strlen("NCCL_IB_HCA=") <= 1023);
+    assert_int_equal(count_of(got_file, ","), 14);
+    assert_contains(got_log, "the 15 selected ports, and 49 more left out");
+}
+
+/* 40 ports on the default route's netdev: "^=" and all 40 kept NCCL off the
+ * first 32 only, and it took the other 8. */
+TEST(test_exclusion_nccl_cannot_read_is_sockets)
+{
+    tree_roce_devices(40, "mlx5_", 1);
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, "NCCL_NET=Socket\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "no NCCL_IB_HCA: no port selected, and the list of all of them is "
+                             "longer than NCCL reads\n");
+    assert_contains(got_log, "NCCL_NET=Socket: NCCL uses sockets, none of the RDMA ports\n");
+}
+
+/* Devices whose names NCCL_IB_HCA cannot hold are not read; with only the
+ * default route's device besides, a list of what was read would let NCCL
+ * take them: sockets. */
+TEST(test_names_nccl_cannot_hold)
+{
+    tree_roce_devices(1, "mlx5_", 1);
+    tree_port("a,b", 1, "4: ACTIVE\n", "Ethernet\n");
+    tree_port("=mlx5_1", 1, "4: ACTIVE\n", "Ethernet\n");
+    tree_port("^mlx5_2", 1, "4: ACTIVE\n", "Ethernet\n");
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, "NCCL_NET=Socket\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "3 entries of ");
+    assert_contains(got_log, "not read: a name NCCL_IB_HCA cannot hold");
+    assert_contains(got_log, "a list of the ports read would not keep NCCL off those not read");
+}
+
+/* A device with more ports than are read is named port by port: named whole,
+ * NCCL would take its ports 9 and 10 too. */
+TEST(test_device_with_ports_past_the_bound)
+{
+    for (unsigned p = 1; p <= NCDETECT_MAX_DEV_PORTS + 2; p++)
+        tree_port("mlx5_0", p, "4: ACTIVE\n", "InfiniBand\n");
+    tree_route("eth0");
+    tree_fib();
+    tree_out_dir();
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_0:1,mlx5_0:2,mlx5_0:3,mlx5_0:4,mlx5_0:5,"
+                                  "mlx5_0:6,mlx5_0:7,mlx5_0:8\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "mlx5_0: only its first 8 ports read");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -872,6 +978,15 @@ int main(void)
                                         tree_teardown),
         cmocka_unit_test_setup_teardown(test_hca_syntax, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_device_order_and_bound, tree_setup, tree_teardown),
+        cmocka_unit_test_setup_teardown(test_more_selected_ports_than_nccl_reads, tree_setup,
+                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_selected_list_longer_than_nccl_keeps, tree_setup,
+                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_exclusion_nccl_cannot_read_is_sockets, tree_setup,
+                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_names_nccl_cannot_hold, tree_setup, tree_teardown),
+        cmocka_unit_test_setup_teardown(test_device_with_ports_past_the_bound, tree_setup,
+                                        tree_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
