@@ -75,7 +75,7 @@ func startInstanceOn(t *testing.T, profiles string, openStderr func() (*os.File,
 	if lastErr != nil {
 		t.Fatalf("starting an own serve: %v", lastErr)
 	}
-	in.client = in.newClient(10 * time.Second)
+	in.client = in.newClient(slowerUnderValgrind(10 * time.Second))
 	t.Cleanup(func() { in.finish(t) })
 	return in
 }

@@ -93,7 +93,7 @@ func startInstanceWith(t testing.TB, roots *x509.CertPool, cert *tls.Certificate
 	if lastErr != nil {
 		t.Fatalf("starting an own serve: %v", lastErr)
 	}
-	in.client = in.newClient(time.Second * 10)
+	in.client = in.newClient(slowerUnderValgrind(10 * time.Second))
 	t.Cleanup(func() { in.finish(t) })
 	return in
 }

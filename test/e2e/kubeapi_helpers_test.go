@@ -51,7 +51,7 @@ func startInstanceArgs(t *testing.T, args ...string) *instance {
 	if lastErr != nil {
 		t.Fatalf("starting an own serve: %v", lastErr)
 	}
-	in.client = in.newClient(time.Second * 10)
+	in.client = in.newClient(slowerUnderValgrind(10 * time.Second))
 	t.Cleanup(func() {
 		start := time.Now()
 		in.finish(t)

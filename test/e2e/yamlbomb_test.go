@@ -61,7 +61,7 @@ func TestYAMLAliasBombsRefused(t *testing.T) {
 	dir := t.TempDir()
 	const say = "aliases expand the input to more than"
 	for _, c := range []struct {
-		name                string
+		name               string
 		size, inner, outer int
 	}{{"nested", 1 << 20, 400, 590}, {"wide", 8 << 20, 200, 0}} {
 		file := filepath.Join(dir, c.name+".yaml")
