@@ -362,8 +362,8 @@ static void cmd_serve_stop(struct cmd_serve_app *app)
     lastgood_stop(&app->lastgood);
     cmd_serve_step(g, "lookups");
     lookups_stop(&app->lookups);
-    /* Last of the API's users gone: the client goes. */
-    cmd_serve_step(g, "kubeapi");
+    /* The last of the API's users is gone: the client goes (a free, no step
+     * of its own: nothing there can hang). */
     kubeapi_stop(&app->api);
     podsecconf_free(&app->podsec);
     stopguard_stop(&g);

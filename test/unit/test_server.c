@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "certs.h"
 #include "dynbuf.h"
 #include "err.h"
@@ -126,6 +127,8 @@ static int group_setup(void **state __attribute__((unused)))
     if (!log_file)
         return -1;
     test_log = (struct log){.fd = fileno(log_file), .min = LOG_DEBUG};
+    /* As serve does: a request's parse lives in its arena, freed at its end. */
+    arena_install_cjson_hooks();
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
