@@ -34,9 +34,11 @@ struct kubeapi_request {
     const char *path;   /* starting with /api, query included */
     const char *body;   /* len bytes; NULL: none (a GET, a watch) */
     size_t len;
-    const char *content_type; /* of the body: "application/json", "application/merge-patch+json" */
-    long timeout_ms;          /* the whole exchange, connection included */
-    const atomic_int *stop;   /* the exchange ends soon after *stop is set; NULL: never */
+    /* Of the body: "application/json" (also when NULL) or
+     * "application/merge-patch+json". */
+    const char *content_type;
+    long timeout_ms;        /* the whole exchange, connection included */
+    const atomic_int *stop; /* the exchange ends soon after *stop is set; NULL: never */
     /* A watch (a GET): each complete line of a 200 response goes to on_line
      * (lines may arrive split across chunks), at most max_line bytes; a
      * non-zero return ends the stream (ERR_FAIL). resp then holds only the
