@@ -55,8 +55,8 @@ struct cmd_serve_app {
     struct cmwatch *cmwatch;   /* from a ConfigMap */
     struct lastgood *lastgood; /* the last good copy and the stale signal; NULL: none */
     char cm_ns[64], cm_name[254], copy_name[254 + sizeof(LASTGOOD_SUFFIX)];
-    char fix[600]; /* what the stale signal tells the admin to fix */
-    struct kubeapi api;
+    char fix[600];       /* what the stale signal tells the admin to fix */
+    struct kubeapi *api; /* NULL: no API */
     struct lookups *lookups;
     struct events *events;                /* NULL: no API, or the queue could not be made */
     struct reloader *reloader;            /* SIGHUP's reloads; NULL: on the main thread */
@@ -128,10 +128,10 @@ static void cmd_serve_wait_signals(struct cmd_serve_app *app, const sigset_t *se
 /* Events are an extra: without them the webhook serves as before. */
 static void cmd_serve_start_events(struct cmd_serve_app *app)
 {
-    struct events_config ec = {0};
+    struct events_config ec = {.call = kubeapi_call, .call_ctx = app->api};
     char err[ERR_LEN] = "";
 
-    if (events_init(&app->events, &app->api, &app->log, &ec, err, sizeof(err)) != ERR_OK)
+    if (events_init(&app->events, &app->log, &ec, err, sizeof(err)) != ERR_OK)
         log_msg(&app->log, LOG_WARN, "no Events for warnings", "error", err);
 }
 
@@ -144,7 +144,8 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
     struct lookups_config lc = {.budget_ms = o->api_budget_ms,
                                 .node_ttl_s = o->node_cache_s,
                                 .configmap_ttl_s = o->configmap_cache_s,
-                                .namespace_ttl_s = o->namespace_cache_s};
+                                .namespace_ttl_s = o->namespace_cache_s,
+                                .call = kubeapi_call};
 
     if (o->no_kube_api ||
         (!o->kube_api && !in_cluster && !o->profiles_configmap && !o->detect_deployment)) {
@@ -157,7 +158,8 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
             ? kubeapi_init(&app->api, o->kube_api, o->kube_ca, o->kube_token_file, err, errlen)
             : kubeapi_init_in_cluster(&app->api, err, errlen))
         return ERR_FAIL;
-    if (lookups_init(&app->lookups, &app->api, &app->log, &lc, err, errlen) != ERR_OK)
+    lc.call_ctx = app->api;
+    if (lookups_init(&app->lookups, &app->log, &lc, err, errlen) != ERR_OK)
         return ERR_FAIL;
     cmd_serve_start_events(app);
     return ERR_OK;
@@ -166,7 +168,7 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
 /* One GET of Deployment ref ("NS/NAME", checked by the flags) and the image
  * of its first container into out: ERR_OK, or ERR_FAIL with why in err;
  * *final when trying again cannot help (404: no such Deployment). */
-static int cmd_serve_deployment_image(const struct kubeapi *api, const char *ref, char *out,
+static int cmd_serve_deployment_image(struct kubeapi *api, const char *ref, char *out,
                                       size_t outlen, int *final, char *err, size_t errlen)
 {
     const char *slash = strchr(ref, '/');
@@ -180,7 +182,10 @@ static int cmd_serve_deployment_image(const struct kubeapi *api, const char *ref
     snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%.*s/deployments/%s", (int)(slash - ref),
              ref, slash + 1);
     dynbuf_init(&body, CMD_SERVE_DEPLOYMENT_MAX);
-    rc = kubeapi_get(api, path, CMD_SERVE_DETECT_GET_MS, NULL, &body, &status, err, errlen);
+    rc = kubeapi_call(api,
+                      &(struct kubeapi_request){
+                          .method = "GET", .path = path, .timeout_ms = CMD_SERVE_DETECT_GET_MS},
+                      &body, &status, err, errlen);
     *final = rc == ERR_OK && (status == 200 || status == 404);
     if (rc == ERR_OK && status != 200)
         rc = err_set(err, errlen, ERR_FAIL, "GET deployment %s: HTTP %ld (%s)", ref, status,
@@ -221,7 +226,7 @@ static void cmd_serve_detect_image(struct cmd_serve_app *app, const struct cmd_s
 
     if (!o->detect_deployment)
         return;
-    while (cmd_serve_deployment_image(&app->api, o->detect_deployment, app->detect_image,
+    while (cmd_serve_deployment_image(app->api, o->detect_deployment, app->detect_image,
                                       sizeof(app->detect_image), &final, err,
                                       sizeof(err)) != ERR_OK) {
         struct timespec ts = {pause / 1000, (pause % 1000) * 1000000L};
@@ -252,7 +257,8 @@ static void cmd_serve_start_lastgood(struct cmd_serve_app *app, const struct cmd
             snprintf(app->copy_name, sizeof(app->copy_name), "%s", o->profiles_last_good);
         else
             snprintf(app->copy_name, sizeof(app->copy_name), "%s" LASTGOOD_SUFFIX, app->cm_name);
-        lc.api = &app->api;
+        lc.call = app->api ? kubeapi_call : NULL; /* the flags ask for an API */
+        lc.call_ctx = app->api;
         lc.ns = app->cm_ns;
         lc.name = app->cm_name;
         lc.key = o->profiles_key;
@@ -279,9 +285,16 @@ static int cmd_serve_start_profiles(struct cmd_serve_app *app, const struct cmd_
             return ERR_FAIL;
         snprintf(app->fix, sizeof(app->fix), "ConfigMap %s/%s", app->cm_ns, app->cm_name);
         cmd_serve_start_lastgood(app, o);
-        return cmwatch_init(&app->cmwatch, &app->api, app->store, app->lastgood, &app->log,
-                            o->profiles_configmap, o->profiles_key, o->watch_timeout_s, err,
-                            errlen);
+        return cmwatch_init(&app->cmwatch,
+                            &(struct cmwatch_config){.call = app->api ? kubeapi_call : NULL,
+                                                     .call_ctx = app->api,
+                                                     .store = app->store,
+                                                     .lastgood = app->lastgood,
+                                                     .log = &app->log,
+                                                     .ns_name = o->profiles_configmap,
+                                                     .key = o->profiles_key,
+                                                     .watch_timeout_s = o->watch_timeout_s},
+                            err, errlen);
     }
     snprintf(app->fix, sizeof(app->fix), "profiles file %s", o->profiles);
     cmd_serve_start_lastgood(app, o);
@@ -349,6 +362,9 @@ static void cmd_serve_stop(struct cmd_serve_app *app)
     lastgood_stop(&app->lastgood);
     cmd_serve_step(g, "lookups");
     lookups_stop(&app->lookups);
+    /* The last of the API's users is gone: the client goes (a free, no step
+     * of its own: nothing there can hang). */
+    kubeapi_stop(&app->api);
     podsecconf_free(&app->podsec);
     stopguard_stop(&g);
 }

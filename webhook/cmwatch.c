@@ -23,7 +23,8 @@
 
 struct cmwatch {
     unsigned magic;
-    const struct kubeapi *api;
+    kubeapi_call_fn call;
+    void *call_ctx;
     struct store *store;
     struct lastgood *lastgood; /* NULL: no copy */
     struct log *log;
@@ -114,8 +115,12 @@ static enum cmwatch_next cmwatch_list(struct cmwatch *w)
     snprintf(path, sizeof(path),
              "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s", w->ns, w->name);
     dynbuf_init(&body, CMWATCH_BODY_MAX);
-    if (kubeapi_get(w->api, path, CMWATCH_LIST_TIMEOUT_MS, &w->stop, &body, &status, err,
-                    sizeof(err))) {
+    if (w->call(w->call_ctx,
+                &(struct kubeapi_request){.method = "GET",
+                                          .path = path,
+                                          .timeout_ms = CMWATCH_LIST_TIMEOUT_MS,
+                                          .stop = &w->stop},
+                &body, &status, err, sizeof(err))) {
         log_msg(w->log, LOG_ERROR, "cannot list the profiles ConfigMap; retrying", "error", err);
         goto out;
     }
@@ -202,8 +207,17 @@ static enum cmwatch_next cmwatch_watch(struct cmwatch *w)
              "&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%u",
              w->ns, w->name, w->resource_version, w->watch_timeout_s);
     dynbuf_init(&body, 65536);
-    rc = kubeapi_watch(w->api, path, (long)(w->watch_timeout_s + 30) * 1000, CMWATCH_BODY_MAX,
-                       cmwatch_event, &ev, &w->stop, &body, &status, err, sizeof(err));
+    /* The server ends the watch after timeoutSeconds; the call's own bound
+     * is past that, for an API that stops answering without closing. */
+    rc = w->call(w->call_ctx,
+                 &(struct kubeapi_request){.method = "GET",
+                                           .path = path,
+                                           .timeout_ms = (long)(w->watch_timeout_s + 30) * 1000,
+                                           .stop = &w->stop,
+                                           .on_line = cmwatch_event,
+                                           .line_ctx = &ev,
+                                           .max_line = CMWATCH_BODY_MAX},
+                 &body, &status, err, sizeof(err));
     if (rc == 0 && status == 200)
         w->backoff_ms = CMWATCH_BACKOFF_MIN_MS;
     if (rc == 0 && status != 200) {
@@ -303,31 +317,34 @@ static int cmwatch_split(struct cmwatch *w, const char *ns_name, const char *key
     return ERR_OK;
 }
 
-int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *store,
-                 struct lastgood *lastgood, struct log *log, const char *ns_name, const char *key,
-                 unsigned watch_timeout_s, char *err, size_t errlen)
+int cmwatch_init(struct cmwatch **out, const struct cmwatch_config *cfg, char *err, size_t errlen)
 {
-    struct cmwatch *w = calloc(1, sizeof(*w));
+    struct cmwatch *w;
     int rc;
 
     *out = NULL;
+    if (!cfg->call)
+        return err_set(err, errlen, ERR_FAIL, "cannot watch ConfigMap %s: no API", cfg->ns_name);
+    w = calloc(1, sizeof(*w));
     if (!w)
-        return err_set(err, errlen, ERR_NOMEM, "cannot watch ConfigMap %s: out of memory", ns_name);
+        return err_set(err, errlen, ERR_NOMEM, "cannot watch ConfigMap %s: out of memory",
+                       cfg->ns_name);
     w->magic = CMWATCH_MAGIC;
-    w->api = api;
-    w->store = store;
-    w->lastgood = lastgood;
-    w->log = log;
-    w->watch_timeout_s = watch_timeout_s;
+    w->call = cfg->call;
+    w->call_ctx = cfg->call_ctx;
+    w->store = cfg->store;
+    w->lastgood = cfg->lastgood;
+    w->log = cfg->log;
+    w->watch_timeout_s = cfg->watch_timeout_s;
     atomic_init(&w->stop, 0);
-    if ((rc = cmwatch_split(w, ns_name, key, err, errlen)) != ERR_OK)
+    if ((rc = cmwatch_split(w, cfg->ns_name, cfg->key, err, errlen)) != ERR_OK)
         goto fail;
     snprintf(w->origin, sizeof(w->origin), "configmap %s/%s", w->ns, w->name);
     /* cmwatch_no_valid tries the copy after each refusal before any
      * version serves: the store's line for that refusal must not say 503. */
-    store_set_fallback(store, lastgood_enabled(lastgood));
+    store_set_fallback(w->store, lastgood_enabled(w->lastgood));
     if (pthread_create(&w->thread, NULL, cmwatch_main, w) != 0) {
-        store_set_fallback(store, 0);
+        store_set_fallback(w->store, 0);
         rc = err_set(err, errlen, ERR_FAIL, "cannot start the watch of %s", w->origin);
         goto fail;
     }

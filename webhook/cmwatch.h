@@ -17,6 +17,9 @@
  * published clears it (a version equal to the one serving is published
  * again after a refusal, so a revert clears it too).
  *
+ * The API call is injectable (cmwatch_config.call, a kubeapi_call_fn), so
+ * the list, the watch and their failures can be tested without a network.
+ *
  * Lifecycle: cmwatch_init() starts the thread (there is nothing to do
  * between making the watch and starting it); cmwatch_stop() undoes it.
  */
@@ -33,12 +36,24 @@
 /* Opaque: the ConfigMap's names, the watch's position and the thread. */
 struct cmwatch;
 
-/* ns_name is "NS/NAME"; api, store, log and lastgood (NULL: none) must
- * outlive the watch. ERR_OK with *out set and the thread running; or ERR_*
- * with a message in err and *out NULL. */
-int cmwatch_init(struct cmwatch **out, const struct kubeapi *api, struct store *store,
-                 struct lastgood *lastgood, struct log *log, const char *ns_name, const char *key,
-                 unsigned watch_timeout_s, char *err, size_t errlen);
+struct cmwatch_config {
+    /* The API (required): kubeapi_call with its client, or a test's fake. Its
+     * requests: a GET of the list, and a watch (on_line set) from the
+     * list's resourceVersion. */
+    kubeapi_call_fn call;
+    void *call_ctx;
+    struct store *store;
+    struct lastgood *lastgood; /* NULL: none */
+    struct log *log;
+    const char *ns_name;      /* "NS/NAME" (--profiles-configmap) */
+    const char *key;          /* the profiles' key in data (--profiles-key) */
+    unsigned watch_timeout_s; /* each watch's timeoutSeconds */
+};
+
+/* call_ctx, store, log and lastgood must outlive the watch; the strings are
+ * copied. ERR_OK with *out set and the thread running; or ERR_* with a
+ * message in err and *out NULL. */
+int cmwatch_init(struct cmwatch **out, const struct cmwatch_config *cfg, char *err, size_t errlen);
 
 /* "NS/NAME" split and checked as cmwatch_init does: ERR_OK, or ERR_FAIL
  * with a message naming --profiles-configmap. ns and name have 64 and 254

@@ -89,7 +89,6 @@ struct events {
     /* Settings. */
     struct events_config cfg;
     long long window_ns, patch_ns;
-    const struct kubeapi *api;
     struct log *log;
     char instance[EVENTS_INSTANCE_MAX + 1];
     /* Counts. */
@@ -411,6 +410,16 @@ static int events_send(struct events *ev, struct events_series *s, const char *m
                        const char *path, long *status)
 {
     long timeout = events_timeout(ev);
+    /* A POST creates an Event, a PATCH merges into its series. */
+    const struct kubeapi_request req = {.method = method,
+                                        .path = path,
+                                        .body = dynbuf_ptr(&ev->body),
+                                        .len = dynbuf_len(&ev->body),
+                                        .content_type = strcmp(method, "PATCH") == 0
+                                                            ? "application/merge-patch+json"
+                                                            : "application/json",
+                                        .timeout_ms = timeout,
+                                        .stop = &ev->cancel};
     char err[ERR_LEN] = "", msg[256];
     int rc;
 
@@ -420,8 +429,7 @@ static int events_send(struct events *ev, struct events_series *s, const char *m
     if (timeout <= 0)
         return ERR_FAIL;
     dynbuf_reset(&ev->resp);
-    rc = ev->cfg.send(ev->cfg.send_ctx, method, path, dynbuf_ptr(&ev->body), dynbuf_len(&ev->body),
-                      timeout, &ev->cancel, &ev->resp, status, err, sizeof(err));
+    rc = ev->cfg.call(ev->cfg.call_ctx, &req, &ev->resp, status, err, sizeof(err));
     if (rc != ERR_OK) {
         s->failed = 1;
         events_log_failure(ev, s, method, 0, err);
@@ -645,17 +653,6 @@ static void *events_main(void *arg)
 
 /* ---- life cycle -------------------------------------------------------- */
 
-static int events_kube_send(void *ctx, const char *method, const char *path, const char *body,
-                            size_t len, long timeout_ms, const atomic_int *stop,
-                            struct dynbuf *resp, long *status, char *err, size_t errlen)
-{
-    const struct kubeapi *k = ctx;
-
-    if (strcmp(method, "POST") == 0)
-        return kubeapi_post(k, path, body, len, timeout_ms, stop, resp, status, err, errlen);
-    return kubeapi_merge_patch(k, path, body, len, timeout_ms, stop, resp, status, err, errlen);
-}
-
 /* reportingInstance: the setting, $POD_NAME, the hostname, whole
  * characters of at most EVENTS_INSTANCE_MAX bytes. */
 static void events_instance(char *out, const char *set)
@@ -673,8 +670,7 @@ static void events_instance(char *out, const char *set)
     out[n] = '\0';
 }
 
-static void events_config_fill(struct events *ev, const struct kubeapi *api,
-                               const struct events_config *cfg)
+static void events_config_fill(struct events *ev, const struct events_config *cfg)
 {
     ev->cfg = *cfg;
     if (!ev->cfg.queue_max)
@@ -685,10 +681,6 @@ static void events_config_fill(struct events *ev, const struct kubeapi *api,
         ev->cfg.patch_ms = EVENTS_PATCH_DEFAULT_MS;
     if (!ev->cfg.request_ms)
         ev->cfg.request_ms = EVENTS_REQUEST_DEFAULT_MS;
-    if (!ev->cfg.send) {
-        ev->cfg.send = events_kube_send;
-        ev->cfg.send_ctx = (void *)api;
-    }
     if (!ev->cfg.now_ns)
         ev->cfg.now_ns = monotime_now;
     if (!ev->cfg.wall_ns)
@@ -708,17 +700,19 @@ static void events_free(struct events *ev)
     free(ev);
 }
 
-int events_init(struct events **out, const struct kubeapi *api, struct log *log,
-                const struct events_config *cfg, char *err, size_t errlen)
+int events_init(struct events **out, struct log *log, const struct events_config *cfg, char *err,
+                size_t errlen)
 {
-    struct events *ev = calloc(1, sizeof(*ev));
+    struct events *ev;
 
     *out = NULL;
+    if (!cfg->call)
+        return err_set(err, errlen, ERR_FAIL, "Events: no API to send them to");
+    ev = calloc(1, sizeof(*ev));
     if (!ev)
         return err_set(err, errlen, ERR_NOMEM, "Events: out of memory");
     events_instance(ev->instance, cfg->instance);
-    events_config_fill(ev, api, cfg);
-    ev->api = api;
+    events_config_fill(ev, cfg);
     ev->log = log;
     dynbuf_init(&ev->body, EVENTS_BODY_MAX);
     dynbuf_init(&ev->resp, EVENTS_RESPONSE_MAX);

@@ -36,7 +36,7 @@
  * Lifecycle: events_init() makes the queue and starts the sender (the one
  * shape of webhook/README.md); events_stop() sends what is queued and what
  * is due within its bound, drops the rest (counted), joins and frees.
- * The edges are injectable (events_config): the API call and both clocks,
+ * The edges are injectable (events_config): the API call (kubeapi_call_fn) and both clocks,
  * so the queue's rules can be tested without a network.
  */
 #ifndef RDMA_WEBHOOK_EVENTS_H
@@ -66,15 +66,6 @@
  * series of the one seen longest ago (its count is sent first). */
 #define EVENTS_SERIES_MAX 256
 
-/* Sends one request: method "POST" with a new Event as body, or "PATCH"
- * with a JSON merge patch, to path (/apis/events.k8s.io/v1/namespaces/...).
- * Returns ERR_OK with the HTTP status in *status and the response body in
- * resp, or an ERR_* code with a message; returns within timeout_ms, and
- * soon after *stop is set. */
-typedef int (*events_send_fn)(void *ctx, const char *method, const char *path, const char *body,
-                              size_t len, long timeout_ms, const atomic_int *stop,
-                              struct dynbuf *resp, long *status, char *err, size_t errlen);
-
 struct events_config {
     unsigned queue_max;  /* reports waiting for the sender */
     unsigned window_ms;  /* the longest gap between reports of one Event */
@@ -83,13 +74,17 @@ struct events_config {
     /* reportingInstance; NULL: $POD_NAME (the Deployment's downward API),
      * else the hostname. Cut to EVENTS_INSTANCE_MAX bytes. */
     const char *instance;
-    /* The edges; NULL: kubeapi_post/kubeapi_merge_patch on the api given to
-     * events_init, CLOCK_MONOTONIC (monotime_now) for the window and patch
-     * gaps, CLOCK_REALTIME in unix nanoseconds for eventTime, the series'
-     * lastObservedTime and the Events' names. events_stop's bound is always
-     * on CLOCK_MONOTONIC. */
-    events_send_fn send;
-    void *send_ctx;
+    /* The API (required): kubeapi_call with its client, or a test's fake. Its
+     * requests are a POST of a new Event (application/json) or a PATCH of
+     * its series (application/merge-patch+json) to
+     * /apis/events.k8s.io/v1/namespaces/..., cut to what is left of
+     * events_stop's bound and stopped there. */
+    kubeapi_call_fn call;
+    void *call_ctx;
+    /* The clocks; NULL: CLOCK_MONOTONIC (monotime_now) for the window and
+     * patch gaps, CLOCK_REALTIME in unix nanoseconds for eventTime, the
+     * series' lastObservedTime and the Events' names. events_stop's bound is
+     * always on CLOCK_MONOTONIC. */
     long long (*now_ns)(void);
     long long (*wall_ns)(void);
 };
@@ -108,11 +103,11 @@ struct events_stats {
 /* Opaque; made by events_init(), undone by events_stop(). */
 struct events;
 
-/* Makes the queue and starts the sender. api (unless cfg->send is set) and
- * log are the caller's and must outlive it. ERR_OK with *out set; or
- * ERR_NOMEM or ERR_FAIL with a message in err and *out NULL. */
-int events_init(struct events **out, const struct kubeapi *api, struct log *log,
-                const struct events_config *cfg, char *err, size_t errlen);
+/* Makes the queue and starts the sender. log and cfg->call_ctx are the
+ * caller's and must outlive it. ERR_OK with *out set; or ERR_NOMEM or
+ * ERR_FAIL (no cfg->call, no thread) with a message in err and *out NULL. */
+int events_init(struct events **out, struct log *log, const struct events_config *cfg, char *err,
+                size_t errlen);
 
 /* Queues the admission's report: ERR_OK (also when there is nothing to
  * report), or ERR_BUSY when the queue is full (dropped and counted). Never

@@ -3,6 +3,7 @@
 #include "fsutil.h"
 #include "version.h"
 
+#include <assert.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +23,23 @@ static int kubeapi_copy(char *dst, size_t dstlen, const char *src, const char *w
     return ERR_OK;
 }
 
-int kubeapi_init(struct kubeapi *k, const char *url, const char *ca_file, const char *token_file,
-                 char *err, size_t errlen)
+/* In every live client and nowhere else: a stopped or stray pointer fails
+ * the assert instead of corrupting memory. */
+#define KUBEAPI_MAGIC 0x6b617069u /* "kapi" */
+
+struct kubeapi {
+    unsigned magic;
+    char base_url[256];
+    char ca_file[512];
+    char token_file[512];
+    char user_agent[64];
+};
+
+static int kubeapi_settings(struct kubeapi *k, const char *url, const char *ca_file,
+                            const char *token_file, char *err, size_t errlen)
 {
     int rc;
 
-    memset(k, 0, sizeof(*k));
     snprintf(k->user_agent, sizeof(k->user_agent), "rdma-webhook/%s", RDMA_WEBHOOK_VERSION);
     if ((rc = kubeapi_copy(k->base_url, sizeof(k->base_url), url, "--kube-api", err, errlen)) ||
         (rc = kubeapi_copy(k->ca_file, sizeof(k->ca_file), ca_file, "--kube-ca", err, errlen)) ||
@@ -42,18 +54,56 @@ int kubeapi_init(struct kubeapi *k, const char *url, const char *ca_file, const 
     return ERR_OK;
 }
 
-int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen)
+int kubeapi_init(struct kubeapi **out, const char *url, const char *ca_file, const char *token_file,
+                 char *err, size_t errlen)
+{
+    struct kubeapi *k = calloc(1, sizeof(*k));
+    int rc;
+
+    *out = NULL;
+    if (!k)
+        return err_set(err, errlen, ERR_NOMEM, "out of memory for the API client");
+    k->magic = KUBEAPI_MAGIC;
+    rc = kubeapi_settings(k, url, ca_file, token_file, err, errlen);
+    if (rc != ERR_OK) {
+        kubeapi_stop(&k);
+        return rc;
+    }
+    *out = k;
+    return ERR_OK;
+}
+
+int kubeapi_init_in_cluster(struct kubeapi **out, char *err, size_t errlen)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     char url[300];
 
+    *out = NULL;
     if (!host || !*host || !port || !*port)
         return err_set(err, errlen, ERR_FAIL,
                        "not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset); "
                        "pass --kube-api, --kube-ca and --kube-token-file");
     snprintf(url, sizeof(url), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
-    return kubeapi_init(k, url, KUBEAPI_SA_DIR "/ca.crt", KUBEAPI_SA_DIR "/token", err, errlen);
+    return kubeapi_init(out, url, KUBEAPI_SA_DIR "/ca.crt", KUBEAPI_SA_DIR "/token", err, errlen);
+}
+
+void kubeapi_stop(struct kubeapi **kp)
+{
+    struct kubeapi *k = *kp;
+
+    if (!k)
+        return;
+    assert(k->magic == KUBEAPI_MAGIC);
+    k->magic = 0;
+    free(k);
+    *kp = NULL;
+}
+
+const char *kubeapi_base_url(const struct kubeapi *k)
+{
+    assert(k->magic == KUBEAPI_MAGIC);
+    return k->base_url;
 }
 
 /* A body's headers after the others: its type, and no "Expect:
@@ -222,71 +272,41 @@ static void kubeapi_stoppable(CURL *c, const atomic_int *stop)
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
 }
 
-/* One request: method is "GET" (body NULL, no content type), "POST", "PUT"
- * or "PATCH"; the response goes into resp (its cap bounds it). */
-static int kubeapi_request(const struct kubeapi *k, const char *method, const char *content_type,
-                           const char *path, const char *body, size_t len, long timeout_ms,
-                           const atomic_int *stop, struct dynbuf *resp, long *status, char *err,
-                           size_t errlen)
+/* One request whose whole response goes into resp (its cap bounds it). */
+static int kubeapi_request(const struct kubeapi *k, const struct kubeapi_request *req,
+                           struct dynbuf *resp, long *status, char *err, size_t errlen)
 {
     struct kubeapi_sink sink = {resp, ERR_OK};
     struct curl_slist *headers = NULL;
     CURL *c;
     CURLcode cc;
-    int rc = kubeapi_start(k, path, timeout_ms, content_type, &headers, &c, err, errlen);
+    int rc = kubeapi_start(k, req->path, req->timeout_ms,
+                           req->body ? (req->content_type ? req->content_type : "application/json")
+                                     : NULL,
+                           &headers, &c, err, errlen);
 
     if (rc)
         goto out;
-    if (body) {
+    if (req->body) {
         /* POSTFIELDS makes the request a POST; CUSTOMREQUEST only renames it. */
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-        if (strcmp(method, "POST") != 0)
-            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->len);
     }
+    if (strcmp(req->method, req->body ? "POST" : "GET") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kubeapi_collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-    kubeapi_stoppable(c, stop);
+    kubeapi_stoppable(c, req->stop);
     cc = curl_easy_perform(c);
     if (cc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     else
-        rc = kubeapi_failed(method, path, cc, sink.rc, "the response", resp->cap, err, errlen);
+        rc = kubeapi_failed(req->method, req->path, cc, sink.rc, "the response", resp->cap, err,
+                            errlen);
 out:
     curl_easy_cleanup(c);
     curl_slist_free_all(headers);
     return rc;
-}
-
-int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
-                struct dynbuf *body, long *status, char *err, size_t errlen)
-{
-    return kubeapi_request(k, "GET", NULL, path, NULL, 0, timeout_ms, stop, body, status, err,
-                           errlen);
-}
-
-int kubeapi_post(const struct kubeapi *k, const char *path, const char *body, size_t len,
-                 long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                 char *err, size_t errlen)
-{
-    return kubeapi_request(k, "POST", "application/json", path, body, len, timeout_ms, stop, resp,
-                           status, err, errlen);
-}
-
-int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *body, size_t len,
-                        long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                        char *err, size_t errlen)
-{
-    return kubeapi_request(k, "PATCH", "application/merge-patch+json", path, body, len, timeout_ms,
-                           stop, resp, status, err, errlen);
-}
-
-int kubeapi_put(const struct kubeapi *k, const char *path, const char *body, size_t len,
-                long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                char *err, size_t errlen)
-{
-    return kubeapi_request(k, "PUT", "application/json", path, body, len, timeout_ms, stop, resp,
-                           status, err, errlen);
 }
 
 /* State of one watch stream: the partial line carried between chunks. */
@@ -358,19 +378,19 @@ static int kubeapi_stream_failed(struct kubeapi_stream *st, const char *path, CU
     return kubeapi_failed("watch", path, cc, ERR_OK, NULL, 0, err, errlen);
 }
 
-int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, size_t max_line,
-                  int (*on_line)(void *ctx, const char *line, size_t len), void *ctx,
-                  const atomic_int *stop, struct dynbuf *err_body, long *status, char *err,
-                  size_t errlen)
+static int kubeapi_watch(const struct kubeapi *k, const struct kubeapi_request *req,
+                         struct dynbuf *err_body, long *status, char *err, size_t errlen)
 {
-    struct kubeapi_stream st = {
-        .err_body = {err_body, ERR_OK}, .on_line = on_line, .ctx = ctx, .stop = stop};
+    struct kubeapi_stream st = {.err_body = {err_body, ERR_OK},
+                                .on_line = req->on_line,
+                                .ctx = req->line_ctx,
+                                .stop = req->stop};
     struct curl_slist *headers = NULL;
     CURLcode cc;
     int rc;
 
-    dynbuf_init(&st.line, max_line);
-    rc = kubeapi_start(k, path, timeout_ms, NULL, &headers, &st.curl, err, errlen);
+    dynbuf_init(&st.line, req->max_line);
+    rc = kubeapi_start(k, req->path, req->timeout_ms, NULL, &headers, &st.curl, err, errlen);
     if (rc)
         goto out;
     curl_easy_setopt(st.curl, CURLOPT_WRITEFUNCTION, kubeapi_stream_data);
@@ -382,10 +402,23 @@ int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, si
     if (cc == CURLE_OK)
         curl_easy_getinfo(st.curl, CURLINFO_RESPONSE_CODE, status);
     else
-        rc = kubeapi_stream_failed(&st, path, cc, err, errlen);
+        rc = kubeapi_stream_failed(&st, req->path, cc, err, errlen);
 out:
     dynbuf_free(&st.line);
     curl_easy_cleanup(st.curl);
     curl_slist_free_all(headers);
     return rc;
+}
+
+int kubeapi_call(void *ctx, const struct kubeapi_request *req, struct dynbuf *resp, long *status,
+                 char *err, size_t errlen)
+{
+    const struct kubeapi *k = ctx;
+
+    assert(k->magic == KUBEAPI_MAGIC);
+    if (!req->method || !req->path)
+        return err_set(err, errlen, ERR_FAIL, "an API request without a method or a path");
+    if (req->on_line)
+        return kubeapi_watch(k, req, resp, status, err, errlen);
+    return kubeapi_request(k, req, resp, status, err, errlen);
 }

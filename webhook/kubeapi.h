@@ -1,18 +1,17 @@
 /* kubeapi: a minimal Kubernetes API client on libcurl.
  *
- * GET, watch, and the writes the webhook makes: POST (an Event, the last
- * good copy of the profiles), merge-PATCH (an Event's series) and PUT (the
- * copy's update, carrying its resourceVersion). Credentials come from the pod's service account
- * (KUBERNETES_SERVICE_HOST and _PORT, the mounted CA and token) or, for development, from a URL, a
- * CA file and a token file. The token file is read again before every request, because bound
+ * One call, kubeapi_call, for every request: GET, watch, and the writes the
+ * webhook makes: POST (an Event, the last good copy of the profiles),
+ * merge-PATCH (an Event's series) and PUT (the copy's update, carrying its
+ * resourceVersion). Its type, kubeapi_call_fn, is the seam every client of
+ * the API takes, so that a test hands them a fake instead. Credentials come from the pod's service
+ * account (KUBERNETES_SERVICE_HOST and _PORT, the mounted CA and token) or, for development, from a
+ * URL, a CA file and a token file. The token file is read again before every request, because bound
  * service-account tokens rotate, and so is the CA file; the token is never logged. Both must be
  * regular files, opened without blocking: a FIFO in their place fails the request at once.
  *
- * Errors (err.h): ERR_OK means that an HTTP exchange happened (the status is
- * in *status, which may be an error status). Otherwise a negative code with
- * a one-line message in err: ERR_TOO_BIG for a response, event or setting
- * over its limit (the message names it), ERR_NOMEM, or ERR_FAIL (connection,
- * TLS, timeout, stop, a bad setting).
+ * Errors (err.h): as kubeapi_call_fn says below.
+ * Lifecycle: an object (webhook/README.md): kubeapi_init, kubeapi_stop.
  * Call curl_global_init() before any thread uses this module.
  */
 #ifndef RDMA_WEBHOOK_KUBEAPI_H
@@ -26,52 +25,59 @@
 
 #define KUBEAPI_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
-struct kubeapi {
-    char base_url[256];
-    char ca_file[512];
-    char token_file[512];
-    char user_agent[64];
+/* Opaque: the base URL, the CA and token files, the user agent. */
+struct kubeapi;
+
+/* One request, the whole of what a caller asks of the API. */
+struct kubeapi_request {
+    const char *method; /* "GET", "POST", "PUT" or "PATCH" */
+    const char *path;   /* starting with /api, query included */
+    const char *body;   /* len bytes; NULL: none (a GET, a watch) */
+    size_t len;
+    /* Of the body: "application/json" (also when NULL) or
+     * "application/merge-patch+json". */
+    const char *content_type;
+    long timeout_ms;        /* the whole exchange, connection included */
+    const atomic_int *stop; /* the exchange ends soon after *stop is set; NULL: never */
+    /* A watch (a GET): each complete line of a 200 response goes to on_line
+     * (lines may arrive split across chunks), at most max_line bytes; a
+     * non-zero return ends the stream (ERR_FAIL). resp then holds only the
+     * body of a non-200 response, for the caller to read a Status. NULL: the
+     * whole response goes into resp. */
+    int (*on_line)(void *line_ctx, const char *line, size_t len);
+    void *line_ctx;
+    size_t max_line;
 };
 
-/* Out of cluster: url like https://127.0.0.1:6443. */
-int kubeapi_init(struct kubeapi *k, const char *url, const char *ca_file, const char *token_file,
+/* The one way to call the API, which events, lastgood, lookups and cmwatch
+ * take with its ctx, so that each can be given a fake. ERR_OK when an HTTP
+ * exchange happened (its status in *status, which may be an error status;
+ * a watch the server ended); otherwise an ERR_* code with a message in err
+ * and *status untouched: ERR_TOO_BIG for a response (resp's cap), a line
+ * (max_line) or a setting over its limit, ERR_NOMEM, or ERR_FAIL
+ * (connection, TLS, timeout, stop, on_line's end, a bad setting). Returns
+ * within timeout_ms, and soon after *stop is set (checked at least once a
+ * second). */
+typedef int (*kubeapi_call_fn)(void *ctx, const struct kubeapi_request *req, struct dynbuf *resp,
+                               long *status, char *err, size_t errlen);
+
+/* Out of cluster: url like https://127.0.0.1:6443. ERR_OK with *out set, or
+ * ERR_FAIL (a missing or bad setting), ERR_TOO_BIG (an overlong one) or
+ * ERR_NOMEM with a message naming the flag, and *out NULL. */
+int kubeapi_init(struct kubeapi **out, const char *url, const char *ca_file, const char *token_file,
                  char *err, size_t errlen);
-/* In cluster: from the environment and the service-account mount. */
-int kubeapi_init_in_cluster(struct kubeapi *k, char *err, size_t errlen);
+/* In cluster: from the environment and the service-account mount; the same
+ * results. */
+int kubeapi_init_in_cluster(struct kubeapi **out, char *err, size_t errlen);
+/* Frees the client and sets *k to NULL; a no-op on NULL. No call may be
+ * running. */
+void kubeapi_stop(struct kubeapi **k);
 
-/* GETs path (starting with /api) into body, taking at most timeout_ms, or
- * until *stop is set (stop may be NULL). A response over body's cap is
- * ERR_TOO_BIG. */
-int kubeapi_get(const struct kubeapi *k, const char *path, long timeout_ms, const atomic_int *stop,
-                struct dynbuf *body, long *status, char *err, size_t errlen);
+/* The base URL, as kubeapi_init kept it (no query, no trailing slash). */
+const char *kubeapi_base_url(const struct kubeapi *k);
 
-/* POSTs body (len bytes of JSON) to path; PATCHes path with body as a JSON
- * merge patch (RFC 7386, application/merge-patch+json). Each takes at most
- * timeout_ms, or until *stop is set (stop may be NULL). The response (the
- * object, or a Status for an error status) goes into resp; one over resp's
- * cap is ERR_TOO_BIG. */
-int kubeapi_post(const struct kubeapi *k, const char *path, const char *body, size_t len,
-                 long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
+/* kubeapi_call_fn on the real API: ctx is a struct kubeapi. */
+int kubeapi_call(void *ctx, const struct kubeapi_request *req, struct dynbuf *resp, long *status,
                  char *err, size_t errlen);
-int kubeapi_merge_patch(const struct kubeapi *k, const char *path, const char *body, size_t len,
-                        long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                        char *err, size_t errlen);
-/* PUTs body (the whole object, application/json) to path: an update, which
- * the apiserver answers 409 when the body's metadata.resourceVersion is not
- * the object's. */
-int kubeapi_put(const struct kubeapi *k, const char *path, const char *body, size_t len,
-                long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                char *err, size_t errlen);
-
-/* Streams a watch: calls on_line for every complete line of the response
- * (lines may arrive split across chunks), until the server ends it (ERR_OK),
- * a line is longer than max_line (ERR_TOO_BIG), on_line returns non-zero, *stop
- * is set (checked at least once a second) or timeout_ms passes (ERR_FAIL). A
- * non-200 response's body is left in err_body (ERR_TOO_BIG past its cap) for
- * the caller to read a Status. */
-int kubeapi_watch(const struct kubeapi *k, const char *path, long timeout_ms, size_t max_line,
-                  int (*on_line)(void *ctx, const char *line, size_t len), void *ctx,
-                  const atomic_int *stop, struct dynbuf *err_body, long *status, char *err,
-                  size_t errlen);
 
 #endif

@@ -107,22 +107,10 @@ int lastgood_body(struct dynbuf *out, const char *ns, const char *copy, const ch
     return jsonw_error(&w);
 }
 
-static int lastgood_send_kubeapi(void *ctx, const char *method, const char *path, const char *body,
-                                 size_t len, long timeout_ms, const atomic_int *stop,
-                                 struct dynbuf *resp, long *status, char *err, size_t errlen)
-{
-    const struct kubeapi *api = ctx;
-
-    if (strcmp(method, "GET") == 0)
-        return kubeapi_get(api, path, timeout_ms, stop, resp, status, err, errlen);
-    if (strcmp(method, "POST") == 0)
-        return kubeapi_post(api, path, body, len, timeout_ms, stop, resp, status, err, errlen);
-    return kubeapi_put(api, path, body, len, timeout_ms, stop, resp, status, err, errlen);
-}
-
 int lastgood_enabled(const struct lastgood *lg)
 {
-    return lg && lg->cfg.send && lg->cfg.copy && *lg->cfg.copy;
+    /* lastgood_names sets the path only when every name is there. */
+    return lg && lg->cfg.call && lg->path[0];
 }
 
 static void lastgood_count(struct lastgood *lg, enum lastgood_count c)
@@ -158,7 +146,11 @@ static int lastgood_get(struct lastgood *lg, const atomic_int *stop, struct last
 
     memset(f, 0, sizeof(*f));
     dynbuf_init(&resp, LASTGOOD_RESP_MAX);
-    rc = lg->cfg.send(lg->cfg.send_ctx, "GET", lg->path, NULL, 0, (long)lg->cfg.request_ms, stop,
+    rc = lg->cfg.call(lg->cfg.call_ctx,
+                      &(struct kubeapi_request){.method = "GET",
+                                                .path = lg->path,
+                                                .timeout_ms = (long)lg->cfg.request_ms,
+                                                .stop = stop},
                       &resp, &f->status, err, errlen);
     if (rc == ERR_OK && f->status == 200) {
         f->doc = cJSON_ParseWithLength(dynbuf_ptr(&resp), dynbuf_len(&resp));
@@ -199,8 +191,15 @@ static int lastgood_put(struct lastgood *lg, const struct lastgood_offer *o, con
         rc = err_set(err, errlen, rc, "%s: %s building the copy", lg->origin,
                      rc == ERR_NOMEM ? "out of memory" : "too large");
     else
-        rc = lg->cfg.send(lg->cfg.send_ctx, rv ? "PUT" : "POST", rv ? lg->path : lg->coll,
-                          dynbuf_ptr(&body), dynbuf_len(&body), (long)lg->cfg.request_ms, &lg->stop,
+        /* A PUT carries the copy's resourceVersion: optimistic concurrency. */
+        rc = lg->cfg.call(lg->cfg.call_ctx,
+                          &(struct kubeapi_request){.method = rv ? "PUT" : "POST",
+                                                    .path = rv ? lg->path : lg->coll,
+                                                    .body = dynbuf_ptr(&body),
+                                                    .len = dynbuf_len(&body),
+                                                    .content_type = "application/json",
+                                                    .timeout_ms = (long)lg->cfg.request_ms,
+                                                    .stop = &lg->stop},
                           &resp, status, err, errlen);
     dynbuf_free(&body);
     dynbuf_free(&resp);
@@ -467,10 +466,6 @@ static int lastgood_names(struct lastgood *lg, char *err, size_t errlen)
     snprintf(lg->coll, sizeof(lg->coll), "/api/v1/namespaces/%s/configmaps", c->ns);
     snprintf(lg->path, sizeof(lg->path), "/api/v1/namespaces/%s/configmaps/%s", c->ns, c->copy);
     snprintf(lg->origin, sizeof(lg->origin), "configmap %s/%s", c->ns, c->copy);
-    if (!lg->cfg.send && c->api) {
-        lg->cfg.send = lastgood_send_kubeapi;
-        lg->cfg.send_ctx = (void *)c->api;
-    }
     return ERR_OK;
 }
 

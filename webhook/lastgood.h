@@ -35,7 +35,7 @@
  * series counting); the server exposes the gauge (server.c). Admissions say
  * nothing of it: the job's author cannot fix the profiles.
  *
- * The API call is injectable (lastgood_config.send), so the protocol can be
+ * The API call is injectable (lastgood_config.call, a kubeapi_call_fn), so the protocol can be
  * tested without a network. Lifecycle: lastgood_init() starts the thread;
  * lastgood_stop() stops and joins it (an unwritten offer is dropped).
  */
@@ -63,25 +63,19 @@
 /* The counts of lastgood_counts(), in this order. */
 enum lastgood_count { LASTGOOD_WRITTEN, LASTGOOD_UNCHANGED, LASTGOOD_FAILED, LASTGOOD_COUNTS };
 
-/* One request: method "GET" (body NULL), "POST" or "PUT" to path. Returns
- * ERR_OK with the status in *status and the body in resp, or ERR_* with a
- * message; within timeout_ms, and soon after *stop is set. */
-typedef int (*lastgood_send_fn)(void *ctx, const char *method, const char *path, const char *body,
-                                size_t len, long timeout_ms, const atomic_int *stop,
-                                struct dynbuf *resp, long *status, char *err, size_t errlen);
-
 struct lastgood_config {
     const char *fix; /* what the admin must fix, for the log: "ConfigMap NS/NAME" */
-    /* The copy; any NULL (or copy ""): no copy, only the signal. */
-    const struct kubeapi *api;
+    /* The copy; any NULL (or copy ""): no copy, only the signal. call is
+     * kubeapi_call with its client, or a test's fake: a GET of the copy, a
+     * POST (create) or a PUT (update) of it, application/json. */
+    kubeapi_call_fn call;
+    void *call_ctx;
     const char *ns, *name, *key; /* the source ConfigMap and its key */
     const char *copy;            /* the copy's name, in ns */
     unsigned interval_ms;        /* the error line while stale; 0: 60000 */
     unsigned request_ms;         /* each request's timeout; 0: 5000 */
     unsigned retry_max_ms;       /* the longest wait between tries; 0: 60000 */
-    lastgood_send_fn send;       /* NULL: kubeapi on api */
     struct events *events;       /* the stale Event on NS/NAME; NULL: none */
-    void *send_ctx;
 };
 
 struct lastgood;

@@ -62,12 +62,24 @@ struct lookups_circuit {
     unsigned long long skipped; /* lookups answered unknown without a call */
 };
 
+struct lookups;
+
+/* Asks the API for key (a Node's or Namespace's name, or "namespace/name" of
+ * a ConfigMap) in at most timeout_ms. Returns ERR_OK with *value (NULL: the
+ * ConfigMap does not exist; a Node or Namespace that does not exist fails);
+ * the value must not come from a request's arena. Else ERR_FAIL, ERR_TOO_BIG
+ * or ERR_NOMEM with *status the HTTP status of the answer (0: none came: the
+ * transport failed or timed out) and a message in err: the API's Status
+ * message, or the transport's error. */
+typedef int (*lookups_fetch_fn)(const struct lookups *lk, const char *key, long timeout_ms,
+                                cJSON **value, long *status, char *err, size_t errlen);
+
 struct lookups_cache {
     pthread_mutex_t mu;
     pthread_cond_t done;
     enum lookups_kind kind;
     long long ttl_ns;
-    lookups_fetch_fn fetch;   /* the API call behind the cache */
+    lookups_fetch_fn fetch;   /* the request behind the cache, on lookups' call */
     unsigned long long waits; /* under mu, as all below */
     struct lookups_circuit circuit;
     struct strmap index; /* key -> its entry, for every entry not EMPTY */
@@ -83,7 +95,8 @@ struct lookups_limit {
 
 struct lookups {
     unsigned magic;
-    const struct kubeapi *api;
+    kubeapi_call_fn call;
+    void *call_ctx;
     struct log *log;
     long long budget_ns;
     long long log_interval_ns;
@@ -118,11 +131,11 @@ const char *lookups_reason_name(enum lookups_reason r)
     return (unsigned)r < LOOKUPS_REASONS ? lookups_reason_names[r] : "other";
 }
 
-static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
+static int lookups_fetch_node(const struct lookups *lk, const char *name, long timeout_ms,
                               cJSON **value, long *status, char *err, size_t errlen);
-static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
+static int lookups_fetch_configmap(const struct lookups *lk, const char *key, long timeout_ms,
                                    cJSON **value, long *status, char *err, size_t errlen);
-static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
+static int lookups_fetch_namespace(const struct lookups *lk, const char *name, long timeout_ms,
                                    cJSON **value, long *status, char *err, size_t errlen);
 
 static int lookups_cache_init(struct lookups_cache *c, enum lookups_kind kind, unsigned ttl_s,
@@ -161,17 +174,21 @@ static void lookups_cache_free(struct lookups_cache *c)
     pthread_mutex_destroy(&c->mu);
 }
 
-int lookups_init(struct lookups **out, const struct kubeapi *api, struct log *log,
-                 const struct lookups_config *cfg, char *err, size_t errlen)
+int lookups_init(struct lookups **out, struct log *log, const struct lookups_config *cfg, char *err,
+                 size_t errlen)
 {
-    struct lookups *lk = calloc(1, sizeof(*lk));
+    struct lookups *lk;
     unsigned interval_s =
         cfg->log_interval_s ? cfg->log_interval_s : LOOKUPS_LOG_INTERVAL_DEFAULT_S;
 
     *out = NULL;
+    if (!cfg->call)
+        return err_set(err, errlen, ERR_FAIL, "API lookups: no API to ask");
+    lk = calloc(1, sizeof(*lk));
     if (!lk)
         return err_set(err, errlen, ERR_NOMEM, "API lookups: out of memory for the caches");
-    lk->api = api;
+    lk->call = cfg->call;
+    lk->call_ctx = cfg->call_ctx;
     lk->log = log;
     lk->budget_ns = (long long)cfg->budget_ms * MONOTIME_NS_PER_MS;
     lk->log_interval_ns = (long long)interval_s * MONOTIME_NS_PER_S;
@@ -185,14 +202,13 @@ int lookups_init(struct lookups **out, const struct kubeapi *api, struct log *lo
     lk->now = cfg->now_ns ? cfg->now_ns : monotime_now;
     if (pthread_mutex_init(&lk->limits_mu, NULL))
         goto no_lock;
-    if (lookups_cache_init(&lk->nodes, LOOKUPS_K_NODE, cfg->node_ttl_s,
-                           cfg->fetch_node ? cfg->fetch_node : lookups_fetch_node))
+    if (lookups_cache_init(&lk->nodes, LOOKUPS_K_NODE, cfg->node_ttl_s, lookups_fetch_node))
         goto no_nodes;
     if (lookups_cache_init(&lk->configmaps, LOOKUPS_K_CONFIGMAP, cfg->configmap_ttl_s,
-                           cfg->fetch_configmap ? cfg->fetch_configmap : lookups_fetch_configmap))
+                           lookups_fetch_configmap))
         goto no_configmaps;
     if (lookups_cache_init(&lk->namespaces, LOOKUPS_K_NAMESPACE, cfg->namespace_ttl_s,
-                           cfg->fetch_namespace ? cfg->fetch_namespace : lookups_fetch_namespace))
+                           lookups_fetch_namespace))
         goto no_namespaces;
     lk->magic = LOOKUPS_MAGIC;
     *out = lk;
@@ -750,7 +766,7 @@ static struct lookups_entry *lookups_load(struct lookups_cache *c, struct lookup
     /* The answer outlives this request: it must not come from its arena. */
     a = arena_suspend();
     started = lk->now();
-    rc = c->fetch(lk->api, key, timeout_ms, &value, &status, err, sizeof(err));
+    rc = c->fetch(lk, key, timeout_ms, &value, &status, err, sizeof(err));
     ended = lk->now();
     if (rc == ERR_OK && c->kind == LOOKUPS_K_CONFIGMAP)
         rc = lookups_cm_of(req, &value, &cm, err, sizeof(err));
@@ -855,7 +871,7 @@ static int lookups_status_message(const struct dynbuf *body, char *err, size_t e
 /* GETs path and parses a 200 body, which must be a JSON object: ERR_OK with
  * *doc and *found = 1, or for a 404 ERR_OK with *found = 0 (err holds the
  * Status message). Else an ERR_* code with *status (0: no answer) and err. */
-static int lookups_get_json(const struct kubeapi *api, const char *path, long timeout_ms,
+static int lookups_get_json(const struct lookups *lk, const char *path, long timeout_ms,
                             cJSON **doc, int *found, long *status, char *err, size_t errlen)
 {
     struct dynbuf body;
@@ -865,7 +881,10 @@ static int lookups_get_json(const struct kubeapi *api, const char *path, long ti
     *found = 0;
     *status = 0;
     dynbuf_init(&body, LOOKUPS_BODY_MAX);
-    rc = kubeapi_get(api, path, timeout_ms, NULL, &body, status, err, errlen);
+    rc =
+        lk->call(lk->call_ctx,
+                 &(struct kubeapi_request){.method = "GET", .path = path, .timeout_ms = timeout_ms},
+                 &body, status, err, errlen);
     if (rc != ERR_OK)
         goto cleanup;
     if (*status != 200) {
@@ -889,11 +908,11 @@ cleanup:
 
 /* The labels of the object at path; one that does not exist (404) is a
  * failed lookup. */
-static int lookups_fetch_labels(const struct kubeapi *api, const char *path, long timeout_ms,
+static int lookups_fetch_labels(const struct lookups *lk, const char *path, long timeout_ms,
                                 cJSON **value, long *status, char *err, size_t errlen)
 {
     cJSON *obj = NULL, *labels;
-    int found, rc = lookups_get_json(api, path, timeout_ms, &obj, &found, status, err, errlen);
+    int found, rc = lookups_get_json(lk, path, timeout_ms, &obj, &found, status, err, errlen);
 
     if (rc != ERR_OK)
         return rc;
@@ -908,7 +927,7 @@ static int lookups_fetch_labels(const struct kubeapi *api, const char *path, lon
 
 /* The hooks check the names before a lookup; these checks only keep a path
  * from being built of anything else. */
-static int lookups_fetch_node(const struct kubeapi *api, const char *name, long timeout_ms,
+static int lookups_fetch_node(const struct lookups *lk, const char *name, long timeout_ms,
                               cJSON **value, long *status, char *err, size_t errlen)
 {
     char path[400];
@@ -917,10 +936,10 @@ static int lookups_fetch_node(const struct kubeapi *api, const char *name, long 
     if (!k8sname_subdomain(name))
         return err_set(err, errlen, ERR_FAIL, "not a Node name");
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-    return lookups_fetch_labels(api, path, timeout_ms, value, status, err, errlen);
+    return lookups_fetch_labels(lk, path, timeout_ms, value, status, err, errlen);
 }
 
-static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, long timeout_ms,
+static int lookups_fetch_namespace(const struct lookups *lk, const char *name, long timeout_ms,
                                    cJSON **value, long *status, char *err, size_t errlen)
 {
     char path[400];
@@ -929,7 +948,7 @@ static int lookups_fetch_namespace(const struct kubeapi *api, const char *name, 
     if (!k8sname_label(name))
         return err_set(err, errlen, ERR_FAIL, "not a Namespace name");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s", name);
-    return lookups_fetch_labels(api, path, timeout_ms, value, status, err, errlen);
+    return lookups_fetch_labels(lk, path, timeout_ms, value, status, err, errlen);
 }
 
 /* Whether key is a ConfigMap's "namespace/name", with ns (of nslen bytes)
@@ -948,7 +967,7 @@ static int lookups_configmap_key(const char *key, char *ns, size_t nslen)
 /* ConfigMap "ns/name"'s data, an object (empty when it has none), which
  * lookups_cm_of makes into the keys kept; NULL value for a ConfigMap that
  * does not exist. */
-static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, long timeout_ms,
+static int lookups_fetch_configmap(const struct lookups *lk, const char *key, long timeout_ms,
                                    cJSON **value, long *status, char *err, size_t errlen)
 {
     char path[600], ns[254];
@@ -959,7 +978,7 @@ static int lookups_fetch_configmap(const struct kubeapi *api, const char *key, l
     if (!lookups_configmap_key(key, ns, sizeof(ns)))
         return err_set(err, errlen, ERR_FAIL, "not a ConfigMap's namespace/name");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, strchr(key, '/') + 1);
-    rc = lookups_get_json(api, path, timeout_ms, &cm, &found, status, err, errlen);
+    rc = lookups_get_json(lk, path, timeout_ms, &cm, &found, status, err, errlen);
     if (rc != ERR_OK)
         return rc;
     if (found) {

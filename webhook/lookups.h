@@ -32,9 +32,10 @@
  * the next line says how many were left out in between ("suppressed"), so a
  * missing RBAC rule is one line a minute, not one per pod.
  *
- * The edges are injectable: the API calls behind the three caches and the
- * clock they expire, budget and rate-limit by (lookups_config), so the
- * caches' rules can be tested with a fake API and a fake clock.
+ * The edges are injectable: the API call behind the three caches (a
+ * kubeapi_call_fn) and the clock they expire, budget and rate-limit by
+ * (lookups_config), so the caches' rules can be tested with a fake API and
+ * a fake clock.
  *
  * Lifecycle: lookups_init() makes the (opaque) caches, empty; lookups_stop()
  * undoes it.
@@ -81,16 +82,6 @@ enum lookups_reason {
 const char *lookups_kind_name(enum lookups_kind k);
 const char *lookups_reason_name(enum lookups_reason r);
 
-/* Asks the API for key (a Node's or Namespace's name, or "namespace/name" of
- * a ConfigMap) in at most timeout_ms. Returns ERR_OK with *value (NULL: the
- * ConfigMap does not exist; a Node or Namespace that does not exist fails);
- * the value must not come from a request's arena. Else ERR_FAIL, ERR_TOO_BIG
- * or ERR_NOMEM with *status the HTTP status of the answer (0: none came: the
- * transport failed or timed out) and a message in err: the API's Status
- * message, or the transport's error. */
-typedef int (*lookups_fetch_fn)(const struct kubeapi *api, const char *key, long timeout_ms,
-                                struct cJSON **value, long *status, char *err, size_t errlen);
-
 /* Defaults of lookups_config's fields left 0. */
 #define LOOKUPS_LOG_INTERVAL_DEFAULT_S   60u
 #define LOOKUPS_CIRCUIT_FAILURES_DEFAULT 3u
@@ -106,10 +97,12 @@ struct lookups_config {
     unsigned circuit_failures; /* unwell calls in a row that pause a kind; 0: the default */
     unsigned circuit_open_s;   /* how long it is paused; 0: the default */
     size_t configmap_bytes;    /* the ConfigMaps' kept keys, all together; 0: the default */
-    /* The edges; NULL: the Kubernetes API, and CLOCK_MONOTONIC (monotime_now). */
-    lookups_fetch_fn fetch_node;
-    lookups_fetch_fn fetch_configmap;
-    lookups_fetch_fn fetch_namespace; /* a Namespace that does not exist fails */
+    /* The edges. call (required) is kubeapi_call with its client, or a
+     * test's fake: a GET of /api/v1/nodes/NAME, /api/v1/namespaces/NAME or
+     * /api/v1/namespaces/NS/configmaps/NAME, whose 404 is an answer only
+     * for a ConfigMap. now_ns NULL: CLOCK_MONOTONIC (monotime_now). */
+    kubeapi_call_fn call;
+    void *call_ctx;
     long long (*now_ns)(void);
 };
 
@@ -122,11 +115,11 @@ struct lookups_request {
     unsigned long generation;  /* ps's store generation; 0 without */
 };
 
-/* api (may be NULL with fake fetches) and log (NULL: no lines) must outlive
- * the caches. ERR_OK with *out set, or ERR_* with a message in err and *out
- * NULL. */
-int lookups_init(struct lookups **out, const struct kubeapi *api, struct log *log,
-                 const struct lookups_config *cfg, char *err, size_t errlen);
+/* cfg->call_ctx and log (NULL: no lines) must outlive the caches. ERR_OK
+ * with *out set, or ERR_FAIL (no cfg->call, no lock) or ERR_NOMEM with a
+ * message in err and *out NULL. */
+int lookups_init(struct lookups **out, struct log *log, const struct lookups_config *cfg, char *err,
+                 size_t errlen);
 /* Frees the caches and sets *lk to NULL; no lookup may be running. A no-op
  * on NULL. */
 void lookups_stop(struct lookups **lk);

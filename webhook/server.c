@@ -834,7 +834,7 @@ int server_parse_listen(const char *spec, void *storage, unsigned *len, char *er
     memcpy(storage, ai->ai_addr, ai->ai_addrlen);
     *len = (unsigned)ai->ai_addrlen;
     freeaddrinfo(ai);
-    return 0;
+    return ERR_OK;
 }
 
 /* The one server context: GnuTLS's certificate callback takes no argument. */
@@ -1108,6 +1108,18 @@ static int server_daemon(struct server *s, struct server_listener *ls,
                                   tls ? server_handle_tls : server_handle_plain, s,
                                   MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     return ls->daemon ? 0 : -1;
+}
+
+unsigned server_https_port(const struct server *s)
+{
+    const union MHD_DaemonInfo *info;
+
+    assert(s->magic == SERVER_MAGIC);
+    if (!s->n_https)
+        return 0;
+    /* Every HTTPS daemon shares the first one's port (server_same_port). */
+    info = MHD_get_daemon_info(s->https[0].daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
 }
 
 /* Sockets that all set SO_REUSEPORT share a port silently, so a second

@@ -161,8 +161,13 @@ int server_in_flight(struct server *s);
  * NULL, so it is safe after a failed server_init() and twice. */
 void server_stop(struct server **s);
 
+/* The HTTPS port the server listens on, after server_start: the one the
+ * listen address named, or the kernel's choice for port 0 (what a test
+ * binds). 0 before server_start. */
+unsigned server_https_port(const struct server *s);
+
 /* Parses "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" into a socket address.
- * Returns 0, or -1 with a message in err. */
+ * Returns ERR_OK, or ERR_FAIL with a message in err naming the address. */
 int server_parse_listen(const char *spec, void *sockaddr_storage, unsigned *len, char *err,
                         size_t errlen);
 

@@ -37,6 +37,7 @@
 
 struct call {
     char method[8];
+    char content_type[48];
     char path[640];
     char body[4096];
     long timeout_ms;
@@ -75,10 +76,12 @@ static void advance_ms(long long ms)
     atomic_fetch_add(&fake_now, ms * MONOTIME_NS_PER_MS);
 }
 
-static int fake_send(void *ctx, const char *method, const char *path, const char *body, size_t len,
-                     long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                     char *err, size_t errlen)
+static int fake_send(void *ctx, const struct kubeapi_request *req, struct dynbuf *resp,
+                     long *status, char *err, size_t errlen)
 {
+    const char *method = req->method, *path = req->path;
+    long timeout_ms = req->timeout_ms;
+    const atomic_int *stop = req->stop;
     long long until = monotime_now() + timeout_ms * MONOTIME_NS_PER_MS;
     struct call *c;
 
@@ -98,10 +101,12 @@ static int fake_send(void *ctx, const char *method, const char *path, const char
     assert_true(api.n < MAX_CALLS);
     c = &api.calls[api.n];
     snprintf(c->method, sizeof(c->method), "%s", method);
+    snprintf(c->content_type, sizeof(c->content_type), "%s",
+             req->content_type ? req->content_type : "");
     snprintf(c->path, sizeof(c->path), "%s", path);
-    assert_true(len < sizeof(c->body));
-    memcpy(c->body, body, len);
-    c->body[len] = '\0';
+    assert_true(req->body && req->len < sizeof(c->body));
+    memcpy(c->body, req->body, req->len);
+    c->body[req->len] = '\0';
     c->timeout_ms = timeout_ms;
     api.n++;
     *status = strcmp(method, "POST") == 0 ? api.status_post : api.status_patch;
@@ -206,13 +211,13 @@ static struct events *start(unsigned queue_max)
                                 .window_ms = WINDOW_MS,
                                 .patch_ms = PATCH_MS,
                                 .instance = "rdma-webhook-7c9f-x2v",
-                                .send = fake_send,
+                                .call = fake_send,
                                 .now_ns = fake_clock,
                                 .wall_ns = fake_wall};
     struct events *ev;
     char err[ERR_LEN] = "";
 
-    assert_int_equal(events_init(&ev, NULL, &test_log, &cfg, err, sizeof(err)), ERR_OK);
+    assert_int_equal(events_init(&ev, &test_log, &cfg, err, sizeof(err)), ERR_OK);
     return ev;
 }
 
@@ -478,7 +483,9 @@ TEST(test_one_event_per_window_and_series_patched_at_the_gap)
     /* The gap passes: one patch counts all ten. */
     advance_ms(PATCH_MS);
     wait_calls(2);
+    assert_string_equal(api.calls[0].content_type, "application/json");
     assert_string_equal(api.calls[1].method, "PATCH");
+    assert_string_equal(api.calls[1].content_type, "application/merge-patch+json");
     assert_true(strstr(api.calls[1].path, first_name) != NULL);
     j = body_of(1);
     assert_int_equal((int)num_at(j, "series", "count"), 10);

@@ -1,6 +1,6 @@
 /*
  * Unit tests for webhook/lastgood.c, with a fake API behind
- * lastgood_config.send that keeps one ConfigMap (the copy) as the apiserver
+ * lastgood_config.call that keeps one ConfigMap (the copy) as the apiserver
  * does: a GET answers it or 404, a POST creates it (409 when it exists), a
  * PUT replaces it when its resourceVersion is the stored one (409 when
  * not, 404 when there is none). Checked: the copy's body (names, the
@@ -106,13 +106,13 @@ static long fake_write(struct fake *f, const char *method, const char *path, con
     return st;
 }
 
-static int fake_send(void *ctx, const char *method, const char *path, const char *body, size_t len,
-                     long timeout_ms, const atomic_int *stop, struct dynbuf *resp, long *status,
-                     char *err, size_t errlen)
+static int fake_send(void *ctx, const struct kubeapi_request *req, struct dynbuf *resp,
+                     long *status, char *err, size_t errlen)
 {
     struct fake *f = ctx;
+    const char *method = req->method, *path = req->path, *body = req->body;
 
-    (void)len, (void)timeout_ms, (void)stop, (void)err, (void)errlen;
+    (void)err, (void)errlen;
     pthread_mutex_lock(&f->mu);
     if (strcmp(method, "GET") == 0) {
         assert_string_equal(path, T_PATH);
@@ -136,8 +136,8 @@ static int start(struct fixture *fx, unsigned interval_ms)
                                 .copy = "cm-last-good",
                                 .interval_ms = interval_ms,
                                 .retry_max_ms = 40,
-                                .send = fake_send,
-                                .send_ctx = &fx->api};
+                                .call = fake_send,
+                                .call_ctx = &fx->api};
 
     return lastgood_init(&fx->lg_, fx->s, &fx->lg, &c, NULL, 0);
 }
@@ -405,7 +405,7 @@ TEST(test_stale_line_repeats_until_fresh)
 TEST(test_no_copy_makes_no_requests)
 {
     struct fixture *fx = *state;
-    struct lastgood_config c = {.fix = "the profiles", .send = fake_send, .send_ctx = &fx->api};
+    struct lastgood_config c = {.fix = "the profiles", .call = fake_send, .call_ctx = &fx->api};
 
     lastgood_stop(&fx->lg_);
     assert_int_equal(lastgood_init(&fx->lg_, fx->s, &fx->lg, &c, NULL, 0), ERR_OK);

@@ -26,7 +26,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "dynbuf.h"
 #include "err.h"
+#include "kubeapi.h"
 #include "log.h"
 #include "lookups.h"
 #include "monotime.h"
@@ -93,74 +95,94 @@ static void gate_wait(void)
     pthread_mutex_unlock(&fake.mu);
 }
 
-/* A failure as the fetch of mode reports it (what kubeapi and the API say);
- * ERR_OK for a ConfigMap's 404, which is an answer: *value stays NULL. */
-static int fake_failure(const char *key, long *status, char *err, size_t errlen)
+/* What a GET of an object answers: a status and a body, or a failure. */
+typedef int (*fake_answer_fn)(const char *key, long timeout_ms, struct dynbuf *resp, long *status,
+                              char *err, size_t errlen);
+
+/* A failure as the API (and kubeapi) of mode answers the GET of path: a
+ * Status with an error status, or no answer at all. */
+static int fake_failure(const char *path, const char *key, struct dynbuf *resp, long *status,
+                        char *err, size_t errlen)
 {
+    char msg[400];
+
     switch (fake.mode) {
     case FAKE_FAIL:
-        return err_set(err, errlen, ERR_FAIL, "GET /api/v1/nodes/%s: Couldn't connect to server",
-                       key);
-    case FAKE_TIMES_OUT:
-        return err_set(err, errlen, ERR_FAIL, "GET /api/v1/nodes/%s: Timeout was reached", key);
+        return err_set(err, errlen, ERR_FAIL, "GET %s: Couldn't connect to server", path);
+    case FAKE_TIMES_OUT: return err_set(err, errlen, ERR_FAIL, "GET %s: Timeout was reached", path);
     case FAKE_FORBIDDEN:
         *status = 403;
-        return err_set(err, errlen, ERR_FAIL,
-                       "nodes \"%s\" is forbidden: User "
-                       "\"system:serviceaccount:rdma-webhook:rdma-webhook\" cannot get resource",
-                       key);
+        snprintf(msg, sizeof(msg),
+                 "{\"kind\":\"Status\",\"code\":403,\"message\":\"nodes \\\"%s\\\" is "
+                 "forbidden: User \\\"system:serviceaccount:rdma-webhook:rdma-webhook\\\" "
+                 "cannot get resource\"}",
+                 key);
+        return dynbuf_addstr(resp, msg);
     case FAKE_NOT_FOUND:
         *status = 404;
-        return strchr(key, '/') ? ERR_OK : err_set(err, errlen, ERR_FAIL, "not found");
+        return dynbuf_addstr(resp, "{\"kind\":\"Status\",\"code\":404,\"message\":\"not found\"}");
     default: return ERR_OK;
     }
 }
 
-/* Labels {"zone":"a"} for a Node, keys {"K":true} for a ConfigMap. */
-static int fake_fetch(const struct kubeapi *api, const char *key, long timeout_ms, cJSON **value,
-                      long *status, char *err, size_t errlen)
+/* Labels {"zone":"a"} for a Node, keys {"K":"a"} for a ConfigMap. */
+static int fake_object(const char *path, const char *key, long timeout_ms, struct dynbuf *resp,
+                       long *status, char *err, size_t errlen)
 {
     int gated = fake.gate_key && strcmp(key, fake.gate_key) == 0;
 
-    (void)api;
-    atomic_fetch_add(&fake.calls, 1);
     atomic_store(&fake.last_timeout_ms, timeout_ms);
-    *status = 0;
     if (gated)
         gate_wait();
     if (gated && fake.gate_fails)
-        return err_set(err, errlen, ERR_FAIL, "GET /api/v1/nodes/%s: Timeout was reached", key);
+        return err_set(err, errlen, ERR_FAIL, "GET %s: Timeout was reached", path);
     if (!gated && fake.mode == FAKE_TIMES_OUT)
         sleep_ms(timeout_ms);
     if (!gated && fake.mode != FAKE_OK)
-        return fake_failure(key, status, err, errlen);
+        return fake_failure(path, key, resp, status, err, errlen);
     *status = 200;
-    *value = cJSON_CreateObject();
-    if (!*value || !cJSON_AddStringToObject(*value, strchr(key, '/') ? "K" : "zone", "a")) {
-        cJSON_Delete(*value);
-        return ERR_NOMEM;
-    }
-    return ERR_OK;
+    return dynbuf_addstr(resp, strchr(key, '/') ? "{\"data\":{\"K\":\"a\"}}"
+                                                : "{\"metadata\":{\"labels\":{\"zone\":\"a\"}}}");
 }
 
 /* Labels {"kind":"namespace"}, so that an answer from the wrong cache
  * shows; the mode and the call count are the fake's. */
-static int fake_fetch_namespace(const struct kubeapi *api, const char *key, long timeout_ms,
-                                cJSON **value, long *status, char *err, size_t errlen)
+static int fake_namespace(const char *path, const char *key, struct dynbuf *resp, long *status,
+                          char *err, size_t errlen)
 {
-    (void)api;
-    (void)timeout_ms;
+    if (fake.mode != FAKE_OK)
+        return fake_failure(path, key, resp, status, err, errlen);
+    *status = 200;
+    return dynbuf_addstr(resp, "{\"metadata\":{\"labels\":{\"kind\":\"namespace\"}}}");
+}
+
+/* The ConfigMaps' answer when a test sets one (fake_configmap_big). */
+static fake_answer_fn fake_configmap;
+
+/* The fake API behind lookups_config.call: the object and its key (a
+ * ConfigMap's "ns/name") from the path, as lookups asks for them. */
+static int fake_call(void *ctx, const struct kubeapi_request *req, struct dynbuf *resp,
+                     long *status, char *err, size_t errlen)
+{
+    const char *p = req->path, *ns = "/api/v1/namespaces/", *cms;
+    char key[600];
+
+    (void)ctx;
     atomic_fetch_add(&fake.calls, 1);
     *status = 0;
-    if (fake.mode != FAKE_OK)
-        return fake_failure(key, status, err, errlen);
-    *status = 200;
-    *value = cJSON_CreateObject();
-    if (!*value || !cJSON_AddStringToObject(*value, "kind", "namespace")) {
-        cJSON_Delete(*value);
-        return ERR_NOMEM;
-    }
-    return ERR_OK;
+    if (strcmp(req->method, "GET") != 0 || req->body || req->on_line)
+        return err_set(err, errlen, ERR_FAIL, "lookups sent %s %s, not a GET", req->method, p);
+    if (strncmp(p, "/api/v1/nodes/", 14) == 0)
+        return fake_object(p, p + 14, req->timeout_ms, resp, status, err, errlen);
+    if (strncmp(p, ns, strlen(ns)) != 0)
+        return err_set(err, errlen, ERR_FAIL, "no such path %s", p);
+    cms = strstr(p, "/configmaps/");
+    if (!cms)
+        return fake_namespace(p, p + strlen(ns), resp, status, err, errlen);
+    snprintf(key, sizeof(key), "%.*s/%s", (int)(cms - p - strlen(ns)), p + strlen(ns), cms + 12);
+    if (fake_configmap)
+        return fake_configmap(key, req->timeout_ms, resp, status, err, errlen);
+    return fake_object(p, key, req->timeout_ms, resp, status, err, errlen);
 }
 
 static struct log test_log;
@@ -181,7 +203,7 @@ static struct lookups *lk;
 /* The circuit and the ConfigMaps' budget for make_lookups; setup sets a
  * circuit that does not open, for the tests of other rules. */
 static struct lookups_config tweak;
-static int big_keys; /* fake_fetch_big's count */
+static int big_keys; /* fake_configmap_big's count */
 
 /* now_ns NULL: the real clock. Namespaces are cached for twice ttl_s. */
 static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
@@ -191,18 +213,15 @@ static void make_lookups(unsigned ttl_s, long long (*now_ns)(void))
                                  .configmap_ttl_s = ttl_s,
                                  .namespace_ttl_s = 2 * ttl_s,
                                  .log_interval_s = LOG_INTERVAL_S,
-                                 .fetch_node = fake_fetch,
-                                 .fetch_namespace = fake_fetch_namespace,
+                                 .call = fake_call,
                                  .circuit_failures = tweak.circuit_failures,
                                  .circuit_open_s = tweak.circuit_open_s,
                                  .configmap_bytes = tweak.configmap_bytes,
-                                 .fetch_configmap =
-                                     tweak.fetch_configmap ? tweak.fetch_configmap : fake_fetch,
                                  .now_ns = now_ns};
     char err[ERR_LEN];
 
     lookups_stop(&lk);
-    if (lookups_init(&lk, NULL, &test_log, &cfg, err, sizeof(err)) != ERR_OK)
+    if (lookups_init(&lk, &test_log, &cfg, err, sizeof(err)) != ERR_OK)
         fail_msg("lookups_init: %s", err);
 }
 
@@ -216,6 +235,7 @@ static int setup(void **state __attribute__((unused)))
     fake.gate_open = 0;
     atomic_store(&fake_now, 1000 * MONOTIME_NS_PER_S);
     tweak = (struct lookups_config){.circuit_failures = 1000000};
+    fake_configmap = NULL;
     big_keys = 90000;
     log_file = tmpfile();
     if (!log_file)
@@ -936,29 +956,23 @@ TEST(test_nobody_waits_for_the_probe)
 /* A tenant's ConfigMap: big_keys keys JUNK000000.. and a few the shipped
  * profiles may ask for, one with a value too long to keep. */
 
-static int fake_fetch_big(const struct kubeapi *api, const char *key, long timeout_ms,
-                          cJSON **value, long *status, char *err, size_t errlen)
+static int fake_configmap_big(const char *key, long timeout_ms, struct dynbuf *resp, long *status,
+                              char *err, size_t errlen)
 {
-    char name[32], long_value[101];
+    char long_value[101];
 
-    (void)api;
-    (void)timeout_ms;
-    (void)key;
-    (void)err;
-    (void)errlen;
-    atomic_fetch_add(&fake.calls, 1);
+    (void)key, (void)timeout_ms, (void)err, (void)errlen;
     *status = 200;
     memset(long_value, '7', 100);
     long_value[100] = '\0';
-    assert_non_null(*value = cJSON_CreateObject());
-    for (int i = 0; i < big_keys; i++) {
-        snprintf(name, sizeof(name), "JUNK%06d", i);
-        assert_non_null(cJSON_AddStringToObject(*value, name, "some value"));
-    }
-    assert_non_null(cJSON_AddStringToObject(*value, "NCCL_IB_HCA", "=mlx5_0"));
-    assert_non_null(cJSON_AddStringToObject(*value, "IB_HCA", "=mlx5_1"));
-    assert_non_null(cJSON_AddStringToObject(*value, "NCCL_IB_DISABLE", "1"));
-    assert_non_null(cJSON_AddStringToObject(*value, "NCCL_IB_TIMEOUT", long_value));
+    assert_int_equal(dynbuf_addstr(resp, "{\"data\":{"), ERR_OK);
+    for (int i = 0; i < big_keys; i++)
+        assert_int_equal(dynbuf_printf(resp, "\"JUNK%06d\":\"some value\",", i), ERR_OK);
+    assert_int_equal(dynbuf_printf(resp,
+                                   "\"NCCL_IB_HCA\":\"=mlx5_0\",\"IB_HCA\":\"=mlx5_1\","
+                                   "\"NCCL_IB_DISABLE\":\"1\",\"NCCL_IB_TIMEOUT\":\"%s\"}}",
+                                   long_value),
+                     ERR_OK);
     return ERR_OK;
 }
 
@@ -986,7 +1000,7 @@ TEST(test_configmap_keeps_the_keys_profiles_ask_for)
     char value[16] = "";
 
     assert_non_null(ps);
-    tweak.fetch_configmap = fake_fetch_big;
+    fake_configmap = fake_configmap_big;
     make_lookups(60, NULL);
     assert_int_equal(cm_read("cm", "NCCL_IB_HCA", ps, 1, NULL, 0), MUTATE_ENVFROM_HAS);
     assert_int_equal(cm_read("cm", "IB_HCA", ps, 1, NULL, 0), MUTATE_ENVFROM_HAS);
@@ -1016,7 +1030,7 @@ TEST(test_configmap_budget_evicts_the_first_to_expire)
     size_t one;
 
     big_keys = 100;
-    tweak.fetch_configmap = fake_fetch_big;
+    fake_configmap = fake_configmap_big;
     make_lookups(60, fake_clock);
     assert_int_equal(cm_read("a", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
     one = lookups_configmap_bytes(lk);
@@ -1050,7 +1064,7 @@ TEST(test_expired_configmaps_are_freed)
     size_t one;
 
     big_keys = 100;
-    tweak.fetch_configmap = fake_fetch_big;
+    fake_configmap = fake_configmap_big;
     make_lookups(2, fake_clock);
     assert_int_equal(cm_read("a", "JUNK000001", NULL, 0, NULL, 0), MUTATE_ENVFROM_HAS);
     one = lookups_configmap_bytes(lk);
