@@ -200,9 +200,10 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 		}
 	}
 	vol := newSecretVolume(t, gens[0])
-	in := startInstanceTrusting(t, roots, profilesPath, "--reload-interval-ms", bigInterval,
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots, args: []string{
+		"--reload-interval-ms", bigInterval,
 		"--tls-cert-file", filepath.Join(vol.dir, "tls.crt"),
-		"--tls-private-key-file", filepath.Join(vol.dir, "tls.key"))
+		"--tls-private-key-file", filepath.Join(vol.dir, "tls.key")}})
 	if got, want := servedSerial(t, in.addr), certSerial(t, filepath.Join(gens[0], "tls.crt")); got != want {
 		t.Fatalf("served serial %q, want the first certificate's %q", got, want)
 	}

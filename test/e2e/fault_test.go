@@ -108,8 +108,8 @@ func TestCertificateFaultsUnderLoad(t *testing.T) {
 	crt, key := filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
 	copyFile(t, filepath.Join(gens[0], "tls.crt"), crt)
 	copyFile(t, filepath.Join(gens[0], "tls.key"), key)
-	in := startInstanceTrusting(t, roots, profilesPath, "--reload-interval-ms", "200",
-		"--tls-cert-file", crt, "--tls-private-key-file", key)
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
+		args: []string{"--reload-interval-ms", "200", "--tls-cert-file", crt, "--tls-private-key-file", key}})
 	first := fileCert(t, crt)
 	if !bytes.Equal(servedCert(t, in), first) {
 		t.Fatalf("the server does not present the first certificate")
@@ -211,7 +211,7 @@ func TestSIGKILLRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := in.spawnOn(out, out.Name(), nil); err != nil {
+		if err := in.spawnOn(out, out.Name()); err != nil {
 			t.Fatalf("round %d: restart on the same ports %s and %s: %v", round, in.addr, in.metrics, err)
 		}
 		waitStatus(t, readyTimeout, "/readyz after the restart", http.StatusOK, func() int { return in.readyz(t, true) })
@@ -263,8 +263,8 @@ func TestLogDiskFull(t *testing.T) {
 	mnt := mountTmpfs(t, "64k")
 	logFile := filepath.Join(mnt, "serve.stderr")
 	sanDir := t.TempDir()
-	in := startInstanceOn(t, profilesPath, func() (*os.File, error) { return os.Create(logFile) }, logFile,
-		sanitizerLogEnv(sanDir), "--log-level", "debug")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, args: []string{"--log-level", "debug"},
+		openStderr: func() (*os.File, error) { return os.Create(logFile) }, readPath: logFile, env: sanitizerLogEnv(sanDir)})
 	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
 	r := gpu8Review(t)
 	want := in.review(t, r).patch
@@ -321,8 +321,9 @@ func TestLogToDevFull(t *testing.T) {
 	if err := os.WriteFile(stand, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in := startInstanceOn(t, profilesPath, func() (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) },
-		stand, sanitizerLogEnv(sanDir), "--log-level", "debug")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, args: []string{"--log-level", "debug"},
+		openStderr: func() (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) },
+		readPath:   stand, env: sanitizerLogEnv(sanDir)})
 	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
 	waitStatus(t, readyTimeout, "/readyz with stderr on /dev/full", http.StatusOK, func() int { return in.readyz(t, false) })
 	r := gpu8Review(t)
@@ -359,8 +360,8 @@ func TestMismatchedCertificateRace(t *testing.T) {
 	crt, key := filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
 	copyFile(t, filepath.Join(gens[0], "tls.crt"), crt)
 	copyFile(t, filepath.Join(gens[0], "tls.key"), key)
-	in := startInstanceTrusting(t, roots, profilesPath, "--reload-interval-ms", "100",
-		"--tls-cert-file", crt, "--tls-private-key-file", key)
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
+		args: []string{"--reload-interval-ms", "100", "--tls-cert-file", crt, "--tls-private-key-file", key}})
 	first := fileCert(t, crt)
 	goodCrt, goodKey, otherCrt := mustRead(t, crt), mustRead(t, key), mustRead(t, filepath.Join(gens[1], "tls.crt"))
 	load := startRotationLoad(t, in, roots, mustMarshal(gpu8Review(t).body()))
@@ -409,7 +410,7 @@ func TestLogReaderStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var readEnd *os.File
-	in := startInstanceOn(t, profilesPath, func() (*os.File, error) {
+	openPipe := func() (*os.File, error) {
 		r, w, err := os.Pipe()
 		if err == nil {
 			if readEnd != nil {
@@ -418,7 +419,8 @@ func TestLogReaderStalled(t *testing.T) {
 			readEnd = r
 		}
 		return w, err
-	}, stand, sanitizerLogEnv(sanDir))
+	}
+	in := startOwn(t, instanceOptions{profiles: profilesPath, openStderr: openPipe, readPath: stand, env: sanitizerLogEnv(sanDir)})
 	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
 	defer readEnd.Close()
 
