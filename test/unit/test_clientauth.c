@@ -6,6 +6,7 @@
  * init, also twice; a refusal count starts at 0.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +21,6 @@ struct fixture {
     char root[64];
     char ca_a[112], ca_b[112], live[112];
 };
-
-static void gen_into(const char *dir)
-{
-    struct certs_gen_opts o = {.out_dir = dir};
-    char err[ERR_LEN];
-
-    if (certs_generate(&o, err, sizeof err) != 0)
-        fail_msg("certs_generate: %s", err);
-}
 
 /* Writes the files' bytes, one after the other, into to. */
 static void write_concat(const char *to, const char *a, const char *b)
@@ -68,10 +60,10 @@ static int setup(void **state)
     strcpy(fx->root, "/tmp/test_clientauth.XXXXXX");
     assert_non_null(mkdtemp(fx->root));
     snprintf(dir, sizeof dir, "%s/a", fx->root);
-    gen_into(dir);
+    support_gen_certs(dir);
     snprintf(fx->ca_a, sizeof fx->ca_a, "%s/ca.crt", dir);
     snprintf(dir, sizeof dir, "%s/b", fx->root);
-    gen_into(dir);
+    support_gen_certs(dir);
     snprintf(fx->ca_b, sizeof fx->ca_b, "%s/ca.crt", dir);
     snprintf(fx->live, sizeof fx->live, "%s/client-ca.crt", fx->root);
     write_concat(fx->live, fx->ca_a, NULL);

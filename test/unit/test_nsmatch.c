@@ -8,6 +8,7 @@
  * be read.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -24,22 +25,10 @@ static struct dynbuf errors;
 static struct profiles *cur_ps;
 static cJSON *cur_meta, *cur_spec;
 
-static void unquote(const char *in, char *out, size_t outlen)
-{
-    size_t n = strlen(in);
-
-    assert_true(n < outlen);
-    for (size_t i = 0; i <= n; i++)
-        out[i] = in[i] == '\'' ? '"' : in[i];
-}
-
 static struct profiles *parse(const char *text)
 {
-    char buf[8192];
-
-    unquote(text, buf, sizeof(buf));
     dynbuf_reset(&errors);
-    return profiles_parse(buf, strlen(buf), &errors);
+    return support_profiles_parse(text, &errors);
 }
 
 static const char *rejected(const char *text)
@@ -373,14 +362,12 @@ struct fake_ns {
 static int fake_namespace_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct fake_ns *f = ctx;
-    char buf[1024];
 
     (void)name;
     f->calls++;
     if (!f->labels)
         return ERR_FAIL;
-    unquote(f->labels, buf, sizeof(buf));
-    *labels = cJSON_Parse(buf);
+    *labels = support_json_parse(f->labels);
     return *labels ? ERR_OK : ERR_FAIL;
 }
 
@@ -388,7 +375,6 @@ static void run(const char *profiles_text, const char *metadata, const char *spe
                 struct fake_ns *f, struct select_result *out)
 {
     struct select_hooks h = {.namespace_labels = fake_namespace_labels, .ctx = f};
-    char buf[4096];
     struct podjson r;
 
     teardown(NULL);
@@ -396,10 +382,8 @@ static void run(const char *profiles_text, const char *metadata, const char *spe
     cur_ps = parse(profiles_text);
     if (!cur_ps)
         fail_msg("test profiles rejected: %s", dynbuf_ptr(&errors));
-    unquote(metadata, buf, sizeof(buf));
-    assert_non_null(cur_meta = cJSON_Parse(buf));
-    unquote(spec, buf, sizeof(buf));
-    assert_non_null(cur_spec = cJSON_Parse(buf));
+    assert_non_null(cur_meta = support_json_parse(metadata));
+    assert_non_null(cur_spec = support_json_parse(spec));
     podjson_init(&r);
     select_profile(&r, cur_meta, cur_spec, ns, cur_ps, f ? &h : NULL, out);
     assert_false(podjson_failed(&r));
@@ -653,14 +637,12 @@ static void mutate_in(const char *profiles_text, const char *pod, const char *ns
                       struct mutate_result *res)
 {
     struct mutate_hooks hooks = {.select = {.namespace_labels = fake_namespace_labels, .ctx = f}};
-    char buf[4096];
     struct mutate_input in = {.base = "", .namespace_ = ns};
 
     teardown(NULL);
     dynbuf_init(&errors, 1 << 16);
     assert_non_null(cur_ps = parse(profiles_text));
-    unquote(pod, buf, sizeof(buf));
-    assert_non_null(cur_meta = cJSON_Parse(buf));
+    assert_non_null(cur_meta = support_json_parse(pod));
     in.object = cur_meta;
     mutate_result_init(res, 1 << 20);
     mutate_object(&in, cur_ps, &hooks, res);

@@ -9,6 +9,7 @@
  * from limits (requests where no limit).
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -38,30 +39,6 @@ static const char *const NO_DEFAULT =
     "{'name':'big','match':{'gpus':8,'nodeLabels':{'type':'big','count':'8'}}},"
     "{'name':'small','match':{'gpus':4,'nodeLabels':{'type':'small','count':'4'}}}]}";
 
-static void unquote(const char *in, char *out, size_t outlen)
-{
-    size_t n = strlen(in);
-
-    assert_true(n < outlen);
-    for (size_t i = 0; i <= n; i++)
-        out[i] = in[i] == '\'' ? '"' : in[i];
-}
-
-static struct profiles *profiles_from(const char *text)
-{
-    char buf[4096];
-    struct dynbuf err;
-    struct profiles *ps;
-
-    unquote(text, buf, sizeof(buf));
-    dynbuf_init(&err, 8192);
-    ps = profiles_parse(buf, strlen(buf), &err);
-    if (!ps)
-        fail_msg("test profiles rejected: %s", dynbuf_ptr(&err));
-    dynbuf_free(&err);
-    return ps;
-}
-
 /* What the last run used; kept alive so the result's pointers stay valid. */
 static struct profiles *cur_ps;
 static cJSON *cur_meta, *cur_spec;
@@ -85,18 +62,15 @@ static int teardown(void **state __attribute__((unused)))
 static void run(const char *profiles_text, const char *metadata, const char *spec,
                 const struct select_hooks *hooks, struct select_result *out)
 {
-    char buf[4096];
     struct podjson r;
 
     release();
-    cur_ps = profiles_from(profiles_text);
-    unquote(metadata, buf, sizeof(buf));
-    cur_meta = cJSON_Parse(buf);
+    cur_ps = support_profiles(profiles_text);
+    cur_meta = support_json_parse(metadata);
     assert_non_null(cur_meta);
-    unquote(spec, buf, sizeof(buf));
-    cur_spec = cJSON_Parse(buf);
+    cur_spec = support_json_parse(spec);
     if (!cur_spec)
-        fail_msg("test spec does not parse: %s", buf);
+        fail_msg("test spec does not parse: %s", spec);
     podjson_init(&r);
     select_profile(&r, cur_meta, cur_spec, "default", cur_ps, hooks, out);
     assert_false(podjson_failed(&r));
@@ -478,14 +452,12 @@ struct fake_node {
 static int fake_node_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct fake_node *f = ctx;
-    char buf[512];
 
     f->calls++;
     snprintf(f->asked, sizeof(f->asked), "%s", name);
     if (!f->labels)
         return ERR_FAIL;
-    unquote(f->labels, buf, sizeof(buf));
-    *labels = cJSON_Parse(buf);
+    *labels = support_json_parse(f->labels);
     return ERR_OK;
 }
 
@@ -752,13 +724,11 @@ struct fake_nodes {
 static int fake_nodes_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct fake_nodes *f = ctx;
-    char buf[512];
 
     f->calls++;
     for (size_t i = 0; i < 4 && f->name[i]; i++)
         if (strcmp(f->name[i], name) == 0) {
-            unquote(f->labels[i], buf, sizeof(buf));
-            *labels = cJSON_Parse(buf);
+            *labels = support_json_parse(f->labels[i]);
             return *labels ? ERR_OK : ERR_FAIL;
         }
     return ERR_FAIL;
