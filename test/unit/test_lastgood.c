@@ -14,6 +14,7 @@
  * stops once a version from the source serves.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -48,7 +49,6 @@ struct fixture {
     struct lastgood *lg_;
     struct fake api;
     char path[64];
-    char out[1 << 16];
 };
 
 /* The stored object: the body with a fresh resourceVersion. */
@@ -173,24 +173,6 @@ static int teardown(void **state)
     pthread_mutex_destroy(&fx->api.mu);
     free(fx);
     return 0;
-}
-
-static const char *logged(struct fixture *fx)
-{
-    ssize_t n = pread(fx->lg.fd, fx->out, sizeof(fx->out) - 1, 0);
-
-    assert_true(n >= 0);
-    fx->out[n] = '\0';
-    return fx->out;
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0;
-
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
 }
 
 static void nap(long ms)
@@ -336,8 +318,8 @@ TEST(test_failed_write_is_counted_and_tried_again)
     pthread_mutex_unlock(&fx->api.mu);
     lastgood_offer(fx->lg_, ONE, strlen(ONE), "5", 1000);
     wait_count(fx, LASTGOOD_FAILED, 2);
-    assert_contains(logged(fx), "cannot save the last good profiles");
-    assert_contains(logged(fx), "RBAC");
+    assert_contains(support_fd_text(fx->lg.fd), "cannot save the last good profiles");
+    assert_contains(support_fd_text(fx->lg.fd), "RBAC");
     pthread_mutex_lock(&fx->api.mu);
     fx->api.fail_writes = 0;
     pthread_mutex_unlock(&fx->api.mu);
@@ -356,7 +338,7 @@ TEST(test_fall_back_to_a_valid_copy)
     /* None: not ready. */
     assert_int_equal(lastgood_fall_back(fx->lg_, NULL), ERR_FAIL);
     assert_false(store_ready(fx->s));
-    assert_contains(logged(fx), "no last good profiles to fall back to");
+    assert_contains(support_fd_text(fx->lg.fd), "no last good profiles to fall back to");
     /* Invalid (edited by hand): not ready. */
     dynbuf_init(&b, 1 << 16);
     assert_int_equal(lastgood_body(&b, "ns", "cm-last-good", "ns/cm", "profiles.json", "{", 1, "5",
@@ -365,7 +347,7 @@ TEST(test_fall_back_to_a_valid_copy)
     fake_store(&fx->api, dynbuf_ptr(&b));
     assert_int_equal(lastgood_fall_back(fx->lg_, NULL), ERR_FAIL);
     assert_false(store_ready(fx->s));
-    assert_contains(logged(fx), "not valid either");
+    assert_contains(support_fd_text(fx->lg.fd), "not valid either");
     dynbuf_reset(&b);
     assert_int_equal(lastgood_body(&b, "ns", "cm-last-good", "ns/cm", "profiles.json", ONE,
                                    strlen(ONE), "5", 1764618848, NULL),
@@ -390,16 +372,16 @@ TEST(test_stale_line_repeats_until_fresh)
     assert_int_equal(start(fx, 50), ERR_OK);
     assert_int_equal(store_publish(fx->s, ONE, strlen(ONE), "src"), ERR_OK);
     assert_int_equal(store_publish(fx->s, "{", 1, "src"), ERR_FAIL);
-    for (int i = 0; i < 300 && count(logged(fx), "\"msg\":\"serving old profiles") < 3; i++)
+    for (int i = 0; i < 300 && support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles") < 3; i++)
         nap(10);
-    assert_true(count(logged(fx), "\"msg\":\"serving old profiles") >= 3);
-    assert_contains(logged(fx), "\"level\":\"error\",\"msg\":\"serving old profiles");
-    assert_contains(logged(fx), "\"fix\":\"ConfigMap ns/cm\"");
+    assert_true(support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles") >= 3);
+    assert_contains(support_fd_text(fx->lg.fd), "\"level\":\"error\",\"msg\":\"serving old profiles");
+    assert_contains(support_fd_text(fx->lg.fd), "\"fix\":\"ConfigMap ns/cm\"");
     assert_int_equal(store_publish(fx->s, ONE, strlen(ONE), "src"), ERR_OK);
     nap(100); /* a line being written as the store cleared */
-    n = count(logged(fx), "\"msg\":\"serving old profiles");
+    n = support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles");
     nap(300); /* six intervals */
-    assert_int_equal(count(logged(fx), "\"msg\":\"serving old profiles"), n);
+    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles"), n);
 }
 
 TEST(test_no_copy_makes_no_requests)
