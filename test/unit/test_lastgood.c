@@ -175,6 +175,12 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Everything logged so far. */
+static const char *logged(struct fixture *fx)
+{
+    return support_fd_text(fx->lg.fd);
+}
+
 static void nap(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -318,8 +324,8 @@ TEST(test_failed_write_is_counted_and_tried_again)
     pthread_mutex_unlock(&fx->api.mu);
     lastgood_offer(fx->lg_, ONE, strlen(ONE), "5", 1000);
     wait_count(fx, LASTGOOD_FAILED, 2);
-    assert_contains(support_fd_text(fx->lg.fd), "cannot save the last good profiles");
-    assert_contains(support_fd_text(fx->lg.fd), "RBAC");
+    assert_contains(logged(fx), "cannot save the last good profiles");
+    assert_contains(logged(fx), "RBAC");
     pthread_mutex_lock(&fx->api.mu);
     fx->api.fail_writes = 0;
     pthread_mutex_unlock(&fx->api.mu);
@@ -338,7 +344,7 @@ TEST(test_fall_back_to_a_valid_copy)
     /* None: not ready. */
     assert_int_equal(lastgood_fall_back(fx->lg_, NULL), ERR_FAIL);
     assert_false(store_ready(fx->s));
-    assert_contains(support_fd_text(fx->lg.fd), "no last good profiles to fall back to");
+    assert_contains(logged(fx), "no last good profiles to fall back to");
     /* Invalid (edited by hand): not ready. */
     dynbuf_init(&b, 1 << 16);
     assert_int_equal(lastgood_body(&b, "ns", "cm-last-good", "ns/cm", "profiles.json", "{", 1, "5",
@@ -347,7 +353,7 @@ TEST(test_fall_back_to_a_valid_copy)
     fake_store(&fx->api, dynbuf_ptr(&b));
     assert_int_equal(lastgood_fall_back(fx->lg_, NULL), ERR_FAIL);
     assert_false(store_ready(fx->s));
-    assert_contains(support_fd_text(fx->lg.fd), "not valid either");
+    assert_contains(logged(fx), "not valid either");
     dynbuf_reset(&b);
     assert_int_equal(lastgood_body(&b, "ns", "cm-last-good", "ns/cm", "profiles.json", ONE,
                                    strlen(ONE), "5", 1764618848, NULL),
@@ -372,16 +378,16 @@ TEST(test_stale_line_repeats_until_fresh)
     assert_int_equal(start(fx, 50), ERR_OK);
     assert_int_equal(store_publish(fx->s, ONE, strlen(ONE), "src"), ERR_OK);
     assert_int_equal(store_publish(fx->s, "{", 1, "src"), ERR_FAIL);
-    for (int i = 0; i < 300 && support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles") < 3; i++)
+    for (int i = 0; i < 300 && support_count(logged(fx), "\"msg\":\"serving old profiles") < 3; i++)
         nap(10);
-    assert_true(support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles") >= 3);
-    assert_contains(support_fd_text(fx->lg.fd), "\"level\":\"error\",\"msg\":\"serving old profiles");
-    assert_contains(support_fd_text(fx->lg.fd), "\"fix\":\"ConfigMap ns/cm\"");
+    assert_true(support_count(logged(fx), "\"msg\":\"serving old profiles") >= 3);
+    assert_contains(logged(fx), "\"level\":\"error\",\"msg\":\"serving old profiles");
+    assert_contains(logged(fx), "\"fix\":\"ConfigMap ns/cm\"");
     assert_int_equal(store_publish(fx->s, ONE, strlen(ONE), "src"), ERR_OK);
     nap(100); /* a line being written as the store cleared */
-    n = support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles");
+    n = support_count(logged(fx), "\"msg\":\"serving old profiles");
     nap(300); /* six intervals */
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"msg\":\"serving old profiles"), n);
+    assert_int_equal(support_count(logged(fx), "\"msg\":\"serving old profiles"), n);
 }
 
 TEST(test_no_copy_makes_no_requests)

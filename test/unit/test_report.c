@@ -639,7 +639,7 @@ TEST(test_reported_pod_is_not_pinned)
 {
     struct profiles *ps =
         support_profiles("{\"profiles\":[{\"name\":\"a100\",\"pin\":true,\"match\":{\"gpus\":8,"
-                       "\"nodeLabels\":{\"gpu\":\"a100\"}}}]}");
+                         "\"nodeLabels\":{\"gpu\":\"a100\"}}}]}");
     const struct mutate_options report = {.mode = REPORT_MODE_REPORT};
 
     run_with(ps, POD_JSON(""), NULL, NULL);

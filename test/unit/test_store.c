@@ -31,7 +31,7 @@
 #include "store.h"
 #include "utf8.h"
 
-/* A store whose log goes to a temporary file, read back by support_fd_text(). */
+/* A store whose log goes to a temporary file, read back by logged(). */
 struct fixture {
     struct log lg;
     struct store *s;
@@ -63,6 +63,12 @@ static int teardown(void **state)
     unlink(fx->path);
     free(fx);
     return 0;
+}
+
+/* Everything logged so far. */
+static const char *logged(struct fixture *fx)
+{
+    return support_fd_text(fx->lg.fd);
 }
 
 static int publish(struct fixture *fx, const char *text)
@@ -114,7 +120,7 @@ TEST(test_valid_version_bumps_the_generation)
     assert_int_equal(snap->generation, 2);
     assert_string_equal(snap->ps->p[0].name, "b");
     store_release(snap);
-    assert_contains(support_fd_text(fx->lg.fd), "\"msg\":\"profiles loaded\",\"source\":\"test\",\"generation\":2");
+    assert_contains(logged(fx), "\"msg\":\"profiles loaded\",\"source\":\"test\",\"generation\":2");
     assert_int_equal(store_rejected(fx->s), 0);
 }
 
@@ -131,10 +137,11 @@ TEST(test_invalid_version_keeps_the_previous_and_is_counted)
     assert_int_equal(store_loaded(fx->s), 1);
     assert_true(store_ready(fx->s));
     assert_string_equal(current_name(fx), "a");
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"profiles rejected; the previous version keeps"), 2);
+    assert_int_equal(support_count(logged(fx), "\"profiles rejected; the previous version keeps"),
+                     2);
     store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
     assert_int_equal(store_rejected(fx->s), 3);
-    assert_contains(support_fd_text(fx->lg.fd), "no key \\\"profiles.json\\\"");
+    assert_contains(logged(fx), "no key \\\"profiles.json\\\"");
 }
 
 /* A key of 'a' then 300 'é' makes an "unknown field" problem longer than the
@@ -151,7 +158,7 @@ TEST(test_long_problem_is_cut_between_characters)
         n += (size_t)snprintf(text + n, sizeof(text) - n, "\xc3\xa9");
     snprintf(text + n, sizeof(text) - n, "\":1,\"profiles\":[{\"name\":\"p\"}]}");
     assert_int_equal(publish(fx, text), ERR_FAIL);
-    log = support_fd_text(fx->lg.fd);
+    log = logged(fx);
     if (!utf8_valid(log, strlen(log)))
         fail_msg("the log is not valid UTF-8:\n%s", log);
     problem = strstr(log, "unknown field");
@@ -165,7 +172,7 @@ TEST(test_short_problem_is_whole)
     struct fixture *fx = *state;
 
     assert_int_equal(publish(fx, "{\"zz\":1,\"profiles\":[{\"name\":\"p\"}]}"), ERR_FAIL);
-    assert_contains(support_fd_text(fx->lg.fd), "unknown field \\\"zz\\\"\"");
+    assert_contains(logged(fx), "unknown field \\\"zz\\\"\"");
 }
 
 static int read_fails(void *ctx, struct dynbuf *text, char *err, size_t errlen)
@@ -186,7 +193,7 @@ TEST(test_unreadable_source_is_logged_not_counted)
     assert_int_equal(store_reload(fx->s, &src), ERR_FAIL);
     assert_int_equal(store_rejected(fx->s), 0);
     assert_string_equal(current_name(fx), "a");
-    assert_contains(support_fd_text(fx->lg.fd), "\"cannot read profiles; the previous version keeps serving\","
+    assert_contains(logged(fx), "\"cannot read profiles; the previous version keeps serving\","
                                 "\"source\":\"fake\",\"error\":\"cannot open fake: gone\"");
 }
 
@@ -201,9 +208,9 @@ TEST(test_rejected_first_version_says_none_serves)
     assert_int_equal(store_reload(fx->s, &src), ERR_FAIL);
     store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
     assert_false(store_ready(fx->s));
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "keeps serving"), 0);
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"profiles rejected; " STORE_NONE_YET "\""), 2);
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"cannot read profiles; " STORE_NONE_YET "\""), 1);
+    assert_int_equal(support_count(logged(fx), "keeps serving"), 0);
+    assert_int_equal(support_count(logged(fx), "\"profiles rejected; " STORE_NONE_YET "\""), 2);
+    assert_int_equal(support_count(logged(fx), "\"cannot read profiles; " STORE_NONE_YET "\""), 1);
 }
 
 /* A source that tries a last good copy next: its refusal before any version
@@ -218,18 +225,19 @@ TEST(test_rejected_first_version_with_a_fallback_does_not_say_503)
     store_set_fallback(fx->s, 1);
     assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
     store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "503"), 0);
+    assert_int_equal(support_count(logged(fx), "503"), 0);
     assert_int_equal(
-        support_count(support_fd_text(fx->lg.fd),
-                    "\"level\":\"warn\",\"msg\":\"profiles rejected; " STORE_FALLBACK_NEXT "\""),
+        support_count(logged(fx),
+                      "\"level\":\"warn\",\"msg\":\"profiles rejected; " STORE_FALLBACK_NEXT "\""),
         2);
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"level\":\"error\",\"msg\":\"profiles problem\""),
+    assert_int_equal(support_count(logged(fx), "\"level\":\"error\",\"msg\":\"profiles problem\""),
                      2);
     one_profile(text, sizeof(text), "a");
     assert_int_equal(publish(fx, text), ERR_OK);
     assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
-    assert_int_equal(support_count(support_fd_text(fx->lg.fd), "\"level\":\"error\",\"msg\":\"profiles rejected; the "
-                                             "previous version keeps serving\""),
+    assert_int_equal(support_count(logged(fx),
+                                   "\"level\":\"error\",\"msg\":\"profiles rejected; the "
+                                   "previous version keeps serving\""),
                      1);
     store_set_fallback(fx->s, 0);
 }
@@ -245,7 +253,7 @@ TEST(test_file_source)
     src = store_source_file(path);
     assert_string_equal(src.origin, path);
     assert_int_equal(store_reload(fx->s, &src), ERR_FAIL); /* no such file yet */
-    assert_contains(support_fd_text(fx->lg.fd), "cannot read profiles");
+    assert_contains(logged(fx), "cannot read profiles");
     one_profile(text, sizeof(text), "from-file");
     f = fopen(path, "w");
     assert_non_null(f);
@@ -403,7 +411,7 @@ TEST(test_concurrent_publishes_log_each_generation_once)
     atomic_store(&p.stop, 1);
     assert_int_equal(pthread_join(t[2], NULL), 0);
     assert_int_equal(store_loaded(fx->s), 2 * p.n);
-    log = support_fd_text(fx->lg.fd);
+    log = logged(fx);
     assert_int_equal(support_count(log, "\"profiles loaded\""), 2 * p.n);
     at = log;
     for (int g = 1; g <= 2 * p.n; g++) {
@@ -473,7 +481,7 @@ TEST(test_fallback_serves_stale_with_its_own_time)
     assert_int_equal(snap->loaded_at, 1764618848);
     assert_int_equal(snap->generation, 1);
     store_release(snap);
-    assert_contains(support_fd_text(fx->lg.fd),
+    assert_contains(logged(fx),
                     "\"level\":\"error\",\"msg\":\"profiles loaded from the last good copy");
     one_profile(text, sizeof(text), "new");
     assert_int_equal(publish(fx, text), ERR_OK);
