@@ -9,6 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,4 +113,35 @@ func (ca *testCA) issue(t testing.TB, spec clientCertSpec) *tls.Certificate {
 		ExtKeyUsage:  spec.eku,
 	}
 	return &tls.Certificate{Certificate: [][]byte{ca.sign(t, tmpl, &key.PublicKey)}, PrivateKey: key}
+}
+
+// certGenerations runs gen-certs into n new directories (distinct CAs and
+// keys: the generations a rotation test swaps between) and returns them
+// with a pool that trusts every generation's CA.
+func certGenerations(t *testing.T, n int) ([]string, *x509.CertPool) {
+	t.Helper()
+	gens := make([]string, n)
+	roots := x509.NewCertPool()
+	for i := range gens {
+		gens[i] = t.TempDir()
+		if err := genCerts(binaryPath(), gens[i]); err != nil {
+			t.Fatal(err)
+		}
+		ca, err := os.ReadFile(filepath.Join(gens[i], "ca.crt"))
+		if err != nil || !roots.AppendCertsFromPEM(ca) {
+			t.Fatalf("CA of generation %d: %v", i, err)
+		}
+	}
+	return gens, roots
+}
+
+// liveCopyOf copies gen's tls.crt and tls.key into a new directory: the
+// files a test's serve is given and the test then rewrites.
+func liveCopyOf(t *testing.T, gen string) (crt, key string) {
+	t.Helper()
+	live := t.TempDir()
+	crt, key = filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
+	copyFile(t, filepath.Join(gen, "tls.crt"), crt)
+	copyFile(t, filepath.Join(gen, "tls.key"), key)
+	return crt, key
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/x509"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,14 +75,7 @@ func TestProfilesFileFaultsUnderLoad(t *testing.T) {
 	writeByRename(t, file, newer)
 	in.waitHCA(t, newHCA, since, "a good file after the faults")
 
-	ok, failed, firstErr := load.finish()
-	t.Logf("%d reviews under load during the faults", ok)
-	if failed != 0 {
-		t.Errorf("%d of %d reviews failed while the profiles file was broken (first: %s)", failed, ok+failed, firstErr)
-	}
-	if ok < 20 {
-		t.Errorf("only %d reviews ran: the load did not overlap the faults", ok)
-	}
+	load.expectAllServed(t, "while the profiles file was broken")
 }
 
 // TestCertificateFaultsUnderLoad: the certificate or key files are
@@ -93,21 +85,8 @@ func TestProfilesFileFaultsUnderLoad(t *testing.T) {
 // then taken.
 func TestCertificateFaultsUnderLoad(t *testing.T) {
 	t.Parallel()
-	gens := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	roots := x509.NewCertPool()
-	for i, g := range gens {
-		if err := genCerts(binaryPath(), g); err != nil {
-			t.Fatal(err)
-		}
-		ca, err := os.ReadFile(filepath.Join(g, "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("CA of generation %d: %v", i, err)
-		}
-	}
-	live := t.TempDir()
-	crt, key := filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
-	copyFile(t, filepath.Join(gens[0], "tls.crt"), crt)
-	copyFile(t, filepath.Join(gens[0], "tls.key"), key)
+	gens, roots := certGenerations(t, 3)
+	crt, key := liveCopyOf(t, gens[0])
 	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
 		args: []string{"--reload-interval-ms", "200", "--tls-cert-file", crt, "--tls-private-key-file", key}})
 	first := fileCert(t, crt)
@@ -168,14 +147,7 @@ func TestCertificateFaultsUnderLoad(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	ok, failed, firstErr := load.finish()
-	t.Logf("%d reviews under load during the certificate faults", ok)
-	if failed != 0 {
-		t.Errorf("%d of %d reviews failed while the certificate files were broken (first: %s)", failed, ok+failed, firstErr)
-	}
-	if ok < 20 {
-		t.Errorf("only %d reviews ran: the load did not overlap the faults", ok)
-	}
+	load.expectAllServed(t, "while the certificate files were broken")
 }
 
 // TestSIGKILLRestart: the server is killed with SIGKILL under load (no
@@ -345,21 +317,8 @@ func TestLogToDevFull(t *testing.T) {
 // each round the certificate served is still the first one.
 func TestMismatchedCertificateRace(t *testing.T) {
 	t.Parallel()
-	gens := []string{t.TempDir(), t.TempDir()}
-	roots := x509.NewCertPool()
-	for i, g := range gens {
-		if err := genCerts(binaryPath(), g); err != nil {
-			t.Fatal(err)
-		}
-		ca, err := os.ReadFile(filepath.Join(g, "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("CA of generation %d: %v", i, err)
-		}
-	}
-	live := t.TempDir()
-	crt, key := filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
-	copyFile(t, filepath.Join(gens[0], "tls.crt"), crt)
-	copyFile(t, filepath.Join(gens[0], "tls.key"), key)
+	gens, roots := certGenerations(t, 2)
+	crt, key := liveCopyOf(t, gens[0])
 	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
 		args: []string{"--reload-interval-ms", "100", "--tls-cert-file", crt, "--tls-private-key-file", key}})
 	first := fileCert(t, crt)

@@ -222,3 +222,17 @@ func waitStatus(t testing.TB, d time.Duration, what string, want int, fn func() 
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// linkedProfiles writes the shipped profiles to target and returns it with
+// link, a symlink to it in another directory: rewriting target in place
+// makes no inotify event where serve watches link.
+func linkedProfiles(t *testing.T) (target, link string) {
+	t.Helper()
+	target = filepath.Join(t.TempDir(), "real-profiles.json")
+	writeInPlace(t, target, shippedProfiles(t))
+	link = filepath.Join(t.TempDir(), "profiles.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return target, link
+}
