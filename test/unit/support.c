@@ -178,6 +178,26 @@ struct profiles *support_profiles(const char *text)
     return ps;
 }
 
+const char *support_profiles_rejected(const char *text)
+{
+    static struct dynbuf errors; /* kept: the result points into it */
+    static int ready;
+    struct profiles *ps;
+
+    if (!ready) {
+        dynbuf_init(&errors, 1 << 16);
+        ready = 1;
+    }
+    dynbuf_reset(&errors);
+    ps = support_profiles_parse(text, &errors);
+    if (ps) {
+        profiles_free(ps);
+        fail_msg("profiles should have been rejected: %s", text);
+    }
+    assert_true(dynbuf_len(&errors) > 0);
+    return dynbuf_ptr(&errors);
+}
+
 const char *support_fd_text(int fd)
 {
     static char buf[1 << 20];

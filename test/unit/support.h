@@ -59,6 +59,12 @@ struct profiles *support_profiles_parse(const char *text, struct dynbuf *errors)
  * one fails the calling test with the problems. Free with profiles_free(). */
 struct profiles *support_profiles(const char *text);
 
+/* support_profiles_parse for a document the test needs rejected: an
+ * accepted one fails the calling test, and so does a rejection without a
+ * problem. Returns the problems, one line each, in a static buffer that the
+ * next call overwrites. */
+const char *support_profiles_rejected(const char *text);
+
 /* Everything written so far to the file fd (a test's struct log's), read
  * from its start, NUL-terminated, at most 1 MiB. The buffer is static: each
  * call overwrites it. */

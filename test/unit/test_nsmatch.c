@@ -21,45 +21,22 @@
 #include "profiles.h"
 #include "select.h"
 
-static struct dynbuf errors;
 static struct profiles *cur_ps;
 static cJSON *cur_meta, *cur_spec;
 
-static struct profiles *parse(const char *text)
-{
-    dynbuf_reset(&errors);
-    return support_profiles_parse(text, &errors);
-}
-
-static const char *rejected(const char *text)
-{
-    struct profiles *ps = parse(text);
-
-    if (ps) {
-        profiles_free(ps);
-        fail_msg("profiles should have been rejected: %s", text);
-    }
-    return dynbuf_ptr(&errors);
-}
-
 static void accepted(const char *text)
 {
-    struct profiles *ps = parse(text);
-
-    if (!ps)
-        fail_msg("profiles rejected: %s", dynbuf_ptr(&errors));
-    profiles_free(ps);
+    profiles_free(support_profiles(text));
 }
 
 /* The whole error text must be exactly want (one line, with its newline). */
 static void assert_refused_with(const char *text, const char *want)
 {
-    assert_string_equal(rejected(text), want);
+    assert_string_equal(support_profiles_rejected(text), want);
 }
 
 static int setup(void **state __attribute__((unused)))
 {
-    dynbuf_init(&errors, 1 << 16);
     return 0;
 }
 
@@ -70,7 +47,6 @@ static int teardown(void **state __attribute__((unused)))
     cJSON_Delete(cur_spec);
     cur_ps = NULL;
     cur_meta = cur_spec = NULL;
-    dynbuf_free(&errors);
     return 0;
 }
 
@@ -81,7 +57,7 @@ static int teardown(void **state __attribute__((unused)))
 
 TEST(test_list_is_read)
 {
-    struct profiles *ps = parse(ONE("{'gpus':8,'namespaces':['team-a','team-b']}"));
+    struct profiles *ps = support_profiles(ONE("{'gpus':8,'namespaces':['team-a','team-b']}"));
 
     assert_non_null(ps);
     assert_int_equal(ps->p[0].namespaces.n_names, 2);
@@ -95,10 +71,10 @@ TEST(test_list_is_read)
 
 TEST(test_selector_is_read_as_requirements)
 {
-    struct profiles *ps =
-        parse(ONE("{'gpus':8,'namespaces':{'matchLabels':{'team':'a'},'matchExpressions':["
-                  "{'key':'tier','operator':'NotIn','values':['dev','test']},"
-                  "{'key':'gpu','operator':'Exists'}]}}"));
+    struct profiles *ps = support_profiles(
+        ONE("{'gpus':8,'namespaces':{'matchLabels':{'team':'a'},'matchExpressions':["
+            "{'key':'tier','operator':'NotIn','values':['dev','test']},"
+            "{'key':'gpu','operator':'Exists'}]}}"));
     const struct profiles_namespaces *ns;
 
     assert_non_null(ps);
@@ -118,7 +94,7 @@ TEST(test_selector_is_read_as_requirements)
 
 TEST(test_cluster_wide_is_in_every_namespace)
 {
-    struct profiles *ps = parse(ONE("{'gpus':8}"));
+    struct profiles *ps = support_profiles(ONE("{'gpus':8}"));
 
     assert_non_null(ps);
     assert_false(profiles_ns_limited(&ps->p[0]));
@@ -378,10 +354,7 @@ static void run(const char *profiles_text, const char *metadata, const char *spe
     struct podjson r;
 
     teardown(NULL);
-    dynbuf_init(&errors, 1 << 16);
-    cur_ps = parse(profiles_text);
-    if (!cur_ps)
-        fail_msg("test profiles rejected: %s", dynbuf_ptr(&errors));
+    cur_ps = support_profiles(profiles_text);
     assert_non_null(cur_meta = support_json_parse(metadata));
     assert_non_null(cur_spec = support_json_parse(spec));
     podjson_init(&r);
@@ -640,8 +613,7 @@ static void mutate_in(const char *profiles_text, const char *pod, const char *ns
     struct mutate_input in = {.base = "", .namespace_ = ns};
 
     teardown(NULL);
-    dynbuf_init(&errors, 1 << 16);
-    assert_non_null(cur_ps = parse(profiles_text));
+    cur_ps = support_profiles(profiles_text);
     assert_non_null(cur_meta = support_json_parse(pod));
     in.object = cur_meta;
     mutate_result_init(res, 1 << 20);
