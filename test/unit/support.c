@@ -14,6 +14,7 @@
 #include "err.h"
 #include "fsutil.h"
 #include "profiles.h"
+#include "select.h"
 #include "store.h"
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
@@ -196,6 +197,16 @@ const char *support_profiles_rejected(const char *text)
     }
     assert_true(dynbuf_len(&errors) > 0);
     return dynbuf_ptr(&errors);
+}
+
+void support_assert_selects(const struct select_result *r, const char *name, enum select_rule rule)
+{
+    if (!r->profile)
+        fail_msg("no profile selected (rule %s), want %s", select_rule_name(r->rule), name);
+    assert_string_equal(r->profile->name, name);
+    if (r->rule != rule)
+        fail_msg("selected %s by rule %s, want rule %s", name, select_rule_name(r->rule),
+                 select_rule_name(rule));
 }
 
 const char *support_fd_text(int fd)

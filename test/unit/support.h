@@ -11,6 +11,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "select.h"
+
 struct dynbuf;
 struct profiles;
 
@@ -64,6 +66,10 @@ struct profiles *support_profiles(const char *text);
  * problem. Returns the problems, one line each, in a static buffer that the
  * next call overwrites. */
 const char *support_profiles_rejected(const char *text);
+
+/* Fails the calling test unless select_profile() chose the profile named
+ * name by rule, saying what it chose instead. */
+void support_assert_selects(const struct select_result *r, const char *name, enum select_rule rule);
 
 /* Everything written so far to the file fd (a test's struct log's), read
  * from its start, NUL-terminated, at most 1 MiB. The buffer is static: each

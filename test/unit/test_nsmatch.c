@@ -362,16 +362,6 @@ static void run(const char *profiles_text, const char *metadata, const char *spe
     assert_false(podjson_failed(&r));
 }
 
-static void assert_selects(const struct select_result *r, const char *name, enum select_rule rule)
-{
-    if (!r->profile)
-        fail_msg("no profile selected (rule %s), want %s", select_rule_name(r->rule), name);
-    assert_string_equal(r->profile->name, name);
-    if (r->rule != rule)
-        fail_msg("selected %s by rule %s, want %s", name, select_rule_name(r->rule),
-                 select_rule_name(rule));
-}
-
 #define GPU(n)                                                                                     \
     "{'containers':[{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'" n "'}}}]"
 #define POD8      GPU("8") "}"
@@ -389,9 +379,9 @@ TEST(test_list_member_gets_the_team_copy_by_gpus)
     struct fake_ns f = {.labels = "{}"};
 
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", POD8, "team-a", &f, &r);
-    assert_selects(&r, "team-a", SELECT_BY_GPUS);
+    support_assert_selects(&r, "team-a", SELECT_BY_GPUS);
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", POD8, "team-b", &f, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
     /* No selector anywhere: the Namespace is never asked for. */
     assert_int_equal(f.calls, 0);
 }
@@ -401,9 +391,9 @@ TEST(test_preferred_at_the_node_labels_rule)
     struct select_result r;
 
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", NODESEL8, "team-a", NULL, &r);
-    assert_selects(&r, "team-a", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "team-a", SELECT_BY_NODE_LABELS);
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", NODESEL8, "other", NULL, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_preferred_at_the_default_rule)
@@ -413,12 +403,12 @@ TEST(test_preferred_at_the_default_rule)
                                   "{'name':'team','default':true,'match':{'namespaces':['t']}}");
 
     run(doc, "{}", GPU("1") "}", "t", NULL, &r);
-    assert_selects(&r, "team", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "team", SELECT_BY_DEFAULT);
     run(doc, "{}", GPU("1") "}", "u", NULL, &r);
-    assert_selects(&r, "all", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "all", SELECT_BY_DEFAULT);
     /* A stronger rule still wins over the team's default. */
     run(doc, "{}", POD8, "t", NULL, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
 }
 
 TEST(test_team_default_excluded_falls_back_to_cluster_default)
@@ -429,7 +419,7 @@ TEST(test_team_default_excluded_falls_back_to_cluster_default)
             "{'name':'team','default':true,'match':{'nodeLabels':{'count':'8'},"
             "'namespaces':['t']}}"),
         "{}", GPU("1") ",'nodeSelector':{'count':'4'}}", "t", NULL, &r);
-    assert_selects(&r, "all", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "all", SELECT_BY_DEFAULT);
 }
 
 TEST(test_team_profile_never_settles_a_cluster_tie)
@@ -462,7 +452,7 @@ TEST(test_team_profile_with_fewer_labels_takes_the_named_place)
     run(DOC("{'name':'h100','match':{'nodeLabels':{'pool':'a','gpu':'h100'}}},"
             "{'name':'team','match':{'nodeLabels':{'pool':'a'},'namespaces':['t']}}"),
         "{}", GPU("8") ",'nodeSelector':{'gpu':'h100'}}", "t", NULL, &r);
-    assert_selects(&r, "team", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "team", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_selector_operators)
@@ -511,7 +501,7 @@ TEST(test_annotation_to_another_teams_profile)
     assert_string_equal(select_rule_name(r.rule), "other-namespaces");
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")),
         "{'annotations':{'rdma-webhook.io/profile':'team-a'}}", POD8, "team-a", NULL, &r);
-    assert_selects(&r, "team-a", SELECT_BY_ANNOTATION);
+    support_assert_selects(&r, "team-a", SELECT_BY_ANNOTATION);
 }
 
 TEST(test_lookup_failure_selects_nothing_when_a_selector_could_win)
@@ -547,7 +537,7 @@ TEST(test_lookup_failure_is_harmless_when_no_selector_could_win)
     run(DOC(CLUSTER "{'name':'team','match':{'gpus':4,'nodeLabels':{'count':'4'}" SEL(
             "{'key':'team','operator':'Exists'}") "}}"),
         "{}", NODESEL8, "ns", &f, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
     assert_false(r.namespace_lookup_failed);
     assert_int_equal(f.calls, 0);
     /* It fits the unconstrained pod at rule 2, but nothing is named there,
@@ -556,7 +546,7 @@ TEST(test_lookup_failure_is_harmless_when_no_selector_could_win)
                                                                           "{'name':'all','default':"
                                                                           "true}"),
         "{}", GPU("1") "}", "ns", &f, &r);
-    assert_selects(&r, "all", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "all", SELECT_BY_DEFAULT);
     assert_false(r.namespace_lookup_failed);
     /* Named at rule 2, it could win there: nothing. */
     run(DOC(CLUSTER P8("team", SEL("{'key':'team','operator':'Exists'}")) ","
@@ -569,7 +559,7 @@ TEST(test_lookup_failure_is_harmless_when_no_selector_could_win)
     f.calls = 0;
     run(DOC(CLUSTER P8("team", SEL("{'key':'team','operator':'Exists'}"))),
         "{'annotations':{'rdma-webhook.io/profile':'roce-4card'}}", POD8, "ns", &f, &r);
-    assert_selects(&r, "roce-4card", SELECT_BY_ANNOTATION);
+    support_assert_selects(&r, "roce-4card", SELECT_BY_ANNOTATION);
     assert_int_equal(f.calls, 0);
 }
 
@@ -581,7 +571,7 @@ TEST(test_name_label_is_known_without_the_lookup)
     run(DOC(CLUSTER P8("team", SEL("{'key':'kubernetes.io/metadata.name','operator':'NotIn',"
                                    "'values':['ns']},{'key':'team','operator':'Exists'}"))),
         "{}", POD8, "ns", &f, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
     assert_false(r.namespace_lookup_failed);
 }
 
@@ -600,7 +590,7 @@ TEST(test_labels_asked_once_per_admission)
                                                                       "matchLabels':{'team':'c'}}}"
                                                                       "}"),
         "{}", POD8, "ns", &f, &r);
-    assert_selects(&r, "y", SELECT_BY_GPUS);
+    support_assert_selects(&r, "y", SELECT_BY_GPUS);
     assert_int_equal(f.calls, 1);
 }
 
