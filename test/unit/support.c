@@ -237,6 +237,27 @@ void support_gen_certs(const char *dir)
         fail_msg("certs_generate: %s", err);
 }
 
+void support_two_cert_sets(char *root, size_t rootlen, const char *name)
+{
+    char dir[128];
+
+    assert_true(rootlen >= 64);
+    assert_true((size_t)snprintf(root, rootlen, "/tmp/%s.XXXXXX", name) < rootlen);
+    assert_non_null(mkdtemp(root));
+    assert_true((size_t)snprintf(dir, sizeof dir, "%s/a", root) < sizeof dir);
+    support_gen_certs(dir);
+    snprintf(dir, sizeof dir, "%s/b", root);
+    support_gen_certs(dir);
+}
+
+void support_remove_tree(const char *dir)
+{
+    char cmd[4200];
+
+    assert_true((size_t)snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < sizeof cmd);
+    assert_int_equal(system(cmd), 0);
+}
+
 void support_copy_file(const char *from, const char *to)
 {
     char buf[8192];

@@ -83,6 +83,15 @@ size_t support_count(const char *hay, const char *needle);
  * does; a failure fails the test. */
 void support_gen_certs(const char *dir);
 
+/* Makes a new directory /tmp/NAME.XXXXXX, its path in root (rootlen bytes,
+ * at least 64), holding two gen-certs sets of distinct CAs and keys in
+ * root/a and root/b: what a test of a certificate change swaps between.
+ * Remove it with support_remove_tree(). */
+void support_two_cert_sets(char *root, size_t rootlen, const char *name);
+
+/* rm -rf dir; a failure fails the test. */
+void support_remove_tree(const char *dir);
+
 /* Copies the bytes of from to to (created or truncated); a failure fails
  * the test. */
 void support_copy_file(const char *from, const char *to);

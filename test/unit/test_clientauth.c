@@ -54,17 +54,11 @@ static void write_text(const char *to, const char *text)
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof *fx);
-    char dir[96];
 
     assert_non_null(fx);
-    strcpy(fx->root, "/tmp/test_clientauth.XXXXXX");
-    assert_non_null(mkdtemp(fx->root));
-    snprintf(dir, sizeof dir, "%s/a", fx->root);
-    support_gen_certs(dir);
-    snprintf(fx->ca_a, sizeof fx->ca_a, "%s/ca.crt", dir);
-    snprintf(dir, sizeof dir, "%s/b", fx->root);
-    support_gen_certs(dir);
-    snprintf(fx->ca_b, sizeof fx->ca_b, "%s/ca.crt", dir);
+    support_two_cert_sets(fx->root, sizeof fx->root, "test_clientauth");
+    snprintf(fx->ca_a, sizeof fx->ca_a, "%s/a/ca.crt", fx->root);
+    snprintf(fx->ca_b, sizeof fx->ca_b, "%s/b/ca.crt", fx->root);
     snprintf(fx->live, sizeof fx->live, "%s/client-ca.crt", fx->root);
     write_concat(fx->live, fx->ca_a, NULL);
     *state = fx;
@@ -74,10 +68,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *fx = *state;
-    char cmd[160];
 
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
-    assert_int_equal(system(cmd), 0);
+    support_remove_tree(fx->root);
     free(fx);
     return 0;
 }

@@ -28,19 +28,13 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof *fx);
-    char dir[96];
 
     assert_non_null(fx);
-    strcpy(fx->root, "/tmp/test_tlscreds.XXXXXX");
-    assert_non_null(mkdtemp(fx->root));
-    snprintf(dir, sizeof dir, "%s/a", fx->root);
-    support_gen_certs(dir);
-    snprintf(fx->a_crt, sizeof fx->a_crt, "%s/tls.crt", dir);
-    snprintf(fx->a_key, sizeof fx->a_key, "%s/tls.key", dir);
-    snprintf(dir, sizeof dir, "%s/b", fx->root);
-    support_gen_certs(dir);
-    snprintf(fx->b_crt, sizeof fx->b_crt, "%s/tls.crt", dir);
-    snprintf(fx->b_key, sizeof fx->b_key, "%s/tls.key", dir);
+    support_two_cert_sets(fx->root, sizeof fx->root, "test_tlscreds");
+    snprintf(fx->a_crt, sizeof fx->a_crt, "%s/a/tls.crt", fx->root);
+    snprintf(fx->a_key, sizeof fx->a_key, "%s/a/tls.key", fx->root);
+    snprintf(fx->b_crt, sizeof fx->b_crt, "%s/b/tls.crt", fx->root);
+    snprintf(fx->b_key, sizeof fx->b_key, "%s/b/tls.key", fx->root);
     snprintf(fx->live_crt, sizeof fx->live_crt, "%s/live.crt", fx->root);
     snprintf(fx->live_key, sizeof fx->live_key, "%s/live.key", fx->root);
     support_copy_file(fx->a_crt, fx->live_crt);
@@ -54,13 +48,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *fx = *state;
-    char cmd[160];
 
     tlscreds_stop(&fx->c);
     assert_null(fx->c);
     tlscreds_stop(&fx->c); /* a no-op the second time */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
-    assert_int_equal(system(cmd), 0);
+    support_remove_tree(fx->root);
     free(fx);
     return 0;
 }
