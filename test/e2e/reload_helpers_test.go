@@ -173,19 +173,7 @@ func (in *instance) requireHCA(t testing.TB, want, when string) {
 // changed). It returns how long the change took to show.
 func (in *instance) waitHCA(t testing.TB, want string, since time.Time, what string) time.Duration {
 	t.Helper()
-	deadline := since.Add(pickUpWithin)
-	last := ""
-	for {
-		last = in.hca(t)
-		if last == want {
-			return time.Since(since)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: expected NCCL_IB_HCA %q within %v, still %q after %v%s",
-				what, want, pickUpWithin, last, time.Since(since).Round(time.Millisecond), in.state())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return in.waitHCAAfter(t, want, since, pickUpWithin, what)
 }
 
 // holdHCA requires every review for d to keep getting want (the old
