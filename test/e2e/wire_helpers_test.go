@@ -42,6 +42,20 @@ func (s *server) currentRun() int {
 	return s.runs
 }
 
+// expectNotJSON posts body to the shared server's /mutate and expects a
+// 400 saying "not JSON", from the run that was serving before (the body
+// did not crash it).
+func expectNotJSON(t *testing.T, body []byte) {
+	t.Helper()
+	run := srv.currentRun()
+	rep := srv.post(t, "/mutate", "application/json", body)
+	if rep.status != 400 {
+		t.Fatalf("expected 400, got %d %q", rep.status, cut(rep.body))
+	}
+	checkReason(t, rep, "not JSON")
+	checkSameRunServing(t, run)
+}
+
 // checkSameRunServing: a good review succeeds and the shared server is
 // still the run that was serving before the bad input (it did not die and
 // get restarted in between).
