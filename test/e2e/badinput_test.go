@@ -169,13 +169,7 @@ func TestTruncatedReviews(t *testing.T) {
 	for _, off := range []int{1, 2, 17, 100, n / 4, n / 3, n / 2, 2 * n / 3, n - 100, n - 3, n - 2, n - 1} {
 		off := off
 		t.Run(fmt.Sprintf("cut at %d of %d", off, n), func(t *testing.T) {
-			run := srv.currentRun()
-			rep := srv.post(t, "/mutate", "application/json", full[:off])
-			if rep.status != 400 {
-				t.Fatalf("expected 400, got %d %q", rep.status, cut(rep.body))
-			}
-			checkReason(t, rep, "not JSON")
-			checkSameRunServing(t, run)
+			expectNotJSON(t, full[:off])
 		})
 	}
 }
@@ -204,13 +198,7 @@ func TestDeepNesting(t *testing.T) {
 	for _, c := range cases {
 		c := c
 		t.Run(c.name, func(t *testing.T) {
-			run := srv.currentRun()
-			rep := srv.post(t, "/mutate", "application/json", c.body)
-			if rep.status != 400 {
-				t.Fatalf("expected 400, got %d %q", rep.status, cut(rep.body))
-			}
-			checkReason(t, rep, "not JSON")
-			checkSameRunServing(t, run)
+			expectNotJSON(t, c.body)
 		})
 	}
 }

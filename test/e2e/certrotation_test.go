@@ -155,6 +155,21 @@ func (l *rotationLoad) waitRunning(t *testing.T, n int64, within time.Duration) 
 	}
 }
 
+// expectAllServed finishes the load and fails the test unless every
+// review succeeded and at least 20 ran (so that the load overlapped what
+// the test did to the server: during says what that was).
+func (l *rotationLoad) expectAllServed(t *testing.T, during string) {
+	t.Helper()
+	ok, failed, firstErr := l.finish()
+	t.Logf("%d reviews under load %s", ok, during)
+	if failed != 0 {
+		t.Errorf("%d of %d reviews failed %s (first: %s)", failed, ok+failed, during, firstErr)
+	}
+	if ok < 20 {
+		t.Errorf("only %d reviews ran: the load did not overlap what happened %s", ok, during)
+	}
+}
+
 func (l *rotationLoad) finish() (ok, failed int64, firstErr string) {
 	close(l.stop)
 	l.wg.Wait()
@@ -187,22 +202,12 @@ func waitServedSerial(t *testing.T, in *instance, want string, within time.Durat
 // with the previous certificate still served.
 func TestCertificateRotationUnderLoad(t *testing.T) {
 	t.Parallel()
-	gens := make([]string, 3)
-	roots := x509.NewCertPool()
-	for i := range gens {
-		gens[i] = t.TempDir()
-		if err := genCerts(binaryPath(), gens[i]); err != nil {
-			t.Fatal(err)
-		}
-		ca, err := os.ReadFile(filepath.Join(gens[i], "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("ca of generation %d: %v", i, err)
-		}
-	}
+	gens, roots := certGenerations(t, 3)
 	vol := newSecretVolume(t, gens[0])
-	in := startInstanceTrusting(t, roots, profilesPath, "--reload-interval-ms", bigInterval,
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots, args: []string{
+		"--reload-interval-ms", bigInterval,
 		"--tls-cert-file", filepath.Join(vol.dir, "tls.crt"),
-		"--tls-private-key-file", filepath.Join(vol.dir, "tls.key"))
+		"--tls-private-key-file", filepath.Join(vol.dir, "tls.key")}})
 	if got, want := servedSerial(t, in.addr), certSerial(t, filepath.Join(gens[0], "tls.crt")); got != want {
 		t.Fatalf("served serial %q, want the first certificate's %q", got, want)
 	}

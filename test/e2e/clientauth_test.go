@@ -1,20 +1,13 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,79 +24,6 @@ import (
 // Why at the handshake and not a 403: nothing of a refused client is parsed
 // (not even its headers), and the apiserver's own error names the reason
 // ("remote error: tls: certificate required").
-
-// testCA is a CA made in the test, for client certificates.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var testSerial atomic.Int64
-
-func nextSerial() *big.Int {
-	return big.NewInt(time.Now().Unix()<<20 + testSerial.Add(1))
-}
-
-func newTestCA(t *testing.T, cn string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          nextSerial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// clientCertSpec is what a client certificate says.
-type clientCertSpec struct {
-	cn       string
-	dns      []string
-	eku      []x509.ExtKeyUsage // nil: client auth
-	notAfter time.Time          // zero: in a day
-}
-
-// issue makes a client certificate signed by ca.
-func (ca *testCA) issue(t *testing.T, spec clientCertSpec) *tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if spec.eku == nil {
-		spec.eku = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	if spec.notAfter.IsZero() {
-		spec.notAfter = time.Now().Add(24 * time.Hour)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: nextSerial(),
-		Subject:      pkix.Name{CommonName: spec.cn},
-		DNSNames:     spec.dns,
-		NotBefore:    time.Now().Add(-2 * time.Hour),
-		NotAfter:     spec.notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  spec.eku,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // writeCA writes the CAs' PEM into one file in dir.
 func writeCA(t *testing.T, path string, cas ...*testCA) {
@@ -198,7 +118,7 @@ func TestClientCARefusesOthers(t *testing.T) {
 	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
 	writeCA(t, caFile, ca)
 	good := ca.issue(t, clientCertSpec{cn: "kube-apiserver"})
-	in := startInstanceAs(t, nil, good, profilesPath, "--client-ca", caFile)
+	in := startOwn(t, instanceOptions{profiles: profilesPath, clientCert: good, args: []string{"--client-ca", caFile}})
 
 	if rr := in.review(t, gpu8Review(t)); rr.patch == nil {
 		t.Errorf("a review over the instance's client (with the right certificate) got no patch")
@@ -253,8 +173,8 @@ func TestClientNamesRefusesOtherNames(t *testing.T) {
 	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
 	writeCA(t, caFile, ca)
 	byCN := ca.issue(t, clientCertSpec{cn: "kube-apiserver"})
-	in := startInstanceAs(t, nil, byCN, profilesPath, "--client-ca", caFile,
-		"--client-names", "rdma-webhook.rdma-webhook.svc,kube-apiserver")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, clientCert: byCN, args: []string{"--client-ca", caFile,
+		"--client-names", "rdma-webhook.rdma-webhook.svc,kube-apiserver"}})
 
 	expectServed(t, in, "CN kube-apiserver", byCN)
 	expectServed(t, in, "DNS SAN rdma-webhook.rdma-webhook.svc",
@@ -276,7 +196,8 @@ func TestClientCAReload(t *testing.T) {
 	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
 	writeCA(t, caFile, oldCA)
 	oldCert, newCert := oldCA.issue(t, clientCertSpec{cn: "kube-apiserver"}), newCA.issue(t, clientCertSpec{cn: "kube-apiserver"})
-	in := startInstanceAs(t, nil, oldCert, profilesPath, "--client-ca", caFile, "--reload-interval-ms", "3600000")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, clientCert: oldCert,
+		args: []string{"--client-ca", caFile, "--reload-interval-ms", "3600000"}})
 	expectServed(t, in, "the old CA's certificate", oldCert)
 	expectRefused(t, in, "the new CA's certificate before the reload", newCert, tls.VersionTLS13, "bad certificate")
 

@@ -3,82 +3,12 @@ package e2e
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// spawnOn starts `serve` for in on its current ports (in.addr, in.metrics
-// must be set) with stderr going to out, and waits until it answers
-// /healthz. readPath is what logText reads afterwards (out itself, or a
-// stand-in when out cannot be read back, e.g. /dev/full). env is added to
-// the process environment.
-func (in *instance) spawnOn(out *os.File, readPath string, env []string) error {
-	args := append([]string{"serve",
-		"--listen", in.addr, "--metrics-listen", in.metrics,
-		"--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
-		"--tls-private-key-file", filepath.Join(in.dir, "tls.key"),
-		"--profiles", in.profiles}, in.args...)
-	in.stderrPath = readPath
-	in.cmd = exec.Command(in.bin, args...)
-	in.cmd.Stdout = io.Discard
-	in.cmd.Stderr = out
-	in.cmd.Env = append(os.Environ(), env...)
-	if err := in.cmd.Start(); err != nil {
-		out.Close()
-		return err
-	}
-	in.exited = make(chan struct{})
-	in.signalled = false
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		in.waitErr = cmd.Wait()
-		out.Close()
-		close(exited)
-	}(in.cmd, in.exited)
-	return in.waitUp()
-}
-
-// startInstanceOn is startInstance with stderr opened by openStderr (and
-// read back from readPath) and extra environment variables.
-func startInstanceOn(t *testing.T, profiles string, openStderr func() (*os.File, error), readPath string,
-	env []string, extra ...string) *instance {
-	t.Helper()
-	dir := t.TempDir()
-	if err := copyCerts(dir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, args: extra}
-	var lastErr error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if in.addr, err = freePort(); err != nil {
-			t.Fatal(err)
-		}
-		if in.metrics, err = freePort(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := openStderr()
-		if err != nil {
-			t.Fatalf("opening the server's stderr: %v", err)
-		}
-		if lastErr = in.spawnOn(out, readPath, env); lastErr == nil {
-			break
-		}
-	}
-	if lastErr != nil {
-		t.Fatalf("starting an own serve: %v", lastErr)
-	}
-	in.client = in.newClient(slowerUnderValgrind(10 * time.Second))
-	t.Cleanup(func() { in.finish(t) })
-	return in
-}
 
 // sanitizerLogEnv sends ASan/UBSan reports to files under dir (for servers
 // whose stderr cannot be read back), keeping the suite's ASAN_OPTIONS.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/x509"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,14 +75,7 @@ func TestProfilesFileFaultsUnderLoad(t *testing.T) {
 	writeByRename(t, file, newer)
 	in.waitHCA(t, newHCA, since, "a good file after the faults")
 
-	ok, failed, firstErr := load.finish()
-	t.Logf("%d reviews under load during the faults", ok)
-	if failed != 0 {
-		t.Errorf("%d of %d reviews failed while the profiles file was broken (first: %s)", failed, ok+failed, firstErr)
-	}
-	if ok < 20 {
-		t.Errorf("only %d reviews ran: the load did not overlap the faults", ok)
-	}
+	load.expectAllServed(t, "while the profiles file was broken")
 }
 
 // TestCertificateFaultsUnderLoad: the certificate or key files are
@@ -93,23 +85,10 @@ func TestProfilesFileFaultsUnderLoad(t *testing.T) {
 // then taken.
 func TestCertificateFaultsUnderLoad(t *testing.T) {
 	t.Parallel()
-	gens := []string{t.TempDir(), t.TempDir(), t.TempDir()}
-	roots := x509.NewCertPool()
-	for i, g := range gens {
-		if err := genCerts(binaryPath(), g); err != nil {
-			t.Fatal(err)
-		}
-		ca, err := os.ReadFile(filepath.Join(g, "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("CA of generation %d: %v", i, err)
-		}
-	}
-	live := t.TempDir()
-	crt, key := filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
-	copyFile(t, filepath.Join(gens[0], "tls.crt"), crt)
-	copyFile(t, filepath.Join(gens[0], "tls.key"), key)
-	in := startInstanceTrusting(t, roots, profilesPath, "--reload-interval-ms", "200",
-		"--tls-cert-file", crt, "--tls-private-key-file", key)
+	gens, roots := certGenerations(t, 3)
+	crt, key := liveCopyOf(t, gens[0])
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
+		args: []string{"--reload-interval-ms", "200", "--tls-cert-file", crt, "--tls-private-key-file", key}})
 	first := fileCert(t, crt)
 	if !bytes.Equal(servedCert(t, in), first) {
 		t.Fatalf("the server does not present the first certificate")
@@ -168,14 +147,7 @@ func TestCertificateFaultsUnderLoad(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	ok, failed, firstErr := load.finish()
-	t.Logf("%d reviews under load during the certificate faults", ok)
-	if failed != 0 {
-		t.Errorf("%d of %d reviews failed while the certificate files were broken (first: %s)", failed, ok+failed, firstErr)
-	}
-	if ok < 20 {
-		t.Errorf("only %d reviews ran: the load did not overlap the faults", ok)
-	}
+	load.expectAllServed(t, "while the certificate files were broken")
 }
 
 // TestSIGKILLRestart: the server is killed with SIGKILL under load (no
@@ -211,7 +183,7 @@ func TestSIGKILLRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := in.spawnOn(out, out.Name(), nil); err != nil {
+		if err := in.spawnOn(out, out.Name()); err != nil {
 			t.Fatalf("round %d: restart on the same ports %s and %s: %v", round, in.addr, in.metrics, err)
 		}
 		waitStatus(t, readyTimeout, "/readyz after the restart", http.StatusOK, func() int { return in.readyz(t, true) })
@@ -263,8 +235,8 @@ func TestLogDiskFull(t *testing.T) {
 	mnt := mountTmpfs(t, "64k")
 	logFile := filepath.Join(mnt, "serve.stderr")
 	sanDir := t.TempDir()
-	in := startInstanceOn(t, profilesPath, func() (*os.File, error) { return os.Create(logFile) }, logFile,
-		sanitizerLogEnv(sanDir), "--log-level", "debug")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, args: []string{"--log-level", "debug"},
+		openStderr: func() (*os.File, error) { return os.Create(logFile) }, readPath: logFile, env: sanitizerLogEnv(sanDir)})
 	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
 	r := gpu8Review(t)
 	want := in.review(t, r).patch
@@ -321,8 +293,9 @@ func TestLogToDevFull(t *testing.T) {
 	if err := os.WriteFile(stand, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in := startInstanceOn(t, profilesPath, func() (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) },
-		stand, sanitizerLogEnv(sanDir), "--log-level", "debug")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, args: []string{"--log-level", "debug"},
+		openStderr: func() (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) },
+		readPath:   stand, env: sanitizerLogEnv(sanDir)})
 	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
 	waitStatus(t, readyTimeout, "/readyz with stderr on /dev/full", http.StatusOK, func() int { return in.readyz(t, false) })
 	r := gpu8Review(t)
@@ -344,23 +317,10 @@ func TestLogToDevFull(t *testing.T) {
 // each round the certificate served is still the first one.
 func TestMismatchedCertificateRace(t *testing.T) {
 	t.Parallel()
-	gens := []string{t.TempDir(), t.TempDir()}
-	roots := x509.NewCertPool()
-	for i, g := range gens {
-		if err := genCerts(binaryPath(), g); err != nil {
-			t.Fatal(err)
-		}
-		ca, err := os.ReadFile(filepath.Join(g, "ca.crt"))
-		if err != nil || !roots.AppendCertsFromPEM(ca) {
-			t.Fatalf("CA of generation %d: %v", i, err)
-		}
-	}
-	live := t.TempDir()
-	crt, key := filepath.Join(live, "tls.crt"), filepath.Join(live, "tls.key")
-	copyFile(t, filepath.Join(gens[0], "tls.crt"), crt)
-	copyFile(t, filepath.Join(gens[0], "tls.key"), key)
-	in := startInstanceTrusting(t, roots, profilesPath, "--reload-interval-ms", "100",
-		"--tls-cert-file", crt, "--tls-private-key-file", key)
+	gens, roots := certGenerations(t, 2)
+	crt, key := liveCopyOf(t, gens[0])
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
+		args: []string{"--reload-interval-ms", "100", "--tls-cert-file", crt, "--tls-private-key-file", key}})
 	first := fileCert(t, crt)
 	goodCrt, goodKey, otherCrt := mustRead(t, crt), mustRead(t, key), mustRead(t, filepath.Join(gens[1], "tls.crt"))
 	load := startRotationLoad(t, in, roots, mustMarshal(gpu8Review(t).body()))
@@ -409,7 +369,7 @@ func TestLogReaderStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var readEnd *os.File
-	in := startInstanceOn(t, profilesPath, func() (*os.File, error) {
+	openPipe := func() (*os.File, error) {
 		r, w, err := os.Pipe()
 		if err == nil {
 			if readEnd != nil {
@@ -418,7 +378,8 @@ func TestLogReaderStalled(t *testing.T) {
 			readEnd = r
 		}
 		return w, err
-	}, stand, sanitizerLogEnv(sanDir))
+	}
+	in := startOwn(t, instanceOptions{profiles: profilesPath, openStderr: openPipe, readPath: stand, env: sanitizerLogEnv(sanDir)})
 	t.Cleanup(func() { sanitizerFiles(t, sanDir) })
 	defer readEnd.Close()
 

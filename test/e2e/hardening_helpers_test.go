@@ -3,9 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -356,40 +353,22 @@ type sameKeyPKI struct {
 
 func newSameKeyPKI(t testing.TB, n int) *sameKeyPKI {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e same-key CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	p := &sameKeyPKI{roots: x509.NewCertPool()}
-	p.roots.AddCert(ca)
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := newTestCA(t, "e2e same-key CA")
+	p := &sameKeyPKI{roots: ca.pool()}
+	leafKey := newKey(t)
 	der, err := x509.MarshalPKCS8PrivateKey(leafKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	now := time.Now()
 	for i := 0; i < n; i++ {
 		serial := big.NewInt(int64(0x1000 + i))
 		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "localhost"},
 			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: []string{"localhost"},
 			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-		leaf, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &leafKey.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		leaf := ca.sign(t, tmpl, &leafKey.PublicKey)
 		p.certs = append(p.certs, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf}))
 		p.serial = append(p.serial, fmt.Sprintf("%X", serial))
 	}

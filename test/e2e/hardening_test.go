@@ -471,8 +471,8 @@ func TestCertificateReloadOnlyOnChange(t *testing.T) {
 	crt, key := pki.write(t, dir, 0)
 	// The first connection idles through the whole test, which can take
 	// longer than the default 30 s idle timeout on a loaded machine.
-	in := startInstanceTrusting(t, pki.roots, profilesPath, "--tls-cert-file", crt, "--tls-private-key-file", key,
-		"--connection-timeout", "600")
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: pki.roots,
+		args: []string{"--tls-cert-file", crt, "--tls-private-key-file", key, "--connection-timeout", "600"}})
 	const loads = "rdma_webhook_certificate_loads_total"
 	old, err := in.dialTLS(10 * time.Second)
 	if err != nil {

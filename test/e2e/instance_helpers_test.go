@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,14 +27,29 @@ type instance struct {
 	caPool        *x509.CertPool
 	clientCert    *tls.Certificate // presented by the instance's own clients (--client-ca); nil: none
 	args          []string
+	env           []string
 
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	waitErr    error
-	stderrPath string
-	signalled  bool // a test sent SIGTERM/SIGINT itself and checked the exit
-	client     *http.Client
-	onStart    func(*os.Process) // called as soon as the process runs, before it answers
+	*process       // the current run (cmd, exited, waitErr, stderrPath)
+	signalled bool // a test sent SIGTERM/SIGINT itself and checked the exit
+	client    *http.Client
+	onStart   func(*os.Process) // called as soon as the process runs, before it answers
+}
+
+// instanceOptions says how startOwn starts a test's own serve. Every field
+// may be left out: the default is the suite's certificate set, no
+// --profiles flag, stderr in a file of the instance's directory.
+type instanceOptions struct {
+	profiles   string            // --profiles FILE; "": no --profiles flag (e.g. --profiles-configmap in args)
+	args       []string          // more flags, after the defaults
+	roots      *x509.CertPool    // the CAs the clients trust, for a test serving its own certificate; nil: the suite's
+	clientCert *tls.Certificate  // presented by the instance's clients, waitUp's included (--client-ca in args)
+	onStart    func(*os.Process) // called as soon as each launch's process runs (to signal it at once)
+	env        []string          // added to the process environment
+	// openStderr opens where stderr goes (nil: serve-N.stderr in the
+	// instance's directory), read back from readPath (the file itself, or
+	// a stand-in when it cannot be read back, e.g. /dev/full).
+	openStderr func() (*os.File, error)
+	readPath   string
 }
 
 // startInstance starts `serve --profiles profiles` plus extra flags and
@@ -44,33 +58,14 @@ type instance struct {
 // must exit 0 with no sanitizer report on stderr.
 func startInstance(t testing.TB, profiles string, extra ...string) *instance {
 	t.Helper()
-	return startInstanceTrusting(t, nil, profiles, extra...)
+	return startOwn(t, instanceOptions{profiles: profiles, args: extra})
 }
 
-// startInstanceTrusting is startInstance for a test that serves its own
-// certificate (through extra flags): roots are the CAs its clients trust.
-func startInstanceTrusting(t testing.TB, roots *x509.CertPool, profiles string, extra ...string) *instance {
-	t.Helper()
-	return startInstanceAs(t, roots, nil, profiles, extra...)
-}
-
-// startInstanceAs is startInstanceTrusting for a server that requires a
-// client certificate (--client-ca in extra): the instance's own clients,
-// waitUp's included, present cert.
-func startInstanceAs(t testing.TB, roots *x509.CertPool, cert *tls.Certificate, profiles string, extra ...string) *instance {
-	t.Helper()
-	return startInstanceWith(t, roots, cert, nil, profiles, extra...)
-}
-
-// startInstanceHooked is startInstanceTrusting with onStart called as soon
-// as each launch's process runs (to signal it at once).
-func startInstanceHooked(t testing.TB, roots *x509.CertPool, onStart func(*os.Process), profiles string, extra ...string) *instance {
-	t.Helper()
-	return startInstanceWith(t, roots, nil, onStart, profiles, extra...)
-}
-
-// startInstanceWith is what the start helpers above share.
-func startInstanceWith(t testing.TB, roots *x509.CertPool, cert *tls.Certificate, onStart func(*os.Process), profiles string, extra ...string) *instance {
+// startOwn is startInstance with every way a test's serve can differ: the
+// one builder of instances. Each try gets new ports (a port taken in
+// between is retried); the default certificates are the suite's set,
+// generated once per run (copyCerts).
+func startOwn(t testing.TB, o instanceOptions) *instance {
 	t.Helper()
 	dir := t.TempDir()
 	if err := copyCerts(dir); err != nil {
@@ -80,13 +75,14 @@ func startInstanceWith(t testing.TB, roots *x509.CertPool, cert *tls.Certificate
 	if err != nil {
 		t.Fatal(err)
 	}
-	if roots != nil {
-		pool = roots
+	if o.roots != nil {
+		pool = o.roots
 	}
-	in := &instance{bin: binaryPath(), dir: dir, profiles: profiles, caPool: pool, clientCert: cert, args: extra, onStart: onStart}
+	in := &instance{bin: binaryPath(), dir: dir, profiles: o.profiles, caPool: pool, clientCert: o.clientCert,
+		args: o.args, env: o.env, onStart: o.onStart}
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
-		if lastErr = in.launch(attempt); lastErr == nil {
+		if lastErr = in.launch(attempt, o); lastErr == nil {
 			break
 		}
 	}
@@ -94,11 +90,19 @@ func startInstanceWith(t testing.TB, roots *x509.CertPool, cert *tls.Certificate
 		t.Fatalf("starting an own serve: %v", lastErr)
 	}
 	in.client = in.newClient(slowerUnderValgrind(10 * time.Second))
-	t.Cleanup(func() { in.finish(t) })
+	t.Cleanup(func() {
+		start := time.Now()
+		in.finish(t)
+		if took := time.Since(start); took > 2*time.Second {
+			t.Logf("serve took %v to stop (SIGTERM at %s); stderr tail:\n%s", took.Round(time.Millisecond),
+				start.UTC().Format("15:04:05.000"), tail(in.stderrPath))
+		}
+	})
 	return in
 }
 
-func (in *instance) launch(attempt int) error {
+// launch is one try of startOwn: new ports, stderr as o says, a run.
+func (in *instance) launch(attempt int, o instanceOptions) error {
 	var err error
 	if in.addr, err = freePort(); err != nil {
 		return err
@@ -106,32 +110,33 @@ func (in *instance) launch(attempt int) error {
 	if in.metrics, err = freePort(); err != nil {
 		return err
 	}
-	in.stderrPath = filepath.Join(in.dir, fmt.Sprintf("serve-%d.stderr", attempt))
-	stderr, err := os.Create(in.stderrPath)
+	readPath := o.readPath
+	var out *os.File
+	if o.openStderr != nil {
+		out, err = o.openStderr()
+	} else {
+		readPath = filepath.Join(in.dir, fmt.Sprintf("serve-%d.stderr", attempt))
+		out, err = os.Create(readPath)
+	}
+	if err != nil {
+		return fmt.Errorf("opening the server's stderr: %v", err)
+	}
+	return in.spawnOn(out, readPath)
+}
+
+// spawnOn starts a run on the instance's current ports with stderr going
+// to out (read back from readPath) and waits until it answers /healthz; a
+// test restarting a killed instance on the same ports calls it itself.
+func (in *instance) spawnOn(out *os.File, readPath string) error {
+	p, err := spawn(in.bin, serveArgs(in.addr, in.metrics, in.dir, in.profiles, in.args), out, readPath, in.env)
 	if err != nil {
 		return err
 	}
-	args := append([]string{"serve",
-		"--listen", in.addr, "--metrics-listen", in.metrics,
-		"--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
-		"--tls-private-key-file", filepath.Join(in.dir, "tls.key"),
-		"--profiles", in.profiles}, in.args...)
-	in.cmd = exec.Command(in.bin, args...)
-	in.cmd.Stdout = io.Discard
-	in.cmd.Stderr = stderr
-	if err := in.cmd.Start(); err != nil {
-		stderr.Close()
-		return err
-	}
+	in.process = p
+	in.signalled = false
 	if in.onStart != nil {
-		in.onStart(in.cmd.Process)
+		in.onStart(p.cmd.Process)
 	}
-	in.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		in.waitErr = cmd.Wait()
-		stderr.Close()
-		close(exited)
-	}(in.cmd, in.exited)
 	return in.waitUp()
 }
 
@@ -139,26 +144,7 @@ func (in *instance) launch(attempt int) error {
 func (in *instance) waitUp() error {
 	client := in.newClient(2 * time.Second)
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(readyTimeout)
-	last := "no answer"
-	for time.Now().Before(deadline) {
-		if !in.alive() {
-			return fmt.Errorf("serve exited before it answered: %v\nstderr:\n%s", in.waitErr, tail(in.stderrPath))
-		}
-		resp, err := client.Get(in.url("/healthz"))
-		if err == nil {
-			body := readAll(resp)
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%d %q", resp.StatusCode, body)
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	in.kill()
-	return fmt.Errorf("/healthz not 200 within %v (last: %s)\nstderr:\n%s", readyTimeout, last, tail(in.stderrPath))
+	return in.process.waitOK(client, in.url("/healthz"), 50*time.Millisecond)
 }
 
 // finish stops the instance unless the test already did, and reports an
@@ -225,22 +211,6 @@ func (in *instance) waitExit(limit time.Duration) (time.Duration, error) {
 	case <-time.After(limit):
 		in.kill()
 		return time.Since(start), fmt.Errorf("serve did not exit within %v", limit)
-	}
-}
-
-func (in *instance) alive() bool {
-	select {
-	case <-in.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (in *instance) kill() {
-	if in.cmd != nil && in.alive() {
-		_ = in.cmd.Process.Kill()
-		<-in.exited
 	}
 }
 

@@ -3,11 +3,7 @@ package e2e
 import (
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,74 +25,6 @@ const (
 
 func profilesData(doc []byte) map[string]string { return map[string]string{profKey: string(doc)} }
 
-// startInstanceArgs is startInstance without --profiles: serve gets only
-// the listen and certificate flags plus args.
-func startInstanceArgs(t *testing.T, args ...string) *instance {
-	t.Helper()
-	dir := t.TempDir()
-	if err := copyCerts(dir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := loadCAPool(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &instance{bin: binaryPath(), dir: dir, caPool: pool, args: args}
-	var lastErr error
-	for attempt := 1; attempt <= 3; attempt++ {
-		if lastErr = in.launchArgs(attempt); lastErr == nil {
-			break
-		}
-	}
-	if lastErr != nil {
-		t.Fatalf("starting an own serve: %v", lastErr)
-	}
-	in.client = in.newClient(slowerUnderValgrind(10 * time.Second))
-	t.Cleanup(func() {
-		start := time.Now()
-		in.finish(t)
-		if took := time.Since(start); took > 2*time.Second {
-			t.Logf("serve took %v to stop (SIGTERM at %s); stderr tail:\n%s", took.Round(time.Millisecond),
-				start.UTC().Format("15:04:05.000"), tail(in.stderrPath))
-		}
-	})
-	return in
-}
-
-// launchArgs is instance.launch without the --profiles flag.
-func (in *instance) launchArgs(attempt int) error {
-	var err error
-	if in.addr, err = freePort(); err != nil {
-		return err
-	}
-	if in.metrics, err = freePort(); err != nil {
-		return err
-	}
-	in.stderrPath = filepath.Join(in.dir, fmt.Sprintf("serve-%d.stderr", attempt))
-	stderr, err := os.Create(in.stderrPath)
-	if err != nil {
-		return err
-	}
-	args := append([]string{"serve",
-		"--listen", in.addr, "--metrics-listen", in.metrics,
-		"--tls-cert-file", filepath.Join(in.dir, "tls.crt"),
-		"--tls-private-key-file", filepath.Join(in.dir, "tls.key")}, in.args...)
-	in.cmd = exec.Command(in.bin, args...)
-	in.cmd.Stdout = io.Discard
-	in.cmd.Stderr = stderr
-	if err := in.cmd.Start(); err != nil {
-		stderr.Close()
-		return err
-	}
-	in.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		in.waitErr = cmd.Wait()
-		stderr.Close()
-		close(exited)
-	}(in.cmd, in.exited)
-	return in.waitUp()
-}
-
 // startConfigMapInstance serves profiles from the fake's ConfigMap
 // profNS/profName (--profiles-configmap), with extra flags. At the end of
 // the test every list and watch it made is checked for the parameters the
@@ -104,7 +32,7 @@ func (in *instance) launchArgs(attempt int) error {
 func startConfigMapInstance(t *testing.T, a *fakeAPI, extra ...string) *instance {
 	t.Helper()
 	args := append([]string{"--profiles-configmap", profNS + "/" + profName}, a.kubeFlags()...)
-	in := startInstanceArgs(t, append(args, extra...)...)
+	in := startOwn(t, instanceOptions{args: append(args, extra...)})
 	timeout := "300"
 	for i := 0; i+1 < len(extra); i++ {
 		if extra[i] == "--watch-timeout-seconds" {

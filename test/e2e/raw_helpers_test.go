@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"bufio"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"testing"
-	"time"
 )
 
 // rawPost writes a POST over its own TLS connection while reading the
@@ -16,14 +13,8 @@ import (
 // as it answered, not as a broken pipe. chunked sends no Content-Length.
 func (s *server) rawPost(t testing.TB, p string, body []byte, chunked bool) reply {
 	t.Helper()
-	s.ensureRunning()
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: requestTimeout}, "tcp", s.addr, s.tlsConfig(tls.VersionTLS12, 0))
-	if err != nil {
-		s.settle()
-		t.Fatalf("TLS dial: %v%s", err, serverState())
-	}
+	conn := s.dialRaw(t)
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(requestTimeout))
 	go writeRawPost(conn, p, body, chunked)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

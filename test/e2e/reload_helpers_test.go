@@ -173,19 +173,7 @@ func (in *instance) requireHCA(t testing.TB, want, when string) {
 // changed). It returns how long the change took to show.
 func (in *instance) waitHCA(t testing.TB, want string, since time.Time, what string) time.Duration {
 	t.Helper()
-	deadline := since.Add(pickUpWithin)
-	last := ""
-	for {
-		last = in.hca(t)
-		if last == want {
-			return time.Since(since)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: expected NCCL_IB_HCA %q within %v, still %q after %v%s",
-				what, want, pickUpWithin, last, time.Since(since).Round(time.Millisecond), in.state())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return in.waitHCAAfter(t, want, since, pickUpWithin, what)
 }
 
 // holdHCA requires every review for d to keep getting want (the old
@@ -221,4 +209,18 @@ func waitStatus(t testing.TB, d time.Duration, what string, want int, fn func() 
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// linkedProfiles writes the shipped profiles to target and returns it with
+// link, a symlink to it in another directory: rewriting target in place
+// makes no inotify event where serve watches link.
+func linkedProfiles(t *testing.T) (target, link string) {
+	t.Helper()
+	target = filepath.Join(t.TempDir(), "real-profiles.json")
+	writeInPlace(t, target, shippedProfiles(t))
+	link = filepath.Join(t.TempDir(), "profiles.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return target, link
 }

@@ -85,12 +85,7 @@ func TestReloadPlainFileRewrite(t *testing.T) {
 // event in the watched directory, so only the timer can see it.
 func TestReloadIntervalFallback(t *testing.T) {
 	t.Parallel()
-	target := filepath.Join(t.TempDir(), "real-profiles.json")
-	writeInPlace(t, target, shippedProfiles(t))
-	link := filepath.Join(t.TempDir(), "profiles.json")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
+	target, link := linkedProfiles(t)
 	in := startInstance(t, link, "--reload-interval-ms", "200")
 	in.requireHCA(t, shippedHCA(t), "at start")
 	for _, hca := range [][]string{{"mlx5_60"}, {"mlx5_70", "mlx5_71"}} {
@@ -252,12 +247,7 @@ func TestStartWithoutValidProfiles(t *testing.T) {
 // so the new value can only come from the SIGHUP.
 func TestSIGHUPReloads(t *testing.T) {
 	t.Parallel()
-	target := filepath.Join(t.TempDir(), "real-profiles.json")
-	writeInPlace(t, target, shippedProfiles(t))
-	link := filepath.Join(t.TempDir(), "profiles.json")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
+	target, link := linkedProfiles(t)
 	in := startInstance(t, link, "--reload-interval-ms", "600000")
 	in.requireHCA(t, shippedHCA(t), "at start")
 

@@ -56,7 +56,7 @@ type server struct {
 	sharedClient *http.Client
 }
 
-// process is one run of `serve`.
+// process is one run of `serve`, the suite's or a test's own (instance).
 type process struct {
 	cmd        *exec.Cmd
 	exited     chan struct{}
@@ -201,55 +201,68 @@ func (s *server) pickPorts() (err error) {
 // launch starts a run and waits until it is ready.
 func (s *server) launch() error {
 	s.runs++
-	p := &process{exited: make(chan struct{}),
-		stderrPath: filepath.Join(s.certDir, fmt.Sprintf("serve-%d.stderr", s.runs))}
-	s.logs = append(s.logs, p.stderrPath)
-	if err := p.spawn(s); err != nil {
-		return err
-	}
-	s.proc = p
-	if err := s.waitReady(p); err != nil {
-		p.kill()
-		return fmt.Errorf("%v\nstderr:\n%s", err, tail(p.stderrPath))
-	}
-	return nil
-}
-
-func (p *process) spawn(s *server) error {
-	stderr, err := os.Create(p.stderrPath)
+	path := filepath.Join(s.certDir, fmt.Sprintf("serve-%d.stderr", s.runs))
+	s.logs = append(s.logs, path)
+	stderr, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	p.cmd = exec.Command(s.bin, "serve",
-		"--listen", s.addr, "--metrics-listen", s.metrics,
-		"--tls-cert-file", filepath.Join(s.certDir, "tls.crt"),
-		"--tls-private-key-file", filepath.Join(s.certDir, "tls.key"),
-		"--profiles", s.profiles)
-	p.cmd.Stdout = io.Discard
-	p.cmd.Stderr = stderr
-	if err := p.cmd.Start(); err != nil {
-		stderr.Close()
+	p, err := spawn(s.bin, serveArgs(s.addr, s.metrics, s.certDir, s.profiles, nil), stderr, path, nil)
+	if err != nil {
 		return err
+	}
+	s.proc = p
+	client := s.newClient(tls.VersionTLS12, 0)
+	defer client.CloseIdleConnections()
+	return p.waitOK(client, s.url("/readyz"), 100*time.Millisecond)
+}
+
+// serveArgs are the flags every test's serve starts with: the two ports,
+// the certificate in certDir, the profiles file (none when ""), then extra
+// (where a later --tls-cert-file overrides the default one).
+func serveArgs(addr, metrics, certDir, profiles string, extra []string) []string {
+	args := []string{"serve", "--listen", addr, "--metrics-listen", metrics,
+		"--tls-cert-file", filepath.Join(certDir, "tls.crt"),
+		"--tls-private-key-file", filepath.Join(certDir, "tls.key")}
+	if profiles != "" {
+		args = append(args, "--profiles", profiles)
+	}
+	return append(args, extra...)
+}
+
+// spawn starts bin with args, stdout discarded and stderr on out (closed
+// when the process ends, or here when it cannot start); readPath is where
+// its log is read back. env is added to the suite's environment.
+func spawn(bin string, args []string, out *os.File, readPath string, env []string) (*process, error) {
+	p := &process{cmd: exec.Command(bin, args...), exited: make(chan struct{}), stderrPath: readPath}
+	p.cmd.Stdout = io.Discard
+	p.cmd.Stderr = out
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
+	if err := p.cmd.Start(); err != nil {
+		out.Close()
+		return nil, err
 	}
 	go func() {
 		p.waitErr = p.cmd.Wait()
-		stderr.Close()
+		out.Close()
 		close(p.exited)
 	}()
-	return nil
+	return p, nil
 }
 
-// waitReady polls https /readyz until it answers 200.
-func (s *server) waitReady(p *process) error {
-	client := s.newClient(tls.VersionTLS12, 0)
-	defer client.CloseIdleConnections()
+// waitOK polls url with client every interval until it answers 200. A
+// process that exits first, or one still not answering after readyTimeout
+// (then killed), is an error with its stderr tail.
+func (p *process) waitOK(client *http.Client, url string, interval time.Duration) error {
 	deadline := time.Now().Add(readyTimeout)
 	last := "no answer"
 	for time.Now().Before(deadline) {
 		if !p.alive() {
-			return fmt.Errorf("serve exited before it was ready: %v", p.waitErr)
+			return fmt.Errorf("serve exited before %s answered 200: %v\nstderr:\n%s", url, p.waitErr, tail(p.stderrPath))
 		}
-		resp, err := client.Get(s.url("/readyz"))
+		resp, err := client.Get(url)
 		if err == nil {
 			body := readAll(resp)
 			if resp.StatusCode == http.StatusOK {
@@ -259,9 +272,10 @@ func (s *server) waitReady(p *process) error {
 		} else {
 			last = err.Error()
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(interval)
 	}
-	return fmt.Errorf("/readyz not 200 within %v (last: %s)", readyTimeout, last)
+	p.kill()
+	return fmt.Errorf("%s not 200 within %v (last: %s)\nstderr:\n%s", url, readyTimeout, last, tail(p.stderrPath))
 }
 
 // ensureRunning records a dead run and starts a new one on the same ports.
@@ -290,6 +304,9 @@ func (s *server) alive() bool {
 }
 
 func (p *process) alive() bool {
+	if p == nil {
+		return false
+	}
 	select {
 	case <-p.exited:
 		return false
@@ -299,7 +316,7 @@ func (p *process) alive() bool {
 }
 
 func (p *process) kill() {
-	if p.alive() {
+	if p != nil && p.alive() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}

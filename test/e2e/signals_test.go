@@ -123,7 +123,7 @@ func TestSIGHUPAtStart(t *testing.T) {
 		}
 	}
 	for round := 0; round < 5; round++ {
-		in := startInstanceHooked(t, nil, hup, profilesPath)
+		in := startOwn(t, instanceOptions{profiles: profilesPath, onStart: hup})
 		if got := in.readyz(t, false); got != 200 {
 			t.Errorf("round %d: /readyz %d after the SIGHUPs, want 200", round, got)
 		}
@@ -201,8 +201,9 @@ func TestFIFOInPlaceOfAPIAndClientFiles(t *testing.T) {
 				ca := newTestCA(t, "apiserver-client-ca")
 				target = filepath.Join(t.TempDir(), "client-ca.crt")
 				writeCA(t, target, ca)
-				in = startInstanceAs(t, nil, ca.issue(t, clientCertSpec{cn: "kube-apiserver"}), profilesPath,
-					"--client-ca", target, "--shutdown-grace", "1")
+				in = startOwn(t, instanceOptions{profiles: profilesPath,
+					clientCert: ca.issue(t, clientCertSpec{cn: "kube-apiserver"}),
+					args:       []string{"--client-ca", target, "--shutdown-grace", "1"}})
 			default:
 				in = startLookupInstance(t, a, "--shutdown-grace", "1", "--api-budget-ms", "1000")
 			}

@@ -114,13 +114,7 @@ func TestNonRFCJSONIs400(t *testing.T) {
 	for name, body := range cases {
 		name, body := name, body
 		t.Run(name, func(t *testing.T) {
-			run := srv.currentRun()
-			rep := srv.post(t, "/mutate", "application/json", body)
-			if rep.status != 400 {
-				t.Fatalf("expected 400, got %d %q", rep.status, cut(rep.body))
-			}
-			checkReason(t, rep, "not JSON")
-			checkSameRunServing(t, run)
+			expectNotJSON(t, body)
 		})
 	}
 }

@@ -42,6 +42,20 @@ func (s *server) currentRun() int {
 	return s.runs
 }
 
+// expectNotJSON posts body to the shared server's /mutate and expects a
+// 400 saying "not JSON", from the run that was serving before (the body
+// did not crash it).
+func expectNotJSON(t *testing.T, body []byte) {
+	t.Helper()
+	run := srv.currentRun()
+	rep := srv.post(t, "/mutate", "application/json", body)
+	if rep.status != 400 {
+		t.Fatalf("expected 400, got %d %q", rep.status, cut(rep.body))
+	}
+	checkReason(t, rep, "not JSON")
+	checkSameRunServing(t, run)
+}
+
 // checkSameRunServing: a good review succeeds and the shared server is
 // still the run that was serving before the bad input (it did not die and
 // get restarted in between).
@@ -73,9 +87,9 @@ func checkReason(t *testing.T, rep reply, phrase string) {
 	}
 }
 
-// rawRequest sends raw as the raw request bytes over its own TLS connection
-// and reads the answer (for requests net/http will not build).
-func (s *server) rawRequest(t testing.TB, raw []byte) reply {
+// dialRaw is a TLS connection of its own to the shared server (started
+// again if it died), with requestTimeout as its deadline.
+func (s *server) dialRaw(t testing.TB) *tls.Conn {
 	t.Helper()
 	s.ensureRunning()
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: requestTimeout}, "tcp", s.addr, s.tlsConfig(tls.VersionTLS12, 0))
@@ -83,8 +97,16 @@ func (s *server) rawRequest(t testing.TB, raw []byte) reply {
 		s.settle()
 		t.Fatalf("TLS dial: %v%s", err, serverState())
 	}
-	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(requestTimeout))
+	return conn
+}
+
+// rawRequest sends raw as the raw request bytes over its own TLS connection
+// and reads the answer (for requests net/http will not build).
+func (s *server) rawRequest(t testing.TB, raw []byte) reply {
+	t.Helper()
+	conn := s.dialRaw(t)
+	defer conn.Close()
 	go func() { _, _ = conn.Write(raw) }()
 	return readReply(t, conn)
 }

@@ -3,15 +3,18 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "certs.h"
 #include "cmd.h"
 #include "dynbuf.h"
 #include "err.h"
 #include "fsutil.h"
 #include "profiles.h"
+#include "select.h"
 #include "store.h"
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
@@ -132,4 +135,139 @@ char *support_log_text(FILE *f)
     buf[n] = '\0';
     fseek(f, 0, SEEK_END);
     return buf;
+}
+
+char *support_unquote(const char *in)
+{
+    size_t n = strlen(in);
+    char *out = malloc(n + 1);
+
+    assert_non_null(out);
+    for (size_t i = 0; i <= n; i++)
+        out[i] = in[i] == '\'' ? '"' : in[i];
+    return out;
+}
+
+cJSON *support_json_parse(const char *text)
+{
+    char *json = support_unquote(text);
+    cJSON *j = cJSON_Parse(json);
+
+    free(json);
+    return j;
+}
+
+struct profiles *support_profiles_parse(const char *text, struct dynbuf *errors)
+{
+    char *json = support_unquote(text);
+    struct profiles *ps = profiles_parse(json, strlen(json), errors);
+
+    free(json);
+    return ps;
+}
+
+struct profiles *support_profiles(const char *text)
+{
+    struct dynbuf errors;
+    struct profiles *ps;
+
+    dynbuf_init(&errors, 1 << 16);
+    ps = support_profiles_parse(text, &errors);
+    if (!ps)
+        fail_msg("test profiles rejected: %s", dynbuf_ptr(&errors));
+    dynbuf_free(&errors);
+    return ps;
+}
+
+const char *support_profiles_rejected(const char *text)
+{
+    static struct dynbuf errors; /* kept: the result points into it */
+    static int ready;
+    struct profiles *ps;
+
+    if (!ready) {
+        dynbuf_init(&errors, 1 << 16);
+        ready = 1;
+    }
+    dynbuf_reset(&errors);
+    ps = support_profiles_parse(text, &errors);
+    if (ps) {
+        profiles_free(ps);
+        fail_msg("profiles should have been rejected: %s", text);
+    }
+    assert_true(dynbuf_len(&errors) > 0);
+    return dynbuf_ptr(&errors);
+}
+
+void support_assert_selects(const struct select_result *r, const char *name, enum select_rule rule)
+{
+    if (!r->profile)
+        fail_msg("no profile selected (rule %s), want %s", select_rule_name(r->rule), name);
+    assert_string_equal(r->profile->name, name);
+    if (r->rule != rule)
+        fail_msg("selected %s by rule %s, want rule %s", name, select_rule_name(r->rule),
+                 select_rule_name(rule));
+}
+
+const char *support_fd_text(int fd)
+{
+    static char buf[1 << 20];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+    assert_true(n >= 0);
+    buf[n] = '\0';
+    return buf;
+}
+
+size_t support_count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+void support_gen_certs(const char *dir)
+{
+    struct certs_gen_opts o = {.out_dir = dir};
+    char err[ERR_LEN];
+
+    if (certs_generate(&o, err, sizeof err) != 0)
+        fail_msg("certs_generate: %s", err);
+}
+
+void support_two_cert_sets(char *root, size_t rootlen, const char *name)
+{
+    char dir[128];
+
+    assert_true(rootlen >= 64);
+    assert_true((size_t)snprintf(root, rootlen, "/tmp/%s.XXXXXX", name) < rootlen);
+    assert_non_null(mkdtemp(root));
+    assert_true((size_t)snprintf(dir, sizeof dir, "%s/a", root) < sizeof dir);
+    support_gen_certs(dir);
+    snprintf(dir, sizeof dir, "%s/b", root);
+    support_gen_certs(dir);
+}
+
+void support_remove_tree(const char *dir)
+{
+    char cmd[4200];
+
+    assert_true((size_t)snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < sizeof cmd);
+    assert_int_equal(system(cmd), 0);
+}
+
+void support_copy_file(const char *from, const char *to)
+{
+    char buf[8192];
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    size_t n;
+
+    assert_non_null(in);
+    assert_non_null(out);
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
 }

@@ -9,6 +9,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
+#include "select.h"
+
+struct dynbuf;
 struct profiles;
 
 /* Relative to the repository root, where `make unit` runs the tests. */
@@ -38,5 +43,57 @@ int run_out_of_memory(int (*fn)(void *arg), void *arg);
  * so far, NUL-terminated, at most 64 KiB; the file is left positioned at its
  * end for the next lines. The buffer is static: each call overwrites it. */
 char *support_log_text(FILE *f);
+
+/* A copy of in with every ' turned into ", so that a test can write JSON
+ * without escapes. Never NULL (an allocation failure fails the test); free
+ * it. */
+char *support_unquote(const char *in);
+
+/* cJSON_Parse of text written with ' for " (support_unquote); NULL when it
+ * is not JSON. */
+cJSON *support_json_parse(const char *text);
+
+/* Parses a profiles document written with ' for " (support_unquote), its
+ * problems appended to errors (NULL: not kept). NULL when it is rejected. */
+struct profiles *support_profiles_parse(const char *text, struct dynbuf *errors);
+
+/* support_profiles_parse for a document the test needs accepted: a rejected
+ * one fails the calling test with the problems. Free with profiles_free(). */
+struct profiles *support_profiles(const char *text);
+
+/* support_profiles_parse for a document the test needs rejected: an
+ * accepted one fails the calling test, and so does a rejection without a
+ * problem. Returns the problems, one line each, in a static buffer that the
+ * next call overwrites. */
+const char *support_profiles_rejected(const char *text);
+
+/* Fails the calling test unless select_profile() chose the profile named
+ * name by rule, saying what it chose instead. */
+void support_assert_selects(const struct select_result *r, const char *name, enum select_rule rule);
+
+/* Everything written so far to the file fd (a test's struct log's), read
+ * from its start, NUL-terminated, at most 1 MiB. The buffer is static: each
+ * call overwrites it. */
+const char *support_fd_text(int fd);
+
+/* How many times needle starts in hay (overlapping matches count). */
+size_t support_count(const char *hay, const char *needle);
+
+/* Writes ca.crt, tls.crt and tls.key into dir (created) as `gen-certs`
+ * does; a failure fails the test. */
+void support_gen_certs(const char *dir);
+
+/* Makes a new directory /tmp/NAME.XXXXXX, its path in root (rootlen bytes,
+ * at least 64), holding two gen-certs sets of distinct CAs and keys in
+ * root/a and root/b: what a test of a certificate change swaps between.
+ * Remove it with support_remove_tree(). */
+void support_two_cert_sets(char *root, size_t rootlen, const char *name);
+
+/* rm -rf dir; a failure fails the test. */
+void support_remove_tree(const char *dir);
+
+/* Copies the bytes of from to to (created or truncated); a failure fails
+ * the test. */
+void support_copy_file(const char *from, const char *to);
 
 #endif

@@ -6,6 +6,7 @@
  * init, also twice; a refusal count starts at 0.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +21,6 @@ struct fixture {
     char root[64];
     char ca_a[112], ca_b[112], live[112];
 };
-
-static void gen_into(const char *dir)
-{
-    struct certs_gen_opts o = {.out_dir = dir};
-    char err[ERR_LEN];
-
-    if (certs_generate(&o, err, sizeof err) != 0)
-        fail_msg("certs_generate: %s", err);
-}
 
 /* Writes the files' bytes, one after the other, into to. */
 static void write_concat(const char *to, const char *a, const char *b)
@@ -62,17 +54,11 @@ static void write_text(const char *to, const char *text)
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof *fx);
-    char dir[96];
 
     assert_non_null(fx);
-    strcpy(fx->root, "/tmp/test_clientauth.XXXXXX");
-    assert_non_null(mkdtemp(fx->root));
-    snprintf(dir, sizeof dir, "%s/a", fx->root);
-    gen_into(dir);
-    snprintf(fx->ca_a, sizeof fx->ca_a, "%s/ca.crt", dir);
-    snprintf(dir, sizeof dir, "%s/b", fx->root);
-    gen_into(dir);
-    snprintf(fx->ca_b, sizeof fx->ca_b, "%s/ca.crt", dir);
+    support_two_cert_sets(fx->root, sizeof fx->root, "test_clientauth");
+    snprintf(fx->ca_a, sizeof fx->ca_a, "%s/a/ca.crt", fx->root);
+    snprintf(fx->ca_b, sizeof fx->ca_b, "%s/b/ca.crt", fx->root);
     snprintf(fx->live, sizeof fx->live, "%s/client-ca.crt", fx->root);
     write_concat(fx->live, fx->ca_a, NULL);
     *state = fx;
@@ -82,10 +68,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *fx = *state;
-    char cmd[160];
 
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
-    assert_int_equal(system(cmd), 0);
+    support_remove_tree(fx->root);
     free(fx);
     return 0;
 }

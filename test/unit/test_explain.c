@@ -11,6 +11,7 @@
  * explanation never changes the admission. Also select_fit_profile().
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -57,17 +58,6 @@ static struct {
     char line[TRACE_LINE_MAX];
 } T;
 
-static char *unquote(const char *in)
-{
-    size_t n = strlen(in);
-    char *out = malloc(n + 1);
-
-    assert_non_null(out);
-    for (size_t i = 0; i <= n; i++)
-        out[i] = in[i] == '\'' ? '"' : in[i];
-    return out;
-}
-
 static int teardown(void **state __attribute__((unused)))
 {
     profiles_free(T.ps);
@@ -97,20 +87,10 @@ static const char *explain_with(const char *profiles, const char *pod,
     struct mutate_options opts = {.detect_image = detect_image};
     struct mutate_input in = {.base = "", .namespace_ = "ns", .opts = &opts};
     struct mutate_result plain, traced;
-    struct dynbuf errs;
-    char *text;
 
     teardown(NULL);
-    text = unquote(profiles);
-    dynbuf_init(&errs, 8192);
-    T.ps = profiles_parse(text, strlen(text), &errs);
-    free(text);
-    if (!T.ps)
-        fail_msg("test profiles rejected: %s", dynbuf_ptr(&errs));
-    dynbuf_free(&errs);
-    text = unquote(pod);
-    T.pod = cJSON_Parse(text);
-    free(text);
+    T.ps = support_profiles(profiles);
+    T.pod = support_json_parse(pod);
     if (!T.pod)
         fail_msg("test pod does not parse: %s", pod);
     in.object = T.pod;
@@ -259,14 +239,11 @@ struct fake_node {
 static int fake_node_labels(void *ctx, const char *name, cJSON **labels)
 {
     const struct fake_node *f = ctx;
-    char *text;
 
     (void)name;
     if (!f->labels)
         return ERR_FAIL;
-    text = unquote(f->labels);
-    *labels = cJSON_Parse(text);
-    free(text);
+    *labels = support_json_parse(f->labels);
     return *labels ? ERR_OK : ERR_FAIL;
 }
 
@@ -597,10 +574,8 @@ TEST(test_fit_names_the_label_at_fault)
         "{'nodeSelector':{'pool':'train'}," IN_TERM("gpu.product", "In", "['L40']") "}";
     struct select_fit f;
     struct podjson r;
-    char *text = unquote(spec_text);
-    cJSON *spec = cJSON_Parse(text);
+    cJSON *spec = support_json_parse(spec_text);
 
-    free(text);
     explain(POD("{'containers':[]}")); /* loads T.ps */
     podjson_init(&r);
     select_fit_profile(&r, spec, NULL, 0, 0, &T.ps->p[0], &f);
@@ -611,9 +586,7 @@ TEST(test_fit_names_the_label_at_fault)
     assert_non_null(f.expr);
     assert_int_equal(f.term, 0);
     cJSON_Delete(spec);
-    text = unquote("{'nodeSelector':{'pool':'test'}}");
-    spec = cJSON_Parse(text);
-    free(text);
+    spec = support_json_parse("{'nodeSelector':{'pool':'test'}}");
     select_fit_profile(&r, spec, NULL, 0, 0, &T.ps->p[1], &f);
     assert_false(f.fits);
     assert_int_equal(f.clash, SELECT_CLASH_SELECTOR);

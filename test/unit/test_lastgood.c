@@ -14,6 +14,7 @@
  * stops once a version from the source serves.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -48,7 +49,6 @@ struct fixture {
     struct lastgood *lg_;
     struct fake api;
     char path[64];
-    char out[1 << 16];
 };
 
 /* The stored object: the body with a fresh resourceVersion. */
@@ -175,22 +175,10 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Everything logged so far. */
 static const char *logged(struct fixture *fx)
 {
-    ssize_t n = pread(fx->lg.fd, fx->out, sizeof(fx->out) - 1, 0);
-
-    assert_true(n >= 0);
-    fx->out[n] = '\0';
-    return fx->out;
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0;
-
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
+    return support_fd_text(fx->lg.fd);
 }
 
 static void nap(long ms)
@@ -390,16 +378,16 @@ TEST(test_stale_line_repeats_until_fresh)
     assert_int_equal(start(fx, 50), ERR_OK);
     assert_int_equal(store_publish(fx->s, ONE, strlen(ONE), "src"), ERR_OK);
     assert_int_equal(store_publish(fx->s, "{", 1, "src"), ERR_FAIL);
-    for (int i = 0; i < 300 && count(logged(fx), "\"msg\":\"serving old profiles") < 3; i++)
+    for (int i = 0; i < 300 && support_count(logged(fx), "\"msg\":\"serving old profiles") < 3; i++)
         nap(10);
-    assert_true(count(logged(fx), "\"msg\":\"serving old profiles") >= 3);
+    assert_true(support_count(logged(fx), "\"msg\":\"serving old profiles") >= 3);
     assert_contains(logged(fx), "\"level\":\"error\",\"msg\":\"serving old profiles");
     assert_contains(logged(fx), "\"fix\":\"ConfigMap ns/cm\"");
     assert_int_equal(store_publish(fx->s, ONE, strlen(ONE), "src"), ERR_OK);
     nap(100); /* a line being written as the store cleared */
-    n = count(logged(fx), "\"msg\":\"serving old profiles");
+    n = support_count(logged(fx), "\"msg\":\"serving old profiles");
     nap(300); /* six intervals */
-    assert_int_equal(count(logged(fx), "\"msg\":\"serving old profiles"), n);
+    assert_int_equal(support_count(logged(fx), "\"msg\":\"serving old profiles"), n);
 }
 
 TEST(test_no_copy_makes_no_requests)

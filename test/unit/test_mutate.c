@@ -73,17 +73,10 @@ static struct {
 
 static cJSON *J(const char *text)
 {
-    size_t n = strlen(text);
-    char *buf = malloc(n + 1);
-    cJSON *j;
+    cJSON *j = support_json_parse(text);
 
-    assert_non_null(buf);
-    for (size_t i = 0; i <= n; i++)
-        buf[i] = text[i] == '\'' ? '"' : text[i];
-    j = cJSON_Parse(buf);
     if (!j)
-        fail_msg("test JSON does not parse: %s", buf);
-    free(buf);
+        fail_msg("test JSON does not parse: %s", text);
     return j;
 }
 
@@ -392,17 +385,7 @@ static void run(const char *json)
 
 static const struct profiles *profiles_from(const char *text)
 {
-    cJSON *j = J(text);
-    char *s = cJSON_PrintUnformatted(j);
-    struct dynbuf err;
-
-    dynbuf_init(&err, 8192);
-    custom = profiles_parse(s, strlen(s), &err);
-    if (!custom)
-        fail_msg("test profiles rejected: %s", dynbuf_ptr(&err));
-    dynbuf_free(&err);
-    free(s);
-    cJSON_Delete(j);
+    custom = support_profiles(text);
     return custom;
 }
 

@@ -8,6 +8,7 @@
  * be read.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -20,57 +21,22 @@
 #include "profiles.h"
 #include "select.h"
 
-static struct dynbuf errors;
 static struct profiles *cur_ps;
 static cJSON *cur_meta, *cur_spec;
 
-static void unquote(const char *in, char *out, size_t outlen)
-{
-    size_t n = strlen(in);
-
-    assert_true(n < outlen);
-    for (size_t i = 0; i <= n; i++)
-        out[i] = in[i] == '\'' ? '"' : in[i];
-}
-
-static struct profiles *parse(const char *text)
-{
-    char buf[8192];
-
-    unquote(text, buf, sizeof(buf));
-    dynbuf_reset(&errors);
-    return profiles_parse(buf, strlen(buf), &errors);
-}
-
-static const char *rejected(const char *text)
-{
-    struct profiles *ps = parse(text);
-
-    if (ps) {
-        profiles_free(ps);
-        fail_msg("profiles should have been rejected: %s", text);
-    }
-    return dynbuf_ptr(&errors);
-}
-
 static void accepted(const char *text)
 {
-    struct profiles *ps = parse(text);
-
-    if (!ps)
-        fail_msg("profiles rejected: %s", dynbuf_ptr(&errors));
-    profiles_free(ps);
+    profiles_free(support_profiles(text));
 }
 
 /* The whole error text must be exactly want (one line, with its newline). */
 static void assert_refused_with(const char *text, const char *want)
 {
-    assert_string_equal(rejected(text), want);
+    assert_string_equal(support_profiles_rejected(text), want);
 }
 
 static int setup(void **state __attribute__((unused)))
 {
-    dynbuf_init(&errors, 1 << 16);
     return 0;
 }
 
@@ -81,7 +47,6 @@ static int teardown(void **state __attribute__((unused)))
     cJSON_Delete(cur_spec);
     cur_ps = NULL;
     cur_meta = cur_spec = NULL;
-    dynbuf_free(&errors);
     return 0;
 }
 
@@ -92,7 +57,7 @@ static int teardown(void **state __attribute__((unused)))
 
 TEST(test_list_is_read)
 {
-    struct profiles *ps = parse(ONE("{'gpus':8,'namespaces':['team-a','team-b']}"));
+    struct profiles *ps = support_profiles(ONE("{'gpus':8,'namespaces':['team-a','team-b']}"));
 
     assert_non_null(ps);
     assert_int_equal(ps->p[0].namespaces.n_names, 2);
@@ -106,10 +71,10 @@ TEST(test_list_is_read)
 
 TEST(test_selector_is_read_as_requirements)
 {
-    struct profiles *ps =
-        parse(ONE("{'gpus':8,'namespaces':{'matchLabels':{'team':'a'},'matchExpressions':["
-                  "{'key':'tier','operator':'NotIn','values':['dev','test']},"
-                  "{'key':'gpu','operator':'Exists'}]}}"));
+    struct profiles *ps = support_profiles(
+        ONE("{'gpus':8,'namespaces':{'matchLabels':{'team':'a'},'matchExpressions':["
+            "{'key':'tier','operator':'NotIn','values':['dev','test']},"
+            "{'key':'gpu','operator':'Exists'}]}}"));
     const struct profiles_namespaces *ns;
 
     assert_non_null(ps);
@@ -129,7 +94,7 @@ TEST(test_selector_is_read_as_requirements)
 
 TEST(test_cluster_wide_is_in_every_namespace)
 {
-    struct profiles *ps = parse(ONE("{'gpus':8}"));
+    struct profiles *ps = support_profiles(ONE("{'gpus':8}"));
 
     assert_non_null(ps);
     assert_false(profiles_ns_limited(&ps->p[0]));
@@ -373,14 +338,12 @@ struct fake_ns {
 static int fake_namespace_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct fake_ns *f = ctx;
-    char buf[1024];
 
     (void)name;
     f->calls++;
     if (!f->labels)
         return ERR_FAIL;
-    unquote(f->labels, buf, sizeof(buf));
-    *labels = cJSON_Parse(buf);
+    *labels = support_json_parse(f->labels);
     return *labels ? ERR_OK : ERR_FAIL;
 }
 
@@ -388,31 +351,15 @@ static void run(const char *profiles_text, const char *metadata, const char *spe
                 struct fake_ns *f, struct select_result *out)
 {
     struct select_hooks h = {.namespace_labels = fake_namespace_labels, .ctx = f};
-    char buf[4096];
     struct podjson r;
 
     teardown(NULL);
-    dynbuf_init(&errors, 1 << 16);
-    cur_ps = parse(profiles_text);
-    if (!cur_ps)
-        fail_msg("test profiles rejected: %s", dynbuf_ptr(&errors));
-    unquote(metadata, buf, sizeof(buf));
-    assert_non_null(cur_meta = cJSON_Parse(buf));
-    unquote(spec, buf, sizeof(buf));
-    assert_non_null(cur_spec = cJSON_Parse(buf));
+    cur_ps = support_profiles(profiles_text);
+    assert_non_null(cur_meta = support_json_parse(metadata));
+    assert_non_null(cur_spec = support_json_parse(spec));
     podjson_init(&r);
     select_profile(&r, cur_meta, cur_spec, ns, cur_ps, f ? &h : NULL, out);
     assert_false(podjson_failed(&r));
-}
-
-static void assert_selects(const struct select_result *r, const char *name, enum select_rule rule)
-{
-    if (!r->profile)
-        fail_msg("no profile selected (rule %s), want %s", select_rule_name(r->rule), name);
-    assert_string_equal(r->profile->name, name);
-    if (r->rule != rule)
-        fail_msg("selected %s by rule %s, want %s", name, select_rule_name(r->rule),
-                 select_rule_name(rule));
 }
 
 #define GPU(n)                                                                                     \
@@ -432,9 +379,9 @@ TEST(test_list_member_gets_the_team_copy_by_gpus)
     struct fake_ns f = {.labels = "{}"};
 
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", POD8, "team-a", &f, &r);
-    assert_selects(&r, "team-a", SELECT_BY_GPUS);
+    support_assert_selects(&r, "team-a", SELECT_BY_GPUS);
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", POD8, "team-b", &f, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
     /* No selector anywhere: the Namespace is never asked for. */
     assert_int_equal(f.calls, 0);
 }
@@ -444,9 +391,9 @@ TEST(test_preferred_at_the_node_labels_rule)
     struct select_result r;
 
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", NODESEL8, "team-a", NULL, &r);
-    assert_selects(&r, "team-a", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "team-a", SELECT_BY_NODE_LABELS);
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")), "{}", NODESEL8, "other", NULL, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_preferred_at_the_default_rule)
@@ -456,12 +403,12 @@ TEST(test_preferred_at_the_default_rule)
                                   "{'name':'team','default':true,'match':{'namespaces':['t']}}");
 
     run(doc, "{}", GPU("1") "}", "t", NULL, &r);
-    assert_selects(&r, "team", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "team", SELECT_BY_DEFAULT);
     run(doc, "{}", GPU("1") "}", "u", NULL, &r);
-    assert_selects(&r, "all", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "all", SELECT_BY_DEFAULT);
     /* A stronger rule still wins over the team's default. */
     run(doc, "{}", POD8, "t", NULL, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
 }
 
 TEST(test_team_default_excluded_falls_back_to_cluster_default)
@@ -472,7 +419,7 @@ TEST(test_team_default_excluded_falls_back_to_cluster_default)
             "{'name':'team','default':true,'match':{'nodeLabels':{'count':'8'},"
             "'namespaces':['t']}}"),
         "{}", GPU("1") ",'nodeSelector':{'count':'4'}}", "t", NULL, &r);
-    assert_selects(&r, "all", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "all", SELECT_BY_DEFAULT);
 }
 
 TEST(test_team_profile_never_settles_a_cluster_tie)
@@ -505,7 +452,7 @@ TEST(test_team_profile_with_fewer_labels_takes_the_named_place)
     run(DOC("{'name':'h100','match':{'nodeLabels':{'pool':'a','gpu':'h100'}}},"
             "{'name':'team','match':{'nodeLabels':{'pool':'a'},'namespaces':['t']}}"),
         "{}", GPU("8") ",'nodeSelector':{'gpu':'h100'}}", "t", NULL, &r);
-    assert_selects(&r, "team", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "team", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_selector_operators)
@@ -554,7 +501,7 @@ TEST(test_annotation_to_another_teams_profile)
     assert_string_equal(select_rule_name(r.rule), "other-namespaces");
     run(DOC(CLUSTER P8("team-a", ",'namespaces':['team-a']")),
         "{'annotations':{'rdma-webhook.io/profile':'team-a'}}", POD8, "team-a", NULL, &r);
-    assert_selects(&r, "team-a", SELECT_BY_ANNOTATION);
+    support_assert_selects(&r, "team-a", SELECT_BY_ANNOTATION);
 }
 
 TEST(test_lookup_failure_selects_nothing_when_a_selector_could_win)
@@ -590,7 +537,7 @@ TEST(test_lookup_failure_is_harmless_when_no_selector_could_win)
     run(DOC(CLUSTER "{'name':'team','match':{'gpus':4,'nodeLabels':{'count':'4'}" SEL(
             "{'key':'team','operator':'Exists'}") "}}"),
         "{}", NODESEL8, "ns", &f, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_NODE_LABELS);
     assert_false(r.namespace_lookup_failed);
     assert_int_equal(f.calls, 0);
     /* It fits the unconstrained pod at rule 2, but nothing is named there,
@@ -599,7 +546,7 @@ TEST(test_lookup_failure_is_harmless_when_no_selector_could_win)
                                                                           "{'name':'all','default':"
                                                                           "true}"),
         "{}", GPU("1") "}", "ns", &f, &r);
-    assert_selects(&r, "all", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "all", SELECT_BY_DEFAULT);
     assert_false(r.namespace_lookup_failed);
     /* Named at rule 2, it could win there: nothing. */
     run(DOC(CLUSTER P8("team", SEL("{'key':'team','operator':'Exists'}")) ","
@@ -612,7 +559,7 @@ TEST(test_lookup_failure_is_harmless_when_no_selector_could_win)
     f.calls = 0;
     run(DOC(CLUSTER P8("team", SEL("{'key':'team','operator':'Exists'}"))),
         "{'annotations':{'rdma-webhook.io/profile':'roce-4card'}}", POD8, "ns", &f, &r);
-    assert_selects(&r, "roce-4card", SELECT_BY_ANNOTATION);
+    support_assert_selects(&r, "roce-4card", SELECT_BY_ANNOTATION);
     assert_int_equal(f.calls, 0);
 }
 
@@ -624,7 +571,7 @@ TEST(test_name_label_is_known_without_the_lookup)
     run(DOC(CLUSTER P8("team", SEL("{'key':'kubernetes.io/metadata.name','operator':'NotIn',"
                                    "'values':['ns']},{'key':'team','operator':'Exists'}"))),
         "{}", POD8, "ns", &f, &r);
-    assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
+    support_assert_selects(&r, "roce-8card", SELECT_BY_GPUS);
     assert_false(r.namespace_lookup_failed);
 }
 
@@ -643,7 +590,7 @@ TEST(test_labels_asked_once_per_admission)
                                                                       "matchLabels':{'team':'c'}}}"
                                                                       "}"),
         "{}", POD8, "ns", &f, &r);
-    assert_selects(&r, "y", SELECT_BY_GPUS);
+    support_assert_selects(&r, "y", SELECT_BY_GPUS);
     assert_int_equal(f.calls, 1);
 }
 
@@ -653,14 +600,11 @@ static void mutate_in(const char *profiles_text, const char *pod, const char *ns
                       struct mutate_result *res)
 {
     struct mutate_hooks hooks = {.select = {.namespace_labels = fake_namespace_labels, .ctx = f}};
-    char buf[4096];
     struct mutate_input in = {.base = "", .namespace_ = ns};
 
     teardown(NULL);
-    dynbuf_init(&errors, 1 << 16);
-    assert_non_null(cur_ps = parse(profiles_text));
-    unquote(pod, buf, sizeof(buf));
-    assert_non_null(cur_meta = cJSON_Parse(buf));
+    cur_ps = support_profiles(profiles_text);
+    assert_non_null(cur_meta = support_json_parse(pod));
     in.object = cur_meta;
     mutate_result_init(res, 1 << 20);
     mutate_object(&in, cur_ps, &hooks, res);

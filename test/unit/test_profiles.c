@@ -28,42 +28,6 @@ static int teardown(void **state __attribute__((unused)))
     return 0;
 }
 
-/* Parses JSON written with ' for ". */
-static struct profiles *parse(const char *text)
-{
-    char buf[4096];
-    size_t n = strlen(text);
-
-    assert_true(n < sizeof(buf));
-    for (size_t i = 0; i <= n; i++)
-        buf[i] = text[i] == '\'' ? '"' : text[i];
-    dynbuf_reset(&errors);
-    return profiles_parse(buf, n, &errors);
-}
-
-/* The document must be rejected; returns the error text. */
-static const char *rejected(const char *text)
-{
-    struct profiles *ps = parse(text);
-
-    if (ps) {
-        profiles_free(ps);
-        fail_msg("profiles should have been rejected: %s", text);
-    }
-    assert_true(dynbuf_len(&errors) > 0);
-    return dynbuf_ptr(&errors);
-}
-
-/* The document must be accepted. */
-static struct profiles *accepted(const char *text)
-{
-    struct profiles *ps = parse(text);
-
-    if (!ps)
-        fail_msg("profiles rejected: %s", dynbuf_ptr(&errors));
-    return ps;
-}
-
 /* The line of errors that contains needle (to check both parts on one line). */
 static const char *line_with(const char *text, const char *needle, char *out, size_t outlen)
 {
@@ -190,7 +154,7 @@ TEST(test_shipped_gpu_resources_prefix_targets)
 
 TEST(test_minimal_document_uses_builtin_defaults)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'p'}]}");
+    struct profiles *ps = support_profiles("{'profiles':[{'name':'p'}]}");
 
     assert_int_equal(ps->n_gpu_resources, 1);
     assert_string_equal(ps->gpu_resources[0], "nvidia.com/gpu");
@@ -206,7 +170,7 @@ TEST(test_minimal_document_uses_builtin_defaults)
 TEST(test_targets_bits)
 {
     struct profiles *ps =
-        accepted("{'targets':{'mpijob':true,'volcanojob':true},'profiles':[{'name':'p'}]}");
+        support_profiles("{'targets':{'mpijob':true,'volcanojob':true},'profiles':[{'name':'p'}]}");
 
     assert_int_equal(ps->targets, PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB);
     profiles_free(ps);
@@ -216,12 +180,13 @@ TEST(test_targets_bits)
  * with what to do instead, false still loads. */
 TEST(test_targets_trainjob_removed)
 {
-    const char *err = rejected("{'targets':{'trainjob':true},'profiles':[{'name':'p'}]}");
+    const char *err =
+        support_profiles_rejected("{'targets':{'trainjob':true},'profiles':[{'name':'p'}]}");
     struct profiles *ps;
 
     assert_non_null(strstr(err, "targets.trainjob: no longer supported"));
     assert_non_null(strstr(err, "rdma-webhook.io/inject"));
-    ps = accepted("{'targets':{'trainjob':false},'profiles':[{'name':'p'}]}");
+    ps = support_profiles("{'targets':{'trainjob':false},'profiles':[{'name':'p'}]}");
     assert_int_equal(ps->targets, 0);
     profiles_free(ps);
 }
@@ -230,9 +195,9 @@ TEST(test_targets_trainjob_removed)
 
 TEST(test_profile_env_overrides_default_in_place)
 {
-    struct profiles *ps =
-        accepted("{'defaults':{'env':{'NCCL_IB_TIMEOUT':'22','NCCL_IB_DISABLE':'0'}},"
-                 "'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':'20','X':'y'}},{'name':'q'}]}");
+    struct profiles *ps = support_profiles(
+        "{'defaults':{'env':{'NCCL_IB_TIMEOUT':'22','NCCL_IB_DISABLE':'0'}},"
+        "'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':'20','X':'y'}},{'name':'q'}]}");
 
     assert_env(&ps->p[0], "NCCL_IB_TIMEOUT", "20");
     assert_env(&ps->p[0], "NCCL_IB_DISABLE", "0");
@@ -245,10 +210,10 @@ TEST(test_profile_env_overrides_default_in_place)
 
 TEST(test_profile_overrides_scheduler_ipclock_shm_init)
 {
-    struct profiles *ps =
-        accepted("{'defaults':{'schedulerName':'volcano','ipcLock':true,'shm':{'sizeLimit':'1Gi'}},"
-                 "'profiles':[{'name':'p','schedulerName':'','ipcLock':false,'shm':false,"
-                 "'initContainers':true},{'name':'q'}]}");
+    struct profiles *ps = support_profiles(
+        "{'defaults':{'schedulerName':'volcano','ipcLock':true,'shm':{'sizeLimit':'1Gi'}},"
+        "'profiles':[{'name':'p','schedulerName':'','ipcLock':false,'shm':false,"
+        "'initContainers':true},{'name':'q'}]}");
     const struct profiles_entry *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
 
     assert_string_equal(p->scheduler_name, "");
@@ -265,8 +230,9 @@ TEST(test_profile_overrides_scheduler_ipclock_shm_init)
 
 TEST(test_shm_enabled_false_and_size_limit)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'a','shm':{'enabled':false}},{'name':'b','"
-                                   "shm':{'sizeLimit':'64Gi'}}]}");
+    struct profiles *ps =
+        support_profiles("{'profiles':[{'name':'a','shm':{'enabled':false}},{'name':'b','"
+                         "shm':{'sizeLimit':'64Gi'}}]}");
 
     assert_false(profiles_find(ps, "a")->shm);
     assert_true(profiles_find(ps, "b")->shm);
@@ -276,9 +242,9 @@ TEST(test_shm_enabled_false_and_size_limit)
 
 TEST(test_host_network_env_merges_defaults_and_profile)
 {
-    struct profiles *ps =
-        accepted("{'defaults':{'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0','A':'1'}},"
-                 "'profiles':[{'name':'p','hostNetworkEnv':{'A':'2','B':'3'}},{'name':'q'}]}");
+    struct profiles *ps = support_profiles(
+        "{'defaults':{'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0','A':'1'}},"
+        "'profiles':[{'name':'p','hostNetworkEnv':{'A':'2','B':'3'}},{'name':'q'}]}");
     const struct profiles_entry *p = profiles_find(ps, "p"), *q = profiles_find(ps, "q");
 
     assert_int_equal(p->host_network_env.n, 3);
@@ -292,7 +258,8 @@ TEST(test_host_network_env_merges_defaults_and_profile)
 
 TEST(test_env_nccl_ib_hca_with_equals_is_accepted)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'=mlx5_1'}}]}");
+    struct profiles *ps =
+        support_profiles("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'=mlx5_1'}}]}");
 
     assert_env(&ps->p[0], "NCCL_IB_HCA", "=mlx5_1");
     profiles_free(ps);
@@ -300,7 +267,8 @@ TEST(test_env_nccl_ib_hca_with_equals_is_accepted)
 
 TEST(test_default_profile_flag)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'a'},{'name':'b','default':true}]}");
+    struct profiles *ps =
+        support_profiles("{'profiles':[{'name':'a'},{'name':'b','default':true}]}");
 
     assert_false(profiles_find(ps, "a")->is_default);
     assert_true(profiles_find(ps, "b")->is_default);
@@ -311,7 +279,7 @@ TEST(test_default_profile_flag)
 
 TEST(test_duplicate_names)
 {
-    const char *e = rejected("{'profiles':[{'name':'dup'},{'name':'dup'}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'dup'},{'name':'dup'}]}");
 
     assert_contains(e, "profile \"dup\"");
     assert_contains(e, "name");
@@ -319,16 +287,17 @@ TEST(test_duplicate_names)
 
 TEST(test_two_defaults_rejected)
 {
-    const char *e =
-        rejected("{'profiles':[{'name':'first','default':true},{'name':'second','default':true}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'first','default':true},{'name':'second','default':true}]}");
 
     assert_contains(e, "default");
 }
 
 TEST(test_two_defaults_name_the_profiles)
 {
-    const char *e = rejected("{'profiles':[{'name':'first','default':true},{'name':'other'},"
-                             "{'name':'second','default':true}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'first','default':true},{'name':'other'},"
+                                  "{'name':'second','default':true}]}");
 
     assert_contains(e, "default");
     assert_contains(e, "first");
@@ -338,7 +307,8 @@ TEST(test_two_defaults_name_the_profiles)
 TEST(test_ib_timeout_40)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':'40'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':'40'}}]}");
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -349,9 +319,10 @@ TEST(test_ib_timeout_40)
 TEST(test_env_value_from_in_defaults_says_value_from)
 {
     char line[512];
-    const char *e = rejected("{'defaults':{'env':{'NCCL_SOCKET_IFNAME':{'valueFrom':"
-                             "{'configMapKeyRef':{'name':'n','key':'k'}}}}},"
-                             "'profiles':[{'name':'p'}]}");
+    const char *e =
+        support_profiles_rejected("{'defaults':{'env':{'NCCL_SOCKET_IFNAME':{'valueFrom':"
+                                  "{'configMapKeyRef':{'name':'n','key':'k'}}}}},"
+                                  "'profiles':[{'name':'p'}]}");
 
     line_with(e, "NCCL_SOCKET_IFNAME", line, sizeof(line));
     assert_contains(line, "defaults: env.NCCL_SOCKET_IFNAME: valueFrom is not supported");
@@ -362,8 +333,8 @@ TEST(test_env_value_from_in_defaults_says_value_from)
 TEST(test_env_value_object_in_profile_says_write_the_value)
 {
     char line[512];
-    const char *e =
-        rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':{'value':'22'}}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':{'value':'22'}}}]}");
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "write the value itself (\"NCCL_IB_TIMEOUT\": \"...\")");
@@ -372,7 +343,8 @@ TEST(test_env_value_object_in_profile_says_write_the_value)
 TEST(test_env_number_says_quote)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':22}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':22}}]}");
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "quote numbers");
@@ -381,8 +353,8 @@ TEST(test_env_number_says_quote)
 TEST(test_ib_timeout_octal_in_defaults)
 {
     char line[512];
-    const char *e =
-        rejected("{'defaults':{'env':{'NCCL_IB_TIMEOUT':'022'}},'profiles':[{'name':'p'}]}");
+    const char *e = support_profiles_rejected(
+        "{'defaults':{'env':{'NCCL_IB_TIMEOUT':'022'}},'profiles':[{'name':'p'}]}");
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "defaults");
@@ -392,7 +364,8 @@ TEST(test_ib_timeout_octal_in_defaults)
 TEST(test_retry_cnt_8)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_RETRY_CNT':'8'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_RETRY_CNT':'8'}}]}");
 
     line_with(e, "NCCL_IB_RETRY_CNT", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -401,7 +374,8 @@ TEST(test_retry_cnt_8)
 TEST(test_debug_unknown_word)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_DEBUG':'LOUD'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','env':{'NCCL_DEBUG':'LOUD'}}]}");
 
     line_with(e, "NCCL_DEBUG", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -410,7 +384,7 @@ TEST(test_debug_unknown_word)
 TEST(test_env_name_not_identifier)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'1BAD':'x'}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'p','env':{'1BAD':'x'}}]}");
 
     line_with(e, "1BAD", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -420,7 +394,8 @@ TEST(test_env_name_not_identifier)
 TEST(test_host_network_env_name_not_identifier)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','hostNetworkEnv':{'A-B':'x'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','hostNetworkEnv':{'A-B':'x'}}]}");
 
     line_with(e, "A-B", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -430,7 +405,8 @@ TEST(test_host_network_env_name_not_identifier)
 TEST(test_env_value_not_a_string)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':22}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_TIMEOUT':22}}]}");
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -440,8 +416,8 @@ TEST(test_env_value_not_a_string)
 TEST(test_hca_and_env_nccl_ib_hca_together)
 {
     char line[512];
-    const char *e =
-        rejected("{'profiles':[{'name':'p','hca':['mlx5_1'],'env':{'NCCL_IB_HCA':'=mlx5_1'}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'p','hca':['mlx5_1'],'env':{'NCCL_IB_HCA':'=mlx5_1'}}]}");
 
     line_with(e, "hca", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -453,13 +429,14 @@ TEST(test_hca_and_env_nccl_ib_hca_together)
 TEST(test_env_nccl_ib_hca_without_equals)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_10'}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_10'}}]}");
     struct profiles *ps;
 
     line_with(e, "NCCL_IB_HCA", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
     assert_contains(line, "write = first (mlx5_1 also takes mlx5_10)");
-    ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_2'}}]}");
+    ps = support_profiles("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5_1,mlx5_2'}}]}");
     profiles_free(ps);
 }
 
@@ -472,26 +449,27 @@ TEST(test_env_nccl_ib_hca_syntax)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'%s'}}]}",
                  bad[i]);
-        line_with(rejected(doc), "NCCL_IB_HCA", line, sizeof(line));
+        line_with(support_profiles_rejected(doc), "NCCL_IB_HCA", line, sizeof(line));
         assert_contains(line, "profile \"p\"");
     }
-    ps = accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'^=mlx5_0:1'}}]}");
+    ps = support_profiles("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'^=mlx5_0:1'}}]}");
     profiles_free(ps);
 }
 
 TEST(test_hca_entries_with_ports)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'p','hca':['mlx5_1:1','mlx5_2:2']}]}");
+    struct profiles *ps =
+        support_profiles("{'profiles':[{'name':'p','hca':['mlx5_1:1','mlx5_2:2']}]}");
     char line[512];
 
     assert_string_equal(profiles_kv_get(&ps->p[0].env, "NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:2");
     profiles_free(ps);
-    line_with(rejected("{'profiles':[{'name':'p','hca':['mlx5_1:0']}]}"), "hca", line,
-              sizeof(line));
+    line_with(support_profiles_rejected("{'profiles':[{'name':'p','hca':['mlx5_1:0']}]}"), "hca",
+              line, sizeof(line));
     assert_contains(line, "port");
-    rejected("{'profiles':[{'name':'p','hca':[':1']}]}");
-    rejected("{'profiles':[{'name':'p','hca':['mlx5_1:']}]}");
-    rejected("{'profiles':[{'name':'p','hca':['=mlx5_1']}]}");
+    support_profiles_rejected("{'profiles':[{'name':'p','hca':[':1']}]}");
+    support_profiles_rejected("{'profiles':[{'name':'p','hca':['mlx5_1:']}]}");
+    support_profiles_rejected("{'profiles':[{'name':'p','hca':['=mlx5_1']}]}");
 }
 
 TEST(test_hca_at_most_what_nccl_reads)
@@ -501,13 +479,14 @@ TEST(test_hca_at_most_what_nccl_reads)
     for (int i = 0; i < 33; i++)
         snprintf(doc + strlen(doc), sizeof(doc) - strlen(doc), "%s'mlx5_%d'", i ? "," : "", i);
     strcat(doc, "]}]}");
-    assert_contains(rejected(doc), "1 to 32");
+    assert_contains(support_profiles_rejected(doc), "1 to 32");
 }
 
 TEST(test_hca_entry_not_a_device_name)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','hca':['mlx5_1,mlx5_2']}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','hca':['mlx5_1,mlx5_2']}]}");
 
     line_with(e, "hca", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -516,7 +495,7 @@ TEST(test_hca_entry_not_a_device_name)
 TEST(test_hca_empty_list)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','hca':[]}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'p','hca':[]}]}");
 
     line_with(e, "hca", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -525,7 +504,8 @@ TEST(test_hca_empty_list)
 TEST(test_resource_quantity_abc)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'abc'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'abc'}}]}");
 
     line_with(e, "rdma/hca", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -536,7 +516,8 @@ TEST(test_resource_quantity_abc)
 TEST(test_resource_quantity_zero)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'0'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'0'}}]}");
 
     line_with(e, "rdma/hca", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -546,7 +527,8 @@ TEST(test_resource_quantity_zero)
 TEST(test_resource_quantity_fraction)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'500m'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','resources':{'rdma/hca':'500m'}}]}");
 
     line_with(e, "rdma/hca", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -555,7 +537,8 @@ TEST(test_resource_quantity_fraction)
 TEST(test_resource_name_without_domain)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','resources':{'hca':'1'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','resources':{'hca':'1'}}]}");
 
     line_with(e, "resources", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -573,7 +556,8 @@ TEST(test_resource_name_not_qualified)
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", bad[i]);
-        line_with(rejected(doc), "not an extended resource name", line, sizeof(line));
+        line_with(support_profiles_rejected(doc), "not an extended resource name", line,
+                  sizeof(line));
         assert_contains(line, bad[i]);
         snprintf(field, sizeof(field), "resources.%s", bad[i]);
         assert_contains(line, field);
@@ -589,11 +573,11 @@ TEST(test_resource_name_too_long)
     memset(name, 'a', 254);
     memcpy(name + 254, "/hca", 5);
     snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", name);
-    line_with(rejected(doc), "not an extended resource name", line, sizeof(line));
+    line_with(support_profiles_rejected(doc), "not an extended resource name", line, sizeof(line));
     /* At the limits, it loads. */
     longest_resource_name(name, sizeof(name));
     snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','resources':{'%s':'1'}}]}", name);
-    ps = accepted(doc);
+    ps = support_profiles(doc);
     assert_string_equal(ps->p[0].resources.v[0].name, name);
     profiles_free(ps);
 }
@@ -601,7 +585,8 @@ TEST(test_resource_name_too_long)
 TEST(test_shm_size_limit_x)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','shm':{'sizeLimit':'x'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','shm':{'sizeLimit':'x'}}]}");
 
     line_with(e, "sizeLimit", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -611,7 +596,7 @@ TEST(test_shm_size_limit_x)
 
 TEST(test_unknown_field_at_root)
 {
-    const char *e = rejected("{'profile':[],'profiles':[{'name':'p'}]}");
+    const char *e = support_profiles_rejected("{'profile':[],'profiles':[{'name':'p'}]}");
 
     assert_contains(e, "\"profile\"");
     assert_contains(e, "unknown");
@@ -620,7 +605,7 @@ TEST(test_unknown_field_at_root)
 TEST(test_unknown_field_in_defaults)
 {
     char line[512];
-    const char *e = rejected("{'defaults':{'evn':{}},'profiles':[{'name':'p'}]}");
+    const char *e = support_profiles_rejected("{'defaults':{'evn':{}},'profiles':[{'name':'p'}]}");
 
     line_with(e, "\"evn\"", line, sizeof(line));
     assert_contains(line, "defaults");
@@ -629,7 +614,8 @@ TEST(test_unknown_field_in_defaults)
 TEST(test_unknown_field_in_profile)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','shedulerName':'volcano'}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'p','shedulerName':'volcano'}]}");
 
     line_with(e, "\"shedulerName\"", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -638,7 +624,7 @@ TEST(test_unknown_field_in_profile)
 TEST(test_unknown_field_in_match)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','match':{'gpu':8}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'p','match':{'gpu':8}}]}");
 
     line_with(e, "\"gpu\"", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -648,7 +634,7 @@ TEST(test_unknown_field_in_match)
 TEST(test_unknown_field_in_shm)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','shm':{'size':'1Gi'}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'p','shm':{'size':'1Gi'}}]}");
 
     line_with(e, "\"size\"", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -657,7 +643,7 @@ TEST(test_unknown_field_in_shm)
 TEST(test_gpus_fraction)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','match':{'gpus':2.5}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'p','match':{'gpus':2.5}}]}");
 
     line_with(e, "gpus", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
@@ -665,7 +651,7 @@ TEST(test_gpus_fraction)
 
 TEST(test_gpus_list)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'p','match':{'gpus':[1,2,4]}}]}");
+    struct profiles *ps = support_profiles("{'profiles':[{'name':'p','match':{'gpus':[1,2,4]}}]}");
 
     assert_int_equal(ps->p[0].n_gpus, 3);
     assert_true(profiles_matches_gpus(&ps->p[0], 1));
@@ -684,10 +670,10 @@ TEST(test_gpus_list_refusals)
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','match':{'gpus':%s}}]}", bad[i]);
-        line_with(rejected(doc), "match.gpus", line, sizeof(line));
+        line_with(support_profiles_rejected(doc), "match.gpus", line, sizeof(line));
         assert_contains(line, "profile \"p\"");
     }
-    assert_contains(rejected("{'profiles':[{'name':'p','match':{'gpus':[4,4]}}]}"),
+    assert_contains(support_profiles_rejected("{'profiles':[{'name':'p','match':{'gpus':[4,4]}}]}"),
                     "4 is listed twice");
 }
 
@@ -698,21 +684,21 @@ TEST(test_gpus_list_at_most_32)
 
     for (int i = 1; i <= 32; i++)
         snprintf(doc + strlen(doc), sizeof(doc) - strlen(doc), "%s%d", i > 1 ? "," : "", i);
-    ps = accepted(strcat(doc, "]}}]}"));
+    ps = support_profiles(strcat(doc, "]}}]}"));
     assert_int_equal(ps->p[0].n_gpus, 32);
     profiles_free(ps);
     strcpy(strstr(doc, ",32]"), ",32,33]}}]}");
-    assert_contains(rejected(doc), "1 to 32");
+    assert_contains(support_profiles_rejected(doc), "1 to 32");
 }
 
 TEST(test_gpus_zero_and_string)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'p','match':{'gpus':0}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'p','match':{'gpus':0}}]}");
 
     line_with(e, "gpus", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
-    e = rejected("{'profiles':[{'name':'p','match':{'gpus':'8'}}]}");
+    e = support_profiles_rejected("{'profiles':[{'name':'p','match':{'gpus':'8'}}]}");
     line_with(e, "gpus", line, sizeof(line));
     assert_contains(line, "profile \"p\"");
 }
@@ -722,8 +708,9 @@ TEST(test_gpus_zero_and_string)
 TEST(test_identical_match_rules_refused)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
-                             "{'name':'b','match':{'gpus':[8],'nodeLabels':{'t':'x'}}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+        "{'name':'b','match':{'gpus':[8],'nodeLabels':{'t':'x'}}}]}");
 
     line_with(e, "same match rules", line, sizeof(line));
     assert_contains(line, "\"a\"");
@@ -731,16 +718,16 @@ TEST(test_identical_match_rules_refused)
     /* One line for the pair, not one per rule. */
     assert_null(strstr(e, "can never choose either"));
     assert_null(strchr(strchr(e, '\n') + 1, '\n'));
-    e = rejected("{'profiles':[{'name':'a','match':{'gpus':[4,8]}},"
-                 "{'name':'b','match':{'gpus':[8,4]}}]}");
+    e = support_profiles_rejected("{'profiles':[{'name':'a','match':{'gpus':[4,8]}},"
+                                  "{'name':'b','match':{'gpus':[8,4]}}]}");
     assert_contains(e, "same match rules");
 }
 
 TEST(test_profiles_without_match_rules_are_not_identical)
 {
     /* Annotation-only profiles: nothing to tell apart. */
-    struct profiles *ps =
-        accepted("{'profiles':[{'name':'a'},{'name':'b','match':{}},{'name':'c','default':true}]}");
+    struct profiles *ps = support_profiles(
+        "{'profiles':[{'name':'a'},{'name':'b','match':{}},{'name':'c','default':true}]}");
 
     assert_int_equal(ps->n, 3);
     profiles_free(ps);
@@ -749,8 +736,9 @@ TEST(test_profiles_without_match_rules_are_not_identical)
 TEST(test_same_node_labels_different_gpus_refused)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
-                             "{'name':'b','match':{'gpus':4,'nodeLabels':{'t':'x'}}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'a','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+        "{'name':'b','match':{'gpus':4,'nodeLabels':{'t':'x'}}}]}");
 
     line_with(e, "same match.nodeLabels", line, sizeof(line));
     assert_contains(line, "\"a\" and \"b\"");
@@ -761,9 +749,9 @@ TEST(test_same_node_labels_different_gpus_refused)
 TEST(test_node_labels_subset_of_another_refused)
 {
     char line[512];
-    const char *e =
-        rejected("{'profiles':[{'name':'train','match':{'nodeLabels':{'pool':'train'}}},"
-                 "{'name':'h100','match':{'nodeLabels':{'pool':'train','gpu.product':'H100'}}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'train','match':{'nodeLabels':{'pool':'train'}}},"
+        "{'name':'h100','match':{'nodeLabels':{'pool':'train','gpu.product':'H100'}}}]}");
 
     line_with(e, "profile \"h100\": match.nodeLabels can never win", line, sizeof(line));
     assert_contains(line, "profile \"train\"");
@@ -772,7 +760,7 @@ TEST(test_node_labels_subset_of_another_refused)
 
 TEST(test_shared_label_with_distinct_ones_accepted)
 {
-    struct profiles *ps = accepted(
+    struct profiles *ps = support_profiles(
         "{'profiles':[{'name':'h100','match':{'gpus':8,'nodeLabels':{'p':'H100','pool':'t'}}},"
         "{'name':'a100','match':{'gpus':[1,2,4],'nodeLabels':{'p':'A100','pool':'t'}}}]}");
 
@@ -784,8 +772,9 @@ TEST(test_shared_label_with_distinct_ones_accepted)
 TEST(test_gpus_count_shadowed_by_a_label_less_profile_refused)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'any8','match':{'gpus':8}},"
-                             "{'name':'h100','match':{'gpus':[4,8],'nodeLabels':{'p':'H100'}}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'any8','match':{'gpus':8}},"
+        "{'name':'h100','match':{'gpus':[4,8],'nodeLabels':{'p':'H100'}}}]}");
 
     line_with(e, "profile \"h100\": match.gpus 8 can never win", line, sizeof(line));
     assert_contains(line, "\"any8\"");
@@ -798,16 +787,16 @@ TEST(test_gpus_count_overlap_with_distinct_labels_accepted)
     /* An 8-GPU pod without constraints is a tie (a warning), but each can
      * win: a pod excluding the other's label. */
     struct profiles *ps =
-        accepted("{'profiles':[{'name':'x','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
-                 "{'name':'y','match':{'gpus':[4,8],'nodeLabels':{'t':'y'}}}]}");
+        support_profiles("{'profiles':[{'name':'x','match':{'gpus':8,'nodeLabels':{'t':'x'}}},"
+                         "{'name':'y','match':{'gpus':[4,8],'nodeLabels':{'t':'y'}}}]}");
 
     profiles_free(ps);
 }
 
 TEST(test_same_gpus_without_labels_refused)
 {
-    const char *e = rejected("{'profiles':[{'name':'a','match':{'gpus':[2,4]}},"
-                             "{'name':'b','match':{'gpus':[4,8]}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'a','match':{'gpus':[2,4]}},"
+                                              "{'name':'b','match':{'gpus':[4,8]}}]}");
 
     assert_contains(e, "profiles \"a\" and \"b\": match.gpus 4 can never choose either");
 }
@@ -854,24 +843,24 @@ TEST(test_node_labels_bound)
 TEST(test_labels_within_any_order_and_twice)
 {
     char line[512];
-    const char *e =
-        rejected("{'profiles':[{'name':'a','match':{'nodeLabels':{'z':'1','b':'2','m':'3'}}},"
-                 "{'name':'b','match':{'nodeLabels':{'m':'3','z':'1','q':'4','b':'2'}}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'a','match':{'nodeLabels':{'z':'1','b':'2','m':'3'}}},"
+        "{'name':'b','match':{'nodeLabels':{'m':'3','z':'1','q':'4','b':'2'}}}]}");
     struct profiles *ps;
 
     line_with(e, "profile \"b\": match.nodeLabels can never win", line, sizeof(line));
     assert_contains(line, "profile \"a\"");
     /* e's t is 2 (its first): f's t: 1 is not within it, nor e within f. */
-    ps = accepted("{'profiles':[{'name':'e','match':{'nodeLabels':{'t':'2','t':'1'}}},"
-                  "{'name':'f','match':{'nodeLabels':{'t':'1'}}}]}");
+    ps = support_profiles("{'profiles':[{'name':'e','match':{'nodeLabels':{'t':'2','t':'1'}}},"
+                          "{'name':'f','match':{'nodeLabels':{'t':'1'}}}]}");
     profiles_free(ps);
 }
 
 TEST(test_pin)
 {
-    struct profiles *ps =
-        accepted("{'profiles':[{'name':'a','pin':true,'match':{'gpus':4,'nodeLabels':{'t':'a'}}},"
-                 "{'name':'d','default':true,'pin':true,'match':{'nodeLabels':{'t':'d'}}}]}");
+    struct profiles *ps = support_profiles(
+        "{'profiles':[{'name':'a','pin':true,'match':{'gpus':4,'nodeLabels':{'t':'a'}}},"
+        "{'name':'d','default':true,'pin':true,'match':{'nodeLabels':{'t':'d'}}}]}");
 
     assert_true(ps->p[0].pin);
     assert_true(ps->p[1].pin);
@@ -882,22 +871,25 @@ TEST(test_pin_refusals)
 {
     char line[512];
 
-    line_with(rejected("{'profiles':[{'name':'a','pin':true,'match':{'gpus':4}}]}"), "pin", line,
-              sizeof(line));
+    line_with(
+        support_profiles_rejected("{'profiles':[{'name':'a','pin':true,'match':{'gpus':4}}]}"),
+        "pin", line, sizeof(line));
     assert_contains(line, "profile \"a\"");
     assert_contains(line, "nodeLabels");
-    line_with(rejected("{'profiles':[{'name':'a','pin':true,'match':{'nodeLabels':{'t':'a'}}}]}"),
+    line_with(support_profiles_rejected(
+                  "{'profiles':[{'name':'a','pin':true,'match':{'nodeLabels':{'t':'a'}}}]}"),
               "pin", line, sizeof(line));
     assert_contains(line, "match.gpus or default");
-    line_with(rejected("{'profiles':[{'name':'a','pin':'yes','match':{'gpus':4}}]}"), "pin", line,
-              sizeof(line));
+    line_with(
+        support_profiles_rejected("{'profiles':[{'name':'a','pin':'yes','match':{'gpus':4}}]}"),
+        "pin", line, sizeof(line));
     assert_contains(line, "true or false");
 }
 
 TEST(test_bad_profile_name)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'Bad_Name'}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'Bad_Name'}]}");
 
     line_with(e, "name", line, sizeof(line));
     assert_contains(line, "profiles[0]");
@@ -905,14 +897,14 @@ TEST(test_bad_profile_name)
 
 TEST(test_missing_profile_name)
 {
-    const char *e = rejected("{'profiles':[{'name':'ok'},{'env':{}}]}");
+    const char *e = support_profiles_rejected("{'profiles':[{'name':'ok'},{'env':{}}]}");
 
     assert_contains(e, "profiles[1]");
 }
 
 TEST(test_not_json)
 {
-    const char *e = rejected("{'profiles': [");
+    const char *e = support_profiles_rejected("{'profiles': [");
 
     assert_contains(e, "JSON");
 }
@@ -921,7 +913,7 @@ TEST(test_not_json)
  * the file. */
 TEST(test_syntax_error_line_and_column)
 {
-    const char *e = rejected("{\n  'profiles': [\n    {'name': 'a',}\n  ]\n}");
+    const char *e = support_profiles_rejected("{\n  'profiles': [\n    {'name': 'a',}\n  ]\n}");
 
     assert_contains(e, "not valid JSON: unexpected character '}' at line 3, column 18 (byte 35)");
     assert_true(strstr(e, "YAML") == NULL);
@@ -941,45 +933,46 @@ TEST(test_yaml_is_recognised)
     static const char *const not_yaml[] = {"{'profiles': [", "['a: b']", "'profiles: x'", "hello"};
 
     for (size_t i = 0; i < sizeof(yaml) / sizeof(yaml[0]); i++) {
-        const char *e = rejected(yaml[i]);
+        const char *e = support_profiles_rejected(yaml[i]);
 
         assert_contains(e, "; it looks like YAML, and profiles are JSON only: convert it");
         assert_contains(e, "yq -o json");
     }
     for (size_t i = 0; i < sizeof(not_yaml) / sizeof(not_yaml[0]); i++)
-        if (strstr(rejected(not_yaml[i]), "YAML"))
+        if (strstr(support_profiles_rejected(not_yaml[i]), "YAML"))
             fail_msg("%s taken for YAML: %s", not_yaml[i], dynbuf_ptr(&errors));
 }
 
 TEST(test_not_an_object)
 {
-    rejected("[{'name':'p'}]");
+    support_profiles_rejected("[{'name':'p'}]");
 }
 
 TEST(test_empty_profiles)
 {
-    const char *e = rejected("{'profiles':[]}");
+    const char *e = support_profiles_rejected("{'profiles':[]}");
 
     assert_contains(e, "profiles");
 }
 
 TEST(test_missing_profiles)
 {
-    const char *e = rejected("{'defaults':{}}");
+    const char *e = support_profiles_rejected("{'defaults':{}}");
 
     assert_contains(e, "profiles");
 }
 
 TEST(test_rdma_prefix_without_slash)
 {
-    const char *e = rejected("{'rdmaResourcePrefix':'rdma','profiles':[{'name':'p'}]}");
+    const char *e =
+        support_profiles_rejected("{'rdmaResourcePrefix':'rdma','profiles':[{'name':'p'}]}");
 
     assert_contains(e, "rdmaResourcePrefix");
 }
 
 TEST(test_gpu_resources_entry_without_domain)
 {
-    const char *e = rejected("{'gpuResources':['gpu'],'profiles':[{'name':'p'}]}");
+    const char *e = support_profiles_rejected("{'gpuResources':['gpu'],'profiles':[{'name':'p'}]}");
 
     assert_contains(e, "gpuResources");
 }
@@ -987,8 +980,9 @@ TEST(test_gpu_resources_entry_without_domain)
 TEST(test_each_error_line_names_its_own_profile)
 {
     char line[512];
-    const char *e = rejected("{'profiles':[{'name':'alpha','env':{'NCCL_IB_TIMEOUT':'40'}},"
-                             "{'name':'beta','resources':{'rdma/hca':'abc'}}]}");
+    const char *e =
+        support_profiles_rejected("{'profiles':[{'name':'alpha','env':{'NCCL_IB_TIMEOUT':'40'}},"
+                                  "{'name':'beta','resources':{'rdma/hca':'abc'}}]}");
 
     line_with(e, "NCCL_IB_TIMEOUT", line, sizeof(line));
     assert_contains(line, "profile \"alpha\"");
@@ -1065,14 +1059,14 @@ TEST(test_invalid_utf8_rejected_with_offset)
     assert_contains(dynbuf_ptr(&errors), "UTF-8");
     assert_contains(dynbuf_ptr(&errors), "byte 46");
     /* A key, and an overlong '/'. */
-    assert_contains(rejected("{'profiles':[{'name':'p'}],'\xc0\xaf':1}"), "UTF-8");
+    assert_contains(support_profiles_rejected("{'profiles':[{'name':'p'}],'\xc0\xaf':1}"), "UTF-8");
 }
 
 /* cJSON ends a string at \u0000: "IN\u0000FO" would have loaded as "IN". */
 TEST(test_nul_escape_rejected)
 {
-    const char *e =
-        rejected("{'profiles':[{'name':'p','env':{'NCCL_SOCKET_IFNAME':'eth0\\u0000x'}}]}");
+    const char *e = support_profiles_rejected(
+        "{'profiles':[{'name':'p','env':{'NCCL_SOCKET_IFNAME':'eth0\\u0000x'}}]}");
 
     assert_contains(e, "\\u0000");
     assert_contains(e, "byte");
@@ -1080,20 +1074,20 @@ TEST(test_nul_escape_rejected)
 
 TEST(test_trailing_text_rejected)
 {
-    assert_contains(rejected("{'profiles':[{'name':'p'}]} x"), "JSON");
-    assert_contains(rejected("{'profiles':[{'name':'p'}]}{}"), "JSON");
+    assert_contains(support_profiles_rejected("{'profiles':[{'name':'p'}]} x"), "JSON");
+    assert_contains(support_profiles_rejected("{'profiles':[{'name':'p'}]}{}"), "JSON");
 }
 
 TEST(test_whitespace_around_the_document_is_fine)
 {
-    profiles_free(accepted(" \t\r\n{'profiles':[{'name':'p'}]}\r\n \t"));
+    profiles_free(support_profiles(" \t\r\n{'profiles':[{'name':'p'}]}\r\n \t"));
 }
 
 /* ---- detect ---- */
 
 TEST(test_detect_off_by_default_with_builtin_resources)
 {
-    struct profiles *ps = accepted("{'profiles':[{'name':'p'}]}");
+    struct profiles *ps = support_profiles("{'profiles':[{'name':'p'}]}");
 
     assert_false(ps->p[0].detect.on);
     assert_string_equal(ps->p[0].detect.cpu, "100m");
@@ -1106,10 +1100,10 @@ TEST(test_detect_off_by_default_with_builtin_resources)
 TEST(test_detect_forms_and_inheritance)
 {
     struct profiles *ps =
-        accepted("{'defaults':{'detect':{'memory':'64Mi'}},'profiles':["
-                 "{'name':'inherits'},{'name':'off','detect':false},"
-                 "{'name':'disabled','detect':{'enabled':false}},"
-                 "{'name':'cpu','detect':{'cpu':'1'}},{'name':'plain','detect':true}]}");
+        support_profiles("{'defaults':{'detect':{'memory':'64Mi'}},'profiles':["
+                         "{'name':'inherits'},{'name':'off','detect':false},"
+                         "{'name':'disabled','detect':{'enabled':false}},"
+                         "{'name':'cpu','detect':{'cpu':'1'}},{'name':'plain','detect':true}]}");
     const struct profiles_entry *in = profiles_find(ps, "inherits"),
                                 *cpu = profiles_find(ps, "cpu");
 
@@ -1136,7 +1130,7 @@ TEST(test_detect_quantities_in_range_accepted)
 
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','detect':%s}]}", ok[i]);
-        profiles_free(accepted(doc));
+        profiles_free(support_profiles(doc));
     }
 }
 
@@ -1166,7 +1160,7 @@ TEST(test_detect_refusals_name_profile_and_field)
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(doc, sizeof(doc), "{'profiles':[{'name':'p','detect':%s}]}", bad[i].detect);
-        line_with(rejected(doc), bad[i].words, line, sizeof(line));
+        line_with(support_profiles_rejected(doc), bad[i].words, line, sizeof(line));
         assert_contains(line, "profile \"p\"");
     }
 }
@@ -1175,7 +1169,8 @@ TEST(test_detect_refused_in_defaults_names_defaults)
 {
     char line[512];
 
-    line_with(rejected("{'defaults':{'detect':{'memory':'1Mi'}},'profiles':[{'name':'p'}]}"),
+    line_with(support_profiles_rejected(
+                  "{'defaults':{'detect':{'memory':'1Mi'}},'profiles':[{'name':'p'}]}"),
               "detect.memory", line, sizeof(line));
     assert_contains(line, "defaults");
 }
@@ -1186,22 +1181,26 @@ TEST(test_detect_values_nccl_detect_takes)
 {
     char line[512];
 
-    profiles_free(
-        accepted("{'profiles':[{'name':'p','detect':true,"
-                 "'env':{'NCCL_IB_HCA':'^=mlx5_0,,mlx5_9:1','NCCL_SOCKET_IFNAME':'=eth0'}}]}"));
-    line_with(rejected("{'profiles':[{'name':'p','detect':true,'env':{'NCCL_IB_HCA':'=mlx5@1'}}]}"),
+    profiles_free(support_profiles(
+        "{'profiles':[{'name':'p','detect':true,"
+        "'env':{'NCCL_IB_HCA':'^=mlx5_0,,mlx5_9:1','NCCL_SOCKET_IFNAME':'=eth0'}}]}"));
+    line_with(support_profiles_rejected(
+                  "{'profiles':[{'name':'p','detect':true,'env':{'NCCL_IB_HCA':'=mlx5@1'}}]}"),
               "env.NCCL_IB_HCA", line, sizeof(line));
     assert_contains(line, "nccl-detect --hca");
-    line_with(rejected("{'profiles':[{'name':'p','detect':true,'env':{'NCCL_IB_HCA':'.hidden'}}]}"),
+    line_with(support_profiles_rejected(
+                  "{'profiles':[{'name':'p','detect':true,'env':{'NCCL_IB_HCA':'.hidden'}}]}"),
               "env.NCCL_IB_HCA", line, sizeof(line));
-    line_with(rejected("{'profiles':[{'name':'p','detect':true,"
-                       "'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0\\nNCCL_X=1'}}]}"),
-              "hostNetworkEnv.NCCL_SOCKET_IFNAME", line, sizeof(line));
+    line_with(
+        support_profiles_rejected("{'profiles':[{'name':'p','detect':true,"
+                                  "'hostNetworkEnv':{'NCCL_SOCKET_IFNAME':'bond0\\nNCCL_X=1'}}]}"),
+        "hostNetworkEnv.NCCL_SOCKET_IFNAME", line, sizeof(line));
     assert_contains(line, "--socket-ifname");
-    line_with(rejected("{'profiles':[{'name':'p','detect':true,'env':{'NCCL_SOCKET_IFNAME':''}}]}"),
+    line_with(support_profiles_rejected(
+                  "{'profiles':[{'name':'p','detect':true,'env':{'NCCL_SOCKET_IFNAME':''}}]}"),
               "NCCL_SOCKET_IFNAME", line, sizeof(line));
     /* The same values without detect are not nccl-detect's business. */
-    profiles_free(accepted("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'=mlx5@1'}}]}"));
+    profiles_free(support_profiles("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'=mlx5@1'}}]}"));
 }
 
 int main(void)

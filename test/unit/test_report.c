@@ -496,27 +496,14 @@ TEST(test_namespace_label_wins_and_is_read_once)
     assert_only_the_report();
 }
 
-static struct profiles *parse_profiles(const char *text)
-{
-    struct dynbuf errors;
-    struct profiles *ps;
-
-    dynbuf_init(&errors, 4096);
-    ps = profiles_parse(text, strlen(text), &errors);
-    if (!ps)
-        fail_msg("profiles refused: %s", dynbuf_ptr(&errors));
-    dynbuf_free(&errors);
-    return ps;
-}
-
 #define ONE_PROFILE(mode)                                                                          \
     "{\"profiles\":[{\"name\":\"p\",\"default\":true" mode                                         \
     ",\"env\":{\"NCCL_IB_TIMEOUT\":\"22\"}}]}"
 
 TEST(test_profile_mode_over_the_flag_under_the_label)
 {
-    struct profiles *ps = parse_profiles(ONE_PROFILE(",\"mode\":\"report\""));
-    struct profiles *pe = parse_profiles(ONE_PROFILE(",\"mode\":\"enforce\""));
+    struct profiles *ps = support_profiles(ONE_PROFILE(",\"mode\":\"report\""));
+    struct profiles *pe = support_profiles(ONE_PROFILE(",\"mode\":\"enforce\""));
     const struct mutate_options enforce = {.mode = REPORT_MODE_ENFORCE};
     const struct mutate_options report = {.mode = REPORT_MODE_REPORT};
 
@@ -651,8 +638,8 @@ TEST(test_nothing_to_write_reads_no_label)
 TEST(test_reported_pod_is_not_pinned)
 {
     struct profiles *ps =
-        parse_profiles("{\"profiles\":[{\"name\":\"a100\",\"pin\":true,\"match\":{\"gpus\":8,"
-                       "\"nodeLabels\":{\"gpu\":\"a100\"}}}]}");
+        support_profiles("{\"profiles\":[{\"name\":\"a100\",\"pin\":true,\"match\":{\"gpus\":8,"
+                         "\"nodeLabels\":{\"gpu\":\"a100\"}}}]}");
     const struct mutate_options report = {.mode = REPORT_MODE_REPORT};
 
     run_with(ps, POD_JSON(""), NULL, NULL);

@@ -9,6 +9,7 @@
  * from limits (requests where no limit).
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -38,30 +39,6 @@ static const char *const NO_DEFAULT =
     "{'name':'big','match':{'gpus':8,'nodeLabels':{'type':'big','count':'8'}}},"
     "{'name':'small','match':{'gpus':4,'nodeLabels':{'type':'small','count':'4'}}}]}";
 
-static void unquote(const char *in, char *out, size_t outlen)
-{
-    size_t n = strlen(in);
-
-    assert_true(n < outlen);
-    for (size_t i = 0; i <= n; i++)
-        out[i] = in[i] == '\'' ? '"' : in[i];
-}
-
-static struct profiles *profiles_from(const char *text)
-{
-    char buf[4096];
-    struct dynbuf err;
-    struct profiles *ps;
-
-    unquote(text, buf, sizeof(buf));
-    dynbuf_init(&err, 8192);
-    ps = profiles_parse(buf, strlen(buf), &err);
-    if (!ps)
-        fail_msg("test profiles rejected: %s", dynbuf_ptr(&err));
-    dynbuf_free(&err);
-    return ps;
-}
-
 /* What the last run used; kept alive so the result's pointers stay valid. */
 static struct profiles *cur_ps;
 static cJSON *cur_meta, *cur_spec;
@@ -85,31 +62,18 @@ static int teardown(void **state __attribute__((unused)))
 static void run(const char *profiles_text, const char *metadata, const char *spec,
                 const struct select_hooks *hooks, struct select_result *out)
 {
-    char buf[4096];
     struct podjson r;
 
     release();
-    cur_ps = profiles_from(profiles_text);
-    unquote(metadata, buf, sizeof(buf));
-    cur_meta = cJSON_Parse(buf);
+    cur_ps = support_profiles(profiles_text);
+    cur_meta = support_json_parse(metadata);
     assert_non_null(cur_meta);
-    unquote(spec, buf, sizeof(buf));
-    cur_spec = cJSON_Parse(buf);
+    cur_spec = support_json_parse(spec);
     if (!cur_spec)
-        fail_msg("test spec does not parse: %s", buf);
+        fail_msg("test spec does not parse: %s", spec);
     podjson_init(&r);
     select_profile(&r, cur_meta, cur_spec, "default", cur_ps, hooks, out);
     assert_false(podjson_failed(&r));
-}
-
-static void assert_selects(const struct select_result *r, const char *name, enum select_rule rule)
-{
-    if (!r->profile)
-        fail_msg("no profile selected (rule %s), want %s", select_rule_name(r->rule), name);
-    assert_string_equal(r->profile->name, name);
-    if (r->rule != rule)
-        fail_msg("selected %s by rule %s, want rule %s", name, select_rule_name(r->rule),
-                 select_rule_name(rule));
 }
 
 static void assert_selects_none(const struct select_result *r)
@@ -131,7 +95,7 @@ TEST(test_annotation_beats_node_selector_and_gpus)
 
     run(NO_DEFAULT, "{'annotations':{'rdma-webhook.io/profile':'small'}}",
         "{'nodeSelector':{'count':'8'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_ANNOTATION);
+    support_assert_selects(&r, "small", SELECT_BY_ANNOTATION);
 }
 
 TEST(test_node_selector_beats_gpu_count)
@@ -139,7 +103,7 @@ TEST(test_node_selector_beats_gpu_count)
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeSelector':{'count':'4'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
     assert_int_equal(r.gpus, 8);
 }
 
@@ -148,7 +112,7 @@ TEST(test_gpu_count_beats_default)
     struct select_result r;
 
     run(LABELLED, "{}", "{'containers':[" GPU4 "]}", NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_GPUS);
+    support_assert_selects(&r, "small", SELECT_BY_GPUS);
 }
 
 TEST(test_default_when_nothing_else_matches)
@@ -156,7 +120,7 @@ TEST(test_default_when_nothing_else_matches)
     struct select_result r;
 
     run(LABELLED, "{}", "{'containers':[" GPU2 "]}", NULL, &r);
-    assert_selects(&r, "fallback", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "fallback", SELECT_BY_DEFAULT);
 }
 
 TEST(test_none_without_default)
@@ -198,7 +162,7 @@ TEST(test_annotation_selects_profile_without_match)
 
     run(LABELLED, "{'annotations':{'rdma-webhook.io/profile':'fallback'}}",
         "{'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "fallback", SELECT_BY_ANNOTATION);
+    support_assert_selects(&r, "fallback", SELECT_BY_ANNOTATION);
 }
 
 /* ---- nodeSelector ---- */
@@ -208,7 +172,7 @@ TEST(test_node_selector_with_one_of_two_labels)
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeSelector':{'type':'small'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_node_selector_contradicting_a_profile_label)
@@ -248,7 +212,7 @@ TEST(test_shipped_style_gpu_count_label)
     run("{'profiles':[{'name':'roce-8card','match':{'nodeLabels':{'nvidia.com/gpu.count':'8'}}},"
         "{'name':'roce-4card','match':{'nodeLabels':{'nvidia.com/gpu.count':'4'}}}]}",
         "{}", "{'nodeSelector':{'nvidia.com/gpu.count':'4'},'containers':[]}", NULL, &r);
-    assert_selects(&r, "roce-4card", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "roce-4card", SELECT_BY_NODE_LABELS);
 }
 
 /* ---- required node affinity ---- */
@@ -260,7 +224,7 @@ TEST(test_affinity_in)
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['4']}]}]"), NULL,
         &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_in_with_no_matching_value)
@@ -300,7 +264,7 @@ TEST(test_affinity_exists_with_in)
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Exists'},"
                  "{'key':'type','operator':'In','values':['small']}]}]"),
         NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_does_not_exist_contradicts)
@@ -319,7 +283,7 @@ TEST(test_affinity_gt)
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['6']}]}]"), NULL,
         &r);
-    assert_selects(&r, "big", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "big", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_gt_is_strict)
@@ -340,7 +304,7 @@ TEST(test_affinity_lt)
     run(NO_DEFAULT, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Lt','values':['6']}]}]"), NULL,
         &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_gt_is_numeric_not_textual)
@@ -417,7 +381,7 @@ TEST(test_affinity_gt_profile_label_must_be_an_integer)
     run(labels, "{}",
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'Gt','values':['6']}]}]"), NULL,
         &r);
-    assert_selects(&r, "plus", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "plus", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_terms_are_ored)
@@ -428,7 +392,7 @@ TEST(test_affinity_terms_are_ored)
         AFFINITY("[{'matchExpressions':[{'key':'count','operator':'In','values':['16']}]},"
                  "{'matchExpressions':[{'key':'count','operator':'In','values':['4']}]}]"),
         NULL, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "small", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_affinity_expressions_in_a_term_are_anded)
@@ -478,14 +442,12 @@ struct fake_node {
 static int fake_node_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct fake_node *f = ctx;
-    char buf[512];
 
     f->calls++;
     snprintf(f->asked, sizeof(f->asked), "%s", name);
     if (!f->labels)
         return ERR_FAIL;
-    unquote(f->labels, buf, sizeof(buf));
-    *labels = cJSON_Parse(buf);
+    *labels = support_json_parse(f->labels);
     return ERR_OK;
 }
 
@@ -496,7 +458,7 @@ TEST(test_node_name_uses_node_labels)
     struct select_result r;
 
     run(NO_DEFAULT, "{}", "{'nodeName':'node-7','containers':[" GPU8 "]}", &h, &r);
-    assert_selects(&r, "small", SELECT_BY_NODE);
+    support_assert_selects(&r, "small", SELECT_BY_NODE);
     assert_int_equal(f.calls, 1);
     assert_string_equal(f.asked, "node-7");
     assert_false(r.node_lookup_failed);
@@ -520,7 +482,7 @@ TEST(test_failing_hook_sets_node_lookup_failed_and_falls_back)
 
     run(NO_DEFAULT, "{}", "{'nodeName':'n','containers':[" GPU8 "]}", &h, &r);
     assert_true(r.node_lookup_failed);
-    assert_selects(&r, "big", SELECT_BY_GPUS);
+    support_assert_selects(&r, "big", SELECT_BY_GPUS);
 }
 
 TEST(test_no_hook_is_not_a_failure)
@@ -529,7 +491,7 @@ TEST(test_no_hook_is_not_a_failure)
 
     run(NO_DEFAULT, "{}", "{'nodeName':'n','containers':[" GPU4 "]}", NULL, &r);
     assert_false(r.node_lookup_failed);
-    assert_selects(&r, "small", SELECT_BY_GPUS);
+    support_assert_selects(&r, "small", SELECT_BY_GPUS);
 }
 
 TEST(test_hook_not_called_without_node_name)
@@ -540,7 +502,7 @@ TEST(test_hook_not_called_without_node_name)
 
     run(NO_DEFAULT, "{}", "{'containers':[" GPU8 "]}", &h, &r);
     assert_int_equal(f.calls, 0);
-    assert_selects(&r, "big", SELECT_BY_GPUS);
+    support_assert_selects(&r, "big", SELECT_BY_GPUS);
 }
 
 /* The Node's labels and the pod's own constraints must both hold: a pod
@@ -556,7 +518,7 @@ TEST(test_node_name_and_node_selector_must_agree)
     assert_selects_none(&r);
     run(NO_DEFAULT, "{}", "{'nodeName':'n','nodeSelector':{'type':'small'},'containers':[]}", &h,
         &r);
-    assert_selects(&r, "small", SELECT_BY_NODE);
+    support_assert_selects(&r, "small", SELECT_BY_NODE);
 }
 
 /* ---- the issue's mixed cluster ---- */
@@ -591,7 +553,7 @@ TEST(test_mixed_4gpu_pod_without_constraints_by_gpu_count)
     struct select_result r;
 
     run(MIXED, "{}", "{'containers':[" GPU4 "]}", NULL, &r);
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "a100", SELECT_BY_GPUS);
     assert_int_equal(r.tie_labels.n, 0); /* no constraint at all: nothing ambiguous */
     assert_int_equal(r.tie_gpus.n, 1);
 }
@@ -646,7 +608,7 @@ TEST(test_mixed_shared_label_only_is_ambiguous)
     run(MIXED, "{}", "{'nodeSelector':{'pool':'train'},'containers':[" GPU4 "]}", NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
     assert_false(r.tie_spans_types); /* the label says nothing about the type */
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "a100", SELECT_BY_GPUS);
     run(MIXED, "{}", TERM("{'key':'pool','operator':'In','values':['train']}", ""), NULL, &r);
     assert_tie(&r.tie_labels, "h100", "a100");
     assert_selects_none(&r);
@@ -667,10 +629,10 @@ TEST(test_mixed_one_distinct_label_chooses)
     struct select_result r;
 
     run(MIXED, "{}", "{'nodeSelector':{'gpu.product':'H100'},'containers':[" GPU4 "]}", NULL, &r);
-    assert_selects(&r, "h100", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "h100", SELECT_BY_NODE_LABELS);
     run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'In','values':['A100','L40']}", GPU8),
         NULL, &r);
-    assert_selects(&r, "a100", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "a100", SELECT_BY_NODE_LABELS);
 }
 
 /* A pod that demands A100 nodes never gets H100 from its GPU count, and one
@@ -684,7 +646,7 @@ TEST(test_mixed_gpu_count_skips_excluded_profiles)
     assert_selects_none(&r);
     run(MIXED, "{}", TERM("{'key':'gpu.product','operator':'NotIn','values':['H100']}", GPU4), NULL,
         &r);
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "a100", SELECT_BY_GPUS);
     run(MIXED, "{}", "{'nodeSelector':{'gpu.product':'L40'},'containers':[" GPU8 "]}", NULL, &r);
     assert_selects_none(&r);
     run(MIXED, "{}", TERM("{'key':'pool','operator':'DoesNotExist'}", GPU4), NULL, &r);
@@ -696,9 +658,9 @@ TEST(test_mixed_1_and_2_gpu_pods_by_gpus_list)
     struct select_result r;
 
     run(MIXED, "{}", "{'containers':[" GPU1 "]}", NULL, &r);
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "a100", SELECT_BY_GPUS);
     run(MIXED, "{}", "{'containers':[" GPU2 "]}", NULL, &r);
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "a100", SELECT_BY_GPUS);
     run(MIXED, "{}", "{'containers':[" GPU3 "]}", NULL, &r);
     assert_selects_none(&r);
     assert_int_equal(r.tie_gpus.n, 0);
@@ -712,7 +674,7 @@ TEST(test_mixed_bound_pod_uses_the_node)
     struct select_result r;
 
     run(MIXED, "{}", "{'nodeName':'n1','containers':[" GPU4 "]}", &h, &r);
-    assert_selects(&r, "h100", SELECT_BY_NODE);
+    support_assert_selects(&r, "h100", SELECT_BY_NODE);
     h.ctx = &l40;
     run(MIXED, "{}", "{'nodeName':'n2','containers':[" GPU4 "]}", &h, &r);
     assert_selects_none(&r); /* the node is neither type: the 4-GPU count cannot pick a100 */
@@ -752,13 +714,11 @@ struct fake_nodes {
 static int fake_nodes_labels(void *ctx, const char *name, cJSON **labels)
 {
     struct fake_nodes *f = ctx;
-    char buf[512];
 
     f->calls++;
     for (size_t i = 0; i < 4 && f->name[i]; i++)
         if (strcmp(f->name[i], name) == 0) {
-            unquote(f->labels[i], buf, sizeof(buf));
-            *labels = cJSON_Parse(buf);
+            *labels = support_json_parse(f->labels[i]);
             return *labels ? ERR_OK : ERR_FAIL;
         }
     return ERR_FAIL;
@@ -799,13 +759,13 @@ TEST(test_hostname_selector_reads_the_node)
     hosts_reset();
     run_hosts("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1'},'containers':[" GPU8 "]}",
               &r);
-    assert_selects(&r, "a100", SELECT_BY_NODE);
+    support_assert_selects(&r, "a100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_KNOWN);
     assert_int_equal(r.hosts.n, 1);
     assert_int_equal(r.hosts.kept, 1);
     assert_int_equal(hosts_fake.calls, 1);
     run_hosts(HOST_IN("['h100-node-1']", GPU8), &r);
-    assert_selects(&r, "h100", SELECT_BY_NODE);
+    support_assert_selects(&r, "h100", SELECT_BY_NODE);
 }
 
 TEST(test_hostnames_of_one_type_choose_it)
@@ -814,7 +774,7 @@ TEST(test_hostnames_of_one_type_choose_it)
 
     hosts_reset();
     run_hosts(HOST_IN("['a100-node-1','a100-node-2','a100-node-1']", GPU8), &r);
-    assert_selects(&r, "a100", SELECT_BY_NODE);
+    support_assert_selects(&r, "a100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.n, 2); /* a name given twice is read once */
     assert_int_equal(hosts_fake.calls, 2);
     /* In two terms, each naming one. */
@@ -822,7 +782,7 @@ TEST(test_hostnames_of_one_type_choose_it)
                        "'values':['a100-node-1']}]},{'matchExpressions':[{'key':'kubernetes.io/"
                        "hostname','operator':'In','values':['a100-node-2']}]}]"),
               &r);
-    assert_selects(&r, "a100", SELECT_BY_NODE);
+    support_assert_selects(&r, "a100", SELECT_BY_NODE);
 }
 
 /* One H100 and one A100 node: the pod chose both types itself. No profile,
@@ -851,7 +811,7 @@ TEST(test_hostname_node_ruled_out_by_other_constraints)
                    "'a100-node-1']},{'key':'gpu.product','operator':'NotIn','values':['H100']}",
                    GPU8),
               &r);
-    assert_selects(&r, "a100", SELECT_BY_NODE);
+    support_assert_selects(&r, "a100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.kept, 2); /* name[1], a100-node-1 */
     run_hosts("{'nodeSelector':{'kubernetes.io/hostname':'a100-node-1','gpu.product':'H100'},"
               "'containers':[" GPU8 "]}",
@@ -868,7 +828,7 @@ TEST(test_hostnames_unknown)
 
     hosts_reset();
     run_hosts(HOST_IN("['a100-node-1','gone']", GPU8), &r);
-    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "h100", SELECT_BY_GPUS);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_UNREAD);
     assert_string_equal(r.hosts.unknown, "gone");
@@ -879,7 +839,7 @@ TEST(test_hostnames_unknown)
     run(ADMIN, "{}", HOST_IN("['a100-node-1']", GPU8), NULL, &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
     assert_int_equal(r.hosts.why, SELECT_HOSTS_NO_API);
-    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "h100", SELECT_BY_GPUS);
     hosts_fake.calls = 0;
     run_hosts(HOST_IN("['n1','n2','n3','n4','n5','n6','n7','n8','n9']", GPU8), &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_UNKNOWN);
@@ -904,14 +864,14 @@ TEST(test_hostnames_not_read)
     run_hosts("{'nodeName':'h100-node-1','nodeSelector':{'kubernetes.io/hostname':'h100-node-1'},"
               "'containers':[" GPU8 "]}",
               &r);
-    assert_selects(&r, "h100", SELECT_BY_NODE);
+    support_assert_selects(&r, "h100", SELECT_BY_NODE);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
     assert_int_equal(hosts_fake.calls, 1);
     run_hosts(
         TERM("{'key':'kubernetes.io/hostname','operator':'NotIn','values':['a100-node-1']}", GPU8),
         &r);
     assert_int_equal(r.hosts.state, SELECT_HOSTS_NONE);
-    assert_selects(&r, "h100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "h100", SELECT_BY_GPUS);
     assert_int_equal(hosts_fake.calls, 1);
 }
 
@@ -949,7 +909,7 @@ TEST(test_match_fields_term_constrains_no_label)
         "IgnoredDuringExecution':{'nodeSelectorTerms':[{'matchFields':[{'key':'metadata.name',"
         "'operator':'In','values':['n1']}]}]}}}}",
         NULL, &r);
-    assert_selects(&r, "a100", SELECT_BY_GPUS);
+    support_assert_selects(&r, "a100", SELECT_BY_GPUS);
 }
 
 TEST(test_profile_without_node_labels_is_never_excluded)
@@ -960,7 +920,7 @@ TEST(test_profile_without_node_labels_is_never_excluded)
     struct select_result r;
 
     run(plain, "{}", "{'nodeSelector':{'t':'other'},'containers':[" GPU4 "]}", NULL, &r);
-    assert_selects(&r, "plain", SELECT_BY_GPUS);
+    support_assert_selects(&r, "plain", SELECT_BY_GPUS);
     run(plain, "{}", "{'nodeSelector':{'t':'other'},'containers':[" GPU8 "]}", NULL, &r);
     assert_selects_none(&r);
 }
@@ -974,7 +934,7 @@ TEST(test_default_is_skipped_when_excluded)
     run(with_default, "{}", "{'nodeSelector':{'t':'big'},'containers':[" GPU4 "]}", NULL, &r);
     assert_selects_none(&r);
     run(with_default, "{}", "{'nodeSelector':{'zone':'a'},'containers':[" GPU4 "]}", NULL, &r);
-    assert_selects(&r, "std", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "std", SELECT_BY_DEFAULT);
 }
 
 TEST(test_gpu_count_tie_chooses_none)
@@ -987,9 +947,9 @@ TEST(test_gpu_count_tie_chooses_none)
 
     run(overlap, "{}", "{'containers':[" GPU8 "]}", NULL, &r);
     assert_tie(&r.tie_gpus, "x", "y");
-    assert_selects(&r, "any", SELECT_BY_DEFAULT);
+    support_assert_selects(&r, "any", SELECT_BY_DEFAULT);
     run(overlap, "{}", "{'nodeSelector':{'t':'y'},'containers':[" GPU8 "]}", NULL, &r);
-    assert_selects(&r, "y", SELECT_BY_NODE_LABELS);
+    support_assert_selects(&r, "y", SELECT_BY_NODE_LABELS);
 }
 
 TEST(test_tie_counts_past_what_it_lists)
@@ -1019,7 +979,7 @@ TEST(test_gpus_summed_over_containers)
         "{'name':'b','resources':{'limits':{'nvidia.com/gpu':'4'}}}]}",
         NULL, &r);
     assert_int_equal(r.gpus, 8);
-    assert_selects(&r, "big", SELECT_BY_GPUS);
+    support_assert_selects(&r, "big", SELECT_BY_GPUS);
 }
 
 TEST(test_gpus_summed_over_gpu_resource_names)
@@ -1062,7 +1022,7 @@ TEST(test_init_containers_not_counted)
         "'containers':[" GPU4 "]}",
         NULL, &r);
     assert_int_equal(r.gpus, 4);
-    assert_selects(&r, "small", SELECT_BY_GPUS);
+    support_assert_selects(&r, "small", SELECT_BY_GPUS);
 }
 
 TEST(test_non_gpu_resources_not_counted)

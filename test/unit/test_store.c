@@ -14,6 +14,7 @@
  * version from the source clears it; a fallback keeps its own loaded_at.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,7 +36,6 @@ struct fixture {
     struct log lg;
     struct store *s;
     char path[64];
-    char out[1 << 20];
 };
 
 static int setup(void **state)
@@ -65,23 +65,10 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Everything logged so far, NUL-terminated. */
+/* Everything logged so far. */
 static const char *logged(struct fixture *fx)
 {
-    ssize_t n = pread(fx->lg.fd, fx->out, sizeof(fx->out) - 1, 0);
-
-    assert_true(n >= 0);
-    fx->out[n] = '\0';
-    return fx->out;
-}
-
-static size_t count_lines(const char *log, const char *needle)
-{
-    size_t n = 0;
-
-    for (const char *p = log; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
+    return support_fd_text(fx->lg.fd);
 }
 
 static int publish(struct fixture *fx, const char *text)
@@ -150,7 +137,8 @@ TEST(test_invalid_version_keeps_the_previous_and_is_counted)
     assert_int_equal(store_loaded(fx->s), 1);
     assert_true(store_ready(fx->s));
     assert_string_equal(current_name(fx), "a");
-    assert_int_equal(count_lines(logged(fx), "\"profiles rejected; the previous version keeps"), 2);
+    assert_int_equal(support_count(logged(fx), "\"profiles rejected; the previous version keeps"),
+                     2);
     store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
     assert_int_equal(store_rejected(fx->s), 3);
     assert_contains(logged(fx), "no key \\\"profiles.json\\\"");
@@ -220,9 +208,9 @@ TEST(test_rejected_first_version_says_none_serves)
     assert_int_equal(store_reload(fx->s, &src), ERR_FAIL);
     store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
     assert_false(store_ready(fx->s));
-    assert_int_equal(count_lines(logged(fx), "keeps serving"), 0);
-    assert_int_equal(count_lines(logged(fx), "\"profiles rejected; " STORE_NONE_YET "\""), 2);
-    assert_int_equal(count_lines(logged(fx), "\"cannot read profiles; " STORE_NONE_YET "\""), 1);
+    assert_int_equal(support_count(logged(fx), "keeps serving"), 0);
+    assert_int_equal(support_count(logged(fx), "\"profiles rejected; " STORE_NONE_YET "\""), 2);
+    assert_int_equal(support_count(logged(fx), "\"cannot read profiles; " STORE_NONE_YET "\""), 1);
 }
 
 /* A source that tries a last good copy next: its refusal before any version
@@ -237,18 +225,19 @@ TEST(test_rejected_first_version_with_a_fallback_does_not_say_503)
     store_set_fallback(fx->s, 1);
     assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
     store_reject(fx->s, "configmap ns/cm", "the ConfigMap has no key \"profiles.json\"");
-    assert_int_equal(count_lines(logged(fx), "503"), 0);
+    assert_int_equal(support_count(logged(fx), "503"), 0);
     assert_int_equal(
-        count_lines(logged(fx),
-                    "\"level\":\"warn\",\"msg\":\"profiles rejected; " STORE_FALLBACK_NEXT "\""),
+        support_count(logged(fx),
+                      "\"level\":\"warn\",\"msg\":\"profiles rejected; " STORE_FALLBACK_NEXT "\""),
         2);
-    assert_int_equal(count_lines(logged(fx), "\"level\":\"error\",\"msg\":\"profiles problem\""),
+    assert_int_equal(support_count(logged(fx), "\"level\":\"error\",\"msg\":\"profiles problem\""),
                      2);
     one_profile(text, sizeof(text), "a");
     assert_int_equal(publish(fx, text), ERR_OK);
     assert_int_equal(publish(fx, "{\"profiles\": [{\"name\": "), ERR_FAIL);
-    assert_int_equal(count_lines(logged(fx), "\"level\":\"error\",\"msg\":\"profiles rejected; the "
-                                             "previous version keeps serving\""),
+    assert_int_equal(support_count(logged(fx),
+                                   "\"level\":\"error\",\"msg\":\"profiles rejected; the "
+                                   "previous version keeps serving\""),
                      1);
     store_set_fallback(fx->s, 0);
 }
@@ -423,7 +412,7 @@ TEST(test_concurrent_publishes_log_each_generation_once)
     assert_int_equal(pthread_join(t[2], NULL), 0);
     assert_int_equal(store_loaded(fx->s), 2 * p.n);
     log = logged(fx);
-    assert_int_equal(count_lines(log, "\"profiles loaded\""), 2 * p.n);
+    assert_int_equal(support_count(log, "\"profiles loaded\""), 2 * p.n);
     at = log;
     for (int g = 1; g <= 2 * p.n; g++) {
         snprintf(line, sizeof(line), "\"source\":\"race\",\"generation\":%d,\"profiles\":2}", g);

@@ -8,6 +8,7 @@
  * the resource target_container_device() names.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -109,10 +110,7 @@ static struct profiles *with_targets(void)
 {
     static const char text[] = "{\"targets\":{\"mpijob\":true},\"profiles\":[{\"name\":\"p\","
                                "\"default\":true}]}";
-    struct profiles *ps = profiles_parse(text, strlen(text), NULL);
-
-    assert_non_null(ps);
-    return ps;
+    return support_profiles(text);
 }
 
 /* The verdict and the reason target_pod_why() gives for metadata (JSON). */

@@ -7,6 +7,7 @@
  * current with; stop undoes init, also twice.
  */
 #include "unit.h"
+#include "support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,49 +25,20 @@ struct fixture {
     struct tlscreds *c;
 };
 
-static void gen_into(const char *dir)
-{
-    struct certs_gen_opts o = {.out_dir = dir};
-    char err[ERR_LEN];
-
-    if (certs_generate(&o, err, sizeof err) != 0)
-        fail_msg("certs_generate: %s", err);
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    char buf[8192];
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-    size_t n;
-
-    assert_non_null(in);
-    assert_non_null(out);
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        assert_int_equal(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    assert_int_equal(fclose(out), 0);
-}
-
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof *fx);
-    char dir[96];
 
     assert_non_null(fx);
-    strcpy(fx->root, "/tmp/test_tlscreds.XXXXXX");
-    assert_non_null(mkdtemp(fx->root));
-    snprintf(dir, sizeof dir, "%s/a", fx->root);
-    gen_into(dir);
-    snprintf(fx->a_crt, sizeof fx->a_crt, "%s/tls.crt", dir);
-    snprintf(fx->a_key, sizeof fx->a_key, "%s/tls.key", dir);
-    snprintf(dir, sizeof dir, "%s/b", fx->root);
-    gen_into(dir);
-    snprintf(fx->b_crt, sizeof fx->b_crt, "%s/tls.crt", dir);
-    snprintf(fx->b_key, sizeof fx->b_key, "%s/tls.key", dir);
+    support_two_cert_sets(fx->root, sizeof fx->root, "test_tlscreds");
+    snprintf(fx->a_crt, sizeof fx->a_crt, "%s/a/tls.crt", fx->root);
+    snprintf(fx->a_key, sizeof fx->a_key, "%s/a/tls.key", fx->root);
+    snprintf(fx->b_crt, sizeof fx->b_crt, "%s/b/tls.crt", fx->root);
+    snprintf(fx->b_key, sizeof fx->b_key, "%s/b/tls.key", fx->root);
     snprintf(fx->live_crt, sizeof fx->live_crt, "%s/live.crt", fx->root);
     snprintf(fx->live_key, sizeof fx->live_key, "%s/live.key", fx->root);
-    copy_file(fx->a_crt, fx->live_crt);
-    copy_file(fx->a_key, fx->live_key);
+    support_copy_file(fx->a_crt, fx->live_crt);
+    support_copy_file(fx->a_key, fx->live_key);
     assert_int_equal(tlscreds_init(&fx->c, NULL, 0), ERR_OK);
     assert_non_null(fx->c);
     *state = fx;
@@ -76,13 +48,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *fx = *state;
-    char cmd[160];
 
     tlscreds_stop(&fx->c);
     assert_null(fx->c);
     tlscreds_stop(&fx->c); /* a no-op the second time */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->root);
-    assert_int_equal(system(cmd), 0);
+    support_remove_tree(fx->root);
     free(fx);
     return 0;
 }
@@ -128,7 +98,7 @@ static void test_same_bytes_load_nothing(void **state)
     for (int i = 0; i < 100; i++)
         assert_int_equal(load_live(fx, err, sizeof err), UNCHANGED);
     /* Rewritten with the same bytes: still the same pair. */
-    copy_file(fx->a_crt, fx->live_crt);
+    support_copy_file(fx->a_crt, fx->live_crt);
     assert_int_equal(load_live(fx, err, sizeof err), UNCHANGED);
     assert_int_equal(tlscreds_generation(fx->c), 1);
     again = tlscreds_acquire(fx->c);
@@ -148,8 +118,8 @@ static void test_replaced_pair_lives_while_held(void **state)
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     old = tlscreds_acquire(fx->c);
     snprintf(serial, sizeof serial, "%s", old->serial);
-    copy_file(fx->b_crt, fx->live_crt);
-    copy_file(fx->b_key, fx->live_key);
+    support_copy_file(fx->b_crt, fx->live_crt);
+    support_copy_file(fx->b_key, fx->live_key);
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     assert_int_equal(tlscreds_generation(fx->c), 2);
     now = tlscreds_acquire(fx->c);
@@ -159,8 +129,8 @@ static void test_replaced_pair_lives_while_held(void **state)
     assert_true(old->chain_len >= 1 && old->key != NULL);
     tlscreds_release(old); /* the last reference: freed here */
     /* Back to the first files: new bytes for the current pair, so a load. */
-    copy_file(fx->a_crt, fx->live_crt);
-    copy_file(fx->a_key, fx->live_key);
+    support_copy_file(fx->a_crt, fx->live_crt);
+    support_copy_file(fx->a_key, fx->live_key);
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     assert_int_equal(tlscreds_generation(fx->c), 3);
     tlscreds_release(now);
@@ -174,14 +144,14 @@ static void test_rejected_pair_keeps_the_current(void **state)
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     before = tlscreds_acquire(fx->c);
-    copy_file(fx->b_crt, fx->live_crt); /* with a's key: a mismatch */
+    support_copy_file(fx->b_crt, fx->live_crt); /* with a's key: a mismatch */
     assert_int_equal(load_live(fx, err, sizeof err), FAILED);
     assert_true(err[0] != '\0');
     assert_int_equal(tlscreds_generation(fx->c), 1);
     after = tlscreds_acquire(fx->c);
     assert_ptr_equal(after, before);
     /* The files back as they were: unchanged, nothing loaded. */
-    copy_file(fx->a_crt, fx->live_crt);
+    support_copy_file(fx->a_crt, fx->live_crt);
     assert_int_equal(load_live(fx, err, sizeof err), UNCHANGED);
     tlscreds_release(after);
     tlscreds_release(before);
@@ -194,8 +164,8 @@ static void test_digest_keeps_the_files_apart(void **state)
     char err[ERR_LEN] = "";
 
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
-    copy_file(fx->a_key, fx->live_crt);
-    copy_file(fx->a_crt, fx->live_key);
+    support_copy_file(fx->a_key, fx->live_crt);
+    support_copy_file(fx->a_crt, fx->live_key);
     assert_int_equal(load_live(fx, err, sizeof err), FAILED);
     assert_int_equal(tlscreds_generation(fx->c), 1);
 }
@@ -211,8 +181,8 @@ static void test_pair_carries_its_generation(void **state)
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     first = tlscreds_acquire(fx->c);
     assert_int_equal(first->generation, 1);
-    copy_file(fx->b_crt, fx->live_crt);
-    copy_file(fx->b_key, fx->live_key);
+    support_copy_file(fx->b_crt, fx->live_crt);
+    support_copy_file(fx->b_key, fx->live_key);
     assert_int_equal(load_live(fx, err, sizeof err), LOADED);
     second = tlscreds_acquire(fx->c);
     assert_int_equal(second->generation, 2);

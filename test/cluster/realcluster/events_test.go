@@ -22,31 +22,10 @@ const eventsWithin = 20 * time.Second
 // pytorch container sets NCCL_IB_TIMEOUT=022, which NCCL reads as octal:
 // every pod gets the same warning.
 func octalJobYAML(name string, workers int) string {
-	replica := func(kind string, n int) string {
-		return fmt.Sprintf(`    %s:
-      replicas: %d
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: nvcr.io/nvidia/pytorch:24.01-py3
-            command: ["torchrun", "/workspace/train.py"]
-            env:
+	return jobYAMLOf(name, 8, workers, `            env:
             - name: NCCL_IB_TIMEOUT
               value: "022"
-            resources:
-              limits:
-                nvidia.com/gpu: 8
-`, kind, n)
-	}
-	return fmt.Sprintf(`apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: %s
-spec:
-  pytorchReplicaSpecs:
-%s%s`, name, replica("Master", 1), replica("Worker", workers))
+`)
 }
 
 // eventsAbout lists, through events.k8s.io/v1, the webhook's Events in ns

@@ -25,9 +25,14 @@ func jobYAMLShape(name string) pytorchJob {
 // GPUs and carries the given extra container fields (YAML, indented for
 // the container).
 func jobYAML(name string, gpus int, extra string) string {
-	replica := func(kind string) string {
+	return jobYAMLOf(name, gpus, 1, extra)
+}
+
+// jobYAMLOf is jobYAML with workers workers.
+func jobYAMLOf(name string, gpus, workers int, extra string) string {
+	replica := func(kind string, n int) string {
 		return fmt.Sprintf(`    %s:
-      replicas: 1
+      replicas: %d
       restartPolicy: OnFailure
       template:
         spec:
@@ -38,7 +43,7 @@ func jobYAML(name string, gpus int, extra string) string {
             resources:
               limits:
                 nvidia.com/gpu: %d
-%s`, kind, gpus, extra)
+%s`, kind, n, gpus, extra)
 	}
 	return fmt.Sprintf(`apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -46,7 +51,7 @@ metadata:
   name: %s
 spec:
   pytorchReplicaSpecs:
-%s%s`, name, replica("Master"), replica("Worker"))
+%s%s`, name, replica("Master", 1), replica("Worker", workers))
 }
 
 // TestUserValuesWin: a job's own NCCL_IB_HCA is kept, once; a key the job
