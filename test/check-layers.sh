@@ -36,6 +36,7 @@ trace 0
 utf8 0
 version 0
 explain 1
+labelsel 1
 mutate 1
 nccl 1
 patch 1
