@@ -38,6 +38,7 @@ version 0
 explain 1
 labelsel 1
 mutate 1
+mutate_ctx 1
 nccl 1
 patch 1
 podjson 1

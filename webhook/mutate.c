@@ -1,5 +1,7 @@
 #include "mutate.h"
 
+#include "mutate_ctx.h"
+
 #include "decimal.h"
 #include "err.h"
 #include "explain.h"
@@ -20,83 +22,11 @@
 #define MUTATE_SHM_VOLUME "rdma-webhook-shm"
 /* Names the volume may take: MUTATE_SHM_VOLUME, then -1 .. -(this - 1). */
 #define MUTATE_SHM_NAMES 1000
-#define MUTATE_ENV_MAX   (2 * PROFILES_MAX_ENV)
 /* envFrom sources checked per container: each can cost an API call (within
  * the admission's budget) and a warning. Sources past them are not checked
  * (their keys lose to the profile's, as an unreadable source's do), and one
  * warning per container says so. */
 #define MUTATE_ENVFROM_MAX 64
-#define MUTATE_CONF_FILE   "NCCL_CONF_FILE"
-/* Room for the shortened names of one warning (mutate_s). */
-#define MUTATE_SHOWN_SLOTS 6
-#define MUTATE_SHOWN_LEN   48
-/* How long the names in a short warning may be: a 63-byte container name
- * still leaves room for the fix. */
-#define MUTATE_SHOWN_NAME  20
-#define MUTATE_SHOWN_VAR   24
-#define MUTATE_SHOWN_VALUE 16
-
-/* Whether IPC_LOCK may be added, from the namespace's Pod Security levels
- * (mutate.h, podsec.h). */
-enum mutate_podsec {
-    MUTATE_PODSEC_UNPLANNED,
-    MUTATE_PODSEC_ADD,       /* allowed by every mode, or no namespace hook */
-    MUTATE_PODSEC_ADD_NOTED, /* added; the warn or audit level reports it */
-    MUTATE_PODSEC_FORBIDDEN, /* the enforce level would reject the pod: not added */
-    MUTATE_PODSEC_UNKNOWN,   /* the labels could not be read: not added */
-    MUTATE_PODSEC_OFF_LABEL, /* the namespace's MUTATE_LABEL_IPC_LOCK is "false": not added */
-};
-
-/* Whether the pod gets run-time detection (mutate.h). */
-enum mutate_detect {
-    MUTATE_DETECT_OFF,      /* the profile does not ask for it */
-    MUTATE_DETECT_NO_IMAGE, /* it does, but there is no detect_image */
-    MUTATE_DETECT_TAKEN,    /* it does, but the pod has its own object of a name it adds */
-    MUTATE_DETECT_ON,
-};
-
-struct mutate_ctx {
-    const struct mutate_input *in;
-    const struct profiles *ps;
-    const struct profiles_entry *p;
-    const struct mutate_hooks *hooks;
-    /* hooks->select as select and this file see it: the Namespace's labels
-     * asked for once per call (mutate_ns_labels). */
-    struct select_hooks select;
-    int ns_asked, ns_rc;
-    cJSON *ns_labels;
-    enum mutate_podsec podsec;
-    const char *podsec_exempt; /* what exempts the pod from Pod Security, or NULL */
-    struct podsec_policy policy;
-    struct mutate_result *res;
-    struct podjson r;
-    const cJSON *metadata;
-    const cJSON *spec;
-    int host_network;
-    enum select_rule rule; /* how m->p was chosen */
-    int hosts_unknown;     /* the Nodes a hostname names could not be told: never pin */
-    char shm_volume[64];   /* "" until the volume is added */
-    int shm_no_name;       /* every name the volume may take is the pod's */
-    int volumes;           /* spec.volumes exists, in the pod or made by the patch */
-    int dropped_ifname;    /* hostNetwork: the profile's NCCL_SOCKET_IFNAME left out */
-    enum mutate_detect detect;
-    const char *detect_taken; /* MUTATE_DETECT_TAKEN: what of the pod's has the name */
-    int detect_used;          /* some container reads the detected file */
-    int ib_on;                /* some regular target container has InfiniBand on */
-    /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
-    struct profiles_kv env[MUTATE_ENV_MAX];
-    size_t n_env;
-    /* The warning being made (MUTATE_WARN). */
-    int warn_full;
-    char warn_full_text[MUTATE_WARNING_FULL_MAX];
-    char warn_short_text[MUTATE_WARNING_MAX];
-    char shown[MUTATE_SHOWN_SLOTS][MUTATE_SHOWN_LEN];
-    unsigned shown_at;
-};
-
-/* A line of `mutate --explain` (mutate_input.trace); nothing, with its
- * arguments unevaluated, without a trace. */
-#define MUTATE_TRACE(m, ...) TRACE_LINE((m)->in->trace, __VA_ARGS__)
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
@@ -172,23 +102,9 @@ void mutate_result_free(struct mutate_result *res)
     patch_free(&res->patch);
 }
 
-/* Every warning is made twice from the same arguments (MUTATE_WARN): first
- * with names and values whole (mutate_s returns them as they are), for the
- * admission log; then with them shortened, for the user. The short text is
- * cut at MUTATE_WARNING_MAX-1 bytes only as a last resort: the unit tests
- * check that each fits with 63-byte names. */
-#define MUTATE_WARN(m, kind, ...)                                                                  \
-    do {                                                                                           \
-        (m)->warn_full = 1;                                                                        \
-        mutate_warn_text((m), __VA_ARGS__);                                                        \
-        (m)->warn_full = 0;                                                                        \
-        mutate_warn_text((m), __VA_ARGS__);                                                        \
-        mutate_warn_add((m), (kind));                                                              \
-    } while (0)
-
 /* s as the warning being made shows it: whole in the full text, else cut to
  * at most max bytes (MUTATE_SHOWN_LEN-1 at most), "..." included. */
-static const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max)
+const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max)
 {
     char *out;
 
@@ -203,8 +119,8 @@ static const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max)
     return out;
 }
 
-__attribute__((format(printf, 2, 3))) static void mutate_warn_text(struct mutate_ctx *m,
-                                                                   const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) void mutate_warn_text(struct mutate_ctx *m, const char *fmt,
+                                                            ...)
 {
     char buf[MUTATE_WARNING_FULL_MAX];
     va_list ap;
@@ -225,7 +141,7 @@ __attribute__((format(printf, 2, 3))) static void mutate_warn_text(struct mutate
 }
 
 /* Keeps the warning just made, once: the same short text twice is one. */
-static void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind)
+void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind)
 {
     struct mutate_warnings *w = &m->res->warnings;
 
@@ -240,7 +156,7 @@ static void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind)
 }
 
 /* A user value as quoted in a warning: at most outlen-4 bytes and "...". */
-static const char *mutate_short(const char *s, char *out, size_t outlen)
+const char *mutate_short(const char *s, char *out, size_t outlen)
 {
     utf8_shorten(s, outlen - 1, out, outlen);
     return out;
@@ -249,8 +165,7 @@ static const char *mutate_short(const char *s, char *out, size_t outlen)
 /* out = prefix + a + b (b may be NULL); ERR_OK, or ERR_TOO_BIG when it does
  * not fit: that fails the pod rather than patching the wrong place. out may
  * be prefix. */
-static int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a,
-                       const char *b)
+int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a, const char *b)
 {
     size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
 
@@ -267,7 +182,7 @@ static int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, cons
     return ERR_OK;
 }
 
-static const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
+const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
 {
     const char *name = podjson_str(&m->r, container, "name");
 
@@ -275,13 +190,13 @@ static const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
 }
 
 /* base + suffix (+ tail, may be NULL), as mutate_join(). */
-static int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail)
+int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail)
 {
     return mutate_join(m, out, m->in->base, suffix, tail);
 }
 
 /* base + "/spec/" + list + "/" + idx: a container's path. */
-static int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx)
+int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx)
 {
     char tail[DECIMAL_MAX + 2] = "/";
 
@@ -695,7 +610,7 @@ static int mutate_runs_as_non_root(struct mutate_ctx *m, const cJSON *sc)
 /* The labels of the pod's Namespace, asked of the hook once per call,
  * whoever asks first (select, or mutate_podsec_plan); ERR_OK, or ERR_FAIL
  * when they cannot be had. */
-static int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
+int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
 {
     const struct select_hooks *h = &m->hooks->select;
 
@@ -954,8 +869,7 @@ static int mutate_volume_exists(struct mutate_ctx *m, const char *name)
  * earlier operation of this patch (*exists), else the array made with this
  * item, since an add of a whole array over one would replace it. The caller
  * writes the item and ends with mutate_append_end(m, the return value). */
-static int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member,
-                               int *exists)
+int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member, int *exists)
 {
     char path[PATCH_PATH_MAX];
     int make = !*exists;
@@ -968,7 +882,7 @@ static int mutate_append_begin(struct mutate_ctx *m, const char *parent, const c
     return make;
 }
 
-static void mutate_append_end(struct mutate_ctx *m, int made)
+void mutate_append_end(struct mutate_ctx *m, int made)
 {
     if (made)
         jsonw_raw(&m->res->patch.w, "]");
