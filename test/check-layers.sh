@@ -41,6 +41,7 @@ mutate 1
 mutate_ctx 1
 mutcaps 1
 mutenv 1
+mutvol 1
 nccl 1
 patch 1
 podjson 1

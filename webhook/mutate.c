@@ -1,6 +1,7 @@
 #include "mutate.h"
 
 #include "mutate_ctx.h"
+#include "mutvol.h"
 #include "mutcaps.h"
 #include "mutenv.h"
 
@@ -20,10 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#define MUTATE_SHM_VOLUME "rdma-webhook-shm"
-/* Names the volume may take: MUTATE_SHM_VOLUME, then -1 .. -(this - 1). */
-#define MUTATE_SHM_NAMES 1000
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
@@ -250,20 +247,6 @@ static void mutate_select_hooks(struct mutate_ctx *m)
         m->hooks->select.namespace_labels ? mutate_namespace_labels_once : NULL;
 }
 
-static int mutate_volume_exists(struct mutate_ctx *m, const char *name)
-{
-    const cJSON *v;
-
-    cJSON_ArrayForEach(v, podjson_arr(&m->r, m->spec, "volumes"))
-    {
-        const char *n = podjson_str(&m->r, v, "name");
-
-        if (n && strcmp(n, name) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 /* Begins an "add" of one item to the array parent + member (member starts
  * with '/'): appended ("/-") when the array exists, in the pod or made by an
  * earlier operation of this patch (*exists), else the array made with this
@@ -287,158 +270,6 @@ void mutate_append_end(struct mutate_ctx *m, int made)
     if (made)
         jsonw_raw(&m->res->patch.w, "]");
     patch_op_end(&m->res->patch);
-}
-
-/* spec.volumes, for mutate_append_begin(). */
-static int mutate_volume_begin(struct mutate_ctx *m)
-{
-    char spec[PATCH_PATH_MAX];
-
-    mutate_path(m, spec, "/spec", NULL);
-    return mutate_append_begin(m, spec, "/volumes", &m->volumes);
-}
-
-/* Which of the names the volume may take name is: 0 for MUTATE_SHM_VOLUME,
- * i for MUTATE_SHM_VOLUME-i (as written: no leading zero), -1 for none. */
-static int mutate_shm_index(const char *name)
-{
-    size_t plen = sizeof(MUTATE_SHM_VOLUME) - 1;
-    int i = 0;
-
-    if (strncmp(name, MUTATE_SHM_VOLUME, plen) != 0)
-        return -1;
-    name += plen;
-    if (!*name)
-        return 0;
-    if (*name++ != '-' || *name < '1' || *name > '9')
-        return -1;
-    for (; *name >= '0' && *name <= '9' && i < MUTATE_SHM_NAMES; name++)
-        i = i * 10 + (*name - '0');
-    return *name || i >= MUTATE_SHM_NAMES ? -1 : i;
-}
-
-/* The first name the volume may take that no volume of the pod has, from
- * one pass over them: ERR_OK, or ERR_FAIL when the pod has them all. */
-static int mutate_shm_free_name(struct mutate_ctx *m)
-{
-    unsigned char taken[MUTATE_SHM_NAMES] = {0};
-    const cJSON *v;
-    int i;
-
-    cJSON_ArrayForEach(v, podjson_arr(&m->r, m->spec, "volumes"))
-    {
-        const char *n = podjson_str(&m->r, v, "name");
-
-        if (n && (i = mutate_shm_index(n)) >= 0)
-            taken[i] = 1;
-    }
-    for (i = 0; i < MUTATE_SHM_NAMES && taken[i]; i++)
-        ;
-    if (i == MUTATE_SHM_NAMES)
-        return ERR_FAIL;
-    if (i == 0)
-        snprintf(m->shm_volume, sizeof(m->shm_volume), "%s", MUTATE_SHM_VOLUME);
-    else
-        snprintf(m->shm_volume, sizeof(m->shm_volume), "%s-%d", MUTATE_SHM_VOLUME, i);
-    return ERR_OK;
-}
-
-/* Adds the pod's memory-backed volume once, under a name no volume has:
- * ERR_OK, or ERR_FAIL when there is none, and then no volume and one
- * warning. */
-static int mutate_shm_volume(struct mutate_ctx *m)
-{
-    struct patch *p = &m->res->patch;
-    int made;
-
-    if (m->shm_volume[0])
-        return ERR_OK;
-    if (m->shm_no_name)
-        return ERR_FAIL;
-    if (mutate_shm_free_name(m)) {
-        m->shm_no_name = 1;
-        MUTATE_WARN(m, MUTATE_W_SHM,
-                    "free a name for /dev/shm: the pod's volumes take %s to %s-%d; none added",
-                    MUTATE_SHM_VOLUME, MUTATE_SHM_VOLUME, MUTATE_SHM_NAMES - 1);
-        return ERR_FAIL;
-    }
-    made = mutate_volume_begin(m);
-    jsonw_raw(&p->w, "{\"name\":");
-    jsonw_str(&p->w, m->shm_volume);
-    jsonw_raw(&p->w, ",\"emptyDir\":{\"medium\":\"Memory\"");
-    if (m->p->shm_size_limit) {
-        jsonw_raw(&p->w, ",\"sizeLimit\":");
-        jsonw_str(&p->w, m->p->shm_size_limit);
-    }
-    jsonw_raw(&p->w, "}}");
-    mutate_append_end(m, made);
-    return ERR_OK;
-}
-
-/* a and b name the same directory: equal, or one of them with a '/' more. */
-static int mutate_same_path(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-
-    la -= la > 1 && a[la - 1] == '/';
-    lb -= lb > 1 && b[lb - 1] == '/';
-    return la == lb && memcmp(a, b, la) == 0;
-}
-
-/* The container's mount at mount_path, or NULL. */
-static const cJSON *mutate_mount_at(struct mutate_ctx *m, const cJSON *c, const char *mount_path)
-{
-    const cJSON *mnt;
-
-    cJSON_ArrayForEach(mnt, podjson_arr(&m->r, c, "volumeMounts"))
-    {
-        const char *mp = podjson_str(&m->r, mnt, "mountPath");
-
-        if (mp && mutate_same_path(mp, mount_path))
-            return mnt;
-    }
-    return NULL;
-}
-
-/* Appends {name, mountPath[, subPath][, readOnly]} to the container's mounts. */
-static void mutate_add_mount(struct mutate_ctx *m, const char *cpath, int *mounts,
-                             const char *volume, const char *mount_path, const char *sub_path,
-                             int read_only)
-{
-    struct patch *p = &m->res->patch;
-    int made = mutate_append_begin(m, cpath, "/volumeMounts", mounts);
-
-    jsonw_raw(&p->w, "{\"name\":");
-    jsonw_str(&p->w, volume);
-    jsonw_raw(&p->w, ",\"mountPath\":");
-    jsonw_str(&p->w, mount_path);
-    if (sub_path) {
-        jsonw_raw(&p->w, ",\"subPath\":");
-        jsonw_str(&p->w, sub_path);
-    }
-    if (read_only)
-        jsonw_raw(&p->w, ",\"readOnly\":true");
-    jsonw_raw(&p->w, "}");
-    mutate_append_end(m, made);
-}
-
-/* mounts: whether the container's volumeMounts exists (mutate_append_begin). */
-static void mutate_shm(struct mutate_ctx *m, const cJSON *c, const char *cpath, int *mounts)
-{
-    if (!m->p->shm || mutate_mount_at(m, c, "/dev/shm")) {
-        MUTATE_TRACE(m, "/dev/shm: not added: %s",
-                     m->p->shm ? "the container mounts a volume there already"
-                               : "the profile has no shm");
-        return;
-    }
-    if (mutate_shm_volume(m)) {
-        MUTATE_TRACE(m, "/dev/shm: not added: the pod's volumes take every name it may have");
-        return;
-    }
-    mutate_add_mount(m, cpath, mounts, m->shm_volume, "/dev/shm", NULL, 0);
-    MUTATE_TRACE(m, "/dev/shm: added, a mount of volume \"%s\" (emptyDir, medium Memory%s%s)",
-                 m->shm_volume, m->p->shm_size_limit ? ", sizeLimit " : "",
-                 m->p->shm_size_limit ? m->p->shm_size_limit : "");
 }
 
 static int mutate_any_container_asks(struct mutate_ctx *m, const char *prefix, size_t len)
@@ -873,7 +704,7 @@ static void mutate_detect_plan(struct mutate_ctx *m)
 static int mutate_detect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
 {
     const cJSON *own = mutenv_entry_named(m, podjson_arr(&m->r, c, "env"), MUTATE_CONF_FILE);
-    const cJSON *mnt = mutate_mount_at(m, c, MUTATE_DETECT_DIR);
+    const cJSON *mnt = mutvol_mount_at(m, c, MUTATE_DETECT_DIR);
     const char *value = podjson_str(&m->r, own, "value");
     struct mutenv_envfrom_warned warned = {0};
     int user_file;
@@ -913,15 +744,15 @@ static void mutate_detect_mounts(struct mutate_ctx *m, const cJSON *c, const cha
 {
     int root = !mutcaps_runs_as_non_root(m, podjson_obj(&m->r, c, "securityContext"));
 
-    if (!mutate_mount_at(m, c, MUTATE_DETECT_DIR)) {
-        mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_DIR, NULL, 1);
+    if (!mutvol_mount_at(m, c, MUTATE_DETECT_DIR)) {
+        mutvol_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_DIR, NULL, 1);
         MUTATE_TRACE(m, "detect: mount of " MUTATE_DETECT_DIR " added (read-only)");
     } else {
         MUTATE_TRACE(m, "detect: " MUTATE_DETECT_DIR " is mounted already");
     }
-    if (root && !mutate_mount_at(m, c, MUTATE_DETECT_ROOT_CONF) &&
-        !mutate_mount_at(m, c, "/root")) {
-        mutate_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_ROOT_CONF,
+    if (root && !mutvol_mount_at(m, c, MUTATE_DETECT_ROOT_CONF) &&
+        !mutvol_mount_at(m, c, "/root")) {
+        mutvol_add_mount(m, cpath, mounts, MUTATE_DETECT_VOLUME, MUTATE_DETECT_ROOT_CONF,
                          "nccl.conf", 1);
         MUTATE_TRACE(m, "detect: mount of " MUTATE_DETECT_ROOT_CONF " added (NCCL before 2.23)");
     } else {
@@ -937,13 +768,13 @@ static void mutate_detect_volume(struct mutate_ctx *m)
     struct patch *p = &m->res->patch;
     int made;
 
-    if (mutate_volume_exists(m, MUTATE_DETECT_VOLUME)) {
+    if (mutvol_exists(m, MUTATE_DETECT_VOLUME)) {
         MUTATE_TRACE(m, "detect: volume \"" MUTATE_DETECT_VOLUME "\": the pod has it");
         return;
     }
     MUTATE_TRACE(m, "detect: volume \"" MUTATE_DETECT_VOLUME "\" added (emptyDir, medium Memory, "
                     "sizeLimit " MUTATE_DETECT_SIZE_LIMIT ")");
-    made = mutate_volume_begin(m);
+    made = mutvol_begin(m);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_VOLUME "\",\"emptyDir\":{\"medium\":\"Memory\","
                      "\"sizeLimit\":\"" MUTATE_DETECT_SIZE_LIMIT "\"}}");
     mutate_append_end(m, made);
@@ -1107,7 +938,7 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
         mutcaps_ipc_lock(m, c, cpath, cname);
     else
         MUTATE_TRACE(m, "IPC_LOCK: not added: InfiniBand is off");
-    mutate_shm(m, c, cpath, &mounts);
+    mutvol_shm(m, c, cpath, &mounts);
     if (detected) {
         mutate_detect_mounts(m, c, cpath, &mounts);
         m->detect_used = 1;
