@@ -306,7 +306,7 @@ void mutenv_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
     char path[PATCH_PATH_MAX];
 
     mutenv_scan_user_env(m, env, cname, ib_off, decl);
-    /* mutate_detect_container() made sure an entry there is this one. */
+    /* mutdetect_container() made sure an entry there is this one. */
     if (detected && !mutenv_entry_named(m, env, MUTATE_CONF_FILE))
         adds[n++] = &conf_file;
     else if (detected)
