@@ -39,6 +39,7 @@ explain 1
 labelsel 1
 mutate 1
 mutate_ctx 1
+mutchoose 1
 mutdetect 1
 mutcaps 1
 mutenv 1
