@@ -39,9 +39,9 @@ explain 1
 labelsel 1
 mutate 1
 mutate_ctx 1
+mutcaps 1
 mutchoose 1
 mutdetect 1
-mutcaps 1
 mutenv 1
 mutvol 1
 nccl 1
