@@ -55,7 +55,7 @@ struct labelsel {
  * zeroed memory for n elements (n may be 0) or NULL. */
 struct labelsel_sink {
     void *ctx;
-    void (*problem)(void *ctx, const char *fmt, va_list ap);
+    void (*problem)(void *ctx, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
     void *(*calloc)(void *ctx, size_t n, size_t size);
 };
 

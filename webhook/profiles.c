@@ -29,7 +29,8 @@ struct profiles_ctx {
 
 /* Adds one line to the problem list (at most PROFILES_MAX_ERRORS are kept, all
  * are counted). ctx is the profiles_ctx: this is also labelsel's sink. */
-static void profiles_vproblem(void *ctx, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void profiles_vproblem(void *ctx, const char *fmt,
+                                                                    va_list ap)
 {
     struct profiles_ctx *c = ctx;
 

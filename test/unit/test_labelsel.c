@@ -32,7 +32,8 @@ static struct labelsel sel;
 static cJSON *docs[8];
 static size_t n_docs;
 
-static void sink_problem(void *ctx, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void sink_problem(void *ctx, const char *fmt,
+                                                               va_list ap)
 {
     struct sink_state *s = ctx;
     int n = vsnprintf(s->lines + s->len, sizeof(s->lines) - s->len, fmt, ap);
