@@ -36,7 +36,14 @@ trace 0
 utf8 0
 version 0
 explain 1
+labelsel 1
 mutate 1
+mutate_ctx 1
+mutcaps 1
+mutchoose 1
+mutdetect 1
+mutenv 1
+mutvol 1
 nccl 1
 patch 1
 podjson 1

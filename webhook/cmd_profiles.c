@@ -92,7 +92,6 @@ static void cmd_profiles_detect(struct cmd_profiles_json *j, cJSON *o,
 static void cmd_profiles_namespaces(struct cmd_profiles_json *j, cJSON *match,
                                     const struct profiles_namespaces *ns)
 {
-    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist"};
     cJSON *v, *exprs, *e;
 
     if (ns->names) {
@@ -104,13 +103,13 @@ static void cmd_profiles_namespaces(struct cmd_profiles_json *j, cJSON *match,
     if (!ns->selector || !(v = cmd_profiles_add(j, match, "namespaces", cJSON_CreateObject())) ||
         !(exprs = cmd_profiles_add(j, v, "matchExpressions", cJSON_CreateArray())))
         return;
-    for (size_t i = 0; i < ns->n_reqs; i++) {
-        const struct profiles_ns_req *r = &ns->reqs[i];
+    for (size_t i = 0; i < ns->sel.n_reqs; i++) {
+        const struct labelsel_req *r = &ns->sel.reqs[i];
 
         if (!(e = cmd_profiles_add(j, exprs, NULL, cJSON_CreateObject())))
             return;
         cmd_profiles_add(j, e, "key", cJSON_CreateString(r->key));
-        cmd_profiles_add(j, e, "operator", cJSON_CreateString(ops[r->op]));
+        cmd_profiles_add(j, e, "operator", cJSON_CreateString(labelsel_op_name(r->op)));
         if (r->n_values && (v = cmd_profiles_add(j, e, "values", cJSON_CreateArray())))
             for (size_t k = 0; k < r->n_values; k++)
                 cmd_profiles_add(j, v, NULL, cJSON_CreateString(r->values[k]));

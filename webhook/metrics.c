@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include "clientauth.h"
 #include "lookups.h"
 #include "mutate.h"
 
@@ -10,6 +11,7 @@ _Static_assert(MUTATE_REASONS <= METRICS_REASONS_MAX, "raise METRICS_REASONS_MAX
 _Static_assert(MUTATE_W_KINDS <= METRICS_WARNING_KINDS_MAX, "raise METRICS_WARNING_KINDS_MAX");
 _Static_assert(LOOKUPS_KINDS <= METRICS_LOOKUP_KINDS_MAX, "raise METRICS_LOOKUP_KINDS_MAX");
 _Static_assert(LOOKUPS_REASONS <= METRICS_LOOKUP_REASONS_MAX, "raise METRICS_LOOKUP_REASONS_MAX");
+_Static_assert(CLIENTAUTH_VERDICTS <= METRICS_CLIENT_AUTH_MAX, "raise METRICS_CLIENT_AUTH_MAX");
 
 static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
 
@@ -267,6 +269,75 @@ static void metrics_render_profiles(struct metrics *m, struct metrics_out *out)
                 atomic_load(&m->profiles_other));
 }
 
+/* The connection deadlines and the body budget, after the lookups. */
+static void metrics_render_limits(const struct metrics_gauges *g, struct metrics_out *out)
+{
+    metrics_put(out,
+                "# HELP rdma_webhook_connections_open Connections open (HTTPS and plain port).\n"
+                "# TYPE rdma_webhook_connections_open gauge\n"
+                "rdma_webhook_connections_open %u\n"
+                "# HELP rdma_webhook_connections_closed_total Connections the server cut: past a "
+                "deadline, or displaced at --max-connections.\n"
+                "# TYPE rdma_webhook_connections_closed_total counter\n"
+                "rdma_webhook_connections_closed_total{reason=\"header-timeout\"} %llu\n"
+                "rdma_webhook_connections_closed_total{reason=\"body-timeout\"} %llu\n"
+                "rdma_webhook_connections_closed_total{reason=\"displaced\"} %llu\n"
+                "# HELP rdma_webhook_connections_refused_total Connections refused at "
+                "--max-connections, every open one being served.\n"
+                "# TYPE rdma_webhook_connections_refused_total counter\n"
+                "rdma_webhook_connections_refused_total %llu\n"
+                "# HELP rdma_webhook_request_body_bytes Memory held for request bodies.\n"
+                "# TYPE rdma_webhook_request_body_bytes gauge\n"
+                "rdma_webhook_request_body_bytes %zu\n"
+                "# HELP rdma_webhook_request_body_refused_total Requests answered 503 because "
+                "--body-budget-bytes was used up.\n"
+                "# TYPE rdma_webhook_request_body_refused_total counter\n"
+                "rdma_webhook_request_body_refused_total %llu\n",
+                g->connections_open, g->connections_closed_header_timeout,
+                g->connections_closed_body_timeout, g->connections_closed_displaced,
+                g->connections_refused, g->body_bytes, g->body_refused);
+}
+
+/* The Events' counters, after the limits. */
+static void metrics_render_events(const struct metrics_gauges *g, struct metrics_out *out)
+{
+    metrics_put(
+        out,
+        "# HELP rdma_webhook_event_reports_total Admissions with warnings queued for an Event.\n"
+        "# TYPE rdma_webhook_event_reports_total counter\n"
+        "rdma_webhook_event_reports_total %llu\n"
+        "# HELP rdma_webhook_event_reports_dropped_total Admissions with warnings that got no "
+        "Event: the queue was full.\n"
+        "# TYPE rdma_webhook_event_reports_dropped_total counter\n"
+        "rdma_webhook_event_reports_dropped_total %llu\n"
+        "# HELP rdma_webhook_event_reports_aggregated_total Reports counted in the series of an "
+        "Event made for an earlier one.\n"
+        "# TYPE rdma_webhook_event_reports_aggregated_total counter\n"
+        "rdma_webhook_event_reports_aggregated_total %llu\n"
+        "# HELP rdma_webhook_event_requests_total Requests to the events.k8s.io API: Events "
+        "created, series updated, and requests that failed.\n"
+        "# TYPE rdma_webhook_event_requests_total counter\n"
+        "rdma_webhook_event_requests_total{result=\"created\"} %llu\n"
+        "rdma_webhook_event_requests_total{result=\"updated\"} %llu\n"
+        "rdma_webhook_event_requests_total{result=\"failed\"} %llu\n",
+        g->events.reported, g->events.dropped, g->events.aggregated, g->events.created,
+        g->events.updated, g->events.failed);
+}
+
+/* Clients the handshake refused, after the Events: one series a refusing
+ * verdict (CLIENTAUTH_OK refuses nothing). */
+static void metrics_render_client_auth(const struct metrics_gauges *g, struct metrics_out *out)
+{
+    metrics_puts(out,
+                 "# HELP rdma_webhook_client_auth_refused_total TLS clients refused at the "
+                 "handshake by --client-ca: no certificate, one not trusted, or naming none of "
+                 "--client-names.\n"
+                 "# TYPE rdma_webhook_client_auth_refused_total counter\n");
+    for (int v = CLIENTAUTH_NO_CERT; v < CLIENTAUTH_VERDICTS; v++)
+        metrics_put(out, "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n",
+                    clientauth_verdict_name((enum clientauth_verdict)v), g->client_auth_refused[v]);
+}
+
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)
 {
     struct metrics_out o = {out, ERR_OK};
@@ -277,6 +348,9 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dyn
     metrics_render_latency(m, &o);
     metrics_render_gauges(m, g, &o);
     metrics_render_lookups(g, &o);
+    metrics_render_limits(g, &o);
+    metrics_render_events(g, &o);
+    metrics_render_client_auth(g, &o);
     /* Half an exposition would read as counters gone back to zero. */
     if (o.err)
         dynbuf_truncate(out, before);

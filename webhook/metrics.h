@@ -41,6 +41,8 @@ enum metrics_http {
 /* Room for lookups' kinds and reasons, which metrics.c checks the same way. */
 #define METRICS_LOOKUP_KINDS_MAX   4
 #define METRICS_LOOKUP_REASONS_MAX 16
+/* Room for clientauth's verdicts, checked the same way. */
+#define METRICS_CLIENT_AUTH_MAX 4
 
 struct metrics_profile {
     char name[METRICS_PROFILE_NAME_MAX];
@@ -66,6 +68,13 @@ struct metrics {
     atomic_ullong profiles_other;
 };
 
+/* The Events' counters (events_get_stats): reports queued, dropped at a full
+ * queue, aggregated into an earlier Event's series; requests that created an
+ * Event, updated a series, failed. */
+struct metrics_events {
+    unsigned long long reported, dropped, aggregated, created, updated, failed;
+};
+
 /* Values owned elsewhere that the exposition includes. */
 struct metrics_gauges {
     unsigned long profiles_loaded; /* also the serving generation (0: none) */
@@ -81,6 +90,19 @@ struct metrics_gauges {
     unsigned long long lookup_skipped[METRICS_LOOKUP_KINDS_MAX];
     int lookup_circuit_open[METRICS_LOOKUP_KINDS_MAX];
     unsigned long long lookup_configmap_bytes;
+    /* The server's connections (connguard) and request bodies (bodybuf). */
+    unsigned connections_open;
+    unsigned long long connections_closed_header_timeout;
+    unsigned long long connections_closed_body_timeout;
+    unsigned long long connections_closed_displaced;
+    unsigned long long connections_refused; /* at --max-connections */
+    size_t body_bytes;                      /* memory held for request bodies */
+    unsigned long long body_refused;        /* 503s: --body-budget-bytes used up */
+    /* The Events' counters (events_get_stats); all 0 without an API. */
+    struct metrics_events events;
+    /* TLS clients refused by enum clientauth_verdict (clientauth_refused);
+     * all 0 without --client-ca. */
+    unsigned long long client_auth_refused[METRICS_CLIENT_AUTH_MAX];
     long long cert_not_after; /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;
     unsigned long long log_dropped;

@@ -3,6 +3,7 @@
 #include "err.h"
 #include "jsoncheck.h"
 #include "k8sname.h"
+#include "labelsel.h"
 #include "nccl.h"
 #include "quantity.h"
 
@@ -27,21 +28,29 @@ struct profiles_ctx {
 };
 
 /* Adds one line to the problem list (at most PROFILES_MAX_ERRORS are kept, all
- * are counted). */
-__attribute__((format(printf, 2, 3))) static void profiles_problem(struct profiles_ctx *c,
-                                                                   const char *fmt, ...)
+ * are counted). ctx is the profiles_ctx: this is also labelsel's sink. */
+__attribute__((format(printf, 2, 0))) static void profiles_vproblem(void *ctx, const char *fmt,
+                                                                    va_list ap)
 {
-    va_list ap;
+    struct profiles_ctx *c = ctx;
 
     c->n_errors++;
     if (!c->errors || c->n_errors > PROFILES_MAX_ERRORS)
         return;
     if (c->where)
         dynbuf_printf(c->errors, "%s: ", c->where);
-    va_start(ap, fmt);
     dynbuf_vprintf(c->errors, fmt, ap);
-    va_end(ap);
     dynbuf_addc(c->errors, '\n');
+}
+
+__attribute__((format(printf, 2, 3))) static void profiles_problem(struct profiles_ctx *c,
+                                                                   const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    profiles_vproblem(c, fmt, ap);
+    va_end(ap);
 }
 
 static char *profiles_owned(struct profiles_ctx *c, char *s)
@@ -445,184 +454,24 @@ static void profiles_read_gpus(struct profiles_ctx *c, const cJSON *gpus, struct
 
 /* ---- match.namespaces ---- */
 
-/* A value on one key that no requirement names: every In fails on it,
- * every NotIn and Exists holds. Compared by address. */
-static const char profiles_ns_other[] = "";
-
-/* Whether requirement r holds for a label value v (NULL: no such label). */
-static int profiles_ns_req_holds(const struct profiles_ns_req *r, const char *v)
+/* labelsel's sink's allocator: the selector's memory is the snapshot's. */
+static void *profiles_ns_calloc(void *ctx, size_t n, size_t size)
 {
-    int listed = 0;
-
-    for (size_t i = 0; v && v != profiles_ns_other && i < r->n_values; i++)
-        listed |= strcmp(r->values[i], v) == 0;
-    switch (r->op) {
-    case PROFILES_NS_IN: return v && listed;
-    case PROFILES_NS_NOT_IN: return !v || !listed;
-    case PROFILES_NS_EXISTS: return v != NULL;
-    case PROFILES_NS_DOES_NOT_EXIST: return v == NULL;
-    }
-    return 0;
+    return profiles_calloc(ctx, n, size);
 }
-
-static const char *profiles_ns_op_names[] = {"In", "NotIn", "Exists", "DoesNotExist"};
-
-/* Adds one requirement; values (NULL for none) are checked label values. */
-static struct profiles_ns_req *profiles_ns_add(struct profiles_ctx *c, struct profiles_entry *p,
-                                               const char *key, enum profiles_ns_op op,
-                                               size_t n_values)
-{
-    struct profiles_ns_req *r;
-
-    if (p->namespaces.n_reqs >= PROFILES_MAX_NS_REQS) {
-        profiles_problem(c, "match.namespaces: at most %d requirements in a selector",
-                         PROFILES_MAX_NS_REQS);
-        return NULL;
-    }
-    r = &p->namespaces.reqs[p->namespaces.n_reqs];
-    r->values = profiles_calloc(c, n_values, sizeof(*r->values));
-    if (!r->values)
-        return NULL;
-    r->key = key;
-    r->op = op;
-    p->namespaces.n_reqs++;
-    return r;
-}
-
-static void profiles_ns_match_labels(struct profiles_ctx *c, const cJSON *ml,
-                                     struct profiles_entry *p)
-{
-    const cJSON *it;
-    struct profiles_ns_req *r;
-
-    if (!cJSON_IsObject(ml)) {
-        profiles_problem(c, "match.namespaces.matchLabels: must be an object of strings");
-        return;
-    }
-    cJSON_ArrayForEach(it, ml)
-    {
-        if (!k8sname_qualified(it->string))
-            profiles_problem(
-                c, "match.namespaces.matchLabels: \"%s\" is not a label key ([prefix/]name)",
-                it->string);
-        else if (!cJSON_IsString(it) || !k8sname_label_value(it->valuestring))
-            profiles_problem(
-                c,
-                "match.namespaces.matchLabels.%s: must be a label value (a string of at most "
-                "63 letters, digits, '-', '_' or '.')",
-                it->string);
-        else if ((r = profiles_ns_add(c, p, it->string, PROFILES_NS_IN, 1)))
-            r->values[r->n_values++] = it->valuestring;
-    }
-}
-
-static int profiles_ns_op(const char *s, enum profiles_ns_op *op)
-{
-    for (size_t i = 0; i < sizeof(profiles_ns_op_names) / sizeof(*profiles_ns_op_names); i++)
-        if (strcmp(s, profiles_ns_op_names[i]) == 0)
-            return *op = (enum profiles_ns_op)i, ERR_OK;
-    return ERR_FAIL;
-}
-
-/* One matchExpressions entry, checked as Kubernetes checks a
- * LabelSelectorRequirement. */
-static void profiles_ns_expression(struct profiles_ctx *c, const cJSON *e, size_t i,
-                                   struct profiles_entry *p)
-{
-    static const char *const keys[] = {"key", "operator", "values", NULL};
-    const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "key"));
-    const char *ops = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "operator"));
-    const cJSON *values = cJSON_GetObjectItemCaseSensitive(e, "values"), *v;
-    int n = cJSON_GetArraySize(values), positive;
-    enum profiles_ns_op op;
-    struct profiles_ns_req *r;
-    char field[64];
-
-    snprintf(field, sizeof(field), "match.namespaces.matchExpressions[%zu]", i);
-    if (!cJSON_IsObject(e)) {
-        profiles_problem(c, "%s: must be an object {\"key\", \"operator\", \"values\"}", field);
-        return;
-    }
-    profiles_check_keys(c, e, field, keys);
-    if (!key || !k8sname_qualified(key)) {
-        profiles_problem(c, "%s.key: must be a label key ([prefix/]name)", field);
-        return;
-    }
-    if (!ops || profiles_ns_op(ops, &op)) {
-        profiles_problem(
-            c, "%s.operator: must be In, NotIn, Exists or DoesNotExist (Gt and Lt are for nodes)",
-            field);
-        return;
-    }
-    if (values && !cJSON_IsArray(values)) {
-        profiles_problem(c, "%s.values: must be an array of label values", field);
-        return;
-    }
-    positive = op == PROFILES_NS_IN || op == PROFILES_NS_NOT_IN;
-    if (positive && (n < 1 || n > PROFILES_MAX_NS_VALUES)) {
-        profiles_problem(c, "%s.values: %s takes 1 to %d values", field, ops,
-                         PROFILES_MAX_NS_VALUES);
-        return;
-    }
-    if (!positive && n > 0) {
-        profiles_problem(c, "%s.values: must be empty with %s", field, ops);
-        return;
-    }
-    if (!(r = profiles_ns_add(c, p, key, op, (size_t)n)))
-        return;
-    cJSON_ArrayForEach(v, values)
-    {
-        if (!cJSON_IsString(v) || !k8sname_label_value(v->valuestring))
-            profiles_problem(
-                c,
-                "%s.values: each must be a label value (a string of at most 63 letters, "
-                "digits, '-', '_' or '.')",
-                field);
-        else
-            r->values[r->n_values++] = v->valuestring;
-    }
-}
-
-/* {} and a selector of only "kubernetes.io/metadata.name Exists" match
- * every namespace: a cluster-wide profile in disguise. */
-static int profiles_ns_matches_all(const struct profiles_namespaces *ns)
-{
-    for (size_t i = 0; i < ns->n_reqs; i++)
-        if (ns->reqs[i].op != PROFILES_NS_EXISTS ||
-            strcmp(ns->reqs[i].key, PROFILES_NS_NAME_LABEL) != 0)
-            return 0;
-    return 1;
-}
-
-static int profiles_ns_satisfiable(const struct profiles_namespaces *a,
-                                   const struct profiles_namespaces *b, const char *name);
 
 static void profiles_ns_selector(struct profiles_ctx *c, const cJSON *sel, struct profiles_entry *p)
 {
-    static const char *const keys[] = {"matchLabels", "matchExpressions", NULL};
-    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(sel, "matchLabels");
-    const cJSON *me = cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions"), *e;
-    size_t i = 0;
-    int errors = c->n_errors;
+    const struct labelsel_sink sink = {c, profiles_vproblem, profiles_ns_calloc};
 
-    profiles_check_keys(c, sel, "match.namespaces", keys);
     p->namespaces.selector = 1;
-    p->namespaces.reqs = profiles_calloc(c, PROFILES_MAX_NS_REQS, sizeof(*p->namespaces.reqs));
-    if (!p->namespaces.reqs)
+    if (labelsel_parse(&p->namespaces.sel, sel, "match.namespaces", &sink) != ERR_OK)
         return;
-    if (ml)
-        profiles_ns_match_labels(c, ml, p);
-    if (me && !cJSON_IsArray(me))
-        profiles_problem(c, "match.namespaces.matchExpressions: must be an array of requirements");
-    else
-        cJSON_ArrayForEach(e, me) profiles_ns_expression(c, e, i++, p);
-    if (c->n_errors != errors)
-        return;
-    if (profiles_ns_matches_all(&p->namespaces))
+    if (labelsel_matches_all(&p->namespaces.sel, PROFILES_NS_NAME_LABEL))
         profiles_problem(
             c, "match.namespaces: this selector matches every namespace; leave namespaces out "
                "for a cluster-wide profile");
-    else if (!profiles_ns_satisfiable(&p->namespaces, NULL, NULL))
+    else if (!labelsel_satisfiable(&p->namespaces.sel, NULL, PROFILES_NS_NAME_LABEL, NULL))
         profiles_problem(c,
                          "match.namespaces: no namespace can match this selector (its requirements "
                          "contradict each other)");
@@ -687,67 +536,6 @@ static void profiles_read_namespaces(struct profiles_ctx *c, const cJSON *ns,
                "({\"matchLabels\": {...}})");
 }
 
-/* Whether some state of label key (absent, or a value) satisfies every
- * requirement on it in a and b (b may be NULL). fixed: the value the key
- * must have, or NULL. A value no requirement names stands for all such. */
-static int profiles_ns_key_ok(const struct profiles_namespaces *a,
-                              const struct profiles_namespaces *b, const char *key,
-                              const char *fixed)
-{
-    const struct profiles_namespaces *both[2] = {a, b};
-    const char *cand[PROFILES_MAX_NS_VALUES + 2];
-    const struct profiles_ns_req *in = NULL;
-    size_t n = 0;
-
-    for (size_t s = 0; s < 2 && !in; s++)
-        for (size_t i = 0; both[s] && i < both[s]->n_reqs && !in; i++)
-            if (both[s]->reqs[i].op == PROFILES_NS_IN && strcmp(both[s]->reqs[i].key, key) == 0)
-                in = &both[s]->reqs[i];
-    if (fixed) {
-        cand[n++] = fixed;
-    } else if (in) {
-        for (size_t i = 0; i < in->n_values; i++)
-            cand[n++] = in->values[i];
-    } else {
-        /* Every Namespace has the name label: never absent. */
-        if (strcmp(key, PROFILES_NS_NAME_LABEL) != 0)
-            cand[n++] = NULL;
-        cand[n++] = profiles_ns_other;
-    }
-    for (size_t k = 0; k < n; k++) {
-        int ok = 1;
-
-        for (size_t s = 0; s < 2; s++)
-            for (size_t i = 0; both[s] && i < both[s]->n_reqs; i++)
-                if (strcmp(both[s]->reqs[i].key, key) == 0)
-                    ok &= profiles_ns_req_holds(&both[s]->reqs[i], cand[k]);
-        if (ok)
-            return 1;
-    }
-    return 0;
-}
-
-/* Whether some Namespace (named name, when not NULL) could have labels
- * that a's selector and b's (NULL: none) both match: exactly, since the
- * requirements on different keys are independent. */
-static int profiles_ns_satisfiable(const struct profiles_namespaces *a,
-                                   const struct profiles_namespaces *b, const char *name)
-{
-    const struct profiles_namespaces *both[2] = {a, b};
-
-    if (name && !profiles_ns_key_ok(a, b, PROFILES_NS_NAME_LABEL, name))
-        return 0;
-    for (size_t s = 0; s < 2; s++)
-        for (size_t i = 0; both[s] && i < both[s]->n_reqs; i++) {
-            const char *key = both[s]->reqs[i].key;
-
-            if (!profiles_ns_key_ok(a, b, key,
-                                    name && strcmp(key, PROFILES_NS_NAME_LABEL) == 0 ? name : NULL))
-                return 0;
-        }
-    return 1;
-}
-
 int profiles_ns_limited(const struct profiles_entry *p)
 {
     return p->namespaces.names || p->namespaces.selector;
@@ -771,13 +559,13 @@ static int profiles_ns_overlap(const struct profiles_entry *p, const struct prof
     }
     if (!b->selector) {
         for (size_t j = 0; j < b->n_names; j++)
-            if (profiles_ns_satisfiable(a, NULL, b->names[j]))
+            if (labelsel_satisfiable(&a->sel, NULL, PROFILES_NS_NAME_LABEL, b->names[j]))
                 return snprintf(where, len, "; both apply in namespace \"%s\" if its labels match",
                                 b->names[j]),
                        1;
         return 0;
     }
-    if (!profiles_ns_satisfiable(a, b, NULL))
+    if (!labelsel_satisfiable(&a->sel, &b->sel, PROFILES_NS_NAME_LABEL, NULL))
         return 0;
     snprintf(where, len, "; both apply in a namespace whose labels match both selectors");
     return 1;
@@ -797,19 +585,13 @@ int profiles_in_namespace(const struct profiles_entry *p, const char *ns, const 
     }
     if (!cJSON_IsObject(labels)) {
         /* The name label is the namespace's name, known without them. */
-        for (size_t i = 0; ns && i < n->n_reqs; i++)
-            if (strcmp(n->reqs[i].key, PROFILES_NS_NAME_LABEL) == 0 &&
-                !profiles_ns_req_holds(&n->reqs[i], ns))
+        for (size_t i = 0; ns && i < n->sel.n_reqs; i++)
+            if (strcmp(n->sel.reqs[i].key, PROFILES_NS_NAME_LABEL) == 0 &&
+                !labelsel_req_holds(&n->sel.reqs[i], ns))
                 return 0;
         return -1;
     }
-    for (size_t i = 0; i < n->n_reqs; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, n->reqs[i].key);
-
-        if (!profiles_ns_req_holds(&n->reqs[i], cJSON_IsString(v) ? v->valuestring : NULL))
-            return 0;
-    }
-    return 1;
+    return labelsel_matches(&n->sel, labels);
 }
 
 int profiles_ns_needs_labels(const struct profiles_entry *p)

@@ -13,6 +13,7 @@
 #define RDMA_WEBHOOK_PROFILES_H
 
 #include "dynbuf.h"
+#include "labelsel.h"
 #include "report.h"
 
 #include <stddef.h>
@@ -34,11 +35,8 @@ struct cJSON;
  * --socket-ifname takes. */
 #define PROFILES_DETECT_IFNAME_MAX 255
 
-/* match.namespaces: names in a list, requirements of a selector, values
- * of one requirement. */
+/* match.namespaces: names in a list. A selector's bounds are labelsel's. */
 #define PROFILES_MAX_NAMESPACES 64
-#define PROFILES_MAX_NS_REQS    16
-#define PROFILES_MAX_NS_VALUES  16
 /* The label the apiserver puts on every Namespace, its name as the value. */
 #define PROFILES_NS_NAME_LABEL "kubernetes.io/metadata.name"
 
@@ -72,30 +70,13 @@ struct profiles_detect {
     const char *memory;
 };
 
-/* One requirement of a namespace selector, as Kubernetes' LabelSelector
- * reads it (matchLabels k: v is k In [v]). */
-enum profiles_ns_op {
-    PROFILES_NS_IN,
-    PROFILES_NS_NOT_IN,
-    PROFILES_NS_EXISTS,
-    PROFILES_NS_DOES_NOT_EXIST,
-};
-
-struct profiles_ns_req {
-    const char *key;
-    enum profiles_ns_op op;
-    const char **values;
-    size_t n_values;
-};
-
 /* match.namespaces. Neither names nor a selector: cluster-wide. A selector
  * is the AND of its requirements. */
 struct profiles_namespaces {
     const char **names; /* a list of names; NULL: none given */
     size_t n_names;
-    int selector; /* a label selector on the Namespace */
-    struct profiles_ns_req *reqs;
-    size_t n_reqs;
+    int selector;              /* a label selector on the Namespace: sel */
+    struct labelsel sel;       /* keys and values point into the snapshot */
     const char **names_sorted; /* names in strcmp order, for a binary search */
 };
 

@@ -238,86 +238,29 @@ static int server_is_json(const char *type)
            (type[n] == '\0' || type[n] == ';' || type[n] == ' ');
 }
 
-/* The counters of the connection deadlines and the body budget, after
- * metrics_render's. */
-static int server_render_limits(struct server *s, struct dynbuf *b)
-{
-    struct connguard *g = s->guard;
-
-    return dynbuf_printf(
-        b,
-        "# HELP rdma_webhook_connections_open Connections open (HTTPS and plain port).\n"
-        "# TYPE rdma_webhook_connections_open gauge\n"
-        "rdma_webhook_connections_open %u\n"
-        "# HELP rdma_webhook_connections_closed_total Connections the server cut: past a "
-        "deadline, or displaced at --max-connections.\n"
-        "# TYPE rdma_webhook_connections_closed_total counter\n"
-        "rdma_webhook_connections_closed_total{reason=\"header-timeout\"} %llu\n"
-        "rdma_webhook_connections_closed_total{reason=\"body-timeout\"} %llu\n"
-        "rdma_webhook_connections_closed_total{reason=\"displaced\"} %llu\n"
-        "# HELP rdma_webhook_connections_refused_total Connections refused at "
-        "--max-connections, every open one being served.\n"
-        "# TYPE rdma_webhook_connections_refused_total counter\n"
-        "rdma_webhook_connections_refused_total %llu\n"
-        "# HELP rdma_webhook_request_body_bytes Memory held for request bodies.\n"
-        "# TYPE rdma_webhook_request_body_bytes gauge\n"
-        "rdma_webhook_request_body_bytes %zu\n"
-        "# HELP rdma_webhook_request_body_refused_total Requests answered 503 because "
-        "--body-budget-bytes was used up.\n"
-        "# TYPE rdma_webhook_request_body_refused_total counter\n"
-        "rdma_webhook_request_body_refused_total %llu\n",
-        connguard_open_count(g), connguard_cuts(g, CONNGUARD_HEADER_TIMEOUT),
-        connguard_cuts(g, CONNGUARD_BODY_TIMEOUT), connguard_cuts(g, CONNGUARD_DISPLACED),
-        connguard_refused(g), bodybuf_pool_used(&s->bodies), atomic_load(&s->bodies.refused));
-}
-
-/* The Events' counters (all 0 without an API), after the limits. */
-static int server_render_events(struct server *s, struct dynbuf *b)
+/* What metrics_render shows of the server's own parts: connections, bodies,
+ * Events and client certificates. */
+static void server_gauges(struct server *s, struct metrics_gauges *g)
 {
     struct events_stats st = {0};
 
+    g->connections_open = connguard_open_count(s->guard);
+    g->connections_closed_header_timeout = connguard_cuts(s->guard, CONNGUARD_HEADER_TIMEOUT);
+    g->connections_closed_body_timeout = connguard_cuts(s->guard, CONNGUARD_BODY_TIMEOUT);
+    g->connections_closed_displaced = connguard_cuts(s->guard, CONNGUARD_DISPLACED);
+    g->connections_refused = connguard_refused(s->guard);
+    g->body_bytes = bodybuf_pool_used(&s->bodies);
+    g->body_refused = atomic_load(&s->bodies.refused);
     if (s->events)
         events_get_stats(s->events, &st);
-    return dynbuf_printf(
-        b,
-        "# HELP rdma_webhook_event_reports_total Admissions with warnings queued for an Event.\n"
-        "# TYPE rdma_webhook_event_reports_total counter\n"
-        "rdma_webhook_event_reports_total %llu\n"
-        "# HELP rdma_webhook_event_reports_dropped_total Admissions with warnings that got no "
-        "Event: the queue was full.\n"
-        "# TYPE rdma_webhook_event_reports_dropped_total counter\n"
-        "rdma_webhook_event_reports_dropped_total %llu\n"
-        "# HELP rdma_webhook_event_reports_aggregated_total Reports counted in the series of an "
-        "Event made for an earlier one.\n"
-        "# TYPE rdma_webhook_event_reports_aggregated_total counter\n"
-        "rdma_webhook_event_reports_aggregated_total %llu\n"
-        "# HELP rdma_webhook_event_requests_total Requests to the events.k8s.io API: Events "
-        "created, series updated, and requests that failed.\n"
-        "# TYPE rdma_webhook_event_requests_total counter\n"
-        "rdma_webhook_event_requests_total{result=\"created\"} %llu\n"
-        "rdma_webhook_event_requests_total{result=\"updated\"} %llu\n"
-        "rdma_webhook_event_requests_total{result=\"failed\"} %llu\n",
-        st.reported, st.dropped_full, st.aggregated, st.created, st.patched, st.failed);
-}
-
-/* Clients the handshake refused (all 0 without --client-ca), after the Events. */
-static int server_render_client_auth(struct server *s, struct dynbuf *b)
-{
-    unsigned long long n[CLIENTAUTH_VERDICTS] = {0};
-
+    g->events.reported = st.reported;
+    g->events.dropped = st.dropped_full;
+    g->events.aggregated = st.aggregated;
+    g->events.created = st.created;
+    g->events.updated = st.patched;
+    g->events.failed = st.failed;
     for (int v = CLIENTAUTH_NO_CERT; s->clientauth && v < CLIENTAUTH_VERDICTS; v++)
-        n[v] = clientauth_refused(s->clientauth, (enum clientauth_verdict)v);
-    return dynbuf_printf(
-        b,
-        "# HELP rdma_webhook_client_auth_refused_total TLS clients refused at the handshake "
-        "by --client-ca: no certificate, one not trusted, or naming none of --client-names.\n"
-        "# TYPE rdma_webhook_client_auth_refused_total counter\n"
-        "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n"
-        "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n"
-        "rdma_webhook_client_auth_refused_total{reason=\"%s\"} %llu\n",
-        clientauth_verdict_name(CLIENTAUTH_NO_CERT), n[CLIENTAUTH_NO_CERT],
-        clientauth_verdict_name(CLIENTAUTH_UNTRUSTED), n[CLIENTAUTH_UNTRUSTED],
-        clientauth_verdict_name(CLIENTAUTH_NAME), n[CLIENTAUTH_NAME]);
+        g->client_auth_refused[v] = clientauth_refused(s->clientauth, (enum clientauth_verdict)v);
 }
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
@@ -355,14 +298,9 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
     }
     if (s->lookups)
         g.lookup_configmap_bytes = lookups_configmap_bytes(s->lookups);
+    server_gauges(s, &g);
     dynbuf_init(&b, 65536);
     rc = metrics_render(&s->metrics, &g, &b);
-    if (rc == ERR_OK)
-        rc = server_render_limits(s, &b);
-    if (rc == ERR_OK)
-        rc = server_render_events(s, &b);
-    if (rc == ERR_OK)
-        rc = server_render_client_auth(s, &b);
     if (rc != ERR_OK) {
         dynbuf_free(&b);
         /* 500 either way: a GET has no content to be too large (413), the

@@ -1,7 +1,8 @@
 /*
  * Unit tests for webhook/metrics.c: every admission reason lands under its
  * own {result, reason} label pair, ignored requests under their own, and the
- * histogram and counters add up; failed API lookups by kind and reason.
+ * histogram and counters add up; failed API lookups by kind and reason; the
+ * server's connections, bodies, Events and client refusals from the gauges.
  */
 #include "unit.h"
 #include "support.h"
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clientauth.h"
 #include "dynbuf.h"
 #include "lookups.h"
 #include "metrics.h"
@@ -222,6 +224,57 @@ TEST(test_lookup_failures_by_kind_and_reason)
     dynbuf_free(&out);
 }
 
+/* The server's parts come in as gauges: each value lands under its series,
+ * client refusals under clientauth's names, and nothing for CLIENTAUTH_OK. */
+TEST(test_server_gauges_rendered)
+{
+    struct metrics_gauges g = {.version = "test"};
+    struct metrics m;
+    struct dynbuf out;
+    const char *text;
+
+    metrics_init(&m);
+    g.connections_open = 7;
+    g.connections_closed_header_timeout = 1;
+    g.connections_closed_body_timeout = 2;
+    g.connections_closed_displaced = 3;
+    g.connections_refused = 4;
+    g.body_bytes = 4096;
+    g.body_refused = 5;
+    g.events = (struct metrics_events){11, 12, 13, 14, 15, 16};
+    g.client_auth_refused[CLIENTAUTH_OK] = 99;
+    g.client_auth_refused[CLIENTAUTH_NO_CERT] = 21;
+    g.client_auth_refused[CLIENTAUTH_NAME] = 23;
+    dynbuf_init(&out, 1 << 16);
+    assert_int_equal(metrics_render(&m, &g, &out), 0);
+    text = dynbuf_ptr(&out);
+    assert_int_equal(value_of(text, "rdma_webhook_connections_open"), 7);
+    assert_int_equal(
+        value_of(text, "rdma_webhook_connections_closed_total{reason=\"header-timeout\"}"), 1);
+    assert_int_equal(
+        value_of(text, "rdma_webhook_connections_closed_total{reason=\"body-timeout\"}"), 2);
+    assert_int_equal(value_of(text, "rdma_webhook_connections_closed_total{reason=\"displaced\"}"),
+                     3);
+    assert_int_equal(value_of(text, "rdma_webhook_connections_refused_total"), 4);
+    assert_int_equal(value_of(text, "rdma_webhook_request_body_bytes"), 4096);
+    assert_int_equal(value_of(text, "rdma_webhook_request_body_refused_total"), 5);
+    assert_int_equal(value_of(text, "rdma_webhook_event_reports_total"), 11);
+    assert_int_equal(value_of(text, "rdma_webhook_event_reports_dropped_total"), 12);
+    assert_int_equal(value_of(text, "rdma_webhook_event_reports_aggregated_total"), 13);
+    assert_int_equal(value_of(text, "rdma_webhook_event_requests_total{result=\"created\"}"), 14);
+    assert_int_equal(value_of(text, "rdma_webhook_event_requests_total{result=\"updated\"}"), 15);
+    assert_int_equal(value_of(text, "rdma_webhook_event_requests_total{result=\"failed\"}"), 16);
+    for (int v = CLIENTAUTH_NO_CERT; v < CLIENTAUTH_VERDICTS; v++) {
+        char series[160];
+
+        snprintf(series, sizeof(series), "rdma_webhook_client_auth_refused_total{reason=\"%s\"}",
+                 clientauth_verdict_name((enum clientauth_verdict)v));
+        assert_int_equal(value_of(text, series), g.client_auth_refused[v]);
+    }
+    assert_null(strstr(text, "99"));
+    dynbuf_free(&out);
+}
+
 /* A cap too small for the exposition: too big, and out as it was. */
 TEST(test_render_too_big_leaves_out_as_it_was)
 {
@@ -277,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_admissions_by_profile_bounded),
         cmocka_unit_test(test_pinned_pods_counted),
         cmocka_unit_test(test_lookup_failures_by_kind_and_reason),
+        cmocka_unit_test(test_server_gauges_rendered),
         cmocka_unit_test(test_render_too_big_leaves_out_as_it_was),
         cmocka_unit_test(test_render_out_of_memory_says_so),
     };

@@ -80,14 +80,14 @@ TEST(test_selector_is_read_as_requirements)
     assert_non_null(ps);
     ns = &ps->p[0].namespaces;
     assert_true(ns->selector);
-    assert_int_equal(ns->n_reqs, 3);
-    assert_string_equal(ns->reqs[0].key, "team");
-    assert_int_equal(ns->reqs[0].op, PROFILES_NS_IN);
-    assert_string_equal(ns->reqs[0].values[0], "a");
-    assert_int_equal(ns->reqs[1].op, PROFILES_NS_NOT_IN);
-    assert_int_equal(ns->reqs[1].n_values, 2);
-    assert_int_equal(ns->reqs[2].op, PROFILES_NS_EXISTS);
-    assert_int_equal(ns->reqs[2].n_values, 0);
+    assert_int_equal(ns->sel.n_reqs, 3);
+    assert_string_equal(ns->sel.reqs[0].key, "team");
+    assert_int_equal(ns->sel.reqs[0].op, LABELSEL_IN);
+    assert_string_equal(ns->sel.reqs[0].values[0], "a");
+    assert_int_equal(ns->sel.reqs[1].op, LABELSEL_NOT_IN);
+    assert_int_equal(ns->sel.reqs[1].n_values, 2);
+    assert_int_equal(ns->sel.reqs[2].op, LABELSEL_EXISTS);
+    assert_int_equal(ns->sel.reqs[2].n_values, 0);
     assert_true(profiles_ns_needs_labels(&ps->p[0]));
     profiles_free(ps);
 }
