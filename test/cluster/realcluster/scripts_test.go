@@ -53,7 +53,7 @@ func TestApplyProfilesScript(t *testing.T) {
 		t.Errorf("after a refused file, NCCL_IB_HCA %q; want the applied =mlx5_31,mlx5_32", got)
 	}
 
-	_, stderr, err := kubectl(profilesDoc(t, cm, bad), "apply", "--server-side", "--force-conflicts", "-f", "-")
+	_, stderr, err := kubectl(profilesDoc(t, cm, bad), "apply", "--server-side", "-f", "-")
 	if err == nil {
 		t.Fatal("a server-side apply of an invalid profiles version succeeded")
 	}
