@@ -14,6 +14,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -83,8 +84,8 @@ func failOpenCount(t *testing.T, name string) float64 {
 
 // TestFailurePolicyIgnoreHung: the shipped webhook entry for opted-in pods
 // (its timeoutSeconds and failurePolicy as installed), pointed at an address
-// that accepts and never answers, in a namespace of its own that the real
-// entry leaves alone: a pod create waits the 3 s of timeoutSeconds, then is
+// that accepts and never answers, for pods of a label the real entries never
+// select: a pod create waits the 3 s of timeoutSeconds, then is
 // admitted unmutated, and the apiserver counts it in
 // apiserver_admission_webhook_fail_open_count under the entry's name, the
 // metric manifests/components/fail-open-alert alerts on. With the earlier
@@ -114,11 +115,18 @@ func TestFailurePolicyIgnoreHung(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, accepted := hungListener(t)
-	// The real entry skips namespaces labelled inject=false; the hung copy
-	// is called for this one only.
-	ns := newNamespace(t, map[string]string{"rc-hung": "yes", "rdma-webhook.io/inject": "false"})
+	// The copy selects pods by a label of the test's own, which the real
+	// entries never select (the pods lack inject=true and the operator's
+	// label), in this namespace only.
+	ns := newNamespace(t, map[string]string{"rc-hung": "yes"})
 	hook.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + "/mutate"), CABundle: ca}
 	hook.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"rc-hung": "yes"}}
+	hook.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"rc-hung": "yes"}}
+	hungPod := func(name string) *corev1.Pod {
+		p := gpuPod(name, 8)
+		p.Labels = map[string]string{"rc-hung": "yes"}
+		return p
+	}
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "rc-hung-rdma-webhook"},
 		Webhooks:   []admissionregistrationv1.MutatingWebhook{*hook},
@@ -132,13 +140,13 @@ func TestFailurePolicyIgnoreHung(t *testing.T) {
 	// The apiserver picks the configuration up from its informer: a
 	// server-side dry run reaches the hung address once it has.
 	waitFor(t, podsWithin, "the hung webhook in the admission chain", func() (bool, string) {
-		_, _, _ = kubectl(toJSON(t, gpuPod("probe", 8)), "create", "-n", ns, "--dry-run=server", "-f", "-")
+		_, _, _ = kubectl(toJSON(t, hungPod("probe")), "create", "-n", ns, "--dry-run=server", "-f", "-")
 		return accepted.Load() > 0, "no connection to the hung address yet"
 	})
 
 	before := failOpenCount(t, entry)
 	start := time.Now()
-	if _, err := clientset.CoreV1().Pods(ns).Create(ctx, gpuPod("hung", 8), metav1.CreateOptions{}); err != nil {
+	if _, err := clientset.CoreV1().Pods(ns).Create(ctx, hungPod("hung"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the pod create failed with the webhook hung (failurePolicy Ignore must admit it): %v", err)
 	}
 	took := time.Since(start)
