@@ -281,10 +281,12 @@ func docReviewPatch(t *testing.T) string {
 	return "[" + strings.Join(lines, ",\n ") + "]"
 }
 
-// docProfilesEditRefused: what the apiserver says when /validate-profiles
-// refuses an edit setting NCCL_IB_TIMEOUT 40 (docs/install.md). The
-// apiserver writes `admission webhook "NAME" denied the request: ` and the
-// webhook's message; kubectl puts its own words before that ("...").
+// docProfilesEditRefused: what `kubectl apply --server-side` prints when
+// /validate-profiles refuses an edit setting NCCL_IB_TIMEOUT 40
+// (docs/install.md). kubectl writes "The request is invalid: ", the
+// apiserver `admission webhook "NAME" denied the request: `, then comes the
+// webhook's message, checked here; the real-cluster suite
+// (TestApplyProfilesScript) checks the whole block against kubectl.
 func docProfilesEditRefused(t *testing.T) string {
 	shipped := string(readFile(t, filepath.Join(repoRoot, "manifests/profiles.json")))
 	bad := strings.Replace(shipped, `"NCCL_IB_TIMEOUT": "22"`, `"NCCL_IB_TIMEOUT": "40"`, 1)
@@ -309,7 +311,7 @@ func docProfilesEditRefused(t *testing.T) string {
 	if review.Response.Allowed {
 		t.Fatalf("/validate-profiles allowed NCCL_IB_TIMEOUT 40: %s", r.body)
 	}
-	return `... admission webhook "profiles.rdma-webhook.io" denied the request: ` + review.Response.Status.Message
+	return `The request is invalid: admission webhook "profiles.rdma-webhook.io" denied the request: ` + review.Response.Status.Message
 }
 
 // docNcclDetectSeed runs nccl-detect as the init container does, on the
