@@ -54,6 +54,8 @@ admission), with rdma-webhook installed from manifests/ and serving on the host.
       -o jsonpath='{range .items[*]}{.metadata.name}: {.metadata.annotations.rdma-webhook\.io/injected}{"\n"}{end}'
   \$KUBECTL get pod nccl-allreduce-8gpu-master-0 -o yaml
   \$KUBECTL -n rdma-webhook edit configmap "\${PROFILES_CONFIGMAP#*/}"   # picked up at once
+  test/cluster/apply-profiles.sh FILE $dir   # a profiles file, checked, with its label
+  test/cluster/webhook.sh restart $dir       # e.g. after make build
   tail -f "\$WEBHOOK_LOG"     # one JSON line per admission
 
   make cluster-down        # stops every process cluster-up started

@@ -4,6 +4,7 @@
 #
 #   test/cluster/webhook.sh start DIR [EXTRA SERVE FLAGS...]
 #   test/cluster/webhook.sh stop DIR
+#   test/cluster/webhook.sh restart DIR [EXTRA SERVE FLAGS...]   # stop, then start
 #   test/cluster/webhook.sh configmap DIR   # prints the watched ConfigMap's NS/NAME
 #
 # The flags are the Deployment's own, read back from the apiserver, with the
@@ -29,7 +30,7 @@ die() {
     echo "webhook.sh: $*" >&2
     exit 1
 }
-[ $# -ge 2 ] || die "usage: $0 start|stop|configmap DIR [serve flags...]"
+[ $# -ge 2 ] || die "usage: $0 start|stop|restart|configmap DIR [serve flags...]"
 cmd=$1
 dir=$(cd "$2" && pwd) || die "no directory $2"
 shift 2
@@ -119,6 +120,10 @@ mkdir -p "$dir/pids" "$dir/logs"
 case $cmd in
 start) start "$@" ;;
 stop) stop ;;
+restart)
+    stop
+    start "$@"
+    ;;
 configmap) profiles_configmap ;;
-*) die "unknown command $cmd: start, stop or configmap" ;;
+*) die "unknown command $cmd: start, stop, restart or configmap" ;;
 esac

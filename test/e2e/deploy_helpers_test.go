@@ -1,8 +1,8 @@
 package e2e
 
 // Helpers for the deployment tests (manifests_test.go, certs_test.go,
-// dockerfile_test.go): rendering kustomizations with kubectl, turning YAML
-// into objects, Kubernetes label-selector semantics, and reading the
+// dockerfile_test.go): rendering kustomizations, turning YAML into objects
+// with kubectl, Kubernetes label-selector semantics, and reading the
 // Dockerfile.
 
 import (
@@ -41,8 +41,8 @@ const (
 )
 
 // kubectl returns the kubectl to use: $KUBECTL, else kubectl on PATH.
-// Rendering needs no cluster: `kubectl kustomize` and `kubectl patch --local`
-// work offline, with Debian's kubectl 1.20 (kustomize v2) as with current ones.
+// Reading objects needs no cluster: `kubectl patch --local` works offline,
+// with Debian's kubectl 1.20 as with current ones.
 func kubectl(t testing.TB) string {
 	t.Helper()
 	if k := os.Getenv("KUBECTL"); k != "" {
@@ -70,12 +70,15 @@ func runKubectl(t testing.TB, stdin []byte, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// kustomize renders a kustomization directory into objects.
+// kustomize renders a kustomization directory into objects: in-process with
+// sigs.k8s.io/kustomize/api (kustomize_test.go), since Debian's kubectl 1.20
+// (kustomize v2) cannot render certs/cert-manager's `resources:`/`patches:`,
+// then read the way kubectl reads objects (yamlObjects).
 func kustomize(t testing.TB, dir string) []obj {
 	t.Helper()
-	objs := yamlObjects(t, runKubectl(t, nil, "kustomize", dir))
+	objs := yamlObjects(t, krustyYAML(t, dir))
 	if len(objs) == 0 {
-		t.Fatalf("kubectl kustomize %s rendered nothing", dir)
+		t.Fatalf("kustomize build %s rendered nothing", dir)
 	}
 	return objs
 }

@@ -1,7 +1,7 @@
 package e2e
 
-// The deployment manifests: what `kubectl kustomize manifests/` and
-// `kubectl kustomize certs/cert-manager/` render is valid, wires the pieces
+// The deployment manifests: what kustomize renders of `manifests/` and
+// `certs/cert-manager/` is valid, wires the pieces
 // together, is as hardened as the issue asks, and the
 // MutatingWebhookConfiguration's selectors send the apiserver's calls for the
 // right pods only.
@@ -761,8 +761,8 @@ func TestWebhookConfiguration(t *testing.T) {
 				t.Errorf("webhook %s: %s %s, expected %s", e.name, field, compact(w[field]), compact(want))
 			}
 		}
-		if n, _ := intOf(w["timeoutSeconds"]); n != 5 {
-			t.Errorf("webhook %s: timeoutSeconds %v, expected 5", e.name, w["timeoutSeconds"])
+		if n, _ := intOf(w["timeoutSeconds"]); n != webhookTimeoutSeconds {
+			t.Errorf("webhook %s: timeoutSeconds %v, expected %d", e.name, w["timeoutSeconds"], webhookTimeoutSeconds)
 		}
 		wantRules := []interface{}{obj{"apiGroups": []interface{}{""}, "apiVersions": []interface{}{"v1"},
 			"operations": []interface{}{"CREATE"}, "resources": []interface{}{"pods"}, "scope": "Namespaced"}}

@@ -52,9 +52,26 @@ func readmeTroubleshootingCommand(t testing.TB) string {
 	return m[1]
 }
 
+// installJobAuthorCommand is the command docs/install.md gives a job's
+// author to list a namespace's pods admitted without the webhook, for ns.
+func installJobAuthorCommand(t testing.TB, ns string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?s)\n### Finding pods admitted without the webhook\n.*?```sh\n(.*?)```")
+	m := re.FindStringSubmatch(string(data))
+	if m == nil || !strings.Contains(m[1], "NAMESPACE") {
+		t.Fatal("docs/install.md has no command with NAMESPACE under ### Finding pods admitted without the webhook")
+	}
+	return strings.ReplaceAll(m[1], "NAMESPACE", ns)
+}
+
 // TestFailurePolicyIgnore: with the webhook stopped, a PyTorchJob's pods are
 // admitted unchanged (failurePolicy Ignore) and docs/operations.md's troubleshooting
-// command lists exactly them.
+// command lists exactly them; so does docs/install.md's for a job's author,
+// in the job's namespace.
 func TestFailurePolicyIgnore(t *testing.T) {
 	if err := script("webhook.sh", webhookEnv, "stop", clusterDir); err != nil {
 		t.Fatal(err)
@@ -89,6 +106,18 @@ func TestFailurePolicyIgnore(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("the command of docs/operations.md listed %q, want exactly the pods admitted while the webhook was down %q\n%s",
 			got, want, out)
+	}
+
+	out, _ = mustShell(t, installJobAuthorCommand(t, ns))
+	got = nil
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); i > 0 && len(f) >= 1 {
+			got = append(got, ns+" "+f[0])
+		}
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the command of docs/install.md listed %q, want exactly %q\n%s", got, want, out)
 	}
 }
 
