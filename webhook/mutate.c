@@ -119,6 +119,7 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
                                                       "mode",
                                                       "ipc_lock",
                                                       "shm",
+                                                      "inject",
                                                       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
@@ -2056,6 +2057,25 @@ static int mutate_choose(struct mutate_ctx *m)
     return 1;
 }
 
+/* The pod's own TARGET_ANNOTATION_INJECT that does nothing: said in the
+ * trace for any pod, and warned about on a target (one that is not is never
+ * written to; an opted-out one is left alone, warnings included). */
+static void mutate_inject_ignored(struct mutate_ctx *m, enum target_verdict v)
+{
+    const char *where, *bad = target_inject_ignored(&m->r, m->metadata, &where);
+
+    if (!bad)
+        return;
+    MUTATE_TRACE(m,
+                 "pod: %s " TARGET_ANNOTATION_INJECT "=\"%s\" does nothing: only \"true\" "
+                 "and \"false\" do",
+                 where, bad);
+    if (v == TARGET_YES)
+        MUTATE_WARN(m, MUTATE_W_INJECT,
+                    "set pod %s " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does nothing)",
+                    where, mutate_s(m, bad, MUTATE_SHOWN_VALUE));
+}
+
 static int mutate_is_target(struct mutate_ctx *m)
 {
     enum target_verdict v;
@@ -2072,7 +2092,33 @@ static int mutate_is_target(struct mutate_ctx *m)
                  : v == TARGET_OPTED_OUT ? "opted out"
                                          : "not a target",
                  why);
+    mutate_inject_ignored(m, v);
     return v == TARGET_YES;
+}
+
+/* The namespace's TARGET_ANNOTATION_INJECT, where its labels are read for
+ * this pod anyway (never a lookup of its own): a value that is no word of
+ * the vocabulary does nothing, whichever webhook configuration is
+ * installed (served either way, or under the opt-in component never). */
+static void mutate_ns_inject(struct mutate_ctx *m)
+{
+    const cJSON *labels;
+    const char *v;
+
+    if (!m->hooks || !m->hooks->select.namespace_labels || mutate_ns_labels(m, &labels))
+        return;
+    v = cJSON_GetStringValue(podjson_member(labels, TARGET_ANNOTATION_INJECT));
+    if (target_namespace_inject_known(v))
+        return;
+    MUTATE_TRACE(m,
+                 "namespace: label " TARGET_ANNOTATION_INJECT "=\"%s\" does nothing: "
+                 "\"false\" opts the namespace out, \"true\" in (under the opt-in component)",
+                 v);
+    MUTATE_WARN(m, MUTATE_W_INJECT,
+                "label namespace \"%s\" " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does "
+                "nothing)",
+                mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
+                mutate_s(m, v, MUTATE_SHOWN_VALUE));
 }
 
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
@@ -2291,6 +2337,9 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         res->profile = m.p;
         mutate_pod(&m);
     }
+    /* Only where the pod is written to anyway (its labels are read then). */
+    if (!podjson_failed(&m.r) && target && (res->reason == MUTATE_R_MUTATED || res->warnings.n))
+        mutate_ns_inject(&m);
     /* A pod that is not a target is never changed, warned or not. */
     if (!podjson_failed(&m.r) && target && !mutate_report(&m))
         mutate_finish_annotations(&m, res->reason == MUTATE_R_MUTATED);
