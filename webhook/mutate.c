@@ -166,11 +166,13 @@ void mutate_result_init(struct mutate_result *res, size_t patch_cap)
     res->outcome = MUTATE_SKIPPED;
     res->reason = MUTATE_R_NOT_TARGET;
     patch_init(&res->patch, patch_cap);
+    dynbuf_init(&res->report, REPORT_VALUE_MAX);
 }
 
 void mutate_result_free(struct mutate_result *res)
 {
     patch_free(&res->patch);
+    dynbuf_free(&res->report);
 }
 
 /* Every warning is made twice from the same arguments (MUTATE_WARN): first
@@ -2135,6 +2137,7 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->pinned = 0;
     res->report_by = NULL;
     res->report_seen = 0;
+    dynbuf_reset(&res->report);
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
@@ -2274,13 +2277,15 @@ static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
         podjson_fail(&m->r, "out of memory for the report");
         return ERR_NOMEM;
     }
+    /* Whole, as the log and the Event have them: the annotation has room. */
     for (size_t i = 0; i < res->warnings.n; i++)
-        warnings[i] = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
+        warnings[i] = res->warnings.full[i] + strlen(MUTATE_WARNING_LEAD);
     ri.result = res->reason == MUTATE_R_MUTATED ? "reported" : "skipped";
     ri.reason = res->reason == MUTATE_R_MUTATED ? NULL : mutate_reason_name(res->reason);
     ri.profile = res->profile ? res->profile->name : NULL;
     ri.selected_by = select_rule_name(m->rule);
     ri.ops = ops;
+    ri.pod = m->in->object;
     rc = report_value(&ri, value);
     cJSON_Delete(ops);
     if (rc)
@@ -2297,25 +2302,23 @@ static int mutate_report(struct mutate_ctx *m)
     struct mutate_result *res = m->res;
     const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
     const char *have = podjson_str(&m->r, annotations, REPORT_ANNOTATION);
-    struct dynbuf value;
+    struct dynbuf *value = &res->report;
 
     if ((res->reason != MUTATE_R_MUTATED && res->warnings.n == 0) ||
         mutate_mode(m) != REPORT_MODE_REPORT)
         return 0;
-    dynbuf_init(&value, REPORT_VALUE_MAX);
-    if (mutate_report_value(m, &value) == ERR_OK) {
+    if (mutate_report_value(m, value) == ERR_OK) {
         patch_free(&res->patch);
         patch_init(&res->patch, res->patch.out.cap);
         res->pinned = 0;
         res->report_seen = have != NULL;
-        if (have && strcmp(have, dynbuf_ptr(&value)) == 0)
+        if (have && strcmp(have, dynbuf_ptr(value)) == 0)
             res->reason = res->reason == MUTATE_R_MUTATED ? MUTATE_R_NOTHING_MISSING : res->reason;
         else
-            mutate_annotate_report(m, annotations, dynbuf_ptr(&value));
+            mutate_annotate_report(m, annotations, dynbuf_ptr(value));
         if (res->reason == MUTATE_R_MUTATED)
             res->reason = MUTATE_R_REPORTED;
     }
-    dynbuf_free(&value);
     return 1;
 }
 

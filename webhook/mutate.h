@@ -249,6 +249,9 @@ struct mutate_result {
      * already (a call again: that call reported it). */
     const char *report_by;
     int report_seen;
+    /* The text of REPORT_ANNOTATION made for this pod (report_value), also
+     * when the pod has it already; "" in enforce mode. */
+    struct dynbuf report;
 };
 
 void mutate_result_init(struct mutate_result *res, size_t patch_cap);
