@@ -474,17 +474,19 @@ static void report_op(struct report_out *o, const cJSON *op, const char *base, c
 static const char *report_by_words(const char *by)
 {
     if (by && strcmp(by, "namespace-label") == 0)
-        return "the namespace label " REPORT_LABEL;
+        return "namespace label " REPORT_LABEL;
     if (by && strcmp(by, "profile") == 0)
         return "the profile's mode";
     return "--mode";
 }
 
+/* Short enough for `kubectl describe`, which cuts a line of an annotation
+ * at 138 bytes, with a profile name of 20. */
 static void report_head(struct report_out *o, const struct report_input *in)
 {
     struct report_line l = {.len = 0};
 
-    report_puts(&l, "nothing changed (report mode, from ", report_by_words(in->by), ")");
+    report_puts(&l, "report mode (", report_by_words(in->by), "): nothing changed");
     if (in->reason) {
         report_puts(&l, "; enforce mode would change nothing either (", in->reason, ")");
     } else if (in->profile) {
@@ -527,7 +529,9 @@ int report_value(const struct report_input *in, struct dynbuf *out)
     const cJSON *op;
 
     dynbuf_reset(out);
-    o.limit = REPORT_VALUE_MAX - REPORT_TAIL_ROOM - warnings_room;
+    /* Room kept for the warnings, and for two counts: the changes' own
+     * (their "... and N more" comes before the warnings) and the last. */
+    o.limit = REPORT_VALUE_MAX - 2 * REPORT_TAIL_ROOM - warnings_room;
     report_head(&o, in);
     cJSON_ArrayForEach(op, in->ops)
     {

@@ -72,9 +72,9 @@ func reportOf(t testing.TB, pod obj) *report {
 
 // byWords is how the report's first line names the level that chose report.
 var byWords = map[string]string{
-	"flag":            "(report mode, from --mode)",
-	"profile":         "(report mode, from the profile's mode)",
-	"namespace-label": "(report mode, from the namespace label rdma-webhook.io/mode)",
+	"flag":            "report mode (--mode)",
+	"profile":         "report mode (the profile's mode)",
+	"namespace-label": "report mode (namespace label rdma-webhook.io/mode)",
 }
 
 // requireOnlyReport: patched is original with one annotation more, the
@@ -97,7 +97,7 @@ func requireOnlyReport(t testing.TB, original, patched obj, result, by string) *
 	}
 	head := rep.lines[0]
 	want := map[string]string{"reported": "; enforce mode would apply profile ", "skipped": "; enforce mode would change nothing either"}[result]
-	if !strings.HasPrefix(head, "nothing changed "+byWords[by]) || !strings.Contains(head, want) {
+	if !strings.HasPrefix(head, byWords[by]+": nothing changed") || !strings.Contains(head, want) {
 		t.Errorf("report: expected the first line to say %s by %s, got %q", result, by, head)
 	}
 	return rep
@@ -386,8 +386,8 @@ func TestReportModeDocsExample(t *testing.T) {
 	if !strings.Contains(doc, block) {
 		t.Errorf("docs/operations.md lacks the report as the program writes it:\n%s", block)
 	}
-	if note := "RDMAReport  3s (x2 over 3s)  rdma-webhook.io/webhook  pod J-master-0 (master 0): " +
-		strings.Join(rep.lines[:3], " | ") + " | "; !strings.Contains(doc, note) {
+	if note := "rdma-webhook.io/webhook  pod report-job-worker-0 (worker 0): " +
+		strings.Join(rep.lines, " | ") + "\n"; !strings.Contains(doc, note) {
 		t.Errorf("docs/operations.md lacks the RDMAReport Event as the program writes it:\n%s", note)
 	}
 }

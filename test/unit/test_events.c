@@ -424,7 +424,7 @@ TEST(test_dry_run_and_no_warnings_report_nothing)
  * RDMAReport, whose note is its report's lines; the replicas of a job with
  * the same report are one Event. With warnings, the Warning Event too. */
 #define REPORT_NOTE                                                                                \
-    "nothing changed (report mode, from --mode); enforce mode would apply "                        \
+    "report mode (--mode): nothing changed; enforce mode would apply "                             \
     "profile \"roce-8card\" (chosen by gpus) | container \"pytorch\": env "                        \
     "NCCL_IB_DISABLE=0"
 

@@ -214,7 +214,7 @@ TEST(test_value_lists_each_item_and_strips_base)
 
     lines = lines_of(text, &n);
     assert_int_equal(n, 6);
-    assert_string_equal(lines[0], "nothing changed (report mode, from the profile's mode); enforce "
+    assert_string_equal(lines[0], "report mode (the profile's mode): nothing changed; enforce "
                                   "mode would apply profile \"p\" (chosen by gpus)");
     assert_string_equal(lines[1], "container \"pytorch\": env A=1");
     assert_string_equal(lines[2], "container \"pytorch\": env B=2");
@@ -259,8 +259,8 @@ TEST(test_value_says_every_change_in_words)
     size_t n;
 
     lines = lines_of(text, &n);
-    assert_string_equal(lines[0], "nothing changed (report mode, from the namespace label "
-                                  "rdma-webhook.io/mode)");
+    assert_string_equal(lines[0],
+                        "report mode (namespace label rdma-webhook.io/mode): nothing changed");
     assert_line(lines, "container \"pytorch\": limits rdma/hca: 1");
     assert_line(lines, "container \"pytorch\": requests rdma/hca: 1");
     assert_line(lines, "container 1: limits rdma/x: 2");
@@ -567,7 +567,7 @@ TEST(test_flag_report_pod_gets_only_the_annotation)
     assert_string_equal(mutate_outcome_name(mutate_reason_outcome(R.res.reason)), "reported");
     assert_int_equal(R.res.patch.n_ops, 1);
     assert_only_the_report();
-    assert_string_equal(report_head(), "nothing changed (report mode, from --mode); enforce mode "
+    assert_string_equal(report_head(), "report mode (--mode): nothing changed; enforce mode "
                                        "would apply profile \"roce-8card\" (chosen by gpus)");
     assert_string_equal(R.res.report_by, "flag");
     assert_true(report_adds("container \"pytorch\": env NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,"
@@ -661,7 +661,8 @@ TEST(test_namespace_label_wins_and_is_read_once)
     run(POD_JSON(""), &enforce, &ns_hooks);
     assert_int_equal(NS.calls, 1);
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
-    assert_contains(report_head(), "(report mode, from the namespace label " REPORT_LABEL ")");
+    assert_contains(report_head(),
+                    "report mode (namespace label " REPORT_LABEL "): nothing changed");
     assert_only_the_report();
 }
 
@@ -692,7 +693,7 @@ TEST(test_profile_mode_over_the_flag_under_the_label)
     assert_int_equal(ps->p[0].mode, REPORT_MODE_REPORT);
     run_with(ps, POD_JSON(""), &enforce, &ns_hooks); /* no label */
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
-    assert_contains(report_head(), "(report mode, from the profile's mode)");
+    assert_contains(report_head(), "report mode (the profile's mode): nothing changed");
     assert_contains(report_head(), "apply profile \"p\" (chosen by default)");
 
     run_with(pe, POD_JSON(""), &report, NULL);
@@ -796,7 +797,7 @@ TEST(test_skipped_pod_with_warnings_reports_them)
     assert_int_equal(R.res.reason, MUTATE_R_UNKNOWN_PROFILE);
     assert_int_equal(R.res.patch.n_ops, 1);
     assert_only_the_report();
-    assert_string_equal(report_head(), "nothing changed (report mode, from --mode); enforce mode "
+    assert_string_equal(report_head(), "report mode (--mode): nothing changed; enforce mode "
                                        "would change nothing either (unknown-profile)");
     assert_int_equal(R.n_report, 2); /* no change, one warning */
     assert_int_equal(strncmp(R.report[1], "warning: ", 9), 0);
@@ -893,7 +894,7 @@ TEST(test_review_of_the_reported_pod_is_a_call_again)
         assert_int_equal(sum.reason, again ? MUTATE_R_NOTHING_MISSING : MUTATE_R_REPORTED);
         assert_string_equal(sum.report_by, "flag");
         /* the RDMAReport Event's note: the report's lines joined */
-        assert_contains(sum.report_note, "nothing changed (report mode, from --mode); enforce mode "
+        assert_contains(sum.report_note, "report mode (--mode): nothing changed; enforce mode "
                                          "would apply profile \"roce-8card\" (chosen by gpus) | "
                                          "container \"pytorch\": env NCCL_IB_DISABLE=0 | ");
         if (!again)

@@ -118,7 +118,7 @@ func TestReportMode(t *testing.T) {
 			if r == nil {
 				t.Fatalf("%s/%s: no %s: %v", p.Namespace, p.Name, reportAnnotation, p.Annotations)
 			}
-			if head := "nothing changed (report mode, from the namespace label rdma-webhook.io/mode); " +
+			if head := "report mode (namespace label rdma-webhook.io/mode): nothing changed; " +
 				`enforce mode would apply profile "roce-8card" (chosen by gpus)`; r.Lines[0] != head {
 				t.Errorf("%s/%s: report begins %q, want %q", p.Namespace, p.Name, r.Lines[0], head)
 			}
@@ -220,7 +220,7 @@ func requireReportSeen(t *testing.T, ns, job string, pods map[string][]corev1.Po
 	out, _ = mustKubectl(t, "", "describe", "pytorchjob", "-n", ns, job)
 	events := out[strings.Index(out, "Events:"):]
 	t.Logf("kubectl describe pytorchjob %s:\n%s", job, events)
-	for _, want := range []string{"Normal", "RDMAReport", "rdma-webhook.io/webhook", "nothing changed (report mode"} {
+	for _, want := range []string{"Normal", "RDMAReport", "rdma-webhook.io/webhook", "report mode (namespace label rdma-webhook.io/mode): nothing changed"} {
 		if !strings.Contains(events, want) {
 			t.Errorf("kubectl describe pytorchjob %s: the Events lack %q:\n%s", job, want, events)
 		}
