@@ -47,6 +47,7 @@
 struct events_item {
     char namespace_[64];
     struct review_owner owner;      /* kind "": the Event is about the Namespace */
+    const char *type;               /* "Warning" or "Normal" (static text) */
     const char *reason;             /* static text */
     const char *action;             /* static text */
     char pod[352];                  /* "pod NAME (worker 0)": whom the note names */
@@ -159,14 +160,32 @@ static void events_join(char *out, size_t outlen, const struct mutate_warnings *
     }
 }
 
+_Static_assert(REPORT_NOTE_MAX <= EVENTS_NOTE_MAX - EVENTS_POD_ROOM,
+               "the report's note leaves the pod's name its room");
+
 static void events_item_fill(struct events_item *it, const struct review_summary *sum)
 {
     memcpy(it->namespace_, sum->namespace_, sizeof(it->namespace_));
     it->owner = sum->owner;
+    it->type = "Warning";
     it->reason = events_reason(sum->reason);
     it->action = EVENTS_ACTION;
     events_pod_text(it->pod, sizeof(it->pod), sum);
     events_join(it->warnings, sizeof(it->warnings) - EVENTS_POD_ROOM, &sum->warning_texts);
+}
+
+/* The report of a pod in report mode, for its author, who otherwise sees
+ * nothing of it: a Normal Event, warnings or not. Reports alike (a job's
+ * replicas) count in one series as warnings do. */
+static void events_report_fill(struct events_item *it, const struct review_summary *sum)
+{
+    memcpy(it->namespace_, sum->namespace_, sizeof(it->namespace_));
+    it->owner = sum->owner;
+    it->type = "Normal";
+    it->reason = EVENTS_REASON_REPORT;
+    it->action = EVENTS_ACTION;
+    events_pod_text(it->pod, sizeof(it->pod), sum);
+    memcpy(it->warnings, sum->report_note, sizeof(sum->report_note));
 }
 
 /* FNV-1a over the fields that make two reports one Event. */
@@ -186,6 +205,7 @@ static uint64_t events_hash(const struct events_item *it)
     h = events_hash_str(h, it->owner.kind);
     h = events_hash_str(h, it->owner.name);
     h = events_hash_str(h, it->owner.uid);
+    h = events_hash_str(h, it->type);
     h = events_hash_str(h, it->reason);
     h = events_hash_str(h, it->action);
     return events_hash_str(h, it->warnings);
@@ -196,8 +216,9 @@ static int events_same(const struct events_item *a, const struct events_item *b)
     return strcmp(a->namespace_, b->namespace_) == 0 &&
            strcmp(a->owner.api_version, b->owner.api_version) == 0 &&
            strcmp(a->owner.kind, b->owner.kind) == 0 && strcmp(a->owner.name, b->owner.name) == 0 &&
-           strcmp(a->owner.uid, b->owner.uid) == 0 && strcmp(a->reason, b->reason) == 0 &&
-           strcmp(a->action, b->action) == 0 && strcmp(a->warnings, b->warnings) == 0;
+           strcmp(a->owner.uid, b->owner.uid) == 0 && strcmp(a->type, b->type) == 0 &&
+           strcmp(a->reason, b->reason) == 0 && strcmp(a->action, b->action) == 0 &&
+           strcmp(a->warnings, b->warnings) == 0;
 }
 
 /* ---- the requests ------------------------------------------------------ */
@@ -341,7 +362,8 @@ static int events_create_body(struct events *ev, const struct events_series *s, 
     jsonw_str(&w, s->first.action);
     jsonw_raw(&w, ",\"reason\":");
     jsonw_str(&w, s->first.reason);
-    jsonw_raw(&w, ",\"type\":\"Warning\"");
+    jsonw_raw(&w, ",\"type\":");
+    jsonw_str(&w, s->first.type);
     events_regarding(&w, &s->first);
     jsonw_raw(&w, ",\"note\":");
     jsonw_str(&w, note);
@@ -764,11 +786,21 @@ int events_report(struct events *ev, const struct review_summary *sum)
 {
     struct events_item it;
 
+    int rc = ERR_OK;
+
     assert(ev->magic == EVENTS_MAGIC);
-    if (sum->ignored || sum->dry_run || sum->called_again || sum->warning_texts.n == 0)
+    if (sum->ignored || sum->dry_run || sum->called_again)
         return ERR_OK;
-    events_item_fill(&it, sum);
-    return events_enqueue(ev, &it);
+    if (sum->warning_texts.n) {
+        events_item_fill(&it, sum);
+        rc = events_enqueue(ev, &it);
+    }
+    if (sum->report_note[0]) {
+        events_report_fill(&it, sum);
+        if (events_enqueue(ev, &it) != ERR_OK)
+            rc = ERR_BUSY;
+    }
+    return rc;
 }
 
 int events_report_object(struct events *ev, const struct events_object *o, const char *reason,
@@ -783,6 +815,7 @@ int events_report_object(struct events *ev, const struct events_object *o, const
     snprintf(it.owner.kind, sizeof(it.owner.kind), "%s", o->kind);
     snprintf(it.owner.name, sizeof(it.owner.name), "%s", o->name);
     snprintf(it.owner.uid, sizeof(it.owner.uid), "%s", o->uid ? o->uid : "");
+    it.type = "Warning";
     it.reason = reason;
     it.action = action;
     utf8_shorten(note, sizeof(it.warnings) - 1, it.warnings, sizeof(it.warnings));

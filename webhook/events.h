@@ -10,7 +10,11 @@
  *
  * events_report() copies what the admission said into a bounded queue and
  * returns; it never waits for the API. One sender thread makes the Events.
- * A full queue drops the report and counts it. Admissions without warnings,
+ * A full queue drops the report and counts it. A pod in report mode that got
+ * its report (rdma-webhook.io/report) also gets a Normal Event, reason
+ * EVENTS_REASON_REPORT, whose note is the report's lines (report_note),
+ * with warnings or without: its author sees what enforce would do where
+ * they look. Admissions without warnings or a report,
  * requests that were not a Pod CREATE, and dryRun requests report nothing:
  * a dry run must have no side effects (the webhook configuration says
  * sideEffects: NoneOnDryRun). Nor does a call for a pod the webhook has
@@ -56,6 +60,8 @@
 /* reportingController, the "From" of kubectl describe: a qualified name. */
 #define EVENTS_CONTROLLER "rdma-webhook.io/webhook"
 #define EVENTS_ACTION     "Admit"
+/* The reason of a reported pod's Normal Event. */
+#define EVENTS_REASON_REPORT "RDMAReport"
 
 /* Defaults for a zero in events_config. */
 #define EVENTS_QUEUE_DEFAULT      256u

@@ -45,6 +45,7 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
                                                       "mode",
                                                       "ipc_lock",
                                                       "shm",
+                                                      "inject",
                                                       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
@@ -91,11 +92,13 @@ void mutate_result_init(struct mutate_result *res, size_t patch_cap)
     res->outcome = MUTATE_SKIPPED;
     res->reason = MUTATE_R_NOT_TARGET;
     patch_init(&res->patch, patch_cap);
+    dynbuf_init(&res->report, REPORT_VALUE_MAX);
 }
 
 void mutate_result_free(struct mutate_result *res)
 {
     patch_free(&res->patch);
+    dynbuf_free(&res->report);
 }
 
 /* s as the warning being made shows it: whole in the full text, else cut to
@@ -753,6 +756,25 @@ static void mutate_pod(struct mutate_ctx *m)
     m->res->reason = m->res->patch.n_ops ? MUTATE_R_MUTATED : MUTATE_R_NOTHING_MISSING;
 }
 
+/* The pod's own TARGET_ANNOTATION_INJECT that does nothing: said in the
+ * trace for any pod, and warned about on a target (one that is not is never
+ * written to; an opted-out one is left alone, warnings included). */
+static void mutate_inject_ignored(struct mutate_ctx *m, enum target_verdict v)
+{
+    const char *where, *bad = target_inject_ignored(&m->r, m->metadata, &where);
+
+    if (!bad)
+        return;
+    MUTATE_TRACE(m,
+                 "pod: %s " TARGET_ANNOTATION_INJECT "=\"%s\" does nothing: only \"true\" "
+                 "and \"false\" do",
+                 where, bad);
+    if (v == TARGET_YES)
+        MUTATE_WARN(m, MUTATE_W_INJECT,
+                    "set pod %s " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does nothing)",
+                    where, mutate_s(m, bad, MUTATE_SHOWN_VALUE));
+}
+
 static int mutate_is_target(struct mutate_ctx *m)
 {
     enum target_verdict v;
@@ -769,7 +791,33 @@ static int mutate_is_target(struct mutate_ctx *m)
                  : v == TARGET_OPTED_OUT ? "opted out"
                                          : "not a target",
                  why);
+    mutate_inject_ignored(m, v);
     return v == TARGET_YES;
+}
+
+/* The namespace's TARGET_ANNOTATION_INJECT, where its labels are read for
+ * this pod anyway (never a lookup of its own): a value that is no word of
+ * the vocabulary does nothing, whichever webhook configuration is
+ * installed (served either way, or under the opt-in component never). */
+static void mutate_ns_inject(struct mutate_ctx *m)
+{
+    const cJSON *labels;
+    const char *v;
+
+    if (!m->hooks || !m->hooks->select.namespace_labels || mutate_ns_labels(m, &labels))
+        return;
+    v = cJSON_GetStringValue(podjson_member(labels, TARGET_ANNOTATION_INJECT));
+    if (target_namespace_inject_known(v))
+        return;
+    MUTATE_TRACE(m,
+                 "namespace: label " TARGET_ANNOTATION_INJECT "=\"%s\" does nothing: "
+                 "\"false\" opts the namespace out, \"true\" in (under the opt-in component)",
+                 v);
+    MUTATE_WARN(m, MUTATE_W_INJECT,
+                "label namespace \"%s\" " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does "
+                "nothing)",
+                mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
+                mutate_s(m, v, MUTATE_SHOWN_VALUE));
 }
 
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
@@ -786,6 +834,7 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->pinned = 0;
     res->report_by = NULL;
     res->report_seen = 0;
+    dynbuf_reset(&res->report);
     snprintf(res->error, sizeof(res->error), "%s", why);
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
@@ -925,13 +974,15 @@ static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
         podjson_fail(&m->r, "out of memory for the report");
         return ERR_NOMEM;
     }
+    /* Whole, as the log and the Event have them: the annotation has room. */
     for (size_t i = 0; i < res->warnings.n; i++)
-        warnings[i] = res->warnings.text[i] + strlen(MUTATE_WARNING_LEAD);
+        warnings[i] = res->warnings.full[i] + strlen(MUTATE_WARNING_LEAD);
     ri.result = res->reason == MUTATE_R_MUTATED ? "reported" : "skipped";
     ri.reason = res->reason == MUTATE_R_MUTATED ? NULL : mutate_reason_name(res->reason);
     ri.profile = res->profile ? res->profile->name : NULL;
     ri.selected_by = select_rule_name(m->rule);
     ri.ops = ops;
+    ri.pod = m->in->object;
     rc = report_value(&ri, value);
     cJSON_Delete(ops);
     if (rc)
@@ -948,25 +999,23 @@ static int mutate_report(struct mutate_ctx *m)
     struct mutate_result *res = m->res;
     const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
     const char *have = podjson_str(&m->r, annotations, REPORT_ANNOTATION);
-    struct dynbuf value;
+    struct dynbuf *value = &res->report;
 
     if ((res->reason != MUTATE_R_MUTATED && res->warnings.n == 0) ||
         mutate_mode(m) != REPORT_MODE_REPORT)
         return 0;
-    dynbuf_init(&value, REPORT_VALUE_MAX);
-    if (mutate_report_value(m, &value) == ERR_OK) {
+    if (mutate_report_value(m, value) == ERR_OK) {
         patch_free(&res->patch);
         patch_init(&res->patch, res->patch.out.cap);
         res->pinned = 0;
         res->report_seen = have != NULL;
-        if (have && strcmp(have, dynbuf_ptr(&value)) == 0)
+        if (have && strcmp(have, dynbuf_ptr(value)) == 0)
             res->reason = res->reason == MUTATE_R_MUTATED ? MUTATE_R_NOTHING_MISSING : res->reason;
         else
-            mutate_annotate_report(m, annotations, dynbuf_ptr(&value));
+            mutate_annotate_report(m, annotations, dynbuf_ptr(value));
         if (res->reason == MUTATE_R_MUTATED)
             res->reason = MUTATE_R_REPORTED;
     }
-    dynbuf_free(&value);
     return 1;
 }
 
@@ -988,6 +1037,9 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
         res->profile = m.p;
         mutate_pod(&m);
     }
+    /* Only where the pod is written to anyway (its labels are read then). */
+    if (!podjson_failed(&m.r) && target && (res->reason == MUTATE_R_MUTATED || res->warnings.n))
+        mutate_ns_inject(&m);
     /* A pod that is not a target is never changed, warned or not. */
     if (!podjson_failed(&m.r) && target && !mutate_report(&m))
         mutate_finish_annotations(&m, res->reason == MUTATE_R_MUTATED);

@@ -220,6 +220,7 @@ enum mutate_warning_kind {
     MUTATE_W_MODE,         /* the namespace's rdma-webhook.io/mode label: invalid, or unread */
     MUTATE_W_IPC_LOCK,     /* the namespace's rdma-webhook.io/ipc-lock label: invalid */
     MUTATE_W_SHM,          /* no name left for the /dev/shm volume */
+    MUTATE_W_INJECT,       /* a value of rdma-webhook.io/inject that does nothing (target.h) */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };
@@ -248,6 +249,9 @@ struct mutate_result {
      * already (a call again: that call reported it). */
     const char *report_by;
     int report_seen;
+    /* The text of REPORT_ANNOTATION made for this pod (report_value), also
+     * when the pod has it already; "" in enforce mode. */
+    struct dynbuf report;
 };
 
 void mutate_result_init(struct mutate_result *res, size_t patch_cap);

@@ -12,14 +12,23 @@
  * and an admin who wants "report when in doubt" gets it by running with
  * --mode report and labelling the namespaces to mutate enforce.
  *
- * In report mode the pod gets nothing but REPORT_ANNOTATION, a JSON object
- * that summarises what enforce would have written (report_value): the
- * result, the level that chose report, the profile and its rule, the
- * warnings and each JSON Patch operation as "op path value", the value
- * compact and cut; bounded by REPORT_VALUE_MAX, the operations that do not
- * fit counted in a last "... N more". The summary is a function of the
- * would-be changes only, so a second call on the reported pod writes the
- * same text, which the caller leaves alone.
+ * In report mode the pod gets nothing but REPORT_ANNOTATION, plain text that
+ * says in words what enforce would have written (report_value), one line
+ * each, as `kubectl describe pod` shows an annotation of several lines:
+ * first what was decided (nothing changed; the level that chose report; the
+ * profile and its rule, or why enforce would change nothing either), then
+ * one line per change (`container "pytorch": env NCCL_IB_HCA==mlx5_1,...`,
+ * one per item of an operation that makes a list), then one per warning.
+ * Every name and value comes from the pod and the profiles, so each line is
+ * folded to one line of text and cut between characters at REPORT_LINE_MAX
+ * bytes; the whole is bounded by REPORT_VALUE_MAX, the lines that do not fit
+ * counted in a line "... and N more" where they end. The summary is a
+ * function of the would-be changes only, so a second call on the reported
+ * pod writes the same text, which the caller leaves alone.
+ *
+ * report_note() makes of that text an Event's note (the caller's RDMAReport
+ * Event, which every reported pod gets): the lines joined by
+ * REPORT_NOTE_SEP while they fit, the rest counted.
  */
 #ifndef RDMA_WEBHOOK_REPORT_H
 #define RDMA_WEBHOOK_REPORT_H
@@ -35,9 +44,13 @@ struct cJSON;
 /* The annotation's value at most, in bytes; Kubernetes allows 256 KiB for
  * all of a pod's annotations together. */
 #define REPORT_VALUE_MAX 8192
-/* One operation's text at most, and the value in it. */
-#define REPORT_OP_MAX    160
-#define REPORT_VALUE_CUT 96
+/* One line at most, in bytes. */
+#define REPORT_LINE_MAX 512
+/* Between two lines of the text in a note. */
+#define REPORT_NOTE_SEP " | "
+/* The RDMAReport Event's note at most: an Event's note holds 1024 bytes, and
+ * the Event puts the pod's name before this (events.h checks the sum). */
+#define REPORT_NOTE_MAX 928
 
 enum report_mode { REPORT_MODE_UNSET, REPORT_MODE_ENFORCE, REPORT_MODE_REPORT };
 
@@ -84,12 +97,19 @@ struct report_input {
     size_t n_warnings;
     const struct cJSON *ops; /* the would-be JSON Patch (an array), or NULL */
     const char *base;        /* taken off each path: the pod's place in the patched document */
+    const struct cJSON *pod; /* the object at base, whose containers the lines name; or NULL */
 };
 
-/* Writes the annotation's value (JSON text, NUL-terminated, at most
- * REPORT_VALUE_MAX bytes) to out, whose cap must be REPORT_VALUE_MAX or
- * more. The warnings take at most half of it (the rest counted, as the
- * operations are). ERR_OK or ERR_NOMEM. */
+/* Writes the annotation's value (lines of text joined by '\n', no newline
+ * at the end, NUL-terminated, at most REPORT_VALUE_MAX bytes) to out, whose
+ * cap must be REPORT_VALUE_MAX or more. The warnings take at most half of
+ * it (the rest counted, as the changes are). ERR_OK or ERR_NOMEM. */
 int report_value(const struct report_input *in, struct dynbuf *out);
+
+/* The lines of text (report_value's) joined by REPORT_NOTE_SEP into out
+ * (outlen bytes, NUL-terminated): whole lines while they fit, then
+ * "... and N more" counting the rest (a count of the text's own included).
+ * outlen must leave room for the first line and the count. */
+void report_note(const char *text, char *out, size_t outlen);
 
 #endif

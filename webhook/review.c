@@ -175,6 +175,9 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     review_copy(sum->profile, sizeof(sum->profile), res->profile ? res->profile->name : NULL);
     sum->selected_by = res->profile ? select_rule_name(res->rule) : NULL;
     sum->report_by = res->report_by;
+    sum->report_note[0] = '\0';
+    if (res->report_by && dynbuf_len(&res->report))
+        report_note(dynbuf_ptr(&res->report), sum->report_note, sizeof(sum->report_note));
     /* A reported pod carries no rdma-webhook.io/injected: its report says
      * that an earlier call saw it. */
     if (res->report_seen)

@@ -45,6 +45,9 @@ struct review_summary {
     /* Report mode: the level that chose it (report_by_name, static text);
      * NULL in enforce mode. */
     const char *report_by;
+    /* Report mode: the pod's report as an Event's note (report_note), for
+     * its RDMAReport Event; "" when the pod got no report. */
+    char report_note[REPORT_NOTE_MAX];
     size_t ops;
     size_t warnings;
     unsigned warning_kinds[MUTATE_W_KINDS];

@@ -57,24 +57,53 @@ static const char *target_other_kinds(struct podjson *r, const cJSON *metadata, 
     return NULL;
 }
 
+/* 1 for "true", 0 for "false", -1 for any other value or none. */
+static int target_inject_word(const char *v)
+{
+    if (v && strcmp(v, "true") == 0)
+        return 1;
+    if (v && strcmp(v, "false") == 0)
+        return 0;
+    return -1;
+}
+
+const char *target_inject_ignored(struct podjson *r, const cJSON *metadata, const char **where)
+{
+    const char *a =
+        podjson_str(r, podjson_obj(r, metadata, "annotations"), TARGET_ANNOTATION_INJECT);
+    const char *l = podjson_str(r, podjson_obj(r, metadata, "labels"), TARGET_ANNOTATION_INJECT);
+
+    *where = a && target_inject_word(a) < 0 ? "annotation" : "label";
+    if (a && target_inject_word(a) < 0)
+        return a;
+    return l && target_inject_word(l) < 0 ? l : NULL;
+}
+
+int target_namespace_inject_known(const char *value)
+{
+    return !value || target_inject_word(value) >= 0 || strcmp(value, "enabled") == 0;
+}
+
 enum target_verdict target_pod_why(struct podjson *r, const cJSON *metadata, unsigned target_bits,
                                    const char **why)
 {
     const cJSON *annotations = podjson_obj(r, metadata, "annotations");
     const cJSON *labels = podjson_obj(r, metadata, "labels");
     /* The label form exists because a webhook's objectSelector can match
-     * labels but not annotations: it is how opted-in pods reach us at all. */
-    const char *inject = podjson_str(r, annotations, TARGET_ANNOTATION_INJECT);
-    int by_label = !inject;
+     * labels but not annotations: it is how opted-in pods reach us at all.
+     * An annotation that is no word of the vocabulary is no annotation: the
+     * label that brought the pod here decides. */
+    int a = target_inject_word(podjson_str(r, annotations, TARGET_ANNOTATION_INJECT));
+    int by_label = a < 0;
+    int inject =
+        by_label ? target_inject_word(podjson_str(r, labels, TARGET_ANNOTATION_INJECT)) : a;
 
-    if (!inject)
-        inject = podjson_str(r, labels, TARGET_ANNOTATION_INJECT);
-    if (inject && strcmp(inject, "false") == 0) {
+    if (inject == 0) {
         *why = by_label ? "label " TARGET_ANNOTATION_INJECT ": \"false\""
                         : "annotation " TARGET_ANNOTATION_INJECT ": \"false\"";
         return TARGET_OPTED_OUT;
     }
-    if (inject && strcmp(inject, "true") == 0) {
+    if (inject == 1) {
         *why = by_label ? "label " TARGET_ANNOTATION_INJECT ": \"true\""
                         : "annotation " TARGET_ANNOTATION_INJECT ": \"true\"";
         return TARGET_YES;

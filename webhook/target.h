@@ -6,6 +6,12 @@
  * annotation (or label) rdma-webhook.io/inject: "true", or when it belongs to
  * another job kind enabled in the profiles' "targets". The value "false"
  * always wins; the annotation wins over the label.
+ *
+ * One vocabulary, on pods and on namespaces alike: "true" and "false" (and
+ * on a namespace "enabled", the older spelling of "true" under the opt-in
+ * component). Any other value does nothing: the pod's is ignored (the label
+ * decides where the annotation's is not a word of it), and
+ * target_inject_ignored() names it so that the caller can say so.
  */
 #ifndef RDMA_WEBHOOK_TARGET_H
 #define RDMA_WEBHOOK_TARGET_H
@@ -54,10 +60,15 @@ typedef void (*target_container_fn)(void *ctx, const struct cJSON *container, in
 size_t target_each_container(struct podjson *r, const struct cJSON *containers,
                              const struct profiles *ps, target_container_fn fn, void *ctx);
 
-/* target_pod(), and in *why a static phrase saying what decided it
- * ("its controlling owner is a PyTorchJob"), for `mutate --explain`. */
-enum target_verdict target_pod_why(struct podjson *r, const struct cJSON *metadata,
-                                   unsigned target_bits, const char **why);
+/* The pod's value of TARGET_ANNOTATION_INJECT that does nothing (neither
+ * "true" nor "false"), the annotation's first, or NULL; *where is
+ * "annotation" or "label". */
+const char *target_inject_ignored(struct podjson *r, const struct cJSON *metadata,
+                                  const char **where);
+
+/* 1 when a Namespace's TARGET_ANNOTATION_INJECT label value means something
+ * ("true", "false", "enabled"), 0 for any other (NULL: no label, 1). */
+int target_namespace_inject_known(const char *value);
 
 /* 1 when the container asks for any resource whose name starts with prefix. */
 int target_container_asks_prefix(struct podjson *r, const struct cJSON *container,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Report-only mode through the real binary: the namespace label
@@ -19,23 +20,67 @@ const (
 	reportedSample   = `rdma_webhook_admissions_total{result="reported",reason=""}`
 )
 
-// reportOf is the pod's report annotation decoded; nil when it has none.
-func reportOf(t testing.TB, pod obj) obj {
+// report is the pod's report annotation: plain text, one line each.
+type report struct {
+	text  string
+	lines []string
+}
+
+// has: some line of the report ends with want.
+func (r *report) has(want string) bool {
+	for _, l := range r.lines {
+		if strings.HasSuffix(l, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// warnings: the report's warning lines.
+func (r *report) warnings() []string {
+	var out []string
+	for _, l := range r.lines {
+		if strings.HasPrefix(l, "warning: ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// reportOf is the pod's report annotation read, and checked to be what a
+// person reads (`kubectl describe pod` prints one line per line): lines of
+// text within 512 bytes, the whole within 8 KiB, no JSON Pointer escapes,
+// no JSON; nil when it has none.
+func reportOf(t testing.TB, pod obj) *report {
 	t.Helper()
 	text, ok := pathStr(pod, "metadata", "annotations", reportAnnotation)
 	if !ok {
 		return nil
 	}
-	var rep obj
-	if err := json.Unmarshal([]byte(text), &rep); err != nil {
-		t.Fatalf("%s is not a JSON object: %v: %s", reportAnnotation, err, text)
+	if len(text) > 8192 || strings.Contains(text, "~1") || strings.HasPrefix(text, "{") ||
+		strings.Contains(text, "\n\n") || strings.HasSuffix(text, "\n") {
+		t.Fatalf("%s is not lines of plain text within 8 KiB: %q", reportAnnotation, text)
 	}
-	return rep
+	r := &report{text: text, lines: strings.Split(text, "\n")}
+	for _, l := range r.lines {
+		if len(l) > 512 || !utf8.ValidString(l) {
+			t.Errorf("%s: a line that is not UTF-8 within 512 bytes: %q", reportAnnotation, l)
+		}
+	}
+	return r
+}
+
+// byWords is how the report's first line names the level that chose report.
+var byWords = map[string]string{
+	"flag":            "report mode (--mode)",
+	"profile":         "report mode (the profile's mode)",
+	"namespace-label": "report mode (namespace label rdma-webhook.io/mode)",
 }
 
 // requireOnlyReport: patched is original with one annotation more, the
-// report, which says result and by.
-func requireOnlyReport(t testing.TB, original, patched obj, result, by string) obj {
+// report, whose first line says result (reported: a profile would be
+// applied; skipped: nothing would) and by.
+func requireOnlyReport(t testing.TB, original, patched obj, result, by string) *report {
 	t.Helper()
 	rep := reportOf(t, patched)
 	if rep == nil {
@@ -50,24 +95,12 @@ func requireOnlyReport(t testing.TB, original, patched obj, result, by string) o
 	if !jsonEqual(stripped, original) {
 		t.Fatalf("the reported pod changed beyond %s:\nwant %v\ngot  %v", reportAnnotation, compact(original), compact(stripped))
 	}
-	if got, _ := pathStr(rep, "result"); got != result {
-		t.Errorf("report result: expected %q, got %q (%v)", result, got, compact(rep))
-	}
-	if got, _ := pathStr(rep, "by"); got != by {
-		t.Errorf("report by: expected %q, got %q (%v)", by, got, compact(rep))
+	head := rep.lines[0]
+	want := map[string]string{"reported": "; enforce mode would apply profile ", "skipped": "; enforce mode would change nothing either"}[result]
+	if !strings.HasPrefix(head, byWords[by]+": nothing changed") || !strings.Contains(head, want) {
+		t.Errorf("report: expected the first line to say %s by %s, got %q", result, by, head)
 	}
 	return rep
-}
-
-// reportAdds: some addition of the report ends with want.
-func reportAdds(rep obj, want string) bool {
-	list, _ := rep["additions"].([]interface{})
-	for _, a := range list {
-		if s, _ := a.(string); strings.HasSuffix(s, want) {
-			return true
-		}
-	}
-	return false
 }
 
 func isMutated(ad admission) bool {
@@ -91,11 +124,21 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 		mark := in.logMark()
 		ad := in.admit(t, pod)
 		rep := requireOnlyReport(t, pod, ad.patched, "reported", "namespace-label")
-		if got, _ := pathStr(rep, "profile"); got != "roce-8card" {
-			t.Errorf("report profile: expected roce-8card, got %q", got)
+		if !strings.HasSuffix(rep.lines[0], `apply profile "roce-8card" (chosen by gpus)`) {
+			t.Errorf("report: expected profile roce-8card chosen by gpus, got %q", rep.lines[0])
 		}
-		if !reportAdds(rep, "/spec/containers/0/env/- NCCL_IB_HCA="+hca8) || !reportAdds(rep, " /spec/schedulerName volcano") {
-			t.Errorf("report additions lack NCCL_IB_HCA=%s or the scheduler: %v", hca8, rep["additions"])
+		if !rep.has(`container "pytorch": env NCCL_IB_HCA=`+hca8) || !rep.has("schedulerName volcano (in place of default-scheduler)") ||
+			!rep.has(`container "pytorch": requests rdma/hca: 1`) {
+			t.Errorf("report lacks NCCL_IB_HCA=%s, the scheduler or rdma/hca in words:\n%s", hca8, rep.text)
+		}
+		if len(ad.rr.warnings) != 0 {
+			t.Fatalf("expected a pod without warnings, got %q", ad.rr.warnings)
+		}
+		// Its author sees the report in `kubectl describe pytorchjob`,
+		// warnings or not: a Normal Event whose note is the lines.
+		ev := requireEvent(t, a, "RDMAReport", strings.Join(rep.lines[:3], " | "))
+		if ev["type"] != "Normal" {
+			t.Errorf("RDMAReport Event: expected type Normal, got %v", ev["type"])
 		}
 		if m, _ := pathStr(ad.rr.response, "auditAnnotations", "mode"); m != "report" || ad.rr.auditProf != "roce-8card" {
 			t.Errorf("auditAnnotations: expected mode report and profile roce-8card, got %v", ad.rr.response["auditAnnotations"])
@@ -184,8 +227,8 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 			ad := in.admit(t, octal)
 			if reportOf(t, ad.patched) != nil {
 				rep := requireOnlyReport(t, octal, ad.patched, "reported", "namespace-label")
-				if ws, _ := rep["warnings"].([]interface{}); len(ws) == 0 || ad.warningWith("NCCL_IB_TIMEOUT") == "" {
-					t.Errorf("the octal NCCL_IB_TIMEOUT warning: in the report %v, to the user %q", rep["warnings"], ad.rr.warnings)
+				if ws := rep.warnings(); len(ws) == 0 || !strings.Contains(ws[0], "NCCL_IB_TIMEOUT") || ad.warningWith("NCCL_IB_TIMEOUT") == "" {
+					t.Errorf("the octal NCCL_IB_TIMEOUT warning: in the report %q, to the user %q", ws, ad.rr.warnings)
 				}
 				break
 			}
@@ -195,6 +238,7 @@ func TestReportModeNamespaceLabel(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		requireEvent(t, a, "ReportedWithWarnings", "NCCL_IB_TIMEOUT")
+		requireEvent(t, a, "RDMAReport", " | warning: NCCL_IB_TIMEOUT=022: drop the leading 0")
 	})
 }
 
@@ -284,8 +328,8 @@ func TestReportModeOffline(t *testing.T) {
 		}
 		for name, tmpl := range got {
 			rep := requireOnlyReport(t, replicaTemplates(source)[name], tmpl, "reported", c.by)
-			if !reportAdds(rep, "add /spec/containers/0/env/- NCCL_IB_HCA="+hcaOf(t, "roce-8card")) {
-				t.Errorf("%v, template %s: the report lacks NCCL_IB_HCA: %v", c.args, name, rep["additions"])
+			if !rep.has(": env NCCL_IB_HCA=" + hcaOf(t, "roce-8card")) {
+				t.Errorf("%v, template %s: the report lacks NCCL_IB_HCA:\n%s", c.args, name, rep.text)
 			}
 		}
 	}
@@ -300,19 +344,50 @@ func TestReportModeOffline(t *testing.T) {
 }
 
 // requireEvent: the job has an Event with this reason whose note says
-// phrase.
-func requireEvent(t testing.TB, a *fakeAPI, reason, phrase string) {
+// phrase; it returns the Event.
+func requireEvent(t testing.TB, a *fakeAPI, reason, phrase string) obj {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		for _, ev := range a.eventsAbout("PyTorchJob", "e2e-job") {
 			if note, _ := ev["note"].(string); ev["reason"] == reason && strings.Contains(note, phrase) {
-				return
+				return ev
 			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s Event saying %q on the PyTorchJob within 5 s: %v", reason, phrase, a.eventsAbout("PyTorchJob", "e2e-job"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReportModeDocsExample: the report docs/operations.md shows, as
+// `kubectl describe pod` prints it, and the start of its RDMAReport
+// Event, are the program's own output for the example review's pod in a
+// namespace labelled report.
+func TestReportModeDocsExample(t *testing.T) {
+	t.Parallel()
+	out := mustSucceed(t, nil, "mutate", "--profiles", profilesPath, "--namespace-labels", modeLabel+"=report",
+		"--patched", exampleReview)
+	pod := out
+	if req := pathObj(out, "request", "object"); req != nil {
+		pod = req
+	}
+	rep := reportOf(t, pod)
+	if rep == nil {
+		t.Fatalf("no report on the example pod: %v", compact(pod))
+	}
+	doc := string(readFile(t, filepath.Join(repoRoot, "docs", "operations.md")))
+	block := "Annotations:      " + reportAnnotation + ":\n"
+	for _, l := range rep.lines {
+		block += "                    " + l + "\n"
+	}
+	block += "```"
+	if !strings.Contains(doc, block) {
+		t.Errorf("docs/operations.md lacks the report as the program writes it:\n%s", block)
+	}
+	if note := "rdma-webhook.io/webhook  pod report-job-worker-0 (worker 0): " +
+		strings.Join(rep.lines, " | ") + "\n"; !strings.Contains(doc, note) {
+		t.Errorf("docs/operations.md lacks the RDMAReport Event as the program writes it:\n%s", note)
 	}
 }

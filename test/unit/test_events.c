@@ -2,7 +2,8 @@
  * Unit tests for webhook/events.c, with a fake API behind the queue and a
  * fake clock for the window and the patch gap (events_config's edges): the
  * Event's JSON (regarding the owner or the Namespace, the note naming the
- * pod and its replica, the API's required fields and limits); dry runs,
+ * pod and its replica, the API's required fields and limits); a reported
+ * pod's Normal RDMAReport Event, with warnings or without; dry runs,
  * admissions without warnings and second calls for a mutated pod report
  * nothing; a full queue drops and counts
  * without blocking; reports within the window are one Event whose series is
@@ -424,6 +425,73 @@ TEST(test_dry_run_and_no_warnings_report_nothing)
     assert_int_equal(api_calls(), 0);
 }
 
+/* A reported pod (report mode), without warnings: a Normal Event,
+ * RDMAReport, whose note is its report's lines; the replicas of a job with
+ * the same report are one Event. With warnings, the Warning Event too. */
+#define REPORT_NOTE                                                                                \
+    "report mode (--mode): nothing changed; enforce mode would apply "                             \
+    "profile \"roce-8card\" (chosen by gpus) | container \"pytorch\": env "                        \
+    "NCCL_IB_DISABLE=0"
+
+static struct review_summary reported_pod(int index, const char *warning)
+{
+    struct review_summary s = job_pod(index, warning ? warning : "");
+
+    s.reason = MUTATE_R_REPORTED;
+    s.report_by = "flag";
+    if (!warning)
+        s.warnings = s.warning_texts.n = 0;
+    snprintf(s.report_note, sizeof(s.report_note), "%s", REPORT_NOTE);
+    return s;
+}
+
+TEST(test_reported_pod_gets_a_normal_report_event)
+{
+    struct events *ev = start(0);
+    struct review_summary a = reported_pod(0, NULL), b = reported_pod(1, NULL);
+    struct review_summary dry = reported_pod(2, NULL), again = reported_pod(3, NULL);
+    cJSON *j;
+
+    dry.dry_run = 1;
+    again.called_again = 1;
+    assert_int_equal(events_report(ev, &dry), ERR_OK);
+    assert_int_equal(events_report(ev, &again), ERR_OK);
+    assert_int_equal(events_report(ev, &a), ERR_OK);
+    wait_calls(1);
+    j = body_of(0);
+    assert_string_equal(str_at(j, "type", NULL), "Normal");
+    assert_string_equal(str_at(j, "reason", NULL), EVENTS_REASON_REPORT);
+    assert_string_equal(str_at(j, "reason", NULL), "RDMAReport");
+    assert_string_equal(str_at(j, "regarding", "kind"), "PyTorchJob");
+    assert_string_equal(str_at(j, "note", NULL), "pod bert-worker-0 (worker 0): " REPORT_NOTE);
+    cJSON_Delete(j);
+    assert_int_equal(events_report(ev, &b), ERR_OK);
+    wait_aggregated(ev, 1);
+    events_stop(&ev, 1000, NULL);
+    assert_int_equal(api_calls(), 2); /* the Event, then its series */
+    assert_string_equal(api.calls[1].method, "PATCH");
+}
+
+TEST(test_reported_pod_with_warnings_gets_both_events)
+{
+    struct events *ev = start(0);
+    struct review_summary s = reported_pod(0, W_OCTAL);
+    cJSON *w, *r;
+
+    assert_int_equal(events_report(ev, &s), ERR_OK);
+    wait_calls(2);
+    w = body_of(0);
+    r = body_of(1);
+    assert_string_equal(str_at(w, "type", NULL), "Warning");
+    assert_string_equal(str_at(w, "reason", NULL), "ReportedWithWarnings");
+    assert_string_equal(str_at(w, "note", NULL), "pod bert-worker-0 (worker 0): " W_OCTAL);
+    assert_string_equal(str_at(r, "type", NULL), "Normal");
+    assert_string_equal(str_at(r, "reason", NULL), "RDMAReport");
+    cJSON_Delete(w);
+    cJSON_Delete(r);
+    events_stop(&ev, 1000, NULL);
+}
+
 TEST(test_full_queue_drops_and_counts_without_blocking)
 {
     struct events *ev = start(4);
@@ -707,6 +775,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_note_keeps_whole_warnings_and_counts_those_left_out,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_and_no_warnings_report_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reported_pod_gets_a_normal_report_event, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reported_pod_with_warnings_gets_both_events, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_full_queue_drops_and_counts_without_blocking, setup,
                                         teardown),

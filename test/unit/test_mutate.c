@@ -2217,6 +2217,81 @@ TEST(test_inject_true_annotation_targets_plain_pod)
     assert_outcome(MUTATE_PATCHED);
 }
 
+/* One vocabulary: a value of rdma-webhook.io/inject other than true/false
+ * does nothing; a target is warned about it, naming the value and what to
+ * write, and the label decides where the annotation says nothing. */
+TEST(test_inject_value_that_does_nothing_warns)
+{
+    run(POD_META(",'annotations':{'rdma-webhook.io/inject':'yes'}", "{'containers':[" C8("") "]}"));
+    assert_outcome(MUTATE_PATCHED);
+    assert_int_equal(T.res.reason, MUTATE_R_MUTATED);
+    assert_int_equal(warned_kind(MUTATE_W_INJECT), 1);
+    assert_warned("set pod annotation rdma-webhook.io/inject=true|false (\"yes\" does nothing)");
+}
+
+TEST(test_inject_label_decides_over_an_ignored_annotation)
+{
+    /* "True" is not "true": a PyTorchJob's pod is a target anyway, warned */
+    run(POD_META(",'annotations':{'rdma-webhook.io/inject':'True'}",
+                 "{'containers':[" C8("") "]}"));
+    assert_outcome(MUTATE_PATCHED);
+    assert_warned("(\"True\" does nothing)");
+    teardown(NULL);
+    /* and where the label says "false", that opts it out, quietly */
+    run("{'metadata':{'name':'p','annotations':{'rdma-webhook.io/inject':'True'},"
+        "'labels':{'rdma-webhook.io/inject':'false','training.kubeflow.org/operator-name':"
+        "'pytorchjob-controller'}},'spec':{'containers':[" C8("") "]}}");
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.reason, MUTATE_R_OPTED_OUT);
+    assert_int_equal(T.res.warnings.n, 0);
+    teardown(NULL);
+    /* a plain pod the label brought: the label's true decides, the
+     * annotation's word is warned about */
+    run("{'metadata':{'name':'p','annotations':{'rdma-webhook.io/inject':'enabled'},"
+        "'labels':{'rdma-webhook.io/inject':'true'}},'spec':{'containers':[" C8("") "]}}");
+    assert_int_equal(T.res.reason, MUTATE_R_MUTATED);
+    assert_warned("set pod annotation rdma-webhook.io/inject=true|false (\"enabled\" does");
+    teardown(NULL);
+    run("{'metadata':{'name':'p','labels':{'rdma-webhook.io/inject':'yes'}},"
+        "'spec':{'containers':[" C8("") "]}}");
+    assert_outcome(MUTATE_SKIPPED);
+    assert_int_equal(T.res.reason, MUTATE_R_NOT_TARGET);
+    assert_int_equal(T.res.warnings.n, 0); /* not a target: never written to */
+}
+
+/* The namespace's label, read with the one lookup the pod makes anyway:
+ * true, false and enabled mean something; anything else is warned about. */
+TEST(test_namespace_inject_value_that_does_nothing_warns)
+{
+    static const struct {
+        const char *labels;
+        int warns;
+    } cases[] = {
+        {"{}", 0},
+        {"{'rdma-webhook.io/inject':'true'}", 0},
+        {"{'rdma-webhook.io/inject':'enabled'}", 0},
+        {"{'rdma-webhook.io/inject':'yes'}", 1},
+        {"{'rdma-webhook.io/inject':'disabled'}", 1},
+        {"{'rdma-webhook.io/inject':'True'}", 1},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memset(&ns_hook, 0, sizeof(ns_hook));
+        ns_hook.labels = cases[i].labels;
+        run_with(POD("{'containers':[" C8("") "]}"), shipped, &ns_hooks);
+        assert_int_equal(T.res.reason, MUTATE_R_MUTATED);
+        if (warned_kind(MUTATE_W_INJECT) != (size_t)cases[i].warns)
+            fail_msg("labels %s: %zu inject warnings, want %d", cases[i].labels,
+                     warned_kind(MUTATE_W_INJECT), cases[i].warns);
+        if (cases[i].warns)
+            assert_warned("label namespace \"ns\" rdma-webhook.io/inject=true|false (\"");
+        teardown(NULL);
+        /* the labels the pod reads anyway: no lookup of its own */
+        assert_int_equal(
+            ns_asks_of_one_call(cases[i].labels, POD("{'containers':[" C8("") "]}"), shipped), 1);
+    }
+}
+
 TEST(test_controlling_pytorchjob_owner_targets_pod)
 {
     run("{'metadata':{'name':'p','ownerReferences':[{'apiVersion':'kubeflow.org/v1',"
@@ -3508,6 +3583,9 @@ int main(void)
         T_(test_not_a_target_pod_untouched),
         T_(test_opted_out_pod_untouched),
         T_(test_inject_true_annotation_targets_plain_pod),
+        T_(test_inject_value_that_does_nothing_warns),
+        T_(test_inject_label_decides_over_an_ignored_annotation),
+        T_(test_namespace_inject_value_that_does_nothing_warns),
         T_(test_controlling_pytorchjob_owner_targets_pod),
         T_(test_non_controlling_owner_is_not_a_target),
         T_(test_target_without_target_container_warns),

@@ -19,6 +19,7 @@
 #include "profiles.h"
 #include "report.h"
 #include "review.h"
+#include "utf8.h"
 
 #define NAME63 "a23456789012345678901234567890123456789012345678901234567890123"
 
@@ -117,16 +118,79 @@ TEST(test_mode_parse_is_exact)
     assert_int_equal(report_mode_parse(NULL), REPORT_MODE_UNSET);
 }
 
-/* ---- report_value: the summary ---- */
+/* ---- report_value: the summary in words ---- */
 
-static cJSON *report_parse(struct dynbuf *out)
+/* The text's lines, split at '\n' into a NULL-terminated array (freed by
+ * the caller with free()); each checked to be UTF-8 of one line. */
+static char **lines_of(const char *text, size_t *n)
 {
-    cJSON *v = cJSON_Parse(dynbuf_ptr(out));
+    size_t count = 1, i = 0;
+    char *copy, **out, *p;
 
-    if (!cJSON_IsObject(v))
-        fail_msg("the report is not a JSON object: %s", dynbuf_ptr(out));
-    return v;
+    for (const char *q = text; *q; q++)
+        count += *q == '\n';
+    out = calloc(count + 1, sizeof(*out) + 0);
+    copy = strdup(text);
+    assert_non_null(out);
+    assert_non_null(copy);
+    for (p = strtok(copy, "\n"); p; p = strtok(NULL, "\n")) {
+        assert_true(utf8_valid(p, strlen(p)));
+        assert_true(strlen(p) <= REPORT_LINE_MAX);
+        out[i++] = strdup(p);
+    }
+    free(copy);
+    assert_int_equal(i, count); /* no empty line */
+    *n = i;
+    return out;
 }
+
+static void lines_free(char **lines)
+{
+    for (size_t i = 0; lines && lines[i]; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+static int has_line(char **lines, const char *want)
+{
+    for (size_t i = 0; lines[i]; i++)
+        if (strcmp(lines[i], want) == 0)
+            return 1;
+    return 0;
+}
+
+#define assert_line(lines, want)                                                                   \
+    do {                                                                                           \
+        if (!has_line((lines), (want))) {                                                          \
+            for (size_t i_ = 0; (lines)[i_]; i_++)                                                 \
+                fprintf(stderr, "  line: %s\n", (lines)[i_]);                                      \
+            fail_msg("no line \"%s\"", (want));                                                    \
+        }                                                                                          \
+    } while (0)
+
+/* report_value on ops (JSON text) at base, naming the containers of pod. */
+static char *value_of(struct report_input *in, const char *ops_text, const char *pod_text)
+{
+    cJSON *ops = ops_text ? cJSON_Parse(ops_text) : NULL, *pod = cJSON_Parse(pod_text);
+    struct dynbuf out;
+    char *text;
+
+    if (ops_text)
+        assert_non_null(ops);
+    assert_non_null(pod);
+    in->ops = ops;
+    in->pod = pod;
+    dynbuf_init(&out, REPORT_VALUE_MAX);
+    assert_int_equal(report_value(in, &out), ERR_OK);
+    assert_true(dynbuf_len(&out) <= REPORT_VALUE_MAX);
+    text = strdup(dynbuf_ptr(&out));
+    dynbuf_free(&out);
+    cJSON_Delete(ops);
+    cJSON_Delete(pod);
+    return text;
+}
+
+#define PYTORCH_POD "{\"spec\":{\"containers\":[{\"name\":\"pytorch\"}]}}"
 
 TEST(test_value_lists_each_item_and_strips_base)
 {
@@ -145,102 +209,199 @@ TEST(test_value_lists_each_item_and_strips_base)
                               .warnings = warnings,
                               .n_warnings = 1,
                               .base = "/spec/t/template"};
-    cJSON *ops = cJSON_Parse(ops_text), *v, *adds;
-    struct dynbuf out;
+    char *text = value_of(&in, ops_text, PYTORCH_POD), **lines;
+    size_t n;
 
-    assert_non_null(ops);
-    in.ops = ops;
-    dynbuf_init(&out, REPORT_VALUE_MAX);
-    assert_int_equal(report_value(&in, &out), ERR_OK);
-    v = report_parse(&out);
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "result")), "reported");
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "by")), "profile");
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "profile")), "p");
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v, "selectedBy")), "gpus");
-    assert_null(cJSON_GetObjectItem(v, "reason"));
-    assert_string_equal(
-        cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(v, "warnings"), 0)),
-        "w \"one\"");
-    adds = cJSON_GetObjectItem(v, "additions");
-    assert_int_equal(cJSON_GetArraySize(adds), 4);
-    assert_string_equal(cJSON_GetArrayItem(adds, 0)->valuestring, "add /spec/containers/0/env A=1");
-    assert_string_equal(cJSON_GetArrayItem(adds, 1)->valuestring, "add /spec/containers/0/env B=2");
-    assert_string_equal(cJSON_GetArrayItem(adds, 2)->valuestring,
-                        "replace /spec/schedulerName volcano");
-    assert_string_equal(cJSON_GetArrayItem(adds, 3)->valuestring,
-                        "add /spec/containers/0/securityContext {capabilities:{add:[IPC_LOCK]}}");
-    cJSON_Delete(v);
-    cJSON_Delete(ops);
-    dynbuf_free(&out);
+    lines = lines_of(text, &n);
+    assert_int_equal(n, 6);
+    assert_string_equal(lines[0], "report mode (the profile's mode): nothing changed; enforce "
+                                  "mode would apply profile \"p\" (chosen by gpus)");
+    assert_string_equal(lines[1], "container \"pytorch\": env A=1");
+    assert_string_equal(lines[2], "container \"pytorch\": env B=2");
+    assert_string_equal(lines[3], "schedulerName volcano (in place of default-scheduler)");
+    assert_string_equal(lines[4], "container \"pytorch\": capability IPC_LOCK");
+    assert_string_equal(lines[5], "warning: w \"one\"");
+    assert_null(strchr(text, '{'));
+    lines_free(lines);
+    free(text);
 }
 
-/* A long value is cut with "...", an operation's text too. */
-TEST(test_value_cuts_long_values)
+/* Every operation the webhook makes, in words: no JSON Pointer, no
+ * escape (rdma~1hca), the container by its name (by its index when the
+ * pod does not name it). */
+TEST(test_value_says_every_change_in_words)
 {
-    char long_value[400], ops_text[600];
-    struct report_input in = {.result = "reported", .base = ""};
-    cJSON *ops, *v;
-    const char *a;
-    struct dynbuf out;
+    const char *ops_text =
+        "[{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/limits/rdma~1hca\",\"value\":"
+        "\"1\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/requests\",\"value\":"
+        "{\"rdma/hca\":\"1\"}},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/1/resources\",\"value\":"
+        "{\"limits\":{\"rdma/x\":\"2\"},\"requests\":{\"rdma/x\":\"2\"}}},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"NCCL_IB_HCA\","
+        "\"value\":\"=mlx5_1\"}},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/securityContext/capabilities/add/-\","
+        "\"value\":\"IPC_LOCK\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/volumes/-\",\"value\":{\"name\":\"rdma-webhook-shm\","
+        "\"emptyDir\":{\"medium\":\"Memory\"}}},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/volumeMounts\",\"value\":[{\"name\":"
+        "\"rdma-webhook-nccl\",\"mountPath\":\"/root/.nccl.conf\",\"subPath\":\"nccl.conf\","
+        "\"readOnly\":true}]},"
+        "{\"op\":\"add\",\"path\":\"/spec/nodeSelector\",\"value\":{\"gpu\":\"a100\"}},"
+        "{\"op\":\"add\",\"path\":\"/spec/nodeSelector/nvidia.com~1gpu.product\",\"value\":"
+        "\"H100\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/initContainers\",\"value\":[{\"name\":"
+        "\"rdma-webhook-detect\",\"image\":\"img:1\"}]},"
+        "{\"op\":\"add\",\"path\":\"/spec/schedulerName\",\"value\":\"volcano\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/hostIPC~1x/-\",\"value\":{\"a\":[1,true]}}]";
+    struct report_input in = {.result = "reported", .by = "namespace-label", .base = ""};
+    char *text = value_of(&in, ops_text, PYTORCH_POD), **lines;
+    size_t n;
 
-    memset(long_value, 'x', sizeof(long_value) - 1);
-    long_value[sizeof(long_value) - 1] = '\0';
-    snprintf(ops_text, sizeof(ops_text), "[{\"op\":\"add\",\"path\":\"/spec/x\",\"value\":\"%s\"}]",
-             long_value);
-    assert_non_null(ops = cJSON_Parse(ops_text));
-    in.ops = ops;
-    dynbuf_init(&out, REPORT_VALUE_MAX);
-    assert_int_equal(report_value(&in, &out), ERR_OK);
-    v = report_parse(&out);
-    a = cJSON_GetArrayItem(cJSON_GetObjectItem(v, "additions"), 0)->valuestring;
-    assert_true(strlen(a) <= strlen("add /spec/x ") + REPORT_VALUE_CUT);
-    assert_true(strlen(a) > strlen("add /spec/x ") + REPORT_VALUE_CUT - 4);
-    assert_string_equal(a + strlen(a) - 3, "...");
-    cJSON_Delete(v);
-    cJSON_Delete(ops);
-    dynbuf_free(&out);
+    lines = lines_of(text, &n);
+    assert_string_equal(lines[0],
+                        "report mode (namespace label rdma-webhook.io/mode): nothing changed");
+    assert_line(lines, "container \"pytorch\": limits rdma/hca: 1");
+    assert_line(lines, "container \"pytorch\": requests rdma/hca: 1");
+    assert_line(lines, "container 1: limits rdma/x: 2");
+    assert_line(lines, "container 1: requests rdma/x: 2");
+    assert_line(lines, "container \"pytorch\": env NCCL_IB_HCA==mlx5_1");
+    assert_line(lines, "container \"pytorch\": capability IPC_LOCK");
+    assert_line(lines, "volume rdma-webhook-shm: emptyDir {medium: Memory}");
+    assert_line(lines, "container \"pytorch\": mount rdma-webhook-nccl at /root/.nccl.conf (file "
+                       "nccl.conf), read-only");
+    assert_line(lines, "nodeSelector gpu=a100");
+    assert_line(lines, "nodeSelector nvidia.com/gpu.product=H100");
+    assert_line(lines, "init container \"rdma-webhook-detect\": added, image img:1");
+    assert_line(lines, "schedulerName volcano");
+    assert_line(lines, "add hostIPC/x {a: [1, true]}");
+    assert_int_equal(n, 14);
+    assert_null(strstr(text, "~1"));
+    assert_null(strstr(text, "/spec/"));
+    lines_free(lines);
+    free(text);
 }
 
-/* Thousands of operations: the value stays under its cap, every entry kept
- * is whole, and the last says how many were left out. */
+/* A value longer than a line is cut between characters; a name with a
+ * newline (or a C1 control, two bytes) stays on its line. */
+TEST(test_value_cuts_long_lines_between_characters)
+{
+    char value[2 * REPORT_LINE_MAX], ops_text[3 * REPORT_LINE_MAX];
+    struct report_input in = {.result = "reported", .base = ""};
+    char *text, **lines;
+    size_t n, i;
+
+    for (i = 0; i + 2 < sizeof(value); i += 2)
+        memcpy(value + i, "\xc3\xa9", 2); /* é */
+    value[i] = '\0';
+    snprintf(ops_text, sizeof(ops_text),
+             "[{\"op\":\"add\",\"path\":\"/spec/containers/0/env/-\",\"value\":{\"name\":\"X\","
+             "\"value\":\"%s\"}}]",
+             value);
+    text = value_of(&in, ops_text, "{\"spec\":{\"containers\":[{\"name\":\"a\\nb\\u0085c\"}]}}");
+    lines = lines_of(text, &n); /* checks UTF-8 and REPORT_LINE_MAX */
+    assert_int_equal(n, 2);
+    assert_int_equal(strncmp(lines[1], "container \"a?b?c\": env X=\xc3\xa9", 27), 0);
+    assert_true(strlen(lines[1]) > REPORT_LINE_MAX - 4);
+    lines_free(lines);
+    free(text);
+}
+
+/* Thousands of changes: the text stays under its cap, every line kept is
+ * whole, and the last says how many were left out. */
 TEST(test_value_is_capped_with_a_count)
 {
     const size_t total = 3000;
-    cJSON *ops = cJSON_CreateArray(), *v, *adds, *last;
+    cJSON *ops = cJSON_CreateArray(), *pod = cJSON_Parse(PYTORCH_POD);
     struct report_input in = {.result = "reported", .by = "flag", .base = ""};
     struct dynbuf out;
-    size_t n, left;
-    char path[64], more[64];
+    size_t n;
+    char path[64], more[64], **lines;
 
     assert_non_null(ops);
     for (size_t i = 0; i < total; i++) {
         cJSON *op = cJSON_CreateObject();
 
-        snprintf(path, sizeof(path), "/spec/containers/%zu/env/-", i);
+        snprintf(path, sizeof(path), "/spec/containers/0/env/-");
         assert_non_null(op);
         cJSON_AddStringToObject(op, "op", "add");
         cJSON_AddStringToObject(op, "path", path);
-        cJSON_AddStringToObject(op, "value", "NCCL_SOMETHING_LONG_ENOUGH=1234567890");
+        cJSON *e = cJSON_AddObjectToObject(op, "value");
+        snprintf(path, sizeof(path), "V%zu", i);
+        cJSON_AddStringToObject(e, "name", path);
+        cJSON_AddStringToObject(e, "value", "NCCL_SOMETHING_LONG_ENOUGH=1234567890");
         cJSON_AddItemToArray(ops, op);
     }
     in.ops = ops;
+    in.pod = pod;
     dynbuf_init(&out, REPORT_VALUE_MAX);
     assert_int_equal(report_value(&in, &out), ERR_OK);
     assert_true(dynbuf_len(&out) <= REPORT_VALUE_MAX);
     assert_true(dynbuf_len(&out) > REPORT_VALUE_MAX - 200); /* filled, not cut early */
-    v = report_parse(&out);
-    adds = cJSON_GetObjectItem(v, "additions");
-    n = (size_t)cJSON_GetArraySize(adds) - 1;
+    lines = lines_of(dynbuf_ptr(&out), &n);
     assert_true(n > 10 && n < total);
-    last = cJSON_GetArrayItem(adds, (int)n);
-    left = total - n;
-    snprintf(more, sizeof(more), "... %zu more", left);
-    assert_string_equal(last->valuestring, more);
-    snprintf(path, sizeof(path), "add /spec/containers/%zu/env/- NCCL_SOMETHING", n - 1);
-    assert_contains(cJSON_GetArrayItem(adds, (int)n - 1)->valuestring, path);
-    cJSON_Delete(v);
+    snprintf(more, sizeof(more), "... and %zu more", total - (n - 2));
+    assert_string_equal(lines[n - 1], more);
+    snprintf(path, sizeof(path),
+             "container \"pytorch\": env V%zu=NCCL_SOMETHING_LONG_ENOUGH=", n - 3);
+    assert_contains(lines[n - 2], path);
+    lines_free(lines);
     cJSON_Delete(ops);
+    cJSON_Delete(pod);
     dynbuf_free(&out);
+}
+
+/* Changes cut, warnings kept: the count stands where the changes end. */
+TEST(test_value_counts_cut_changes_before_the_warnings)
+{
+    cJSON *ops = cJSON_CreateArray(), *pod = cJSON_Parse(PYTORCH_POD);
+    const char *warnings[] = {"first warning", "second warning"};
+    struct report_input in = {
+        .result = "reported", .base = "", .warnings = warnings, .n_warnings = 2};
+    struct dynbuf out;
+    char **lines;
+    size_t n;
+
+    for (size_t i = 0; i < 1000; i++) {
+        cJSON *op = cJSON_CreateObject(), *e;
+
+        cJSON_AddStringToObject(op, "op", "add");
+        cJSON_AddStringToObject(op, "path", "/spec/containers/0/env/-");
+        e = cJSON_AddObjectToObject(op, "value");
+        cJSON_AddStringToObject(e, "name", "NCCL_X");
+        cJSON_AddStringToObject(e, "value", "a value of some length to fill the text");
+        cJSON_AddItemToArray(ops, op);
+    }
+    in.ops = ops;
+    in.pod = pod;
+    dynbuf_init(&out, REPORT_VALUE_MAX);
+    assert_int_equal(report_value(&in, &out), ERR_OK);
+    lines = lines_of(dynbuf_ptr(&out), &n);
+    assert_string_equal(lines[n - 1], "warning: second warning");
+    assert_string_equal(lines[n - 2], "warning: first warning");
+    assert_int_equal(strncmp(lines[n - 3], "... and ", 8), 0);
+    lines_free(lines);
+    cJSON_Delete(ops);
+    cJSON_Delete(pod);
+    dynbuf_free(&out);
+}
+
+/* The Event's note: the lines joined while they fit, the rest counted, a
+ * count of the text's own included. */
+TEST(test_note_joins_lines_and_counts_the_rest)
+{
+    char note[REPORT_NOTE_MAX], small[80];
+
+    report_note("a\nb\nc", note, sizeof(note));
+    assert_string_equal(note, "a | b | c");
+    report_note("one\n... and 7 more", note, sizeof(note));
+    assert_string_equal(note, "one | ... and 7 more");
+    report_note("0123456789012345678901234567890\nsecond line that does not fit\nthird\n... and "
+                "4 more",
+                small, sizeof(small));
+    assert_string_equal(small, "0123456789012345678901234567890 | ... and 6 more");
+    report_note("", note, sizeof(note));
+    assert_string_equal(note, "");
 }
 
 /* ---- mutate_object in report mode ---- */
@@ -269,7 +430,9 @@ static const struct mutate_hooks ns_hooks = {.select = {.namespace_labels = ns_l
 
 /* The run: the pod, its result, the patched pod and the report. */
 static struct {
-    cJSON *pod, *ops, *patched, *report;
+    cJSON *pod, *ops, *patched;
+    char **report; /* the report annotation's lines */
+    size_t n_report;
     struct mutate_result res;
     int have_res;
 } R;
@@ -280,7 +443,7 @@ static int teardown(void **state)
     cJSON_Delete(R.pod);
     cJSON_Delete(R.ops);
     cJSON_Delete(R.patched);
-    cJSON_Delete(R.report);
+    lines_free(R.report);
     if (R.have_res)
         mutate_result_free(&R.res);
     memset(&R, 0, sizeof(R));
@@ -290,7 +453,7 @@ static int teardown(void **state)
 
 /* Mutates text (a pod, at base "") with the shipped profiles (or ps) and
  * applies the patch into R.patched; R.report is the report annotation's
- * value parsed, when the patched pod has one. */
+ * lines, when the patched pod has one. */
 static void run_with(const struct profiles *ps, const char *text, const struct mutate_options *opts,
                      const struct mutate_hooks *hooks)
 {
@@ -301,8 +464,9 @@ static void run_with(const struct profiles *ps, const char *text, const struct m
     cJSON_Delete(R.pod);
     cJSON_Delete(R.ops);
     cJSON_Delete(R.patched);
-    cJSON_Delete(R.report);
-    R.ops = R.patched = R.report = NULL;
+    lines_free(R.report);
+    R.ops = R.patched = NULL;
+    R.report = NULL;
     if (R.have_res)
         mutate_result_free(&R.res);
     assert_non_null(R.pod = cJSON_Parse(text));
@@ -320,8 +484,11 @@ static void run_with(const struct profiles *ps, const char *text, const struct m
     value = cJSON_GetStringValue(cJSON_GetObjectItem(
         cJSON_GetObjectItem(cJSON_GetObjectItem(R.patched, "metadata"), "annotations"),
         REPORT_ANNOTATION));
-    if (value && !(R.report = cJSON_Parse(value)))
-        fail_msg("the report is not JSON: %s", value);
+    if (value) {
+        R.report = lines_of(value, &R.n_report);
+        /* what the Event's note is made of */
+        assert_string_equal(value, dynbuf_ptr(&R.res.report));
+    }
 }
 
 static void run(const char *text, const struct mutate_options *opts,
@@ -330,22 +497,26 @@ static void run(const char *text, const struct mutate_options *opts,
     run_with(NULL, text, opts, hooks);
 }
 
-static const char *report_str(const char *key)
+/* The report's first line, what was decided. */
+static const char *report_head(void)
 {
-    return cJSON_GetStringValue(cJSON_GetObjectItem(R.report, key));
+    assert_non_null(R.report);
+    return R.report[0];
 }
 
-/* 1 when some addition of the report is exactly s. */
+/* 1 when some line of the report is exactly s. */
 static int report_adds(const char *s)
 {
-    const cJSON *it;
+    return R.report && has_line(R.report, s);
+}
 
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(R.report, "additions"))
-    {
-        if (cJSON_IsString(it) && strcmp(it->valuestring, s) == 0)
-            return 1;
-    }
-    return 0;
+/* The first line of the report that contains s, or NULL. */
+static const char *report_line_with(const char *s)
+{
+    for (size_t i = 0; R.report && R.report[i]; i++)
+        if (strstr(R.report[i], s))
+            return R.report[i];
+    return NULL;
 }
 
 static int warned_kind(enum mutate_warning_kind kind)
@@ -396,18 +567,16 @@ TEST(test_flag_report_pod_gets_only_the_annotation)
     assert_string_equal(mutate_outcome_name(mutate_reason_outcome(R.res.reason)), "reported");
     assert_int_equal(R.res.patch.n_ops, 1);
     assert_only_the_report();
-    assert_non_null(R.report);
-    assert_string_equal(report_str("result"), "reported");
-    assert_string_equal(report_str("by"), "flag");
-    assert_string_equal(report_str("profile"), "roce-8card");
-    assert_string_equal(report_str("selectedBy"), "gpus");
+    assert_string_equal(report_head(), "report mode (--mode): nothing changed; enforce mode "
+                                       "would apply profile \"roce-8card\" (chosen by gpus)");
     assert_string_equal(R.res.report_by, "flag");
-    assert_true(report_adds("add /spec/containers/0/env NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,"
+    assert_true(report_adds("container \"pytorch\": env NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,"
                             "mlx5_5,mlx5_6,mlx5_7,mlx5_8"));
-    assert_true(report_adds("add /spec/containers/0/env NCCL_IB_DISABLE=0"));
-    assert_true(report_adds("add /spec/schedulerName volcano"));
-    assert_true(
-        report_adds("add /spec/containers/0/securityContext {capabilities:{add:[IPC_LOCK]}}"));
+    assert_true(report_adds("container \"pytorch\": env NCCL_IB_DISABLE=0"));
+    assert_true(report_adds("schedulerName volcano"));
+    assert_true(report_adds("container \"pytorch\": capability IPC_LOCK"));
+    assert_true(report_adds("container \"pytorch\": requests rdma/hca: 1"));
+    assert_true(report_adds("container \"pytorch\": mount rdma-webhook-shm at /dev/shm"));
     /* the webhook's own annotations are not additions, nor written */
     assert_null(strstr(dynbuf_ptr(&R.res.patch.out), MUTATE_ANNOTATION_INJECTED));
     assert_null(strstr(dynbuf_ptr(&R.res.patch.out), "selected-by\\\":"));
@@ -433,7 +602,7 @@ TEST(test_report_lists_what_enforce_adds)
         enforce_entries += cJSON_IsArray(value) ? cJSON_GetArraySize(value) : 1;
     }
     run(POD_JSON(""), &report, NULL);
-    n_report = cJSON_GetArraySize(cJSON_GetObjectItem(R.report, "additions"));
+    n_report = (int)R.n_report - 1; /* the first line says what was decided */
     assert_true(enforce_entries > 5);
     assert_int_equal(n_report, enforce_entries);
 }
@@ -468,8 +637,8 @@ TEST(test_stale_report_is_replaced)
     assert_int_equal(R.res.patch.n_ops, 1);
     assert_int_equal(R.res.report_seen, 1);
     assert_only_the_report();
-    for (const cJSON *it = cJSON_GetObjectItem(R.report, "additions")->child; it; it = it->next)
-        assert_null(strstr(it->valuestring, "report"));
+    assert_null(report_line_with(REPORT_ANNOTATION));
+    assert_null(report_line_with("{}"));
 }
 
 /* The namespace label over the profile over the flag, through the hook;
@@ -492,7 +661,8 @@ TEST(test_namespace_label_wins_and_is_read_once)
     run(POD_JSON(""), &enforce, &ns_hooks);
     assert_int_equal(NS.calls, 1);
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
-    assert_string_equal(report_str("by"), "namespace-label");
+    assert_contains(report_head(),
+                    "report mode (namespace label " REPORT_LABEL "): nothing changed");
     assert_only_the_report();
 }
 
@@ -510,9 +680,8 @@ TEST(test_profile_mode_over_the_flag_under_the_label)
     assert_int_equal(ps->p[0].mode, REPORT_MODE_REPORT);
     run_with(ps, POD_JSON(""), &enforce, &ns_hooks); /* no label */
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
-    assert_string_equal(report_str("by"), "profile");
-    assert_string_equal(report_str("profile"), "p");
-    assert_string_equal(report_str("selectedBy"), "default");
+    assert_contains(report_head(), "report mode (the profile's mode): nothing changed");
+    assert_contains(report_head(), "apply profile \"p\" (chosen by default)");
 
     run_with(pe, POD_JSON(""), &report, NULL);
     assert_int_equal(R.res.reason, MUTATE_R_MUTATED);
@@ -555,8 +724,7 @@ TEST(test_unread_labels_warn_and_the_flag_decides)
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
     assert_string_equal(R.res.report_by, "flag");
     assert_only_the_report();
-    assert_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(R.report, "warnings"), 0)->valuestring,
-                    "check the webhook can read namespaces");
+    assert_non_null(report_line_with("warning: check the webhook can read namespaces"));
 }
 
 /* One cause, one warning: when Pod Security already says the Namespace
@@ -616,11 +784,11 @@ TEST(test_skipped_pod_with_warnings_reports_them)
     assert_int_equal(R.res.reason, MUTATE_R_UNKNOWN_PROFILE);
     assert_int_equal(R.res.patch.n_ops, 1);
     assert_only_the_report();
-    assert_string_equal(report_str("result"), "skipped");
-    assert_string_equal(report_str("reason"), "unknown-profile");
-    assert_null(cJSON_GetObjectItem(R.report, "additions"));
-    assert_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(R.report, "warnings"), 0)->valuestring,
-                    "\"nope\" is unknown");
+    assert_string_equal(report_head(), "report mode (--mode): nothing changed; enforce mode "
+                                       "would change nothing either (unknown-profile)");
+    assert_int_equal(R.n_report, 2); /* no change, one warning */
+    assert_int_equal(strncmp(R.report[1], "warning: ", 9), 0);
+    assert_contains(R.report[1], "\"nope\" is unknown");
 }
 
 /* A pod with nothing to add or say: no lookup at all. */
@@ -648,7 +816,7 @@ TEST(test_reported_pod_is_not_pinned)
     assert_int_equal(R.res.reason, MUTATE_R_REPORTED);
     assert_int_equal(R.res.pinned, 0);
     assert_only_the_report();
-    assert_true(report_adds("add /spec/nodeSelector {gpu:a100}"));
+    assert_true(report_adds("nodeSelector gpu=a100"));
     profiles_free(ps);
 }
 
@@ -663,7 +831,8 @@ TEST(test_job_template_is_reported_per_template)
                               .namespace_ = "ns",
                               .implicit_target = 1,
                               .opts = &report};
-    cJSON *obj = cJSON_Parse(tmpl), *ops, *op, *report_v;
+    cJSON *obj = cJSON_Parse(tmpl), *ops, *op;
+    const char *report_v;
     struct mutate_result res;
 
     assert_non_null(obj);
@@ -676,12 +845,11 @@ TEST(test_job_template_is_reported_per_template)
     op = cJSON_GetArrayItem(ops, 0);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(op, "path")),
                         "/spec/pytorchReplicaSpecs/Master/template/metadata/annotations");
-    report_v = cJSON_Parse(cJSON_GetStringValue(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(op, "value"), REPORT_ANNOTATION)));
+    report_v = cJSON_GetStringValue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(op, "value"), REPORT_ANNOTATION));
     assert_non_null(report_v);
-    assert_contains(cJSON_GetArrayItem(cJSON_GetObjectItem(report_v, "additions"), 0)->valuestring,
-                    "add /spec/containers/0/");
-    cJSON_Delete(report_v);
+    assert_contains(report_v, "\ncontainer \"pytorch\": env NCCL_IB_DISABLE=0\n");
+    assert_null(strstr(report_v, "pytorchReplicaSpecs"));
     cJSON_Delete(ops);
     cJSON_Delete(obj);
     mutate_result_free(&res);
@@ -712,6 +880,10 @@ TEST(test_review_of_the_reported_pod_is_a_call_again)
         assert_int_equal(sum.called_again, again);
         assert_int_equal(sum.reason, again ? MUTATE_R_NOTHING_MISSING : MUTATE_R_REPORTED);
         assert_string_equal(sum.report_by, "flag");
+        /* the RDMAReport Event's note: the report's lines joined */
+        assert_contains(sum.report_note, "report mode (--mode): nothing changed; enforce mode "
+                                         "would apply profile \"roce-8card\" (chosen by gpus) | "
+                                         "container \"pytorch\": env NCCL_IB_DISABLE=0 | ");
         if (!again)
             assert_contains(dynbuf_ptr(&out), "\"mode\":\"report\"");
         else
@@ -775,8 +947,11 @@ int main(void)
         T_(test_decide_precedence),
         T_(test_mode_parse_is_exact),
         T_(test_value_lists_each_item_and_strips_base),
-        T_(test_value_cuts_long_values),
+        T_(test_value_says_every_change_in_words),
+        T_(test_value_cuts_long_lines_between_characters),
         T_(test_value_is_capped_with_a_count),
+        T_(test_value_counts_cut_changes_before_the_warnings),
+        T_(test_note_joins_lines_and_counts_the_rest),
         T_(test_flag_report_pod_gets_only_the_annotation),
         T_(test_report_lists_what_enforce_adds),
         T_(test_reported_pod_called_again_gets_nothing),

@@ -147,9 +147,65 @@ TEST(test_pod_reasons)
                TARGET_YES, "label training.kubeflow.org/operator-name: pytorchjob-controller");
     assert_why("{\"labels\":{\"training.kubeflow.org/operator-name\":\"mpi-operator\"}}",
                TARGET_YES, "an MPIJob's pod, and targets.mpijob is on");
+    /* a value that is no word of the vocabulary is no value: the label, then
+     * the owner decide */
+    assert_why("{\"annotations\":{\"rdma-webhook.io/inject\":\"yes\"},\"labels\":{"
+               "\"rdma-webhook.io/inject\":\"false\"}}",
+               TARGET_OPTED_OUT, "label rdma-webhook.io/inject: \"false\"");
+    assert_why("{\"annotations\":{\"rdma-webhook.io/inject\":\"True\"},\"labels\":{"
+               "\"rdma-webhook.io/inject\":\"true\"}}",
+               TARGET_YES, "label rdma-webhook.io/inject: \"true\"");
+    assert_why("{\"labels\":{\"rdma-webhook.io/inject\":\"enabled\"},\"ownerReferences\":[{"
+               "\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"PyTorchJob\",\"controller\":true}]}",
+               TARGET_YES, "its controlling owner is a PyTorchJob");
     assert_why("{\"labels\":{\"volcano.sh/job-name\":\"j\"}}", TARGET_NO,
                "no PyTorchJob owner or operator label, no rdma-webhook.io/inject: \"true\", no "
                "enabled job kind of targets");
+}
+
+/* The value that does nothing, the annotation's first; a namespace's
+ * vocabulary has "enabled" too. */
+TEST(test_inject_ignored_values)
+{
+    static const struct {
+        const char *metadata, *bad, *where;
+    } cases[] = {
+        {"{}", NULL, NULL},
+        {"{\"annotations\":{\"rdma-webhook.io/inject\":\"true\"}}", NULL, NULL},
+        {"{\"labels\":{\"rdma-webhook.io/inject\":\"false\"}}", NULL, NULL},
+        {"{\"labels\":{\"rdma-webhook.io/inject\":\"enabled\"}}", "enabled", "label"},
+        {"{\"annotations\":{\"rdma-webhook.io/inject\":\"yes\"},\"labels\":{"
+         "\"rdma-webhook.io/inject\":\"1\"}}",
+         "yes", "annotation"},
+        {"{\"annotations\":{\"rdma-webhook.io/inject\":\"true\"},\"labels\":{"
+         "\"rdma-webhook.io/inject\":\"\"}}",
+         "", "label"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *meta = cJSON_Parse(cases[i].metadata);
+        const char *where = NULL, *bad;
+        struct podjson r;
+
+        assert_non_null(meta);
+        podjson_init(&r);
+        bad = target_inject_ignored(&r, meta, &where);
+        if (!cases[i].bad)
+            assert_null(bad);
+        else {
+            assert_non_null(bad);
+            assert_string_equal(bad, cases[i].bad);
+            assert_string_equal(where, cases[i].where);
+        }
+        cJSON_Delete(meta);
+    }
+    assert_true(target_namespace_inject_known(NULL));
+    assert_true(target_namespace_inject_known("true"));
+    assert_true(target_namespace_inject_known("false"));
+    assert_true(target_namespace_inject_known("enabled"));
+    assert_false(target_namespace_inject_known("yes"));
+    assert_false(target_namespace_inject_known("True"));
+    assert_false(target_namespace_inject_known(""));
 }
 
 TEST(test_container_device_names_the_resource)
@@ -186,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_without_devices_only_the_first_pytorch),
         cmocka_unit_test(test_none_when_no_device_and_no_pytorch),
         cmocka_unit_test(test_pod_reasons),
+        cmocka_unit_test(test_inject_ignored_values),
         cmocka_unit_test(test_container_device_names_the_resource),
     };
 

@@ -60,11 +60,14 @@ func applyWithOptIn(t *testing.T, probe string) {
 }
 
 // TestNamespaceOptIn: with the component, only pods in namespaces labelled
-// rdma-webhook.io/inject=enabled reach the webhook; the caBundle filled in
-// at install survives the apply; without it, every namespace does again.
+// rdma-webhook.io/inject=true (the word a pod opts in with), or the older
+// =enabled, reach the webhook; one labelled with another word does not; the
+// caBundle filled in at install survives the apply; without it, every
+// namespace does again.
 func TestNamespaceOptIn(t *testing.T) {
 	ctx := context.Background()
 	enabled := newNamespace(t, map[string]string{"rdma-webhook.io/inject": "enabled"})
+	opted := newNamespace(t, map[string]string{"rdma-webhook.io/inject": "true"})
 	plain := newNamespace(t, nil)
 	applyWithOptIn(t, plain)
 
@@ -73,12 +76,13 @@ func TestNamespaceOptIn(t *testing.T) {
 	waitFor(t, 10*time.Second, "the opt-in selector in effect", func() (bool, string) {
 		return dryRunInjected(t, plain) == "", "a pod in an unlabelled namespace is still mutated"
 	})
-	for _, ns := range []string{enabled, plain} {
+	for _, ns := range []string{enabled, opted, plain} {
 		if _, err := clientset.CoreV1().Pods(ns).Create(ctx, gpuPod("worker", 8), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s/worker: %v", ns, err)
 		}
 	}
 	requireMutated(t, getPod(t, enabled, "worker"), "pytorch", want{profile: "roce-8card", hca: hca8})
+	requireMutated(t, getPod(t, opted, "worker"), "pytorch", want{profile: "roce-8card", hca: hca8})
 	if lines := admissionLines(t, plain, "worker"); len(lines) > 0 {
 		t.Errorf("a pod in a namespace that did not opt in reached the webhook: %v", lines)
 	}

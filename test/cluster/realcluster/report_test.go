@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 )
 
 const (
@@ -55,14 +56,10 @@ func podShape(t testing.TB, p *corev1.Pod) string {
 	return toJSON(t, map[string]any{"labels": p.Labels, "annotations": ann, "spec": spec})
 }
 
+// podReport is the report annotation: lines of plain text.
 type podReport struct {
-	Result     string   `json:"result"`
-	Reason     string   `json:"reason"`
-	By         string   `json:"by"`
-	Profile    string   `json:"profile"`
-	SelectedBy string   `json:"selectedBy"`
-	Warnings   []string `json:"warnings"`
-	Additions  []string `json:"additions"`
+	Text  string
+	Lines []string
 }
 
 func reportOn(t testing.TB, p *corev1.Pod) *podReport {
@@ -71,9 +68,19 @@ func reportOn(t testing.TB, p *corev1.Pod) *podReport {
 	if !ok {
 		return nil
 	}
-	var r podReport
-	fromJSON(t, text, &r)
-	return &r
+	if strings.HasPrefix(text, "{") || strings.Contains(text, "~1") {
+		t.Errorf("%s/%s: %s is not plain text: %q", p.Namespace, p.Name, reportAnnotation, text)
+	}
+	return &podReport{Text: text, Lines: strings.Split(text, "\n")}
+}
+
+func (r *podReport) has(line string) bool {
+	for _, l := range r.Lines {
+		if l == line {
+			return true
+		}
+	}
+	return false
 }
 
 // TestReportMode: a PyTorchJob in a namespace labelled
@@ -111,8 +118,9 @@ func TestReportMode(t *testing.T) {
 			if r == nil {
 				t.Fatalf("%s/%s: no %s: %v", p.Namespace, p.Name, reportAnnotation, p.Annotations)
 			}
-			if r.Result != "reported" || r.By != "namespace-label" || r.Profile != "roce-8card" || r.SelectedBy != "gpus" {
-				t.Errorf("%s/%s: report %+v, want reported by namespace-label, roce-8card by gpus", p.Namespace, p.Name, r)
+			if head := "report mode (namespace label rdma-webhook.io/mode): nothing changed; " +
+				`enforce mode would apply profile "roce-8card" (chosen by gpus)`; r.Lines[0] != head {
+				t.Errorf("%s/%s: report begins %q, want %q", p.Namespace, p.Name, r.Lines[0], head)
 			}
 			// Every variable the enforce namespace's pod got from the
 			// webhook (the ones the reported pod lacks) is in the report.
@@ -123,13 +131,9 @@ func TestReportMode(t *testing.T) {
 					continue
 				}
 				added++
-				entry := fmt.Sprintf(" %s=%s", e.Name, e.Value)
-				found := false
-				for _, a := range r.Additions {
-					found = found || strings.HasPrefix(a, "add /spec/containers/0/env") && strings.HasSuffix(a, entry)
-				}
-				if !found {
-					t.Errorf("%s/%s: the report lacks %s, which the enforced pod got: %q", p.Namespace, p.Name, entry, r.Additions)
+				entry := fmt.Sprintf(`container "pytorch": env %s=%s`, e.Name, e.Value)
+				if !r.has(entry) {
+					t.Errorf("%s/%s: the report lacks %q, which the enforced pod got:\n%s", p.Namespace, p.Name, entry, r.Text)
 				}
 			}
 			if added != len(shippedEnv)+1 {
@@ -145,6 +149,7 @@ func TestReportMode(t *testing.T) {
 	if reported != 2 {
 		t.Fatalf("expected the job's 2 pods in %s, got %d", report, reported)
 	}
+	requireReportSeen(t, report, "report-job", pods[report])
 	if after := webhookCount(t, reportedSample); after-before != 2 {
 		t.Errorf("%s went from %d to %d, want 2 more (master and worker)", reportedSample, before, after)
 	}
@@ -174,5 +179,50 @@ func TestReportMode(t *testing.T) {
 	}
 	if got := webhookCount(t, reportedSample); got < counted {
 		t.Errorf("%s went back from %d to %d: the webhook restarted", reportedSample, counted, got)
+	}
+}
+
+// requireReportSeen: where the job's author looks. `kubectl describe pod`
+// shows the report one line per line; the PyTorchJob has a Normal
+// RDMAReport Event (no warning needed) whose note is the report's lines,
+// which `kubectl describe pytorchjob` lists.
+func requireReportSeen(t *testing.T, ns, job string, pods map[string][]corev1.Pod) {
+	t.Helper()
+	var first *corev1.Pod
+	for _, list := range pods {
+		first = &list[0]
+		break
+	}
+	r := reportOn(t, first)
+	out, _ := mustKubectl(t, "", "describe", "pod", "-n", ns, first.Name)
+	t.Logf("kubectl describe pod %s (the annotations):\n%s", first.Name, out[:strings.Index(out, "Status:")])
+	for _, l := range r.Lines[:4] {
+		if !strings.Contains(out, l) {
+			t.Errorf("kubectl describe pod %s: the report's line %q is not shown:\n%s", first.Name, l, out)
+		}
+	}
+	var evs []eventsv1.Event
+	waitFor(t, eventsWithin, "an RDMAReport Event on "+job, func() (bool, string) {
+		evs = nil
+		for _, e := range eventsAbout(t, ns, "PyTorchJob", job) {
+			if e.Reason == "RDMAReport" {
+				evs = append(evs, e)
+			}
+		}
+		return len(evs) > 0, "none yet"
+	})
+	e := evs[0]
+	if e.Type != corev1.EventTypeNormal || e.ReportingController != "rdma-webhook.io/webhook" ||
+		!strings.Contains(e.Note, strings.Join(r.Lines[:3], " | ")) || len(e.Note) > 1024 {
+		t.Errorf("RDMAReport Event: type %q controller %q note %q; want Normal, the report's lines joined",
+			e.Type, e.ReportingController, e.Note)
+	}
+	out, _ = mustKubectl(t, "", "describe", "pytorchjob", "-n", ns, job)
+	events := out[strings.Index(out, "Events:"):]
+	t.Logf("kubectl describe pytorchjob %s:\n%s", job, events)
+	for _, want := range []string{"Normal", "RDMAReport", "rdma-webhook.io/webhook", "report mode (namespace label rdma-webhook.io/mode): nothing changed"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("kubectl describe pytorchjob %s: the Events lack %q:\n%s", job, want, events)
+		}
 	}
 }
