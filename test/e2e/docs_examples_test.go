@@ -110,6 +110,8 @@ var docExamples = map[string]func(t *testing.T) string{
 	"explain-mixed-shared":    docExplainMixedShared,
 	"events-describe-pytorch": docEventsDescribe,
 	"lookup-forbidden-log":    docLookupForbidden,
+	"report-describe-pod":     docReportDescribePod,
+	"report-describe-job":     docReportDescribeJob,
 }
 
 // docExamplesUpdate, when set, has TestDocsExamplesAreProgramOutput write
@@ -414,4 +416,63 @@ func docLookupForbidden(t *testing.T) string {
 	line := in.logText()[at]
 	line = regexp.MustCompile(`"(ts|time)":"[^"]*",`).ReplaceAllString(line, "")
 	return regexp.MustCompile(`"error":"403 Forbidden: [^"]*"`).ReplaceAllString(line, `"error":"403 Forbidden: ..."`)
+}
+
+// docReportDescribePod: the example review's pod in a namespace labelled
+// report, its report annotation as `kubectl describe pod` prints one of
+// several lines (the key, then each line indented under it).
+func docReportDescribePod(t *testing.T) string {
+	out := mustSucceed(t, nil, "mutate", "--profiles", profilesPath, "--namespace-labels", modeLabel+"=report",
+		"--patched", exampleReview)
+	pod := out
+	if req := pathObj(out, "request", "object"); req != nil {
+		pod = req
+	}
+	rep := reportOf(t, pod)
+	if rep == nil {
+		t.Fatalf("no report on the example pod: %v", compact(pod))
+	}
+	text := "Annotations:      " + reportAnnotation + ":"
+	for _, l := range rep.lines {
+		text += "\n                    " + l
+	}
+	return text
+}
+
+// docReportDescribeJob: the RDMAReport Event that serve sends for a job's
+// worker in a namespace labelled report, as `kubectl describe pytorchjob`
+// lists it above the controller's own Events (those two lines are the
+// training-operator's, as the real-cluster suite's TestReportMode saw them).
+func docReportDescribeJob(t *testing.T) string {
+	a := startFakeAPI(t)
+	a.putNamespace(jobNS, map[string]string{modeLabel: "report"})
+	in := startLookupInstance(t, a)
+	in.admit(t, jobPod("report-job", "worker", 0, 8))
+	var ev obj
+	for deadline := time.Now().Add(seriesWithin); ev == nil; time.Sleep(20 * time.Millisecond) {
+		for _, e := range a.eventsAbout("PyTorchJob", "report-job") {
+			if e["reason"] == "RDMAReport" {
+				ev = e
+			}
+		}
+		if ev == nil && time.Now().After(deadline) {
+			t.Fatalf("after %v no RDMAReport Event on PyTorchJob report-job; requests:\n%s", seriesWithin, a.logSince(0))
+		}
+	}
+	typ, _ := pathStr(ev, "type")
+	from, _ := pathStr(ev, "reportingController")
+	note, _ := pathStr(ev, "note")
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "  Type\tReason\tAge\tFrom\tMessage")
+	fmt.Fprintln(w, "  ----\t------\t----\t----\t-------")
+	fmt.Fprintf(w, "  %s\tRDMAReport\t0s\t%s\t%s\n", typ, from, note)
+	fmt.Fprintln(w, "  Normal\tSuccessfulCreatePod\t1s\tpytorchjob-controller\tCreated pod: report-job-worker-0")
+	fmt.Fprintln(w, "  Normal\tSuccessfulCreateService\t1s\tpytorchjob-controller\tCreated service: report-job-worker-0")
+	w.Flush()
+	var out []string
+	for _, l := range strings.Split("Events:\n"+b.String(), "\n") {
+		out = append(out, strings.TrimRight(l, " "))
+	}
+	return strings.Join(out, "\n")
 }

@@ -360,34 +360,3 @@ func requireEvent(t testing.TB, a *fakeAPI, reason, phrase string) obj {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-// TestReportModeDocsExample: the report docs/operations.md shows, as
-// `kubectl describe pod` prints it, and the start of its RDMAReport
-// Event, are the program's own output for the example review's pod in a
-// namespace labelled report.
-func TestReportModeDocsExample(t *testing.T) {
-	t.Parallel()
-	out := mustSucceed(t, nil, "mutate", "--profiles", profilesPath, "--namespace-labels", modeLabel+"=report",
-		"--patched", exampleReview)
-	pod := out
-	if req := pathObj(out, "request", "object"); req != nil {
-		pod = req
-	}
-	rep := reportOf(t, pod)
-	if rep == nil {
-		t.Fatalf("no report on the example pod: %v", compact(pod))
-	}
-	doc := string(readFile(t, filepath.Join(repoRoot, "docs", "operations.md")))
-	block := "Annotations:      " + reportAnnotation + ":\n"
-	for _, l := range rep.lines {
-		block += "                    " + l + "\n"
-	}
-	block += "```"
-	if !strings.Contains(doc, block) {
-		t.Errorf("docs/operations.md lacks the report as the program writes it:\n%s", block)
-	}
-	if note := "rdma-webhook.io/webhook  pod report-job-worker-0 (worker 0): " +
-		strings.Join(rep.lines, " | ") + "\n"; !strings.Contains(doc, note) {
-		t.Errorf("docs/operations.md lacks the RDMAReport Event as the program writes it:\n%s", note)
-	}
-}
