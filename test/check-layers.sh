@@ -44,6 +44,7 @@ mutchoose 1
 mutdetect 1
 mutenv 1
 mutvol 1
+mutwarn 1
 nccl 1
 patch 1
 podjson 1

@@ -101,66 +101,6 @@ void mutate_result_free(struct mutate_result *res)
     dynbuf_free(&res->report);
 }
 
-/* s as the warning being made shows it: whole in the full text, else cut to
- * at most max bytes (MUTATE_SHOWN_LEN-1 at most), "..." included. */
-const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max)
-{
-    char *out;
-
-    if (!s)
-        s = "?";
-    if (m->warn_full)
-        return s;
-    if (max >= MUTATE_SHOWN_LEN)
-        max = MUTATE_SHOWN_LEN - 1;
-    out = m->shown[m->shown_at++ % MUTATE_SHOWN_SLOTS];
-    utf8_shorten(s, max, out, max + 1);
-    return out;
-}
-
-__attribute__((format(printf, 2, 3))) void mutate_warn_text(struct mutate_ctx *m, const char *fmt,
-                                                            ...)
-{
-    char buf[MUTATE_WARNING_FULL_MAX];
-    va_list ap;
-    int len = snprintf(buf, sizeof(buf), "%s", MUTATE_WARNING_LEAD);
-
-    va_start(ap, fmt);
-    vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
-    va_end(ap);
-    /* A user's text (an annotation, a container's name) goes into the
-     * log, the Event and kubectl's terminal: one line, no escape sequence. */
-    if (m->warn_full)
-        utf8_shorten(buf, sizeof(m->warn_full_text) - 1, m->warn_full_text,
-                     sizeof(m->warn_full_text));
-    else
-        utf8_shorten(buf, sizeof(m->warn_short_text) - 1, m->warn_short_text,
-                     sizeof(m->warn_short_text));
-    utf8_fold(m->warn_full ? m->warn_full_text : m->warn_short_text);
-}
-
-/* Keeps the warning just made, once: the same short text twice is one. */
-void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind)
-{
-    struct mutate_warnings *w = &m->res->warnings;
-
-    for (size_t i = 0; i < w->n; i++)
-        if (strcmp(w->text[i], m->warn_short_text) == 0)
-            return;
-    if (w->n < MUTATE_MAX_WARNINGS) {
-        w->kind[w->n] = kind;
-        memcpy(w->full[w->n], m->warn_full_text, strlen(m->warn_full_text) + 1);
-        memcpy(w->text[w->n++], m->warn_short_text, strlen(m->warn_short_text) + 1);
-    }
-}
-
-/* A user value as quoted in a warning: at most outlen-4 bytes and "...". */
-const char *mutate_short(const char *s, char *out, size_t outlen)
-{
-    utf8_shorten(s, outlen - 1, out, outlen);
-    return out;
-}
-
 /* out = prefix + a + b (b may be NULL); ERR_OK, or ERR_TOO_BIG when it does
  * not fit: that fails the pod rather than patching the wrong place. out may
  * be prefix. */
@@ -387,7 +327,7 @@ static void mutate_scheduler(struct mutate_ctx *m)
                      want);
         MUTATE_WARN(m, MUTATE_W_SCHEDULER,
                     "drop schedulerName \"%s\" to get the profile's \"%s\" (gang scheduling)",
-                    mutate_s(m, have, MUTATE_SHOWN_NAME), mutate_s(m, want, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, have, MUTATE_SHOWN_NAME), mutwarn_s(m, want, MUTATE_SHOWN_NAME));
         return;
     }
     mutate_path(m, path, "/spec/schedulerName", NULL);
@@ -564,8 +504,8 @@ static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *ou
     for (size_t i = 0; i < n && at < sizeof(buf); i++)
         at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s", i ? ", " : "", kv[i]->name,
                                kv[i]->value);
-    mutate_short(buf, out, len);
-    mutate_short(buf, full, full_len);
+    mutwarn_short(buf, out, len);
+    mutwarn_short(buf, full, full_len);
 }
 
 /* A profile with "pin" chosen by GPU count or as the default: its
@@ -627,7 +567,7 @@ static void mutate_pin(struct mutate_ctx *m)
     mutate_labels_text(adds, n, shown, sizeof(shown), full, sizeof(full));
     MUTATE_TRACE(m, "pin: pinned: the nodeSelector gets %s (the profile's nodeLabels)", full);
     MUTATE_WARN(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes: nodeSelector %s",
-                mutate_s(m, m->p->name, MUTATE_SHOWN_NAME), m->warn_full ? full : shown);
+                mutwarn_s(m, m->p->name, MUTATE_SHOWN_NAME), m->warn_full ? full : shown);
 }
 
 /* Mutates one target container; returns 1 when it has InfiniBand off. */
@@ -654,7 +594,7 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
         MUTATE_WARN(m, MUTATE_W_IB_DISABLED,
                     "drop NCCL_IB_DISABLE=%s in container \"%s\" for RDMA; it has TCP, no RDMA "
                     "device",
-                    mutate_s(m, value, 10), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, value, 10), mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
     /* Init containers run before the detecting one: they keep the static env. */
     if (!ib_off && strcmp(list, "containers") == 0) {
         m->ib_on = 1;
@@ -772,7 +712,7 @@ static void mutate_inject_ignored(struct mutate_ctx *m, enum target_verdict v)
     if (v == TARGET_YES)
         MUTATE_WARN(m, MUTATE_W_INJECT,
                     "set pod %s " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does nothing)",
-                    where, mutate_s(m, bad, MUTATE_SHOWN_VALUE));
+                    where, mutwarn_s(m, bad, MUTATE_SHOWN_VALUE));
 }
 
 static int mutate_is_target(struct mutate_ctx *m)
@@ -816,8 +756,8 @@ static void mutate_ns_inject(struct mutate_ctx *m)
     MUTATE_WARN(m, MUTATE_W_INJECT,
                 "label namespace \"%s\" " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does "
                 "nothing)",
-                mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
-                mutate_s(m, v, MUTATE_SHOWN_VALUE));
+                mutwarn_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
+                mutwarn_s(m, v, MUTATE_SHOWN_VALUE));
 }
 
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
@@ -839,7 +779,7 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
     MUTATE_WARN(m, MUTATE_W_ERROR, "see the webhook's log: pod not mutated, %s",
-                mutate_s(m, why, MUTATE_SHOWN_LEN - 1));
+                mutwarn_s(m, why, MUTATE_SHOWN_LEN - 1));
 }
 
 /* The outcome in the log line's words, what the patch holds, and every
@@ -921,12 +861,12 @@ static enum report_mode mutate_mode(struct mutate_ctx *m)
     if (d.label_invalid)
         MUTATE_WARN(m, MUTATE_W_MODE,
                     "label namespace \"%s\" " REPORT_LABEL "=report|enforce (\"%s\" ignored)",
-                    mutate_s(m, ns, MUTATE_SHOWN_NAME), mutate_s(m, label, MUTATE_SHOWN_VALUE));
+                    mutwarn_s(m, ns, MUTATE_SHOWN_NAME), mutwarn_s(m, label, MUTATE_SHOWN_VALUE));
     if (d.lookup_failed && !mutate_ns_failure_warned(m))
         MUTATE_WARN(m, MUTATE_W_MODE,
                     "check the webhook can read namespaces: \"%s\" unread, " REPORT_LABEL
                     " not applied",
-                    mutate_s(m, ns, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, ns, MUTATE_SHOWN_NAME));
     m->res->report_by = d.mode == REPORT_MODE_REPORT ? report_by_name(d.by) : NULL;
     return d.mode;
 }

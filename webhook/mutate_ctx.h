@@ -15,6 +15,7 @@
 #define RDMA_WEBHOOK_MUTATE_CTX_H
 
 #include "mutate.h"
+#include "mutwarn.h"
 #include "podjson.h"
 #include "podsec.h"
 #include "profiles.h"
@@ -27,7 +28,7 @@ struct cJSON;
 
 #define MUTATE_ENV_MAX   (2 * PROFILES_MAX_ENV)
 #define MUTATE_CONF_FILE "NCCL_CONF_FILE"
-/* Room for the shortened names of one warning (mutate_s). */
+/* Room for the shortened names of one warning (mutwarn_s). */
 #define MUTATE_SHOWN_SLOTS 6
 #define MUTATE_SHOWN_LEN   48
 /* How long the names in a short warning may be: a 63-byte container name
@@ -99,29 +100,19 @@ struct mutate_ctx {
 #define MUTATE_TRACE(m, ...) TRACE_LINE((m)->in->trace, __VA_ARGS__)
 
 /* Every warning is made twice from the same arguments (MUTATE_WARN): first
- * with names and values whole (mutate_s returns them as they are), for the
+ * with names and values whole (mutwarn_s returns them as they are), for the
  * admission log; then with them shortened, for the user. The short text is
  * cut at MUTATE_WARNING_MAX-1 bytes only as a last resort: the unit tests
  * check that each fits with 63-byte names. */
 #define MUTATE_WARN(m, kind, ...)                                                                  \
     do {                                                                                           \
         (m)->warn_full = 1;                                                                        \
-        mutate_warn_text((m), __VA_ARGS__);                                                        \
+        mutwarn_text((m), __VA_ARGS__);                                                            \
         (m)->warn_full = 0;                                                                        \
-        mutate_warn_text((m), __VA_ARGS__);                                                        \
-        mutate_warn_add((m), (kind));                                                              \
+        mutwarn_text((m), __VA_ARGS__);                                                            \
+        mutwarn_add((m), (kind));                                                                  \
     } while (0)
 
-/* s as the warning being made shows it: whole in the full text, else cut to
- * at most max bytes (MUTATE_SHOWN_LEN-1 at most), "..." included. */
-const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max);
-/* One of MUTATE_WARN's two texts (m->warn_full says which). */
-void mutate_warn_text(struct mutate_ctx *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Keeps the warning just made, once: the same short text twice is one. */
-void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind);
-/* A user value as quoted in a warning: at most outlen-4 bytes and "...". */
-const char *mutate_short(const char *s, char *out, size_t outlen);
 /* out = prefix + a + b (b may be NULL), at most PATCH_PATH_MAX; ERR_OK, or
  * ERR_TOO_BIG (and the pod fails) when it does not fit. out may be prefix. */
 int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a, const char *b);

@@ -100,7 +100,7 @@ int mutdetect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "drop container \"%s\"'s own " MUTATE_CONF_FILE
                     " to detect at run time; it keeps static values",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
     if (mnt && !mutdetect_named(m, mnt, MUTATE_DETECT_VOLUME)) {
@@ -108,7 +108,7 @@ int mutdetect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
             m, "detect: not for this container: it mounts something else at " MUTATE_DETECT_DIR);
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "move container \"%s\"'s mount off " MUTATE_DETECT_DIR " to detect at run time",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
     return 1;
@@ -268,7 +268,7 @@ void mutdetect_pod(struct mutate_ctx *m)
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "give the webhook --detect-image: profile \"%s\" asks for detect; static "
                     "values used",
-                    mutate_s(m, m->p->name, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, m->p->name, MUTATE_SHOWN_NAME));
     else if (m->detect == MUTATE_DETECT_TAKEN)
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "rename the pod's %s to detect at run time; static values used",
