@@ -43,6 +43,8 @@ mutcaps 1
 mutchoose 1
 mutdetect 1
 mutenv 1
+mutns 1
+mutpath 1
 mutvol 1
 mutwarn 1
 nccl 1

@@ -1,6 +1,8 @@
 #include "mutate.h"
 
 #include "mutate_ctx.h"
+#include "mutns.h"
+#include "mutpath.h"
 #include "mutchoose.h"
 #include "mutdetect.h"
 #include "mutvol.h"
@@ -101,122 +103,6 @@ void mutate_result_free(struct mutate_result *res)
     dynbuf_free(&res->report);
 }
 
-/* out = prefix + a + b (b may be NULL); ERR_OK, or ERR_TOO_BIG when it does
- * not fit: that fails the pod rather than patching the wrong place. out may
- * be prefix. */
-int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a, const char *b)
-{
-    size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
-
-    if (pl + al + bl >= PATCH_PATH_MAX) {
-        podjson_fail(&m->r, "a JSON Pointer is too long");
-        out[0] = '\0';
-        return ERR_TOO_BIG;
-    }
-    memmove(out, prefix, pl);
-    memcpy(out + pl, a, al);
-    if (b)
-        memcpy(out + pl + al, b, bl);
-    out[pl + al + bl] = '\0';
-    return ERR_OK;
-}
-
-const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
-{
-    const char *name = podjson_str(&m->r, container, "name");
-
-    return name ? name : "?";
-}
-
-/* base + suffix (+ tail, may be NULL), as mutate_join(). */
-int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail)
-{
-    return mutate_join(m, out, m->in->base, suffix, tail);
-}
-
-/* base + "/spec/" + list + "/" + idx: a container's path. */
-int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx)
-{
-    char tail[DECIMAL_MAX + 2] = "/";
-
-    tail[1 + decimal_ll(tail + 1, idx)] = '\0';
-    return mutate_path(m, out, "/spec/", list) || mutate_join(m, out, out, tail, NULL) ? ERR_TOO_BIG
-                                                                                       : ERR_OK;
-}
-
-/* The labels of the pod's Namespace, asked of the hook once per call,
- * whoever asks first (select, or mutcaps_podsec_plan); ERR_OK, or ERR_FAIL
- * when they cannot be had. */
-int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
-{
-    const struct select_hooks *h = &m->hooks->select;
-
-    if (!m->ns_asked) {
-        m->ns_asked = 1;
-        m->ns_rc =
-            h->namespace_labels(h->ctx, m->in->namespace_ ? m->in->namespace_ : "", &m->ns_labels);
-    }
-    *labels = m->ns_labels;
-    return m->ns_rc || !m->ns_labels ? ERR_FAIL : ERR_OK;
-}
-
-static int mutate_node_labels_through(void *ctx, const char *name, cJSON **labels)
-{
-    const struct mutate_ctx *m = ctx;
-
-    return m->hooks->select.node_labels(m->hooks->select.ctx, name, labels);
-}
-
-/* The namespace_labels hook select gets: the pod's own Namespace through
- * mutate_ns_labels, any other straight through. */
-static int mutate_namespace_labels_once(void *ctx, const char *name, cJSON **labels)
-{
-    struct mutate_ctx *m = ctx;
-    const cJSON *have;
-
-    if (strcmp(name, m->in->namespace_ ? m->in->namespace_ : "") != 0)
-        return m->hooks->select.namespace_labels(m->hooks->select.ctx, name, labels);
-    if (mutate_ns_labels(m, &have))
-        return ERR_FAIL;
-    *labels = cJSON_Duplicate(have, 1);
-    return *labels ? ERR_OK : ERR_NOMEM;
-}
-
-static void mutate_select_hooks(struct mutate_ctx *m)
-{
-    if (!m->hooks)
-        return;
-    m->select.ctx = m;
-    m->select.node_labels = m->hooks->select.node_labels ? mutate_node_labels_through : NULL;
-    m->select.namespace_labels =
-        m->hooks->select.namespace_labels ? mutate_namespace_labels_once : NULL;
-}
-
-/* Begins an "add" of one item to the array parent + member (member starts
- * with '/'): appended ("/-") when the array exists, in the pod or made by an
- * earlier operation of this patch (*exists), else the array made with this
- * item, since an add of a whole array over one would replace it. The caller
- * writes the item and ends with mutate_append_end(m, the return value). */
-int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member, int *exists)
-{
-    char path[PATCH_PATH_MAX];
-    int make = !*exists;
-
-    mutate_join(m, path, parent, member, make ? NULL : "/-");
-    patch_op_begin(&m->res->patch, "add", path);
-    if (make)
-        jsonw_raw(&m->res->patch.w, "[");
-    *exists = 1;
-    return make;
-}
-
-void mutate_append_end(struct mutate_ctx *m, int made)
-{
-    if (made)
-        jsonw_raw(&m->res->patch.w, "]");
-    patch_op_end(&m->res->patch);
-}
-
 static int mutate_any_container_asks(struct mutate_ctx *m, const char *prefix, size_t len)
 {
     static const char *const lists[] = {"containers", "initContainers"};
@@ -248,7 +134,7 @@ static void mutate_resource_list(struct mutate_ctx *m, const cJSON *res, const c
     struct patch *p = &m->res->patch;
     char list[PATCH_PATH_MAX], path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX];
 
-    if (mutate_join(m, list, rpath, "/", which))
+    if (mutpath_join(m, list, rpath, "/", which))
         return;
     if (!podjson_obj(&m->r, res, which)) {
         patch_op_begin(p, "add", list);
@@ -261,7 +147,7 @@ static void mutate_resource_list(struct mutate_ctx *m, const cJSON *res, const c
             podjson_fail(&m->r, "a JSON Pointer is too long");
             return;
         }
-        if (mutate_join(m, path, list, "/", tok))
+        if (mutpath_join(m, path, list, "/", tok))
             return;
         patch_op_str(p, "add", path, adds[i]->value);
     }
@@ -292,10 +178,10 @@ static void mutate_resources(struct mutate_ctx *m, const cJSON *c, const char *c
     }
     for (size_t i = 0; m->in->trace && i < n; i++)
         trace_add(m->in->trace, "resource %s=%s: added to container \"%s\"'s limits and requests",
-                  adds[i]->name, adds[i]->value, mutate_name(m, c));
+                  adds[i]->name, adds[i]->value, mutpath_name(m, c));
     if (n == 0)
         return;
-    mutate_join(m, path, cpath, "/resources", NULL);
+    mutpath_join(m, path, cpath, "/resources", NULL);
     if (!res) {
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{\"limits\":");
@@ -330,7 +216,7 @@ static void mutate_scheduler(struct mutate_ctx *m)
                     mutwarn_s(m, have, MUTATE_SHOWN_NAME), mutwarn_s(m, want, MUTATE_SHOWN_NAME));
         return;
     }
-    mutate_path(m, path, "/spec/schedulerName", NULL);
+    mutpath_pod(m, path, "/spec/schedulerName", NULL);
     patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
     MUTATE_TRACE(m, "schedulerName: %s%s", want, have ? ": replaces default-scheduler" : ": added");
 }
@@ -362,7 +248,7 @@ static void mutate_annotate_one(struct mutate_ctx *m, const char *key, const cha
     char path[PATCH_PATH_MAX], tok[64];
 
     patch_escape_token(key, tok, sizeof(tok));
-    mutate_path(m, path, "/metadata/annotations/", tok);
+    mutpath_pod(m, path, "/metadata/annotations/", tok);
     /* "add" of an object member replaces it when present (RFC 6902 4.1). */
     patch_op_str(&m->res->patch, "add", path, value);
 }
@@ -382,7 +268,7 @@ static void mutate_annotate(struct mutate_ctx *m, const cJSON *annotations, int 
             mutate_annotate_one(m, MUTATE_ANNOTATION_WARNINGS, warnings);
         return;
     }
-    mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
+    mutpath_pod(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
     patch_op_begin(p, "add", path);
     jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
     mutate_annotation_pairs(m, applied, warnings);
@@ -550,14 +436,14 @@ static void mutate_pin(struct mutate_ctx *m)
         return;
     }
     if (!selector) {
-        mutate_path(m, path, "/spec/nodeSelector", NULL);
+        mutpath_pod(m, path, "/spec/nodeSelector", NULL);
         patch_op_begin(p, "add", path);
         mutate_resource_map(p, adds, n);
         patch_op_end(p);
     }
     for (size_t i = 0; selector && i < n; i++) {
         if (patch_escape_token(adds[i]->name, tok, sizeof(tok)) ||
-            mutate_path(m, path, "/spec/nodeSelector/", tok)) {
+            mutpath_pod(m, path, "/spec/nodeSelector/", tok)) {
             podjson_fail(&m->r, "a JSON Pointer is too long");
             return;
         }
@@ -573,11 +459,11 @@ static void mutate_pin(struct mutate_ctx *m)
 /* Mutates one target container; returns 1 when it has InfiniBand off. */
 static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *list, int idx)
 {
-    const char *cname = mutate_name(m, c);
+    const char *cname = mutpath_name(m, c);
     char cpath[PATCH_PATH_MAX], value[64];
     int ib_off, detected = 0, mounts = podjson_arr(&m->r, c, "volumeMounts") != NULL;
 
-    if (mutate_item_path(m, cpath, list, idx))
+    if (mutpath_item(m, cpath, list, idx))
         return 0;
     MUTATE_TRACE(
         m, "%s \"%s\" (%s[%d]):", strcmp(list, "containers") == 0 ? "container" : "init container",
@@ -686,7 +572,7 @@ static void mutate_pod(struct mutate_ctx *m)
         mutate_init_containers(m);
     mutdetect_pod(m);
     mutenv_warn_host_network(m);
-    if (first.first && mutate_item_path(m, path, "containers", first.first_idx) == 0)
+    if (first.first && mutpath_item(m, path, "containers", first.first_idx) == 0)
         mutate_resources(m, first.first, path);
     else
         MUTATE_TRACE(m, "resources: none added: %s",
@@ -744,7 +630,7 @@ static void mutate_ns_inject(struct mutate_ctx *m)
     const cJSON *labels;
     const char *v;
 
-    if (!m->hooks || !m->hooks->select.namespace_labels || mutate_ns_labels(m, &labels))
+    if (!m->hooks || !m->hooks->select.namespace_labels || mutns_labels(m, &labels))
         return;
     v = cJSON_GetStringValue(podjson_member(labels, TARGET_ANNOTATION_INJECT));
     if (target_namespace_inject_known(v))
@@ -823,7 +709,7 @@ static enum report_lookup mutate_mode_label(struct mutate_ctx *m, char *buf, siz
     *label = NULL;
     if (!m->hooks || !m->hooks->select.namespace_labels)
         return REPORT_LOOKUP_NONE;
-    if (mutate_ns_labels(m, &labels))
+    if (mutns_labels(m, &labels))
         return REPORT_LOOKUP_FAILED;
     if ((v = cJSON_GetStringValue(podjson_member(labels, REPORT_LABEL)))) {
         utf8_shorten(v, len - 1, buf, len);
@@ -883,7 +769,7 @@ static void mutate_annotate_report(struct mutate_ctx *m, const cJSON *annotation
         mutate_annotate_one(m, REPORT_ANNOTATION, value);
         return;
     }
-    mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
+    mutpath_pod(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
     patch_op_begin(p, "add", path);
     jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
     jsonw_key(&p->w, REPORT_ANNOTATION);
@@ -966,7 +852,7 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     int target = 0;
 
     podjson_init(&m.r);
-    mutate_select_hooks(&m);
+    mutns_select_hooks(&m);
     res->outcome = MUTATE_SKIPPED;
     m.metadata = podjson_obj(&m.r, in->object, "metadata");
     m.spec = podjson_obj(&m.r, in->object, "spec");

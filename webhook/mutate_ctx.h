@@ -62,7 +62,7 @@ struct mutate_ctx {
     const struct profiles_entry *p;
     const struct mutate_hooks *hooks;
     /* hooks->select as select and this file see it: the Namespace's labels
-     * asked for once per call (mutate_ns_labels). */
+     * asked for once per call (mutns_labels). */
     struct select_hooks select;
     int ns_asked, ns_rc;
     struct cJSON *ns_labels;
@@ -112,23 +112,5 @@ struct mutate_ctx {
         mutwarn_text((m), __VA_ARGS__);                                                            \
         mutwarn_add((m), (kind));                                                                  \
     } while (0)
-
-/* out = prefix + a + b (b may be NULL), at most PATCH_PATH_MAX; ERR_OK, or
- * ERR_TOO_BIG (and the pod fails) when it does not fit. out may be prefix. */
-int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a, const char *b);
-/* A container's name, or "?". */
-const char *mutate_name(struct mutate_ctx *m, const struct cJSON *container);
-/* The pod's base path + suffix (+ tail, may be NULL), as mutate_join(). */
-int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail);
-/* base + "/spec/" + list + "/" + idx: a container's path. */
-int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx);
-/* The labels of the pod's Namespace, asked of the hook once per call; ERR_OK,
- * or ERR_FAIL when they cannot be had. */
-int mutate_ns_labels(struct mutate_ctx *m, const struct cJSON **labels);
-/* Begins an "add" of one item to the array parent + member, appended when
- * *exists, else made with this item (*exists then set); the caller writes
- * the item and ends with mutate_append_end(m, the return value). */
-int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member, int *exists);
-void mutate_append_end(struct mutate_ctx *m, int made);
 
 #endif

@@ -1,6 +1,8 @@
 #include "mutcaps.h"
 
 #include "mutate_ctx.h"
+#include "mutns.h"
+#include "mutpath.h"
 #include "jsonw.h"
 #include "patch.h"
 #include "podjson.h"
@@ -65,7 +67,7 @@ enum mutate_podsec mutcaps_podsec_plan(struct mutate_ctx *m)
     m->podsec = MUTATE_PODSEC_ADD;
     m->podsec_exempt = exempt = podsec_exempt(conf, m->in->namespace_, m->in->user,
                                               podjson_str(&m->r, m->spec, "runtimeClassName"));
-    if (hook && mutate_ns_labels(m, &labels))
+    if (hook && mutns_labels(m, &labels))
         return m->podsec = MUTATE_PODSEC_UNKNOWN;
     if (hook && mutcaps_ipc_lock_label_off(m, labels))
         return m->podsec = MUTATE_PODSEC_OFF_LABEL;
@@ -197,19 +199,19 @@ void mutcaps_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
     mutcaps_podsec_note(m, cname);
     MUTATE_TRACE(m, "IPC_LOCK: added to securityContext.capabilities.add");
     if (!sc) {
-        mutate_join(m, path, cpath, "/securityContext", NULL);
+        mutpath_join(m, path, cpath, "/securityContext", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{\"capabilities\":{\"add\":[\"IPC_LOCK\"]}}");
     } else if (!caps) {
-        mutate_join(m, path, cpath, "/securityContext/capabilities", NULL);
+        mutpath_join(m, path, cpath, "/securityContext/capabilities", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{\"add\":[\"IPC_LOCK\"]}");
     } else if (!add) {
-        mutate_join(m, path, cpath, "/securityContext/capabilities/add", NULL);
+        mutpath_join(m, path, cpath, "/securityContext/capabilities/add", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "[\"IPC_LOCK\"]");
     } else {
-        mutate_join(m, path, cpath, "/securityContext/capabilities/add/-", NULL);
+        mutpath_join(m, path, cpath, "/securityContext/capabilities/add/-", NULL);
         patch_op_begin(p, "add", path);
         jsonw_str(&p->w, "IPC_LOCK");
     }

@@ -1,6 +1,7 @@
 #include "mutdetect.h"
 
 #include "mutate_ctx.h"
+#include "mutpath.h"
 #include "mutcaps.h"
 #include "mutenv.h"
 #include "mutvol.h"
@@ -151,7 +152,7 @@ static void mutdetect_volume(struct mutate_ctx *m)
     made = mutvol_begin(m);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_VOLUME "\",\"emptyDir\":{\"medium\":\"Memory\","
                      "\"sizeLimit\":\"" MUTDETECT_SIZE_LIMIT "\"}}");
-    mutate_append_end(m, made);
+    mutpath_append_end(m, made);
 }
 
 /* One argument of the init container. The kubelet expands $(VAR) in args
@@ -229,8 +230,8 @@ static void mutdetect_init_container(struct mutate_ctx *m)
                  "detect: init container \"" MUTATE_DETECT_CONTAINER "\" added (image %s, "
                  "after the pod's own)",
                  m->in->opts->detect_image);
-    mutate_path(m, spec, "/spec", NULL);
-    made = mutate_append_begin(m, spec, "/initContainers", &exists);
+    mutpath_pod(m, spec, "/spec", NULL);
+    made = mutpath_append_begin(m, spec, "/initContainers", &exists);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_CONTAINER "\",\"image\":");
     jsonw_str(&p->w, m->in->opts->detect_image);
     jsonw_raw(&p->w, ",\"command\":[\"" MUTATE_DETECT_BINARY "\"],\"args\":[\"nccl-detect\","
@@ -248,7 +249,7 @@ static void mutdetect_init_container(struct mutate_ctx *m)
     jsonw_raw(&p->w, ",\"securityContext\":" MUTDETECT_SECURITY
                      ",\"volumeMounts\":[{\"name\":\"" MUTATE_DETECT_VOLUME
                      "\",\"mountPath\":\"" MUTATE_DETECT_DIR "\"}]}");
-    mutate_append_end(m, made);
+    mutpath_append_end(m, made);
 }
 
 void mutdetect_pod(struct mutate_ctx *m)

@@ -1,6 +1,7 @@
 #include "mutenv.h"
 
 #include "mutate_ctx.h"
+#include "mutpath.h"
 #include "jsonw.h"
 #include "nccl.h"
 #include "patch.h"
@@ -339,7 +340,7 @@ void mutenv_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
     if (n == 0)
         return;
     if (!env) {
-        mutate_join(m, path, cpath, "/env", NULL);
+        mutpath_join(m, path, cpath, "/env", NULL);
         patch_op_begin(&m->res->patch, "add", path);
         for (size_t i = 0; i < n; i++) {
             jsonw_raw(&m->res->patch.w, i ? "," : "[");
@@ -349,7 +350,7 @@ void mutenv_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
         patch_op_end(&m->res->patch);
         return;
     }
-    mutate_join(m, path, cpath, "/env/-", NULL);
+    mutpath_join(m, path, cpath, "/env/-", NULL);
     for (size_t i = 0; i < n; i++) {
         patch_op_begin(&m->res->patch, "add", path);
         mutenv_entry(m, adds[i]);
