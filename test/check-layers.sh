@@ -37,6 +37,7 @@ utf8 0
 version 0
 explain 1
 labelsel 1
+mutannot 1
 mutate 1
 mutate_ctx 1
 mutcaps 1
