@@ -46,6 +46,7 @@ mutdetect 1
 mutenv 1
 mutns 1
 mutpath 1
+mutreport 1
 mutvol 1
 mutwarn 1
 nccl 1
