@@ -46,7 +46,9 @@ mutdetect 1
 mutenv 1
 mutns 1
 mutpath 1
+mutplace 1
 mutreport 1
+muttarget 1
 mutvol 1
 mutwarn 1
 nccl 1
