@@ -1,34 +1,29 @@
 #include "mutate.h"
 
 #include "mutate_ctx.h"
-#include "mutplace.h"
-#include "muttarget.h"
-#include "mutreport.h"
 #include "mutannot.h"
-#include "mutns.h"
-#include "mutpath.h"
+#include "mutcaps.h"
 #include "mutchoose.h"
 #include "mutdetect.h"
-#include "mutvol.h"
-#include "mutcaps.h"
 #include "mutenv.h"
+#include "mutns.h"
+#include "mutpath.h"
+#include "mutplace.h"
+#include "mutreport.h"
+#include "muttarget.h"
+#include "mutvol.h"
 
-#include "decimal.h"
 #include "err.h"
 #include "explain.h"
-#include "nccl.h"
+#include "patch.h"
 #include "podjson.h"
-#include "podsec.h"
 #include "profiles.h"
 #include "target.h"
 #include "trace.h"
-#include "utf8.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {

@@ -1,15 +1,13 @@
-/* mutate_ctx: the state of one admission while mutate_object() works on it,
- * and the helpers of mutate.c that the modules it delegates to share: the
- * warnings (MUTATE_WARN, made twice: whole and shortened), the trace, the
- * JSON Pointers of the patch, arrays appended to, the Namespace's labels
- * asked for once.
+/* mutate_ctx: the state of one admission while mutate_object() works on it
+ * (struct mutate_ctx), and the two macros every mut* module writes with:
+ * MUTATE_WARN (a warning, made twice by mutwarn: whole and shortened) and
+ * MUTATE_TRACE (a line of the trace). It declares no function: the helpers
+ * the modules share are their owners' (mutwarn, mutpath, mutns).
  *
- * Only mutate.c and those modules include it: mutenv (the NCCL environment),
- * mutcaps (IPC_LOCK), mutvol (/dev/shm and the mounts), mutdetect (run-time
- * detection) and mutchoose (which profile, and the warnings of the choice).
- * Everyone else sees mutate.h. The context is mutate_object()'s, on its
- * stack; nothing here allocates, and every function is called on the request
- * path of one thread.
+ * Only mutate.c and the modules it delegates to include it (webhook/README.md
+ * lists them under mutate). Everyone else sees mutate.h. The context is
+ * mutate_object()'s, on its stack; nothing here allocates, and every function
+ * given it is called on the request path of one thread.
  */
 #ifndef RDMA_WEBHOOK_MUTATE_CTX_H
 #define RDMA_WEBHOOK_MUTATE_CTX_H
