@@ -1,28 +1,29 @@
 #include "mutate.h"
 
 #include "mutate_ctx.h"
+#include "mutannot.h"
+#include "mutcaps.h"
 #include "mutchoose.h"
 #include "mutdetect.h"
-#include "mutvol.h"
-#include "mutcaps.h"
 #include "mutenv.h"
+#include "mutns.h"
+#include "mutpath.h"
+#include "mutplace.h"
+#include "mutreport.h"
+#include "muttarget.h"
+#include "mutvol.h"
 
-#include "decimal.h"
 #include "err.h"
 #include "explain.h"
-#include "nccl.h"
+#include "patch.h"
 #include "podjson.h"
-#include "podsec.h"
 #include "profiles.h"
 #include "target.h"
 #include "trace.h"
-#include "utf8.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
 {
@@ -101,543 +102,14 @@ void mutate_result_free(struct mutate_result *res)
     dynbuf_free(&res->report);
 }
 
-/* s as the warning being made shows it: whole in the full text, else cut to
- * at most max bytes (MUTATE_SHOWN_LEN-1 at most), "..." included. */
-const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max)
-{
-    char *out;
-
-    if (!s)
-        s = "?";
-    if (m->warn_full)
-        return s;
-    if (max >= MUTATE_SHOWN_LEN)
-        max = MUTATE_SHOWN_LEN - 1;
-    out = m->shown[m->shown_at++ % MUTATE_SHOWN_SLOTS];
-    utf8_shorten(s, max, out, max + 1);
-    return out;
-}
-
-__attribute__((format(printf, 2, 3))) void mutate_warn_text(struct mutate_ctx *m, const char *fmt,
-                                                            ...)
-{
-    char buf[MUTATE_WARNING_FULL_MAX];
-    va_list ap;
-    int len = snprintf(buf, sizeof(buf), "%s", MUTATE_WARNING_LEAD);
-
-    va_start(ap, fmt);
-    vsnprintf(buf + len, sizeof(buf) - (size_t)len, fmt, ap);
-    va_end(ap);
-    /* A user's text (an annotation, a container's name) goes into the
-     * log, the Event and kubectl's terminal: one line, no escape sequence. */
-    if (m->warn_full)
-        utf8_shorten(buf, sizeof(m->warn_full_text) - 1, m->warn_full_text,
-                     sizeof(m->warn_full_text));
-    else
-        utf8_shorten(buf, sizeof(m->warn_short_text) - 1, m->warn_short_text,
-                     sizeof(m->warn_short_text));
-    utf8_fold(m->warn_full ? m->warn_full_text : m->warn_short_text);
-}
-
-/* Keeps the warning just made, once: the same short text twice is one. */
-void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind)
-{
-    struct mutate_warnings *w = &m->res->warnings;
-
-    for (size_t i = 0; i < w->n; i++)
-        if (strcmp(w->text[i], m->warn_short_text) == 0)
-            return;
-    if (w->n < MUTATE_MAX_WARNINGS) {
-        w->kind[w->n] = kind;
-        memcpy(w->full[w->n], m->warn_full_text, strlen(m->warn_full_text) + 1);
-        memcpy(w->text[w->n++], m->warn_short_text, strlen(m->warn_short_text) + 1);
-    }
-}
-
-/* A user value as quoted in a warning: at most outlen-4 bytes and "...". */
-const char *mutate_short(const char *s, char *out, size_t outlen)
-{
-    utf8_shorten(s, outlen - 1, out, outlen);
-    return out;
-}
-
-/* out = prefix + a + b (b may be NULL); ERR_OK, or ERR_TOO_BIG when it does
- * not fit: that fails the pod rather than patching the wrong place. out may
- * be prefix. */
-int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a, const char *b)
-{
-    size_t pl = strlen(prefix), al = strlen(a), bl = b ? strlen(b) : 0;
-
-    if (pl + al + bl >= PATCH_PATH_MAX) {
-        podjson_fail(&m->r, "a JSON Pointer is too long");
-        out[0] = '\0';
-        return ERR_TOO_BIG;
-    }
-    memmove(out, prefix, pl);
-    memcpy(out + pl, a, al);
-    if (b)
-        memcpy(out + pl + al, b, bl);
-    out[pl + al + bl] = '\0';
-    return ERR_OK;
-}
-
-const char *mutate_name(struct mutate_ctx *m, const cJSON *container)
-{
-    const char *name = podjson_str(&m->r, container, "name");
-
-    return name ? name : "?";
-}
-
-/* base + suffix (+ tail, may be NULL), as mutate_join(). */
-int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail)
-{
-    return mutate_join(m, out, m->in->base, suffix, tail);
-}
-
-/* base + "/spec/" + list + "/" + idx: a container's path. */
-int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx)
-{
-    char tail[DECIMAL_MAX + 2] = "/";
-
-    tail[1 + decimal_ll(tail + 1, idx)] = '\0';
-    return mutate_path(m, out, "/spec/", list) || mutate_join(m, out, out, tail, NULL) ? ERR_TOO_BIG
-                                                                                       : ERR_OK;
-}
-
-/* The labels of the pod's Namespace, asked of the hook once per call,
- * whoever asks first (select, or mutcaps_podsec_plan); ERR_OK, or ERR_FAIL
- * when they cannot be had. */
-int mutate_ns_labels(struct mutate_ctx *m, const cJSON **labels)
-{
-    const struct select_hooks *h = &m->hooks->select;
-
-    if (!m->ns_asked) {
-        m->ns_asked = 1;
-        m->ns_rc =
-            h->namespace_labels(h->ctx, m->in->namespace_ ? m->in->namespace_ : "", &m->ns_labels);
-    }
-    *labels = m->ns_labels;
-    return m->ns_rc || !m->ns_labels ? ERR_FAIL : ERR_OK;
-}
-
-static int mutate_node_labels_through(void *ctx, const char *name, cJSON **labels)
-{
-    const struct mutate_ctx *m = ctx;
-
-    return m->hooks->select.node_labels(m->hooks->select.ctx, name, labels);
-}
-
-/* The namespace_labels hook select gets: the pod's own Namespace through
- * mutate_ns_labels, any other straight through. */
-static int mutate_namespace_labels_once(void *ctx, const char *name, cJSON **labels)
-{
-    struct mutate_ctx *m = ctx;
-    const cJSON *have;
-
-    if (strcmp(name, m->in->namespace_ ? m->in->namespace_ : "") != 0)
-        return m->hooks->select.namespace_labels(m->hooks->select.ctx, name, labels);
-    if (mutate_ns_labels(m, &have))
-        return ERR_FAIL;
-    *labels = cJSON_Duplicate(have, 1);
-    return *labels ? ERR_OK : ERR_NOMEM;
-}
-
-static void mutate_select_hooks(struct mutate_ctx *m)
-{
-    if (!m->hooks)
-        return;
-    m->select.ctx = m;
-    m->select.node_labels = m->hooks->select.node_labels ? mutate_node_labels_through : NULL;
-    m->select.namespace_labels =
-        m->hooks->select.namespace_labels ? mutate_namespace_labels_once : NULL;
-}
-
-/* Begins an "add" of one item to the array parent + member (member starts
- * with '/'): appended ("/-") when the array exists, in the pod or made by an
- * earlier operation of this patch (*exists), else the array made with this
- * item, since an add of a whole array over one would replace it. The caller
- * writes the item and ends with mutate_append_end(m, the return value). */
-int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member, int *exists)
-{
-    char path[PATCH_PATH_MAX];
-    int make = !*exists;
-
-    mutate_join(m, path, parent, member, make ? NULL : "/-");
-    patch_op_begin(&m->res->patch, "add", path);
-    if (make)
-        jsonw_raw(&m->res->patch.w, "[");
-    *exists = 1;
-    return make;
-}
-
-void mutate_append_end(struct mutate_ctx *m, int made)
-{
-    if (made)
-        jsonw_raw(&m->res->patch.w, "]");
-    patch_op_end(&m->res->patch);
-}
-
-static int mutate_any_container_asks(struct mutate_ctx *m, const char *prefix, size_t len)
-{
-    static const char *const lists[] = {"containers", "initContainers"};
-    const cJSON *c;
-
-    for (size_t i = 0; i < 2; i++)
-        cJSON_ArrayForEach(c, podjson_arr(&m->r, m->spec, lists[i]))
-        {
-            if (target_container_asks_prefix(&m->r, c, prefix, len))
-                return 1;
-        }
-    return 0;
-}
-
-static void mutate_resource_map(struct patch *p, const struct profiles_kv **adds, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        jsonw_raw(&p->w, i ? "," : "{");
-        jsonw_key(&p->w, adds[i]->name);
-        jsonw_str(&p->w, adds[i]->value);
-    }
-    jsonw_raw(&p->w, "}");
-}
-
-/* Adds the entries to one of limits/requests (which), creating it if absent. */
-static void mutate_resource_list(struct mutate_ctx *m, const cJSON *res, const char *rpath,
-                                 const char *which, const struct profiles_kv **adds, size_t n)
-{
-    struct patch *p = &m->res->patch;
-    char list[PATCH_PATH_MAX], path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX];
-
-    if (mutate_join(m, list, rpath, "/", which))
-        return;
-    if (!podjson_obj(&m->r, res, which)) {
-        patch_op_begin(p, "add", list);
-        mutate_resource_map(p, adds, n);
-        patch_op_end(p);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (patch_escape_token(adds[i]->name, tok, sizeof(tok))) {
-            podjson_fail(&m->r, "a JSON Pointer is too long");
-            return;
-        }
-        if (mutate_join(m, path, list, "/", tok))
-            return;
-        patch_op_str(p, "add", path, adds[i]->value);
-    }
-}
-
-/* The RDMA device goes to the first target container, unless some container
- * already asks for anything under the same prefix (a pod asking for
- * rdma/hca_shared_devices_all keeps just that). */
-static void mutate_resources(struct mutate_ctx *m, const cJSON *c, const char *cpath)
-{
-    const cJSON *res = podjson_obj(&m->r, c, "resources");
-    const struct profiles_kv *adds[PROFILES_MAX_ENV];
-    struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX];
-    size_t n = 0;
-
-    if (m->p->resources.n == 0)
-        MUTATE_TRACE(m, "resources: none added: the profile has none");
-    for (size_t i = 0; i < m->p->resources.n && n < PROFILES_MAX_ENV; i++) {
-        const char *name = m->p->resources.v[i].name;
-        size_t plen = (size_t)(strchr(name, '/') - name) + 1;
-
-        if (!mutate_any_container_asks(m, name, plen))
-            adds[n++] = &m->p->resources.v[i];
-        else
-            MUTATE_TRACE(m, "resource %s: not added: a container asks for a resource under %.*s",
-                         name, (int)plen, name);
-    }
-    for (size_t i = 0; m->in->trace && i < n; i++)
-        trace_add(m->in->trace, "resource %s=%s: added to container \"%s\"'s limits and requests",
-                  adds[i]->name, adds[i]->value, mutate_name(m, c));
-    if (n == 0)
-        return;
-    mutate_join(m, path, cpath, "/resources", NULL);
-    if (!res) {
-        patch_op_begin(p, "add", path);
-        jsonw_raw(&p->w, "{\"limits\":");
-        mutate_resource_map(p, adds, n);
-        jsonw_raw(&p->w, ",\"requests\":");
-        mutate_resource_map(p, adds, n);
-        jsonw_raw(&p->w, "}");
-        patch_op_end(p);
-        return;
-    }
-    mutate_resource_list(m, res, path, "limits", adds, n);
-    mutate_resource_list(m, res, path, "requests", adds, n);
-}
-
-static void mutate_scheduler(struct mutate_ctx *m)
-{
-    const char *have = podjson_str(&m->r, m->spec, "schedulerName");
-    const char *want = m->p->scheduler_name;
-    char path[PATCH_PATH_MAX];
-
-    if (!want || !*want || (have && strcmp(have, want) == 0)) {
-        MUTATE_TRACE(m, "schedulerName: %s%s%s", want && *want ? "already " : "",
-                     want && *want ? want : "the profile sets none",
-                     want && *want ? ", nothing to add" : "");
-        return;
-    }
-    if (have && strcmp(have, "default-scheduler") != 0) {
-        MUTATE_TRACE(m, "schedulerName: kept the pod's \"%s\" over the profile's \"%s\"", have,
-                     want);
-        MUTATE_WARN(m, MUTATE_W_SCHEDULER,
-                    "drop schedulerName \"%s\" to get the profile's \"%s\" (gang scheduling)",
-                    mutate_s(m, have, MUTATE_SHOWN_NAME), mutate_s(m, want, MUTATE_SHOWN_NAME));
-        return;
-    }
-    mutate_path(m, path, "/spec/schedulerName", NULL);
-    patch_op_str(&m->res->patch, have ? "replace" : "add", path, want);
-    MUTATE_TRACE(m, "schedulerName: %s%s", want, have ? ": replaces default-scheduler" : ": added");
-}
-
-/* The annotations the patch sets: rdma-webhook.io/injected and
- * .../selected-by when the profile was applied, .../warnings when warnings
- * (a JSON array text) is not NULL. */
-static void mutate_annotation_pairs(struct mutate_ctx *m, int applied, const char *warnings)
-{
-    struct patch *p = &m->res->patch;
-
-    if (applied) {
-        jsonw_key(&p->w, MUTATE_ANNOTATION_INJECTED);
-        jsonw_str(&p->w, m->p->name);
-        jsonw_raw(&p->w, ",");
-        jsonw_key(&p->w, MUTATE_ANNOTATION_SELECTED_BY);
-        jsonw_str(&p->w, select_rule_name(m->rule));
-    }
-    if (warnings) {
-        if (applied)
-            jsonw_raw(&p->w, ",");
-        jsonw_key(&p->w, MUTATE_ANNOTATION_WARNINGS);
-        jsonw_str(&p->w, warnings);
-    }
-}
-
-static void mutate_annotate_one(struct mutate_ctx *m, const char *key, const char *value)
-{
-    char path[PATCH_PATH_MAX], tok[64];
-
-    patch_escape_token(key, tok, sizeof(tok));
-    mutate_path(m, path, "/metadata/annotations/", tok);
-    /* "add" of an object member replaces it when present (RFC 6902 4.1). */
-    patch_op_str(&m->res->patch, "add", path, value);
-}
-
-static void mutate_annotate(struct mutate_ctx *m, const cJSON *annotations, int applied,
-                            const char *warnings)
-{
-    struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX];
-
-    if (annotations) {
-        if (applied) {
-            mutate_annotate_one(m, MUTATE_ANNOTATION_INJECTED, m->p->name);
-            mutate_annotate_one(m, MUTATE_ANNOTATION_SELECTED_BY, select_rule_name(m->rule));
-        }
-        if (warnings)
-            mutate_annotate_one(m, MUTATE_ANNOTATION_WARNINGS, warnings);
-        return;
-    }
-    mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
-    patch_op_begin(p, "add", path);
-    jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
-    mutate_annotation_pairs(m, applied, warnings);
-    jsonw_raw(&p->w, m->metadata ? "}" : "}}");
-    patch_op_end(p);
-}
-
-/* The warnings annotation holds at most this many texts. */
-#define MUTATE_ANNOTATED_MAX (2 * MUTATE_MAX_WARNINGS)
-
-static int mutate_listed(const char *const *list, size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i], s) == 0)
-            return 1;
-    return 0;
-}
-
-/* The rdma-webhook.io/warnings value the pod gets, written to out; 0 when
- * it gets none: no warnings, or the pod's value already has every one of
- * them. The value only grows, the pod's texts first: a second call (the
- * apiserver's reinvocation, after our patch) often warns less (nothing to
- * pin any more) and must neither drop what the first said nor flap. A value
- * that is not a JSON array of strings is the webhook's to replace. The texts
- * are the whole ones (mutate_warnings.full), without MUTATE_WARNING_LEAD:
- * the annotation's name says it; one that would take the value past
- * MUTATE_ANNOTATION_WARNINGS_MAX is left out whole (the log has it). */
-static int mutate_warnings_value(struct mutate_ctx *m, const cJSON *annotations, struct dynbuf *out)
-{
-    const struct mutate_warnings *ws = &m->res->warnings;
-    const char *have = ws->n ? podjson_str(&m->r, annotations, MUTATE_ANNOTATION_WARNINGS) : NULL;
-    cJSON *old = have ? cJSON_Parse(have) : NULL;
-    const cJSON *items = cJSON_IsArray(old) ? old : NULL;
-    const char *list[MUTATE_ANNOTATED_MAX];
-    const cJSON *it;
-    size_t n = 0, n_old, written = 0;
-    struct jsonw w;
-
-    cJSON_ArrayForEach(it, items)
-    {
-        if (n < MUTATE_ANNOTATED_MAX && cJSON_IsString(it) &&
-            strlen(it->valuestring) < MUTATE_WARNING_FULL_MAX &&
-            !mutate_listed(list, n, it->valuestring))
-            list[n++] = it->valuestring;
-    }
-    n_old = n;
-    for (size_t i = 0; i < ws->n && n < MUTATE_ANNOTATED_MAX; i++)
-        if (!mutate_listed(list, n, ws->full[i] + strlen(MUTATE_WARNING_LEAD)))
-            list[n++] = ws->full[i] + strlen(MUTATE_WARNING_LEAD);
-    if (n > n_old) {
-        jsonw_init(&w, out);
-        jsonw_raw(&w, "[");
-        for (size_t i = 0; i < n && !jsonw_error(&w); i++, written++) {
-            size_t at = dynbuf_len(out);
-
-            if (i)
-                jsonw_raw(&w, ",");
-            jsonw_str(&w, list[i]);
-            /* Room left for "]" and the NUL. */
-            if (!jsonw_error(&w) && dynbuf_len(out) + 2 > MUTATE_ANNOTATION_WARNINGS_MAX) {
-                dynbuf_truncate(out, at);
-                break;
-            }
-        }
-        jsonw_raw(&w, "]");
-        if (jsonw_error(&w) || dynbuf_addc(out, '\0'))
-            podjson_fail(&m->r, "out of memory for the warnings annotation");
-    }
-    cJSON_Delete(old);
-    return written > n_old && !podjson_failed(&m->r);
-}
-
-static void mutate_trace_annotations(struct mutate_ctx *m, int applied, int warned)
-{
-    if (applied) {
-        trace_add(m->in->trace, "annotation " MUTATE_ANNOTATION_INJECTED ": %s", m->p->name);
-        trace_add(m->in->trace, "annotation " MUTATE_ANNOTATION_SELECTED_BY ": %s",
-                  select_rule_name(m->rule));
-    }
-    if (warned)
-        trace_add(m->in->trace,
-                  "annotation " MUTATE_ANNOTATION_WARNINGS ": the %zu warning%s below",
-                  m->res->warnings.n, m->res->warnings.n == 1 ? "" : "s");
-    else if (m->res->warnings.n)
-        trace_add(m->in->trace, "annotation " MUTATE_ANNOTATION_WARNINGS ": the pod's has every "
-                                "warning below already");
-}
-
-/* Last: the annotations, once every warning is made. A pod left alone but
- * warned (no profile for its GPUs, an unknown profile name) gets a patch of
- * the warnings annotation only: an annotation never breaks a pod, and it is
- * where `kubectl describe pod` shows why nothing was added. */
-static void mutate_finish_annotations(struct mutate_ctx *m, int applied)
-{
-    const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
-    struct dynbuf value;
-    int warned;
-
-    /* One text escaped past the bound, before it is taken back. */
-    dynbuf_init(&value,
-                MUTATE_ANNOTATION_WARNINGS_MAX + MUTATE_WARNING_FULL_MAX * JSONW_ESCAPE_MAX);
-    warned = mutate_warnings_value(m, annotations, &value);
-    if (applied || warned)
-        mutate_annotate(m, annotations, applied, warned ? dynbuf_ptr(&value) : NULL);
-    if (m->in->trace)
-        mutate_trace_annotations(m, applied, warned);
-    dynbuf_free(&value);
-}
-
-/* "k=v, k2=v2" of the labels, whole in full (as far as it fits), shortened
- * to fit out. */
-static void mutate_labels_text(const struct profiles_kv **kv, size_t n, char *out, size_t len,
-                               char *full, size_t full_len)
-{
-    char buf[256];
-    size_t at = 0;
-
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && at < sizeof(buf); i++)
-        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s", i ? ", " : "", kv[i]->name,
-                               kv[i]->value);
-    mutate_short(buf, out, len);
-    mutate_short(buf, full, full_len);
-}
-
-/* A profile with "pin" chosen by GPU count or as the default: its
- * nodeLabels go into spec.nodeSelector, so the pod lands where the profile
- * is right. select made sure the pod's constraints do not exclude the
- * profile; a key the pod sets is kept (and, being consistent, has the same
- * value). A pod bound to a node (spec.nodeName) is left as it is: the
- * kubelet would only reject it. So is one whose hostname constraint names
- * Nodes whose labels could not be told: they may lack the profile's labels,
- * and the pin would leave the pod no node. */
-static void mutate_pin(struct mutate_ctx *m)
-{
-    const cJSON *selector = podjson_obj(&m->r, m->spec, "nodeSelector");
-    const struct profiles_kv *adds[PROFILES_MAX_ENV];
-    const char *node = podjson_str(&m->r, m->spec, "nodeName");
-    struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX], tok[PATCH_PATH_MAX], shown[41], full[256];
-    size_t n = 0;
-
-    if (!m->p->pin || (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT) ||
-        (node && *node) || m->hosts_unknown) {
-        MUTATE_TRACE(m, "pin: not pinned: %s",
-                     !m->p->pin ? "the profile has no pin"
-                     : (m->rule != SELECT_BY_GPUS && m->rule != SELECT_BY_DEFAULT)
-                         ? "only a profile chosen by gpus or as the default is pinned"
-                     : (node && *node) ? "the pod is bound to a node (spec.nodeName)"
-                                       : "its kubernetes.io/hostname names nodes whose labels "
-                                         "are unknown, which the pin could contradict");
-        return;
-    }
-    for (size_t i = 0; i < m->p->node_labels.n && n < PROFILES_MAX_ENV; i++) {
-        const struct profiles_kv *kv = &m->p->node_labels.v[i];
-        const char *have = podjson_str(&m->r, selector, kv->name);
-
-        if (have && strcmp(have, kv->value) != 0)
-            return; /* cannot happen: select would have excluded the profile */
-        if (!have)
-            adds[n++] = kv;
-    }
-    if (n == 0) {
-        MUTATE_TRACE(m, "pin: not needed: the nodeSelector has every label of the profile's");
-        return;
-    }
-    if (!selector) {
-        mutate_path(m, path, "/spec/nodeSelector", NULL);
-        patch_op_begin(p, "add", path);
-        mutate_resource_map(p, adds, n);
-        patch_op_end(p);
-    }
-    for (size_t i = 0; selector && i < n; i++) {
-        if (patch_escape_token(adds[i]->name, tok, sizeof(tok)) ||
-            mutate_path(m, path, "/spec/nodeSelector/", tok)) {
-            podjson_fail(&m->r, "a JSON Pointer is too long");
-            return;
-        }
-        patch_op_str(p, "add", path, adds[i]->value);
-    }
-    m->res->pinned = 1;
-    mutate_labels_text(adds, n, shown, sizeof(shown), full, sizeof(full));
-    MUTATE_TRACE(m, "pin: pinned: the nodeSelector gets %s (the profile's nodeLabels)", full);
-    MUTATE_WARN(m, MUTATE_W_PINNED, "pinned to profile \"%s\" nodes: nodeSelector %s",
-                mutate_s(m, m->p->name, MUTATE_SHOWN_NAME), m->warn_full ? full : shown);
-}
-
 /* Mutates one target container; returns 1 when it has InfiniBand off. */
 static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *list, int idx)
 {
-    const char *cname = mutate_name(m, c);
+    const char *cname = mutpath_name(m, c);
     char cpath[PATCH_PATH_MAX], value[64];
     int ib_off, detected = 0, mounts = podjson_arr(&m->r, c, "volumeMounts") != NULL;
 
-    if (mutate_item_path(m, cpath, list, idx))
+    if (mutpath_item(m, cpath, list, idx))
         return 0;
     MUTATE_TRACE(
         m, "%s \"%s\" (%s[%d]):", strcmp(list, "containers") == 0 ? "container" : "init container",
@@ -654,7 +126,7 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
         MUTATE_WARN(m, MUTATE_W_IB_DISABLED,
                     "drop NCCL_IB_DISABLE=%s in container \"%s\" for RDMA; it has TCP, no RDMA "
                     "device",
-                    mutate_s(m, value, 10), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, value, 10), mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
     /* Init containers run before the detecting one: they keep the static env. */
     if (!ib_off && strcmp(list, "containers") == 0) {
         m->ib_on = 1;
@@ -715,20 +187,6 @@ static void mutate_init_containers(struct mutate_ctx *m)
     }
 }
 
-static int mutate_has_target_container(struct mutate_ctx *m)
-{
-    if (m->in->trace)
-        explain_containers(m->in->trace, m->spec, m->ps);
-    if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
-        return 1;
-    m->res->reason = MUTATE_R_NO_CONTAINER;
-    MUTATE_TRACE(m, "no target container: nothing is added");
-    MUTATE_WARN(m, MUTATE_W_NO_CONTAINER,
-                "request a GPU or RDMA device, or name the training container \"pytorch\"; "
-                "nothing added");
-    return 0;
-}
-
 static void mutate_pod(struct mutate_ctx *m)
 {
     char path[PATCH_PATH_MAX];
@@ -736,7 +194,7 @@ static void mutate_pod(struct mutate_ctx *m)
 
     m->host_network = podjson_bool(&m->r, m->spec, "hostNetwork");
     m->volumes = podjson_arr(&m->r, m->spec, "volumes") != NULL;
-    mutate_pin(m);
+    mutplace_pin(m);
     mutenv_effective(m);
     mutdetect_plan(m);
     first = mutate_regular_containers(m);
@@ -746,78 +204,14 @@ static void mutate_pod(struct mutate_ctx *m)
         mutate_init_containers(m);
     mutdetect_pod(m);
     mutenv_warn_host_network(m);
-    if (first.first && mutate_item_path(m, path, "containers", first.first_idx) == 0)
-        mutate_resources(m, first.first, path);
+    if (first.first && mutpath_item(m, path, "containers", first.first_idx) == 0)
+        mutplace_resources(m, first.first, path);
     else
         MUTATE_TRACE(m, "resources: none added: %s",
                      m->p->resources.n ? "every target container has InfiniBand off"
                                        : "the profile has none");
-    mutate_scheduler(m);
+    mutplace_scheduler(m);
     m->res->reason = m->res->patch.n_ops ? MUTATE_R_MUTATED : MUTATE_R_NOTHING_MISSING;
-}
-
-/* The pod's own TARGET_ANNOTATION_INJECT that does nothing: said in the
- * trace for any pod, and warned about on a target (one that is not is never
- * written to; an opted-out one is left alone, warnings included). */
-static void mutate_inject_ignored(struct mutate_ctx *m, enum target_verdict v)
-{
-    const char *where, *bad = target_inject_ignored(&m->r, m->metadata, &where);
-
-    if (!bad)
-        return;
-    MUTATE_TRACE(m,
-                 "pod: %s " TARGET_ANNOTATION_INJECT "=\"%s\" does nothing: only \"true\" "
-                 "and \"false\" do",
-                 where, bad);
-    if (v == TARGET_YES)
-        MUTATE_WARN(m, MUTATE_W_INJECT,
-                    "set pod %s " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does nothing)",
-                    where, mutate_s(m, bad, MUTATE_SHOWN_VALUE));
-}
-
-static int mutate_is_target(struct mutate_ctx *m)
-{
-    enum target_verdict v;
-    const char *why;
-
-    if (m->in->implicit_target) {
-        MUTATE_TRACE(m, "pod: a target: a job's replica template");
-        return 1;
-    }
-    v = target_pod_why(&m->r, m->metadata, m->ps->targets, &why);
-    m->res->reason = v == TARGET_OPTED_OUT ? MUTATE_R_OPTED_OUT : MUTATE_R_NOT_TARGET;
-    MUTATE_TRACE(m, "pod: %s: %s",
-                 v == TARGET_YES         ? "a target"
-                 : v == TARGET_OPTED_OUT ? "opted out"
-                                         : "not a target",
-                 why);
-    mutate_inject_ignored(m, v);
-    return v == TARGET_YES;
-}
-
-/* The namespace's TARGET_ANNOTATION_INJECT, where its labels are read for
- * this pod anyway (never a lookup of its own): a value that is no word of
- * the vocabulary does nothing, whichever webhook configuration is
- * installed (served either way, or under the opt-in component never). */
-static void mutate_ns_inject(struct mutate_ctx *m)
-{
-    const cJSON *labels;
-    const char *v;
-
-    if (!m->hooks || !m->hooks->select.namespace_labels || mutate_ns_labels(m, &labels))
-        return;
-    v = cJSON_GetStringValue(podjson_member(labels, TARGET_ANNOTATION_INJECT));
-    if (target_namespace_inject_known(v))
-        return;
-    MUTATE_TRACE(m,
-                 "namespace: label " TARGET_ANNOTATION_INJECT "=\"%s\" does nothing: "
-                 "\"false\" opts the namespace out, \"true\" in (under the opt-in component)",
-                 v);
-    MUTATE_WARN(m, MUTATE_W_INJECT,
-                "label namespace \"%s\" " TARGET_ANNOTATION_INJECT "=true|false (\"%s\" does "
-                "nothing)",
-                mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
-                mutate_s(m, v, MUTATE_SHOWN_VALUE));
 }
 
 /* A pod the webhook cannot read is admitted unchanged: blocking it would
@@ -839,7 +233,7 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
     res->warnings.n = 0;
     MUTATE_TRACE(m, "error: %s; the pod is admitted unchanged (nothing above is applied)", why);
     MUTATE_WARN(m, MUTATE_W_ERROR, "see the webhook's log: pod not mutated, %s",
-                mutate_s(m, why, MUTATE_SHOWN_LEN - 1));
+                mutwarn_s(m, why, MUTATE_SHOWN_LEN - 1));
 }
 
 /* The outcome in the log line's words, what the patch holds, and every
@@ -870,155 +264,6 @@ static void mutate_trace_result(struct mutate_ctx *m)
     }
 }
 
-/* ---- report mode (report.h) ---- */
-
-/* The namespace's REPORT_LABEL, from the one lookup of its labels: how it
- * went, and the value in buf (*label NULL when there is none). */
-static enum report_lookup mutate_mode_label(struct mutate_ctx *m, char *buf, size_t len,
-                                            const char **label)
-{
-    const cJSON *labels;
-    const char *v;
-
-    *label = NULL;
-    if (!m->hooks || !m->hooks->select.namespace_labels)
-        return REPORT_LOOKUP_NONE;
-    if (mutate_ns_labels(m, &labels))
-        return REPORT_LOOKUP_FAILED;
-    if ((v = cJSON_GetStringValue(podjson_member(labels, REPORT_LABEL)))) {
-        utf8_shorten(v, len - 1, buf, len);
-        *label = buf;
-    }
-    return REPORT_LOOKUP_OK;
-}
-
-/* Whether a warning already says the Namespace could not be read (select's
- * or Pod Security's): one cause, one warning. */
-static int mutate_ns_failure_warned(const struct mutate_ctx *m)
-{
-    const struct mutate_warnings *w = &m->res->warnings;
-
-    for (size_t i = 0; i < w->n; i++)
-        if (w->kind[i] == MUTATE_W_NAMESPACE_LOOKUP ||
-            (w->kind[i] == MUTATE_W_POD_SECURITY && m->podsec == MUTATE_PODSEC_UNKNOWN))
-            return 1;
-    return 0;
-}
-
-/* The pod's mode, by the three levels; warns about a label it ignores, and
- * about labels it could not read (the profile and the flag decide then). */
-static enum report_mode mutate_mode(struct mutate_ctx *m)
-{
-    enum report_mode flag = m->in->opts ? m->in->opts->mode : REPORT_MODE_UNSET;
-    enum report_mode profile = m->res->profile ? m->res->profile->mode : REPORT_MODE_UNSET;
-    const char *ns = m->in->namespace_ ? m->in->namespace_ : "";
-    struct report_decision d;
-    char value[64];
-    const char *label;
-    enum report_lookup lookup = mutate_mode_label(m, value, sizeof(value), &label);
-
-    report_decide(flag, profile, lookup, label, &d);
-    if (d.label_invalid)
-        MUTATE_WARN(m, MUTATE_W_MODE,
-                    "label namespace \"%s\" " REPORT_LABEL "=report|enforce (\"%s\" ignored)",
-                    mutate_s(m, ns, MUTATE_SHOWN_NAME), mutate_s(m, label, MUTATE_SHOWN_VALUE));
-    if (d.lookup_failed && !mutate_ns_failure_warned(m))
-        MUTATE_WARN(m, MUTATE_W_MODE,
-                    "check the webhook can read namespaces: \"%s\" unread, " REPORT_LABEL
-                    " not applied",
-                    mutate_s(m, ns, MUTATE_SHOWN_NAME));
-    m->res->report_by = d.mode == REPORT_MODE_REPORT ? report_by_name(d.by) : NULL;
-    return d.mode;
-}
-
-/* Writes REPORT_ANNOTATION=value, making metadata.annotations (and
- * metadata) when the pod has none. */
-static void mutate_annotate_report(struct mutate_ctx *m, const cJSON *annotations,
-                                   const char *value)
-{
-    struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX];
-
-    if (annotations) {
-        mutate_annotate_one(m, REPORT_ANNOTATION, value);
-        return;
-    }
-    mutate_path(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
-    patch_op_begin(p, "add", path);
-    jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
-    jsonw_key(&p->w, REPORT_ANNOTATION);
-    jsonw_str(&p->w, value);
-    jsonw_raw(&p->w, m->metadata ? "}" : "}}");
-    patch_op_end(p);
-}
-
-/* The summary of the patch made so far (the changes: the annotations come
- * after this) and of the warnings, into value: ERR_OK, or ERR_TOO_BIG or
- * ERR_NOMEM with the pod failed. */
-static int mutate_report_value(struct mutate_ctx *m, struct dynbuf *value)
-{
-    struct mutate_result *res = m->res;
-    const char *warnings[MUTATE_MAX_WARNINGS];
-    struct report_input ri = {.by = res->report_by,
-                              .warnings = warnings,
-                              .n_warnings = res->warnings.n,
-                              .base = m->in->base};
-    cJSON *ops = NULL;
-    int rc;
-
-    if ((rc = patch_finish(&res->patch)) != ERR_OK) {
-        podjson_fail(&m->r, "the patch would exceed its size limit");
-        return rc;
-    }
-    if (res->patch.n_ops && !(ops = cJSON_Parse(dynbuf_ptr(&res->patch.out)))) {
-        podjson_fail(&m->r, "out of memory for the report");
-        return ERR_NOMEM;
-    }
-    /* Whole, as the log and the Event have them: the annotation has room. */
-    for (size_t i = 0; i < res->warnings.n; i++)
-        warnings[i] = res->warnings.full[i] + strlen(MUTATE_WARNING_LEAD);
-    ri.result = res->reason == MUTATE_R_MUTATED ? "reported" : "skipped";
-    ri.reason = res->reason == MUTATE_R_MUTATED ? NULL : mutate_reason_name(res->reason);
-    ri.profile = res->profile ? res->profile->name : NULL;
-    ri.selected_by = select_rule_name(m->rule);
-    ri.ops = ops;
-    ri.pod = m->in->object;
-    rc = report_value(&ri, value);
-    cJSON_Delete(ops);
-    if (rc)
-        podjson_fail(&m->r, "out of memory for the report");
-    return rc;
-}
-
-/* Report mode, when the pod would get anything: the patch becomes the
- * annotation that summarises it, unless the pod has that one already.
- * Returns 1 when the pod is reported (the annotations are done), 0 in
- * enforce mode. */
-static int mutate_report(struct mutate_ctx *m)
-{
-    struct mutate_result *res = m->res;
-    const cJSON *annotations = podjson_obj(&m->r, m->metadata, "annotations");
-    const char *have = podjson_str(&m->r, annotations, REPORT_ANNOTATION);
-    struct dynbuf *value = &res->report;
-
-    if ((res->reason != MUTATE_R_MUTATED && res->warnings.n == 0) ||
-        mutate_mode(m) != REPORT_MODE_REPORT)
-        return 0;
-    if (mutate_report_value(m, value) == ERR_OK) {
-        patch_free(&res->patch);
-        patch_init(&res->patch, res->patch.out.cap);
-        res->pinned = 0;
-        res->report_seen = have != NULL;
-        if (have && strcmp(have, dynbuf_ptr(value)) == 0)
-            res->reason = res->reason == MUTATE_R_MUTATED ? MUTATE_R_NOTHING_MISSING : res->reason;
-        else
-            mutate_annotate_report(m, annotations, dynbuf_ptr(value));
-        if (res->reason == MUTATE_R_MUTATED)
-            res->reason = MUTATE_R_REPORTED;
-    }
-    return 1;
-}
-
 void mutate_object(const struct mutate_input *in, const struct profiles *ps,
                    const struct mutate_hooks *hooks, struct mutate_result *res)
 {
@@ -1026,23 +271,23 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     int target = 0;
 
     podjson_init(&m.r);
-    mutate_select_hooks(&m);
+    mutns_select_hooks(&m);
     res->outcome = MUTATE_SKIPPED;
     m.metadata = podjson_obj(&m.r, in->object, "metadata");
     m.spec = podjson_obj(&m.r, in->object, "spec");
     if (!m.spec)
         podjson_fail(&m.r, "spec is missing");
-    if (!podjson_failed(&m.r) && (target = mutate_is_target(&m)) &&
-        mutate_has_target_container(&m) && mutchoose_profile(&m)) {
+    if (!podjson_failed(&m.r) && (target = muttarget_pod(&m)) && muttarget_containers(&m) &&
+        mutchoose_profile(&m)) {
         res->profile = m.p;
         mutate_pod(&m);
     }
     /* Only where the pod is written to anyway (its labels are read then). */
     if (!podjson_failed(&m.r) && target && (res->reason == MUTATE_R_MUTATED || res->warnings.n))
-        mutate_ns_inject(&m);
+        muttarget_ns_inject(&m);
     /* A pod that is not a target is never changed, warned or not. */
-    if (!podjson_failed(&m.r) && target && !mutate_report(&m))
-        mutate_finish_annotations(&m, res->reason == MUTATE_R_MUTATED);
+    if (!podjson_failed(&m.r) && target && !mutreport_apply(&m))
+        mutannot_finish(&m, res->reason == MUTATE_R_MUTATED);
     if (podjson_failed(&m.r))
         mutate_fail(&m, m.r.bad_field);
     else if (patch_finish(&res->patch))

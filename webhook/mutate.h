@@ -8,7 +8,7 @@
  * annotations, and for a profile with "pin" chosen by GPU count or as the
  * default, its nodeLabels in spec.nodeSelector. Every pod that got a warning,
  * mutated or not, gets MUTATE_ANNOTATION_WARNINGS (only grows: see
- * mutate_warnings_value), so a skipped pod may still be MUTATE_PATCHED. Values the user declared
+ * mutannot_warnings_value), so a skipped pod may still be MUTATE_PATCHED. Values the user declared
  * are never changed. A container whose NCCL_IB_DISABLE NCCL reads as non-zero (the user chose TCP)
  * gets none of the profile's NCCL_IB_* variables, no IPC_LOCK and no RDMA device; it keeps /dev/shm
  * and the scheduler. IPC_LOCK also depends on the namespace's Pod Security levels (podsec.h), read

@@ -1,20 +1,19 @@
-/* mutate_ctx: the state of one admission while mutate_object() works on it,
- * and the helpers of mutate.c that the modules it delegates to share: the
- * warnings (MUTATE_WARN, made twice: whole and shortened), the trace, the
- * JSON Pointers of the patch, arrays appended to, the Namespace's labels
- * asked for once.
+/* mutate_ctx: the state of one admission while mutate_object() works on it
+ * (struct mutate_ctx), and the two macros every mut* module writes with:
+ * MUTATE_WARN (a warning, made twice by mutwarn: whole and shortened) and
+ * MUTATE_TRACE (a line of the trace). It declares no function: the helpers
+ * the modules share are their owners' (mutwarn, mutpath, mutns).
  *
- * Only mutate.c and those modules include it: mutenv (the NCCL environment),
- * mutcaps (IPC_LOCK), mutvol (/dev/shm and the mounts), mutdetect (run-time
- * detection) and mutchoose (which profile, and the warnings of the choice).
- * Everyone else sees mutate.h. The context is mutate_object()'s, on its
- * stack; nothing here allocates, and every function is called on the request
- * path of one thread.
+ * Only mutate.c and the modules it delegates to include it (webhook/README.md
+ * lists them under mutate). Everyone else sees mutate.h. The context is
+ * mutate_object()'s, on its stack; nothing here allocates, and every function
+ * given it is called on the request path of one thread.
  */
 #ifndef RDMA_WEBHOOK_MUTATE_CTX_H
 #define RDMA_WEBHOOK_MUTATE_CTX_H
 
 #include "mutate.h"
+#include "mutwarn.h"
 #include "podjson.h"
 #include "podsec.h"
 #include "profiles.h"
@@ -27,7 +26,7 @@ struct cJSON;
 
 #define MUTATE_ENV_MAX   (2 * PROFILES_MAX_ENV)
 #define MUTATE_CONF_FILE "NCCL_CONF_FILE"
-/* Room for the shortened names of one warning (mutate_s). */
+/* Room for the shortened names of one warning (mutwarn_s). */
 #define MUTATE_SHOWN_SLOTS 6
 #define MUTATE_SHOWN_LEN   48
 /* How long the names in a short warning may be: a 63-byte container name
@@ -61,7 +60,7 @@ struct mutate_ctx {
     const struct profiles_entry *p;
     const struct mutate_hooks *hooks;
     /* hooks->select as select and this file see it: the Namespace's labels
-     * asked for once per call (mutate_ns_labels). */
+     * asked for once per call (mutns_labels). */
     struct select_hooks select;
     int ns_asked, ns_rc;
     struct cJSON *ns_labels;
@@ -99,45 +98,17 @@ struct mutate_ctx {
 #define MUTATE_TRACE(m, ...) TRACE_LINE((m)->in->trace, __VA_ARGS__)
 
 /* Every warning is made twice from the same arguments (MUTATE_WARN): first
- * with names and values whole (mutate_s returns them as they are), for the
+ * with names and values whole (mutwarn_s returns them as they are), for the
  * admission log; then with them shortened, for the user. The short text is
  * cut at MUTATE_WARNING_MAX-1 bytes only as a last resort: the unit tests
  * check that each fits with 63-byte names. */
 #define MUTATE_WARN(m, kind, ...)                                                                  \
     do {                                                                                           \
         (m)->warn_full = 1;                                                                        \
-        mutate_warn_text((m), __VA_ARGS__);                                                        \
+        mutwarn_text((m), __VA_ARGS__);                                                            \
         (m)->warn_full = 0;                                                                        \
-        mutate_warn_text((m), __VA_ARGS__);                                                        \
-        mutate_warn_add((m), (kind));                                                              \
+        mutwarn_text((m), __VA_ARGS__);                                                            \
+        mutwarn_add((m), (kind));                                                                  \
     } while (0)
-
-/* s as the warning being made shows it: whole in the full text, else cut to
- * at most max bytes (MUTATE_SHOWN_LEN-1 at most), "..." included. */
-const char *mutate_s(struct mutate_ctx *m, const char *s, size_t max);
-/* One of MUTATE_WARN's two texts (m->warn_full says which). */
-void mutate_warn_text(struct mutate_ctx *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Keeps the warning just made, once: the same short text twice is one. */
-void mutate_warn_add(struct mutate_ctx *m, enum mutate_warning_kind kind);
-/* A user value as quoted in a warning: at most outlen-4 bytes and "...". */
-const char *mutate_short(const char *s, char *out, size_t outlen);
-/* out = prefix + a + b (b may be NULL), at most PATCH_PATH_MAX; ERR_OK, or
- * ERR_TOO_BIG (and the pod fails) when it does not fit. out may be prefix. */
-int mutate_join(struct mutate_ctx *m, char *out, const char *prefix, const char *a, const char *b);
-/* A container's name, or "?". */
-const char *mutate_name(struct mutate_ctx *m, const struct cJSON *container);
-/* The pod's base path + suffix (+ tail, may be NULL), as mutate_join(). */
-int mutate_path(struct mutate_ctx *m, char *out, const char *suffix, const char *tail);
-/* base + "/spec/" + list + "/" + idx: a container's path. */
-int mutate_item_path(struct mutate_ctx *m, char *out, const char *list, int idx);
-/* The labels of the pod's Namespace, asked of the hook once per call; ERR_OK,
- * or ERR_FAIL when they cannot be had. */
-int mutate_ns_labels(struct mutate_ctx *m, const struct cJSON **labels);
-/* Begins an "add" of one item to the array parent + member, appended when
- * *exists, else made with this item (*exists then set); the caller writes
- * the item and ends with mutate_append_end(m, the return value). */
-int mutate_append_begin(struct mutate_ctx *m, const char *parent, const char *member, int *exists);
-void mutate_append_end(struct mutate_ctx *m, int made);
 
 #endif

@@ -1,6 +1,8 @@
 #include "mutcaps.h"
 
 #include "mutate_ctx.h"
+#include "mutns.h"
+#include "mutpath.h"
 #include "jsonw.h"
 #include "patch.h"
 #include "podjson.h"
@@ -48,8 +50,8 @@ static int mutcaps_ipc_lock_label_off(struct mutate_ctx *m, const cJSON *labels)
         return 1;
     MUTATE_WARN(m, MUTATE_W_IPC_LOCK,
                 "label namespace \"%s\" " MUTATE_LABEL_IPC_LOCK "=false|true (\"%s\" ignored)",
-                mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
-                mutate_s(m, v, MUTATE_SHOWN_VALUE));
+                mutwarn_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME),
+                mutwarn_s(m, v, MUTATE_SHOWN_VALUE));
     return 0;
 }
 
@@ -65,7 +67,7 @@ enum mutate_podsec mutcaps_podsec_plan(struct mutate_ctx *m)
     m->podsec = MUTATE_PODSEC_ADD;
     m->podsec_exempt = exempt = podsec_exempt(conf, m->in->namespace_, m->in->user,
                                               podjson_str(&m->r, m->spec, "runtimeClassName"));
-    if (hook && mutate_ns_labels(m, &labels))
+    if (hook && mutns_labels(m, &labels))
         return m->podsec = MUTATE_PODSEC_UNKNOWN;
     if (hook && mutcaps_ipc_lock_label_off(m, labels))
         return m->podsec = MUTATE_PODSEC_OFF_LABEL;
@@ -99,12 +101,12 @@ static int mutcaps_podsec_allows(struct mutate_ctx *m, const char *cname)
             MUTATE_WARN(
                 m, MUTATE_W_POD_SECURITY,
                 "fix Pod Security enforce=\"%s\", read as restricted: no IPC_LOCK in \"%s\"",
-                mutate_s(m, invalid, MUTATE_SHOWN_VALUE), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                mutwarn_s(m, invalid, MUTATE_SHOWN_VALUE), mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         else
             MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
                         "raise memlock on nodes for container \"%s\": no IPC_LOCK under Pod "
                         "Security %s",
-                        mutate_s(m, cname, MUTATE_SHOWN_NAME),
+                        mutwarn_s(m, cname, MUTATE_SHOWN_NAME),
                         podsec_level_name(m->policy.level[PODSEC_ENFORCE]));
         return 0;
     case MUTATE_PODSEC_UNKNOWN:
@@ -112,7 +114,7 @@ static int mutcaps_podsec_allows(struct mutate_ctx *m, const char *cname)
         MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
                     "check the webhook can read namespaces: %s unknown, no IPC_LOCK in \"%s\"",
                     m->podsec_exempt ? "ipc-lock label" : "Pod Security level",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     default: return 1;
     }
@@ -135,7 +137,7 @@ static void mutcaps_podsec_note(struct mutate_ctx *m, const char *cname)
                  warn ? "warning" : "audit");
     MUTATE_WARN(m, MUTATE_W_POD_SECURITY,
                 "ignore Pod Security %s on IPC_LOCK in container \"%s\" (added for RDMA)", what,
-                mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
 }
 
 void mutcaps_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath, const char *cname)
@@ -173,7 +175,7 @@ void mutcaps_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
                     "raise memlock on nodes for container \"%s\": no IPC_LOCK, which does "
                     "nothing as non-root",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         MUTATE_TRACE(m, "IPC_LOCK: not added: the container runs as non-root (runAsUser not 0, "
                         "or runAsNonRoot), where an added capability is not effective; NCCL's "
                         "memory registration then needs the memlock ulimit of the node's "
@@ -189,7 +191,7 @@ void mutcaps_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
         MUTATE_WARN(m, MUTATE_W_NON_ROOT,
                     "raise the memlock ulimit for container \"%s\": non-root, so IPC_LOCK does "
                     "nothing",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
     if (has) {
         MUTATE_TRACE(m, "IPC_LOCK: already in securityContext.capabilities.add");
         return;
@@ -197,19 +199,19 @@ void mutcaps_ipc_lock(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
     mutcaps_podsec_note(m, cname);
     MUTATE_TRACE(m, "IPC_LOCK: added to securityContext.capabilities.add");
     if (!sc) {
-        mutate_join(m, path, cpath, "/securityContext", NULL);
+        mutpath_join(m, path, cpath, "/securityContext", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{\"capabilities\":{\"add\":[\"IPC_LOCK\"]}}");
     } else if (!caps) {
-        mutate_join(m, path, cpath, "/securityContext/capabilities", NULL);
+        mutpath_join(m, path, cpath, "/securityContext/capabilities", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "{\"add\":[\"IPC_LOCK\"]}");
     } else if (!add) {
-        mutate_join(m, path, cpath, "/securityContext/capabilities/add", NULL);
+        mutpath_join(m, path, cpath, "/securityContext/capabilities/add", NULL);
         patch_op_begin(p, "add", path);
         jsonw_raw(&p->w, "[\"IPC_LOCK\"]");
     } else {
-        mutate_join(m, path, cpath, "/securityContext/capabilities/add/-", NULL);
+        mutpath_join(m, path, cpath, "/securityContext/capabilities/add/-", NULL);
         patch_op_begin(p, "add", path);
         jsonw_str(&p->w, "IPC_LOCK");
     }

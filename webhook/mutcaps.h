@@ -10,7 +10,7 @@
  * report it (podsec.h), the pod's exemptions (podsec_config) honoured. A
  * container that runs as non-root is warned that the capability may not be
  * enough. The plan is made once per pod (mutcaps_podsec_plan), the Namespace
- * read at most once (mutate_ns_labels).
+ * read at most once (mutns_labels).
  */
 #ifndef RDMA_WEBHOOK_MUTCAPS_H
 #define RDMA_WEBHOOK_MUTCAPS_H

@@ -22,8 +22,8 @@ static void mutchoose_tie_text(const struct select_tie *t, char *out, size_t len
         at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? ", " : "", t->p[i]->name);
     if (t->n > listed && at < sizeof(buf))
         snprintf(buf + at, sizeof(buf) - at, " and %zu more", t->n - listed);
-    mutate_short(buf, out, len);
-    mutate_short(buf, full, full_len);
+    mutwarn_short(buf, out, len);
+    mutwarn_short(buf, full, full_len);
 }
 
 /* Says which rules found several profiles and chose none of them. The node
@@ -87,13 +87,13 @@ static void mutchoose_warn_unknown(struct mutate_ctx *m, const char *unknown)
 
     for (int pass = 1; pass >= 0; pass--) {
         m->warn_full = pass;
-        shown = mutate_s(m, unknown, MUTATE_SHOWN_NAME); /* whole in the log: any length */
+        shown = mutwarn_s(m, unknown, MUTATE_SHOWN_NAME); /* whole in the log: any length */
         used = fixed + strlen(shown) + 1;
         room = pass ? sizeof(names) : MUTATE_WARNING_MAX;
         mutchoose_profile_names(m->ps, used < room ? room - used : 0, names, sizeof(names));
-        mutate_warn_text(m, MUTCHOOSE_UNKNOWN_FMT, names, shown);
+        mutwarn_text(m, MUTCHOOSE_UNKNOWN_FMT, names, shown);
     }
-    mutate_warn_add(m, MUTATE_W_UNKNOWN_PROFILE);
+    mutwarn_add(m, MUTATE_W_UNKNOWN_PROFILE);
 #undef MUTCHOOSE_UNKNOWN_FMT
 }
 
@@ -113,11 +113,11 @@ static void mutchoose_warn_hosts(struct mutate_ctx *m, const struct select_hosts
         MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
                     "check the webhook can read nodes: hostname \"%s\" unread, profile chosen "
                     "from the pod%s",
-                    mutate_s(m, name, MUTATE_SHOWN_NAME), pin);
+                    mutwarn_s(m, name, MUTATE_SHOWN_NAME), pin);
     else if (h->why == SELECT_HOSTS_OTHER_HOSTNAME)
         MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
                     "node \"%s\" has another hostname label: profile chosen from the pod%s",
-                    mutate_s(m, name, MUTATE_SHOWN_NAME), pin);
+                    mutwarn_s(m, name, MUTATE_SHOWN_NAME), pin);
     else if (h->why == SELECT_HOSTS_TOO_MANY)
         MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
                     "over %d hostnames, their nodes unread: profile chosen from the pod%s",
@@ -144,17 +144,17 @@ int mutchoose_profile(struct mutate_ctx *m)
         MUTATE_WARN(m, MUTATE_W_NODE_LOOKUP,
                     "check the webhook can read nodes: node \"%s\" unread, profile chosen from "
                     "the pod",
-                    mutate_s(m, podjson_str(&m->r, m->spec, "nodeName"), MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, podjson_str(&m->r, m->spec, "nodeName"), MUTATE_SHOWN_NAME));
     if (sel.namespace_lookup_failed)
         MUTATE_WARN(m, MUTATE_W_NAMESPACE_LOOKUP,
                     "check the webhook can read namespaces: labels of \"%s\" unread, no profile "
                     "chosen",
-                    mutate_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, m->in->namespace_ ? m->in->namespace_ : "", MUTATE_SHOWN_NAME));
     if (sel.rule == SELECT_OTHER_NAMESPACES) {
         MUTATE_WARN(m, MUTATE_W_UNKNOWN_PROFILE,
                     "change " SELECT_ANNOTATION_PROFILE ": \"%s\" is limited to other namespaces; "
                     "nothing added",
-                    mutate_s(m, sel.other_namespaces->name, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, sel.other_namespaces->name, MUTATE_SHOWN_NAME));
         m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
         return 0;
     }

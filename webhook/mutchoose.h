@@ -5,7 +5,7 @@
  * not be told, the Namespace's labels that could not be read.
  *
  * The selection's hooks are mutate's (the Node's labels through
- * mutate_hooks, the Namespace's asked once: mutate_ns_labels); with a trace,
+ * mutate_hooks, the Namespace's asked once: mutns_labels); with a trace,
  * explain tells the selection in words. The pod's reason is set when no
  * profile applies.
  */

@@ -1,6 +1,7 @@
 #include "mutdetect.h"
 
 #include "mutate_ctx.h"
+#include "mutpath.h"
 #include "mutcaps.h"
 #include "mutenv.h"
 #include "mutvol.h"
@@ -100,7 +101,7 @@ int mutdetect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "drop container \"%s\"'s own " MUTATE_CONF_FILE
                     " to detect at run time; it keeps static values",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
     if (mnt && !mutdetect_named(m, mnt, MUTATE_DETECT_VOLUME)) {
@@ -108,7 +109,7 @@ int mutdetect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
             m, "detect: not for this container: it mounts something else at " MUTATE_DETECT_DIR);
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "move container \"%s\"'s mount off " MUTATE_DETECT_DIR " to detect at run time",
-                    mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         return 0;
     }
     return 1;
@@ -151,7 +152,7 @@ static void mutdetect_volume(struct mutate_ctx *m)
     made = mutvol_begin(m);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_VOLUME "\",\"emptyDir\":{\"medium\":\"Memory\","
                      "\"sizeLimit\":\"" MUTDETECT_SIZE_LIMIT "\"}}");
-    mutate_append_end(m, made);
+    mutpath_append_end(m, made);
 }
 
 /* One argument of the init container. The kubelet expands $(VAR) in args
@@ -229,8 +230,8 @@ static void mutdetect_init_container(struct mutate_ctx *m)
                  "detect: init container \"" MUTATE_DETECT_CONTAINER "\" added (image %s, "
                  "after the pod's own)",
                  m->in->opts->detect_image);
-    mutate_path(m, spec, "/spec", NULL);
-    made = mutate_append_begin(m, spec, "/initContainers", &exists);
+    mutpath_pod(m, spec, "/spec", NULL);
+    made = mutpath_append_begin(m, spec, "/initContainers", &exists);
     jsonw_raw(&p->w, "{\"name\":\"" MUTATE_DETECT_CONTAINER "\",\"image\":");
     jsonw_str(&p->w, m->in->opts->detect_image);
     jsonw_raw(&p->w, ",\"command\":[\"" MUTATE_DETECT_BINARY "\"],\"args\":[\"nccl-detect\","
@@ -248,7 +249,7 @@ static void mutdetect_init_container(struct mutate_ctx *m)
     jsonw_raw(&p->w, ",\"securityContext\":" MUTDETECT_SECURITY
                      ",\"volumeMounts\":[{\"name\":\"" MUTATE_DETECT_VOLUME
                      "\",\"mountPath\":\"" MUTATE_DETECT_DIR "\"}]}");
-    mutate_append_end(m, made);
+    mutpath_append_end(m, made);
 }
 
 void mutdetect_pod(struct mutate_ctx *m)
@@ -268,7 +269,7 @@ void mutdetect_pod(struct mutate_ctx *m)
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "give the webhook --detect-image: profile \"%s\" asks for detect; static "
                     "values used",
-                    mutate_s(m, m->p->name, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, m->p->name, MUTATE_SHOWN_NAME));
     else if (m->detect == MUTATE_DETECT_TAKEN)
         MUTATE_WARN(m, MUTATE_W_DETECT,
                     "rename the pod's %s to detect at run time; static values used",

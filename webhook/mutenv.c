@@ -1,6 +1,7 @@
 #include "mutenv.h"
 
 #include "mutate_ctx.h"
+#include "mutpath.h"
 #include "jsonw.h"
 #include "nccl.h"
 #include "patch.h"
@@ -53,7 +54,7 @@ void mutenv_warn_host_network(struct mutate_ctx *m)
         MUTATE_WARN(m, MUTATE_W_HOST_NETWORK,
                     "hostNetwork pod: set NCCL_SOCKET_IFNAME to the NIC, or hostNetworkEnv in "
                     "profile \"%s\"",
-                    mutate_s(m, m->p->name, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, m->p->name, MUTATE_SHOWN_NAME));
 }
 
 /* The variables NCCL's InfiniBand/RoCE transport reads. */
@@ -95,7 +96,7 @@ static void mutenv_scan_user_env(struct mutate_ctx *m, const cJSON *env, const c
             !(ib_off && mutenv_is_ib_var(name) && strcmp(name, MUTENV_IB_DISABLE) != 0) &&
             mutenv_check_nccl(m, name, value, msg, sizeof(msg)))
             MUTATE_WARN(m, MUTATE_W_NCCL_VALUE, "%s (container \"%s\")", msg,
-                        mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                        mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         for (size_t i = 0; i < m->n_env; i++)
             if (!decl[i] && strcmp(name, m->env[i].name) == 0)
                 decl[i] = e;
@@ -129,11 +130,13 @@ static void mutenv_declared(struct mutate_ctx *m, const cJSON *e, const struct p
     if (!value && podjson_obj(&m->r, e, "valueFrom"))
         MUTATE_WARN(m, MUTATE_W_OVERRIDE,
                     "drop %s (valueFrom) in container \"%s\" to get the profile's value",
-                    mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                    mutwarn_s(m, kv->name, MUTATE_SHOWN_VAR),
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
     else if (strcmp(value ? value : "", kv->value) != 0)
         MUTATE_WARN(m, MUTATE_W_OVERRIDE, "drop %s in container \"%s\" to get the profile's %s",
-                    mutate_s(m, kv->name, MUTATE_SHOWN_VAR), mutate_s(m, cname, MUTATE_SHOWN_NAME),
-                    mutate_s(m, kv->value, MUTATE_SHOWN_VALUE));
+                    mutwarn_s(m, kv->name, MUTATE_SHOWN_VAR),
+                    mutwarn_s(m, cname, MUTATE_SHOWN_NAME),
+                    mutwarn_s(m, kv->value, MUTATE_SHOWN_VALUE));
 }
 
 /* The key an envFrom source would give variable name, or NULL when its
@@ -153,8 +156,8 @@ static void mutenv_envfrom_warn(struct mutate_ctx *m, const char *cname, const c
 {
     MUTATE_WARN(m, MUTATE_W_ENVFROM,
                 "move NCCL_* of %s \"%s\" to container \"%s\"'s env (profile wins)",
-                cm ? "ConfigMap" : "Secret", mutate_s(m, ref_name, MUTATE_SHOWN_NAME),
-                mutate_s(m, cname, MUTATE_SHOWN_NAME));
+                cm ? "ConfigMap" : "Secret", mutwarn_s(m, ref_name, MUTATE_SHOWN_NAME),
+                mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
 }
 
 int mutenv_envfrom_declares(struct mutate_ctx *m, const cJSON *envfrom, const char *name,
@@ -180,7 +183,7 @@ int mutenv_envfrom_declares(struct mutate_ctx *m, const cJSON *envfrom, const ch
                 MUTATE_WARN(m, MUTATE_W_ENVFROM,
                             "container \"%s\": move NCCL_* to env; envFrom past the %dth source "
                             "is unchecked",
-                            mutate_s(m, cname, MUTATE_SHOWN_NAME), MUTENV_ENVFROM_MAX);
+                            mutwarn_s(m, cname, MUTATE_SHOWN_NAME), MUTENV_ENVFROM_MAX);
             warned->past_max = 1;
             return 0;
         }
@@ -337,7 +340,7 @@ void mutenv_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
     if (n == 0)
         return;
     if (!env) {
-        mutate_join(m, path, cpath, "/env", NULL);
+        mutpath_join(m, path, cpath, "/env", NULL);
         patch_op_begin(&m->res->patch, "add", path);
         for (size_t i = 0; i < n; i++) {
             jsonw_raw(&m->res->patch.w, i ? "," : "[");
@@ -347,7 +350,7 @@ void mutenv_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
         patch_op_end(&m->res->patch);
         return;
     }
-    mutate_join(m, path, cpath, "/env/-", NULL);
+    mutpath_join(m, path, cpath, "/env/-", NULL);
     for (size_t i = 0; i < n; i++) {
         patch_op_begin(&m->res->patch, "add", path);
         mutenv_entry(m, adds[i]);

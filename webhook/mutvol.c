@@ -1,6 +1,7 @@
 #include "mutvol.h"
 
 #include "mutate_ctx.h"
+#include "mutpath.h"
 #include "err.h"
 #include "jsonw.h"
 #include "patch.h"
@@ -32,8 +33,8 @@ int mutvol_begin(struct mutate_ctx *m)
 {
     char spec[PATCH_PATH_MAX];
 
-    mutate_path(m, spec, "/spec", NULL);
-    return mutate_append_begin(m, spec, "/volumes", &m->volumes);
+    mutpath_pod(m, spec, "/spec", NULL);
+    return mutpath_append_begin(m, spec, "/volumes", &m->volumes);
 }
 
 /* Which of the names the volume may take name is: 0 for MUTVOL_SHM_VOLUME,
@@ -109,7 +110,7 @@ static int mutvol_shm_volume(struct mutate_ctx *m)
         jsonw_str(&p->w, m->p->shm_size_limit);
     }
     jsonw_raw(&p->w, "}}");
-    mutate_append_end(m, made);
+    mutpath_append_end(m, made);
     return ERR_OK;
 }
 
@@ -141,7 +142,7 @@ void mutvol_add_mount(struct mutate_ctx *m, const char *cpath, int *mounts, cons
                       const char *mount_path, const char *sub_path, int read_only)
 {
     struct patch *p = &m->res->patch;
-    int made = mutate_append_begin(m, cpath, "/volumeMounts", mounts);
+    int made = mutpath_append_begin(m, cpath, "/volumeMounts", mounts);
 
     jsonw_raw(&p->w, "{\"name\":");
     jsonw_str(&p->w, volume);
@@ -154,7 +155,7 @@ void mutvol_add_mount(struct mutate_ctx *m, const char *cpath, int *mounts, cons
     if (read_only)
         jsonw_raw(&p->w, ",\"readOnly\":true");
     jsonw_raw(&p->w, "}");
-    mutate_append_end(m, made);
+    mutpath_append_end(m, made);
 }
 
 void mutvol_shm(struct mutate_ctx *m, const cJSON *c, const char *cpath, int *mounts)

@@ -7,7 +7,7 @@
  * use, added once per pod and mounted in each target container that mounts
  * nothing at /dev/shm already (paths compared as the kubelet cleans them). A
  * pod that uses every name gets none, with a warning. The volumes array is
- * made by the first add and appended to after (mutate_append_begin).
+ * made by the first add and appended to after (mutpath_append_begin).
  */
 #ifndef RDMA_WEBHOOK_MUTVOL_H
 #define RDMA_WEBHOOK_MUTVOL_H
@@ -17,7 +17,7 @@
 /* 1 when the pod has a volume of that name. */
 int mutvol_exists(struct mutate_ctx *m, const char *name);
 
-/* spec.volumes, for mutate_append_begin(). */
+/* spec.volumes, for mutpath_append_begin(). */
 int mutvol_begin(struct mutate_ctx *m);
 
 /* The container's mount at mount_path, or NULL. */
@@ -30,7 +30,7 @@ void mutvol_add_mount(struct mutate_ctx *m, const char *cpath, int *mounts, cons
 
 /* Mounts /dev/shm in a target container (the volume added first, once per
  * pod). mounts: whether the container's volumeMounts exists
- * (mutate_append_begin). */
+ * (mutpath_append_begin). */
 void mutvol_shm(struct mutate_ctx *m, const struct cJSON *c, const char *cpath, int *mounts);
 
 #endif

@@ -289,7 +289,7 @@ static void assert_preserved(const cJSON *before, const cJSON *after, const char
         }
         return;
     }
-    /* The one value the webhook owns: it may grow (mutate_warnings_value). */
+    /* The one value the webhook owns: it may grow (mutannot_warnings_value). */
     if (strstr(path, "/metadata/annotations/" MUTATE_ANNOTATION_WARNINGS))
         return;
     if (!cJSON_Compare(before, after, 1))
