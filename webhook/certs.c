@@ -525,39 +525,37 @@ static int certs_mem_bio(const char *pem, size_t len, const char *name, BIO **b,
     return ERR_OK;
 }
 
-/* Both take over b. */
-static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
+/* The end of a PEM read from b, which it frees: ERR_OK when the object was
+ * found, else the OpenSSL reason in a message that says what name should
+ * have held and how to mend it. */
+static int certs_pem_read(BIO *b, int found, const char *name, const char *what, const char *hint,
+                          char *err, size_t errlen)
 {
     char reason[CERTS_REASON_LEN];
     int rc = ERR_OK;
 
-    *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
-    if (*x == NULL) {
+    if (!found) {
         rc = certs_ssl_reason(reason, sizeof reason);
-        err_set(err, errlen, rc,
-                "%s holds no PEM certificate (%s): point to a PEM file such as "
-                "tls.crt, not a key or DER file",
-                name, reason);
+        err_set(err, errlen, rc, "%s holds no %s (%s): %s", name, what, reason, hint);
     }
     BIO_free(b);
     return rc;
 }
 
+/* Both take over b. */
+static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
+{
+    *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    return certs_pem_read(b, *x != NULL, name, "PEM certificate",
+                          "point to a PEM file such as tls.crt, not a key or DER file", err,
+                          errlen);
+}
+
 static int certs_key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, size_t errlen)
 {
-    char reason[CERTS_REASON_LEN];
-    int rc = ERR_OK;
-
     *key = PEM_read_bio_PrivateKey(b, NULL, certs_no_passphrase, NULL);
-    if (*key == NULL) {
-        rc = certs_ssl_reason(reason, sizeof reason);
-        err_set(err, errlen, rc,
-                "%s holds no usable private key (%s): it must be an unencrypted "
-                "PEM key such as tls.key",
-                name, reason);
-    }
-    BIO_free(b);
-    return rc;
+    return certs_pem_read(b, *key != NULL, name, "usable private key",
+                          "it must be an unencrypted PEM key such as tls.key", err, errlen);
 }
 
 static int certs_read_cert(const char *path, X509 **x, char *err, size_t errlen)
