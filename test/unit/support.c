@@ -54,6 +54,23 @@ out:
     return ps;
 }
 
+struct profiles *support_shipped;
+
+int support_shipped_setup(void **state)
+{
+    (void)state;
+    support_shipped = load_shipped_profiles();
+    return support_shipped ? 0 : -1;
+}
+
+int support_shipped_teardown(void **state)
+{
+    (void)state;
+    profiles_free(support_shipped);
+    support_shipped = NULL;
+    return 0;
+}
+
 char *longest_resource_name(char *out, size_t outlen)
 {
     assert_true(outlen > DOMAIN_LEN + 1 + NAME_LEN);

@@ -24,6 +24,15 @@ struct profiles;
  * fail_msg(). Free the result with profiles_free(). */
 struct profiles *load_shipped_profiles(void);
 
+/* The shipped profiles for a group of tests that all read them:
+ * support_shipped_setup() and support_shipped_teardown() are the group's
+ * setup and teardown for cmocka_run_group_tests(), which load
+ * SHIPPED_PROFILES into support_shipped (a failed load fails the group) and
+ * free it. */
+extern struct profiles *support_shipped;
+int support_shipped_setup(void **state);
+int support_shipped_teardown(void **state);
+
 /* Writes the longest qualified name the apiserver accepts as a resource name,
  * 317 bytes: a 253-byte domain of 'd', '/', then a 63-byte name of 'n', so
  * out[253] is the '/' and out + 254 the name. Spelled out here rather than
