@@ -160,6 +160,16 @@ out:
     return x;
 }
 
+/* x signed by signer when built says it is complete; else, or when signing
+ * fails, x is freed and the answer is NULL. */
+static X509 *certs_signed(X509 *x, EVP_PKEY *signer, int built)
+{
+    if (built && X509_sign(x, signer, EVP_sha256()) > 0)
+        return x;
+    X509_free(x);
+    return NULL;
+}
+
 static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
 {
     X509V3_CTX ctx;
@@ -174,15 +184,9 @@ static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
         !certs_add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
         !certs_add_ext(x, &ctx, NID_subject_key_identifier, "hash"))
         goto out;
-    if (X509_sign(x, key, EVP_sha256()) <= 0)
-        goto out;
     ok = 1;
 out:
-    if (!ok) {
-        X509_free(x);
-        x = NULL;
-    }
-    return x;
+    return certs_signed(x, key, ok);
 }
 
 /* Clients match the SANs; the CN is informational, but it is capped at 64
@@ -230,15 +234,9 @@ static X509 *certs_make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
         !certs_add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") ||
         !certs_add_ext(x, &ctx, NID_subject_alt_name, san))
         goto out;
-    if (X509_sign(x, ca_key, EVP_sha256()) <= 0)
-        goto out;
     ok = 1;
 out:
-    if (!ok) {
-        X509_free(x);
-        x = NULL;
-    }
-    return x;
+    return certs_signed(x, ca_key, ok);
 }
 
 static int certs_mkdir_p(const char *dir, char *err, size_t errlen)
