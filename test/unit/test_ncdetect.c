@@ -858,15 +858,6 @@ static void tree_roce_devices(int n, const char *prefix, int on_route)
     tree_out_dir();
 }
 
-static size_t count_of(const char *text, const char *what)
-{
-    size_t n = 0;
-
-    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
-        n++;
-    return n;
-}
-
 /* 40 selected ports: NCCL reads 32 entries of NCCL_IB_HCA and opens 32
  * ports, so the list holds the first 32 and the log says the rest are out. */
 TEST(test_more_selected_ports_than_nccl_reads)
@@ -874,7 +865,7 @@ TEST(test_more_selected_ports_than_nccl_reads)
     tree_roce_devices(40, "mlx5_", 0);
     assert_int_equal(run_detect(NULL), 0);
     assert_true(strncmp(got_file, "NCCL_IB_HCA==mlx5_00,mlx5_01,", 29) == 0);
-    assert_int_equal(count_of(strtok(got_file, "\n"), ","), 31);
+    assert_int_equal(support_count(strtok(got_file, "\n"), ","), 31);
     assert_contains(got_log, "mlx5_31 port 1: ACTIVE, RoCE, 1 GID, netdev eth32: selected\n");
     assert_contains(got_log, "mlx5_32 port 1: ACTIVE, RoCE, 1 GID, netdev eth33: left out: past "
                              "what NCCL reads of NCCL_IB_HCA\n");
@@ -893,7 +884,7 @@ TEST(test_selected_list_longer_than_nccl_keeps)
     tree_roce_devices(64, prefix, 0);
     assert_int_equal(run_detect(NULL), 0);
     assert_true(strlen(strtok(got_file, "\n")) - strlen("NCCL_IB_HCA=") <= 1023);
-    assert_int_equal(count_of(got_file, ","), 14);
+    assert_int_equal(support_count(got_file, ","), 14);
     assert_contains(got_log, "the 15 selected ports, and 49 more left out");
 }
 
