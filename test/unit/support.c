@@ -141,6 +141,20 @@ int run_out_of_memory(int (*fn)(void *arg), void *arg)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+void support_assert_starved(int (*fn)(void *arg), void *arg, const char *doing,
+                            const char *const *why)
+{
+    int rc = run_out_of_memory(fn, arg), n = 0;
+
+    if (rc == 0)
+        return;
+    while (why[n])
+        n++;
+    if (rc > 0 && rc <= n)
+        fail_msg("%s: %s", doing, why[rc - 1]);
+    fail_msg("%s: the child's result %d", doing, rc);
+}
+
 char *support_log_text(FILE *f)
 {
     static char buf[65536];

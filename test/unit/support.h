@@ -48,6 +48,13 @@ char *longest_resource_name(char *out, size_t outlen);
  * whose allocator aborts rather than fail. */
 int run_out_of_memory(int (*fn)(void *arg), void *arg);
 
+/* run_out_of_memory(fn, arg), failing the calling test unless fn returns 0,
+ * with "doing: why": why[rc - 1] says what fn's result rc means (a
+ * NULL-terminated list; a result past its end is named by its number, and
+ * so is a child that did not exit). */
+void support_assert_starved(int (*fn)(void *arg), void *arg, const char *doing,
+                            const char *const *why);
+
 /* What a test's log file (a tmpfile() the test's struct log writes to) holds
  * so far, NUL-terminated, at most 64 KiB; the file is left positioned at its
  * end for the next lines. The buffer is static: each call overwrites it. */
