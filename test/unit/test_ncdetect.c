@@ -362,7 +362,9 @@ static void seed_node(void)
     tree_out_dir();
 }
 
-#define SEED_HCA "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
+/* The 8-card profile's hca list, as --hca takes it. */
+#define PROFILE_HCA "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+#define SEED_HCA    "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
 
 TEST(test_seed_8card_node)
 {
@@ -420,11 +422,7 @@ TEST(test_seed_8card_scan_and_choice)
 TEST(test_seed_8card_with_the_profile_hca)
 {
     seed_node();
-    assert_int_equal(run_detect("--hca",
-                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                "mlx5_8",
-                                NULL),
-                     0);
+    assert_int_equal(run_detect("--hca", PROFILE_HCA, NULL), 0);
     assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=3\n"
                                            "NCCL_SOCKET_IFNAME==eth0\n");
 }
@@ -472,11 +470,7 @@ TEST(test_4card_node_with_the_8card_profile)
     tree_route("eth0");
     tree_fib();
     tree_out_dir();
-    assert_int_equal(run_detect("--hca",
-                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                "mlx5_8",
-                                NULL),
-                     0);
+    assert_int_equal(run_detect("--hca", PROFILE_HCA, NULL), 0);
     assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
                                   "NCCL_IB_GID_INDEX=3\n"
                                   "NCCL_SOCKET_IFNAME==eth0\n");
@@ -574,11 +568,7 @@ TEST(test_container_own_namespace_gaps)
     tree_route("eth0");
     tree_fib();
     tree_out_dir();
-    assert_int_equal(run_detect("--hca",
-                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                "mlx5_8",
-                                NULL),
-                     0);
+    assert_int_equal(run_detect("--hca", PROFILE_HCA, NULL), 0);
     assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=5\n"
                                            "NCCL_SOCKET_IFNAME==eth0\n");
     assert_contains(got_log, "mlx5_8 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth8, RoCE v2 IPv4 GID "
