@@ -53,10 +53,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 // overwritten in place (same inode); each version is served within 2 s.
 func TestReloadPlainFileRewrite(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
-	in.requireHCA(t, shippedHCA(t), "at start")
+	in, file := startOnShippedCopy(t, bigInterval)
 
 	steps := []struct {
 		name  string
@@ -103,11 +100,8 @@ func TestReloadIntervalFallback(t *testing.T) {
 // valid version is picked up.
 func TestReloadRejectsBadVersions(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
+	in, file := startOnShippedCopy(t, bigInterval)
 	old := shippedHCA(t)
-	in.requireHCA(t, old, "at start")
 
 	t.Run("invalid JSON", func(t *testing.T) {
 		mark := in.logMark()
@@ -153,11 +147,8 @@ func TestReloadRejectsBadVersions(t *testing.T) {
 // picked up.
 func TestReloadFileDeleted(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
+	in, file := startOnShippedCopy(t, bigInterval)
 	old := shippedHCA(t)
-	in.requireHCA(t, old, "at start")
 
 	mark := in.logMark()
 	if err := os.Remove(file); err != nil {
@@ -667,10 +658,7 @@ func pathStrOr(v interface{}, keys ...string) string {
 func TestReloadStormSIGHUP(t *testing.T) {
 	t.Parallel()
 	const rounds = 1000
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", "50")
-	in.requireHCA(t, shippedHCA(t), "at start")
+	in, file := startOnShippedCopy(t, "50")
 
 	docs := make([][]byte, 3)
 	for i := range docs {
