@@ -866,37 +866,6 @@ TEST(test_gpus_summed_over_containers)
     support_assert_selects(&r, "big", SELECT_BY_GPUS);
 }
 
-TEST(test_gpus_summed_over_gpu_resource_names)
-{
-    struct select_result r;
-
-    run(NO_DEFAULT, "{}",
-        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'2',"
-        "'example.com/gpu':'2'}}}]}",
-        NULL, &r);
-    assert_int_equal(r.gpus, 4);
-}
-
-TEST(test_gpus_from_requests_when_no_limit)
-{
-    struct select_result r;
-
-    run(NO_DEFAULT, "{}",
-        "{'containers':[{'name':'a','resources':{'requests':{'nvidia.com/gpu':'4'}}}]}", NULL, &r);
-    assert_int_equal(r.gpus, 4);
-}
-
-TEST(test_gpus_limit_wins_over_request)
-{
-    struct select_result r;
-
-    run(NO_DEFAULT, "{}",
-        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'},"
-        "'requests':{'nvidia.com/gpu':'8'}}}]}",
-        NULL, &r);
-    assert_int_equal(r.gpus, 4);
-}
-
 TEST(test_init_containers_not_counted)
 {
     struct select_result r;
@@ -907,26 +876,6 @@ TEST(test_init_containers_not_counted)
         NULL, &r);
     assert_int_equal(r.gpus, 4);
     support_assert_selects(&r, "small", SELECT_BY_GPUS);
-}
-
-TEST(test_non_gpu_resources_not_counted)
-{
-    struct select_result r;
-
-    run(NO_DEFAULT, "{}",
-        "{'containers':[{'name':'a','resources':{'limits':{'cpu':'8','rdma/hca':'4',"
-        "'other.com/gpu':'8'}}}]}",
-        NULL, &r);
-    assert_int_equal(r.gpus, 0);
-}
-
-TEST(test_gpus_as_json_number)
-{
-    struct select_result r;
-
-    run(NO_DEFAULT, "{}",
-        "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':8}}}]}", NULL, &r);
-    assert_int_equal(r.gpus, 8);
 }
 
 TEST(test_rule_names)
@@ -1000,9 +949,45 @@ TEST(test_rule_chooses)
     }
 }
 
+/* The GPUs a pod asks for, one pod spec a row; a failure names the row. */
+static const struct gpus_case {
+    const char *name, *spec;
+    int gpus;
+} gpus_cases[] = {
+    {"gpus_summed_over_gpu_resource_names",
+     "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'2',"
+     "'example.com/gpu':'2'}}}]}",
+     4},
+    {"gpus_from_requests_when_no_limit",
+     "{'containers':[{'name':'a','resources':{'requests':{'nvidia.com/gpu':'4'}}}]}", 4},
+    {"gpus_limit_wins_over_request",
+     "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'4'},"
+     "'requests':{'nvidia.com/gpu':'8'}}}]}",
+     4},
+    {"non_gpu_resources_not_counted",
+     "{'containers':[{'name':'a','resources':{'limits':{'cpu':'8','rdma/hca':'4',"
+     "'other.com/gpu':'8'}}}]}",
+     0},
+    {"gpus_as_json_number",
+     "{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':8}}}]}", 8},
+};
+
+TEST(test_gpus_counted)
+{
+    for (size_t i = 0; i < sizeof gpus_cases / sizeof gpus_cases[0]; i++) {
+        const struct gpus_case *c = &gpus_cases[i];
+        struct select_result r;
+
+        run(NO_DEFAULT, "{}", c->spec, NULL, &r);
+        if (r.gpus != c->gpus)
+            fail_msg("%s: %d GPUs, want %d", c->name, r.gpus, c->gpus);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_gpus_counted, teardown),
         cmocka_unit_test_teardown(test_rule_chooses, teardown),
         cmocka_unit_test_teardown(test_node_selector_beats_gpu_count, teardown),
         cmocka_unit_test_teardown(test_none_without_default, teardown),
@@ -1051,12 +1036,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gpu_count_tie_chooses_none, teardown),
         cmocka_unit_test_teardown(test_tie_counts_past_what_it_lists, teardown),
         cmocka_unit_test_teardown(test_gpus_summed_over_containers, teardown),
-        cmocka_unit_test_teardown(test_gpus_summed_over_gpu_resource_names, teardown),
-        cmocka_unit_test_teardown(test_gpus_from_requests_when_no_limit, teardown),
-        cmocka_unit_test_teardown(test_gpus_limit_wins_over_request, teardown),
         cmocka_unit_test_teardown(test_init_containers_not_counted, teardown),
-        cmocka_unit_test_teardown(test_non_gpu_resources_not_counted, teardown),
-        cmocka_unit_test_teardown(test_gpus_as_json_number, teardown),
         cmocka_unit_test_teardown(test_rule_names, teardown),
         cmocka_unit_test_teardown(test_affinity_gt_lt_parse_as_kubernetes, teardown),
         cmocka_unit_test_teardown(test_affinity_gt_profile_label_must_be_an_integer, teardown),
