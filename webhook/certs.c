@@ -160,6 +160,16 @@ out:
     return x;
 }
 
+/* x signed by signer when built says it is complete; else, or when signing
+ * fails, x is freed and the answer is NULL. */
+static X509 *certs_signed(X509 *x, EVP_PKEY *signer, int built)
+{
+    if (built && X509_sign(x, signer, EVP_sha256()) > 0)
+        return x;
+    X509_free(x);
+    return NULL;
+}
+
 static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
 {
     X509V3_CTX ctx;
@@ -174,15 +184,9 @@ static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
         !certs_add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
         !certs_add_ext(x, &ctx, NID_subject_key_identifier, "hash"))
         goto out;
-    if (X509_sign(x, key, EVP_sha256()) <= 0)
-        goto out;
     ok = 1;
 out:
-    if (!ok) {
-        X509_free(x);
-        x = NULL;
-    }
-    return x;
+    return certs_signed(x, key, ok);
 }
 
 /* Clients match the SANs; the CN is informational, but it is capped at 64
@@ -230,15 +234,9 @@ static X509 *certs_make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
         !certs_add_ext(x, &ctx, NID_authority_key_identifier, "keyid:always") ||
         !certs_add_ext(x, &ctx, NID_subject_alt_name, san))
         goto out;
-    if (X509_sign(x, ca_key, EVP_sha256()) <= 0)
-        goto out;
     ok = 1;
 out:
-    if (!ok) {
-        X509_free(x);
-        x = NULL;
-    }
-    return x;
+    return certs_signed(x, ca_key, ok);
 }
 
 static int certs_mkdir_p(const char *dir, char *err, size_t errlen)
@@ -525,39 +523,37 @@ static int certs_mem_bio(const char *pem, size_t len, const char *name, BIO **b,
     return ERR_OK;
 }
 
-/* Both take over b. */
-static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
+/* The end of a PEM read from b, which it frees: ERR_OK when the object was
+ * found, else the OpenSSL reason in a message that says what name should
+ * have held and how to mend it. */
+static int certs_pem_read(BIO *b, int found, const char *name, const char *what, const char *hint,
+                          char *err, size_t errlen)
 {
     char reason[CERTS_REASON_LEN];
     int rc = ERR_OK;
 
-    *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
-    if (*x == NULL) {
+    if (!found) {
         rc = certs_ssl_reason(reason, sizeof reason);
-        err_set(err, errlen, rc,
-                "%s holds no PEM certificate (%s): point to a PEM file such as "
-                "tls.crt, not a key or DER file",
-                name, reason);
+        err_set(err, errlen, rc, "%s holds no %s (%s): %s", name, what, reason, hint);
     }
     BIO_free(b);
     return rc;
 }
 
+/* Both take over b. */
+static int certs_cert_from_bio(BIO *b, const char *name, X509 **x, char *err, size_t errlen)
+{
+    *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+    return certs_pem_read(b, *x != NULL, name, "PEM certificate",
+                          "point to a PEM file such as tls.crt, not a key or DER file", err,
+                          errlen);
+}
+
 static int certs_key_from_bio(BIO *b, const char *name, EVP_PKEY **key, char *err, size_t errlen)
 {
-    char reason[CERTS_REASON_LEN];
-    int rc = ERR_OK;
-
     *key = PEM_read_bio_PrivateKey(b, NULL, certs_no_passphrase, NULL);
-    if (*key == NULL) {
-        rc = certs_ssl_reason(reason, sizeof reason);
-        err_set(err, errlen, rc,
-                "%s holds no usable private key (%s): it must be an unencrypted "
-                "PEM key such as tls.key",
-                name, reason);
-    }
-    BIO_free(b);
-    return rc;
+    return certs_pem_read(b, *key != NULL, name, "usable private key",
+                          "it must be an unencrypted PEM key such as tls.key", err, errlen);
 }
 
 static int certs_read_cert(const char *path, X509 **x, char *err, size_t errlen)

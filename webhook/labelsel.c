@@ -48,15 +48,17 @@ static void labelsel_check_keys(struct labelsel_ctx *c, const cJSON *obj, const 
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, obj)
-    {
-        size_t i;
+    cJSON_ArrayForEach(it, obj) if (!labelsel_known_key(known, it->string))
+        labelsel_problem(c, "%s: unknown field \"%s\"", field, it->string);
+}
 
-        for (i = 0; known[i] && strcmp(known[i], it->string) != 0; i++)
-            ;
-        if (!known[i])
-            labelsel_problem(c, "%s: unknown field \"%s\"", field, it->string);
-    }
+int labelsel_known_key(const char *const *known, const char *name)
+{
+    size_t i;
+
+    for (i = 0; known[i] && strcmp(known[i], name) != 0; i++)
+        ;
+    return known[i] != NULL;
 }
 
 /* Adds one requirement with room for n_values values. */

@@ -69,6 +69,11 @@ struct labelsel_sink {
 int labelsel_parse(struct labelsel *out, const struct cJSON *sel, const char *field,
                    const struct labelsel_sink *sink);
 
+/* Whether name is one of known (a NULL-terminated list). The selector's
+ * parser refuses an unknown member with it, and so does profiles.c, which
+ * sits above this module, for the objects around the selectors. */
+int labelsel_known_key(const char *const *known, const char *name);
+
 /* The operator's name as a selector spells it ("In", "NotIn", ...). */
 const char *labelsel_op_name(enum labelsel_op op);
 

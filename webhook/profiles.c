@@ -84,15 +84,8 @@ static void profiles_check_keys(struct profiles_ctx *c, const cJSON *obj, const 
 {
     const cJSON *it;
 
-    cJSON_ArrayForEach(it, obj)
-    {
-        size_t i;
-
-        for (i = 0; known[i] && strcmp(known[i], it->string) != 0; i++)
-            ;
-        if (!known[i])
-            profiles_problem(c, "%s%sunknown field \"%s\"", field, *field ? ": " : "", it->string);
-    }
+    cJSON_ArrayForEach(it, obj) if (!labelsel_known_key(known, it->string))
+        profiles_problem(c, "%s%sunknown field \"%s\"", field, *field ? ": " : "", it->string);
 }
 
 static const cJSON *profiles_get(struct profiles_ctx *c, const cJSON *obj, const char *key,

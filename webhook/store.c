@@ -120,26 +120,26 @@ int store_ready(struct store *s)
     return ready;
 }
 
-unsigned long store_loaded(struct store *s)
+/* One of s's counters, read under the lock that its writer holds. */
+static unsigned long store_counter(struct store *s, const unsigned long *counter)
 {
     unsigned long n;
 
     assert(s->magic == STORE_MAGIC);
     pthread_mutex_lock(&s->mu);
-    n = s->generation;
+    n = *counter;
     pthread_mutex_unlock(&s->mu);
     return n;
 }
 
+unsigned long store_loaded(struct store *s)
+{
+    return store_counter(s, &s->generation);
+}
+
 unsigned long store_rejected(struct store *s)
 {
-    unsigned long n;
-
-    assert(s->magic == STORE_MAGIC);
-    pthread_mutex_lock(&s->mu);
-    n = s->rejected;
-    pthread_mutex_unlock(&s->mu);
-    return n;
+    return store_counter(s, &s->rejected);
 }
 
 /* One log line per problem, so each is readable in a log viewer. A long

@@ -54,6 +54,23 @@ out:
     return ps;
 }
 
+struct profiles *support_shipped;
+
+int support_shipped_setup(void **state)
+{
+    (void)state;
+    support_shipped = load_shipped_profiles();
+    return support_shipped ? 0 : -1;
+}
+
+int support_shipped_teardown(void **state)
+{
+    (void)state;
+    profiles_free(support_shipped);
+    support_shipped = NULL;
+    return 0;
+}
+
 char *longest_resource_name(char *out, size_t outlen)
 {
     assert_true(outlen > DOMAIN_LEN + 1 + NAME_LEN);
@@ -122,6 +139,20 @@ int run_out_of_memory(int (*fn)(void *arg), void *arg)
     }
     assert_int_equal(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void support_assert_starved(int (*fn)(void *arg), void *arg, const char *doing,
+                            const char *const *why)
+{
+    int rc = run_out_of_memory(fn, arg), n = 0;
+
+    if (rc == 0)
+        return;
+    while (why[n])
+        n++;
+    if (rc > 0 && rc <= n)
+        fail_msg("%s: %s", doing, why[rc - 1]);
+    fail_msg("%s: the child's result %d", doing, rc);
 }
 
 char *support_log_text(FILE *f)

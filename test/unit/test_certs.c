@@ -82,14 +82,21 @@ static int gen_force(const char *dir, char *err, size_t len)
     return certs_generate(&o, err, len);
 }
 
-static X509 *load_cert(const char *dir, const char *name)
+/* dir/name opened for reading; a file that is not there fails the test. */
+static FILE *open_in(const char *dir, const char *name)
 {
     char p[256];
     FILE *f = fopen(path_in(dir, name, p, sizeof p), "r");
-    X509 *x;
 
     assert_non_null(f);
-    x = PEM_read_X509(f, NULL, NULL, NULL);
+    return f;
+}
+
+static X509 *load_cert(const char *dir, const char *name)
+{
+    FILE *f = open_in(dir, name);
+    X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
+
     fclose(f);
     assert_non_null(x);
     return x;
@@ -97,12 +104,9 @@ static X509 *load_cert(const char *dir, const char *name)
 
 static EVP_PKEY *load_key(const char *dir, const char *name)
 {
-    char p[256];
-    FILE *f = fopen(path_in(dir, name, p, sizeof p), "r");
-    EVP_PKEY *k;
+    FILE *f = open_in(dir, name);
+    EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 
-    assert_non_null(f);
-    k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
     fclose(f);
     assert_non_null(k);
     return k;

@@ -391,15 +391,14 @@ TEST(test_init_refuses_without_a_call_or_with_a_bad_name)
 
 int main(void)
 {
+#define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_list_serves_and_the_watch_follows, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gone_relists, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cut_stream_resumes_from_the_last_event, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_unauthorized_is_retried, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deleted_keeps_serving_stale, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_init_refuses_without_a_call_or_with_a_bad_name, setup,
-                                        teardown),
+        T_(test_list_serves_and_the_watch_follows),
+        T_(test_gone_relists),
+        T_(test_cut_stream_resumes_from_the_last_event),
+        T_(test_unauthorized_is_retried),
+        T_(test_deleted_keeps_serving_stale),
+        T_(test_init_refuses_without_a_call_or_with_a_bad_name),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -310,15 +310,11 @@ static int render_starved(void *arg)
  * guessed from the output's shape). */
 TEST(test_render_out_of_memory_says_so)
 {
+    static const char *const why[] = {"ERR_TOO_BIG", "success", "unexpected result", NULL};
     struct metrics m;
-    int rc;
 
     metrics_init(&m);
-    rc = run_out_of_memory(render_starved, &m);
-    if (rc != 0)
-        fail_msg("rendering without memory: %s", rc == 1   ? "ERR_TOO_BIG"
-                                                 : rc == 2 ? "success"
-                                                           : "unexpected result");
+    support_assert_starved(render_starved, &m, "rendering without memory", why);
 }
 
 int main(void)

@@ -398,16 +398,13 @@ static void assert_outcome(enum mutate_outcome want)
     }
 }
 
-static int setup_group(void **state __attribute__((unused)))
+/* support.c loads the profiles; shipped is this file's short name for them. */
+static int setup_group(void **state)
 {
-    shipped = load_shipped_profiles();
-    return shipped ? 0 : -1;
-}
+    int rc = support_shipped_setup(state);
 
-static int teardown_group(void **state __attribute__((unused)))
-{
-    profiles_free(shipped);
-    return 0;
+    shipped = support_shipped;
+    return rc;
 }
 
 static int teardown(void **state __attribute__((unused)))
@@ -3647,5 +3644,5 @@ int main(void)
     };
 #undef T_
 
-    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+    return cmocka_run_group_tests(tests, setup_group, support_shipped_teardown);
 }

@@ -36,26 +36,12 @@
     "[{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'" gpus "'}}}]}}"
 #define PLAIN_POD "{'metadata':{'name':'web'},'spec':{'containers':[{'name':'c'}]}}"
 
-static struct profiles *shipped;
-
 static struct {
     struct dynbuf out;
     struct review_summary sum;
     cJSON *resp; /* the parsed 200 body */
     int status;
 } R;
-
-static int setup_group(void **state __attribute__((unused)))
-{
-    shipped = load_shipped_profiles();
-    return shipped ? 0 : -1;
-}
-
-static int teardown_group(void **state __attribute__((unused)))
-{
-    profiles_free(shipped);
-    return 0;
-}
 
 static int teardown(void **state __attribute__((unused)))
 {
@@ -99,7 +85,7 @@ static int handle_raw(const char *body, size_t len)
                                                "warnings", "auditAnnotations", NULL};
 
     dynbuf_init(&R.out, 1 << 22);
-    R.status = review_handle(body, len, shipped, NULL, NULL, &R.out, &R.sum);
+    R.status = review_handle(body, len, support_shipped, NULL, NULL, &R.out, &R.sum);
     if (R.status != 200)
         return R.status;
     R.resp = cJSON_Parse(dynbuf_ptr(&R.out));
@@ -795,5 +781,5 @@ int main(void)
     };
 #undef T_
 
-    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+    return cmocka_run_group_tests(tests, support_shipped_setup, support_shipped_teardown);
 }
