@@ -8,14 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "certs.h"
-#include "cmd.h"
-#include "dynbuf.h"
-#include "err.h"
-#include "fsutil.h"
-#include "profiles.h"
-#include "select.h"
-#include "store.h"
+#include "wire/certs.h"
+#include "cmd/cmd.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "host/fsutil.h"
+#include "admission/profiles.h"
+#include "admission/select.h"
+#include "host/store.h"
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
 #define NAME_LEN   63  /* the part after the '/' */

@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "select.h"
+#include "admission/select.h"
 
 struct dynbuf;
 struct profiles;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/bodybuf.c: memory follows the bytes received (a
+ * Unit tests for webhook/wire/bodybuf.c: memory follows the bytes received (a
  * declared size only caps it), the pool counts what the buffers hold, a body
  * grows only while as much again stays free, too large wins over no room,
  * and every refusal leaves the body and the pool as they were.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bodybuf.h"
+#include "wire/bodybuf.h"
 
 static char bytes[1 << 16];
 

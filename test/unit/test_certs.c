@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/certs.c.  Results are checked twice: with the
+ * Unit tests for webhook/wire/certs.c.  Results are checked twice: with the
  * OpenSSL API and with the `openssl` command line, which is what an admin
  * (and the apiserver's view of the chain) would see. `make unit` builds it.
  */
@@ -22,8 +22,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "certs.h"
-#include "err.h"
+#include "wire/certs.h"
+#include "base/err.h"
 
 #define DAY     (24LL * 60 * 60)
 #define LABEL63 "a23456789012345678901234567890123456789012345678901234567890123"

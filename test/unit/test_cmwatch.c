@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/cmwatch.c through a fake API (cmwatch_config.call):
+ * Unit tests for webhook/kube/cmwatch.c through a fake API (cmwatch_config.call):
  * the list publishes the ConfigMap's key and the watch starts from the
  * list's resourceVersion; a MODIFIED event publishes the new text; a 410
  * Gone, as a status or as an ERROR event, is answered by a fresh list; a
@@ -20,14 +20,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmwatch.h"
-#include "dynbuf.h"
-#include "err.h"
-#include "kubeapi.h"
-#include "log.h"
-#include "monotime.h"
-#include "profiles.h"
-#include "store.h"
+#include "kube/cmwatch.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "kube/kubeapi.h"
+#include "host/log.h"
+#include "host/monotime.h"
+#include "admission/profiles.h"
+#include "host/store.h"
 
 #define WAIT_MS   10000 /* the most a test waits for the watch to get somewhere */
 #define MAX_STEPS 8

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/jsonw.c: string escaping as RFC 8259 requires it
+ * Unit tests for webhook/base/jsonw.c: string escaping as RFC 8259 requires it
  * (quote, backslash, every control character below 0x20), UTF-8 passed
  * through untouched, numbers, and the sticky first error. Output is checked
  * against the expected text and, where useful, by parsing it back with cJSON.
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "dynbuf.h"
-#include "jsonw.h"
+#include "base/dynbuf.h"
+#include "base/jsonw.h"
 
 /* The JSON text jsonw_strn gives for s[0..n). */
 static void str_text(const char *s, size_t n, char *out, size_t outlen)

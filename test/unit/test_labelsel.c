@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "labelsel.h"
+#include "base/err.h"
+#include "admission/labelsel.h"
 
 #define NS_NAME "kubernetes.io/metadata.name"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/lookups.c, with a fake API and, where time matters,
+ * Unit tests for webhook/kube/lookups.c, with a fake API and, where time matters,
  * a fake clock behind the caches (lookups_config's edges): an answer is
  * cached until its TTL runs out, and a real API failure for a second; N
  * concurrent misses for one key make one call, the others wait for it and
@@ -26,13 +26,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "kubeapi.h"
-#include "log.h"
-#include "lookups.h"
-#include "monotime.h"
-#include "profiles.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "kube/kubeapi.h"
+#include "host/log.h"
+#include "kube/lookups.h"
+#include "host/monotime.h"
+#include "admission/profiles.h"
 
 #define BUDGET_MS      1000 /* the configured budget; a test moves a request's deadline */
 #define WAIT_MS        5000 /* the most a test waits for another thread to get somewhere */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/metrics.c: every admission reason lands under its
+ * Unit tests for webhook/server/metrics.c: every admission reason lands under its
  * own {result, reason} label pair, ignored requests under their own, and the
  * histogram and counters add up; failed API lookups by kind and reason; the
  * server's connections, bodies, Events and client refusals from the gauges.
@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "clientauth.h"
-#include "dynbuf.h"
-#include "lookups.h"
-#include "metrics.h"
-#include "mutate.h"
+#include "wire/clientauth.h"
+#include "base/dynbuf.h"
+#include "kube/lookups.h"
+#include "server/metrics.h"
+#include "admission/mutate.h"
 
 static const struct metrics_gauges gauges = {.version = "test"};
 

@@ -1,5 +1,6 @@
 /*
- * Unit tests for webhook/mutate.c, rule by rule (docs/profiles.md; docs/operations.md "Warnings").
+ * Unit tests for webhook/admission/mutate.c, rule by rule (docs/profiles.md; docs/operations.md
+ * "Warnings").
  *
  * Every test builds a small pod, calls mutate_object() with the shipped
  * profiles (or a small profiles document of its own), applies the patch with
@@ -21,14 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "mutate.h"
-#include "patch.h"
-#include "podsec.h"
-#include "trace.h"
-#include "profiles.h"
-#include "utf8.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/mutate.h"
+#include "admission/patch.h"
+#include "admission/podsec.h"
+#include "base/trace.h"
+#include "admission/profiles.h"
+#include "base/utf8.h"
 
 #define WARN_PREFIX "rdma-webhook: "
 #define NAME63      "a23456789012345678901234567890123456789012345678901234567890123"

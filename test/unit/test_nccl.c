@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/nccl.c. Expectations come from how NCCL reads its
+ * Unit tests for webhook/admission/nccl.c. Expectations come from how NCCL reads its
  * environment: integers through strtoll(value, NULL, 0) (so "022" is octal 18
  * and "0x16" is 22), NCCL_IB_TIMEOUT valid in 1..31, NCCL_IB_RETRY_CNT in
  * 0..7 (InfiniBand's 3-bit retry count), NCCL_IB_HCA parsed as net_ib does
@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nccl.h"
-#include "utf8.h"
+#include "admission/nccl.h"
+#include "base/utf8.h"
 
 static char msg[256];
 

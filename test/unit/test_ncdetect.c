@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/ncdetect.c and `rdma-webhook nccl-detect`
+ * Unit tests for webhook/host/ncdetect.c and `rdma-webhook nccl-detect`
  * (cmd_nccl_detect.c, linked in for its exit status): each test builds a
  * sysfs and a procfs tree in a temporary directory from show_gids output, as
  * the cloud guide's platform prints it inside a container, runs the subcommand on
@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd.h"
-#include "dynbuf.h"
-#include "fsutil.h"
-#include "ncdetect.h"
+#include "cmd/cmd.h"
+#include "base/dynbuf.h"
+#include "host/fsutil.h"
+#include "host/ncdetect.h"
 
 /* The cloud provider guide's 8-card node (`show_gids` in that guide):
  * mlx5_0 on eth0, the TCP network, and mlx5_1..mlx5_8 on eth1..eth8, each

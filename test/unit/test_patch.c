@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/patch.c: the builder writes valid RFC 6902 JSON
+ * Unit tests for webhook/admission/patch.c: the builder writes valid RFC 6902 JSON
  * (checked by parsing it with cJSON), tokens are escaped per RFC 6901, and
  * patch_apply follows RFC 6902 as evanphx/json-patch (the apiserver's
  * library) does: "add" needs an existing parent, "replace"/"remove"/"test"
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "patch.h"
+#include "base/err.h"
+#include "admission/patch.h"
 
 /* JSON with ' for " so test documents stay readable. */
 static cJSON *J(const char *text)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/profiles.c: the shipped manifests/profiles.json
+ * Unit tests for webhook/admission/profiles.c: the shipped manifests/profiles.json
  * loads as CONTRACT.md describes it, defaults merge into profiles, and each
  * validation error (docs/profiles.md, validation) names the profile and the field. Run from the
  * repository root (make unit does).
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "profiles.h"
+#include "base/dynbuf.h"
+#include "admission/profiles.h"
 
 static struct dynbuf errors;
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for report-only mode: webhook/report.c (the precedence of the
+ * Unit tests for report-only mode: webhook/admission/report.c (the precedence of the
  * three levels, the summary and its cap) and what mutate_object() does with
  * it (the one annotation, reinvocation, the label lookup, the warnings).
  * Run from the repository root (make unit does): it reads manifests/.
@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "mutate.h"
-#include "patch.h"
-#include "profiles.h"
-#include "report.h"
-#include "review.h"
-#include "utf8.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/mutate.h"
+#include "admission/patch.h"
+#include "admission/profiles.h"
+#include "admission/report.h"
+#include "admission/review.h"
+#include "base/utf8.h"
 
 #define NAME63 "a23456789012345678901234567890123456789012345678901234567890123"
 

@@ -1,10 +1,9 @@
 /*
- * Unit tests for webhook/review.c (docs/reference.md "HTTP statuses"; CONTRACT.md "Response"):
- * the 400s for bodies that are not an AdmissionReview, the 200 response shape
- * (uid echoed, allowed true, patchType iff patch, auditAnnotations.profile,
- * apiVersion as asked), and the patch decoded with OpenSSL's base64 and
- * applied.
- * Run from the repository root (make unit does): it reads manifests/.
+ * Unit tests for webhook/admission/review.c (docs/reference.md "HTTP statuses"; CONTRACT.md
+ * "Response"): the 400s for bodies that are not an AdmissionReview, the 200 response shape (uid
+ * echoed, allowed true, patchType iff patch, auditAnnotations.profile, apiVersion as asked), and
+ * the patch decoded with OpenSSL's base64 and applied. Run from the repository root (make unit
+ * does): it reads manifests/.
  */
 #include "unit.h"
 #include "support.h"
@@ -15,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "patch.h"
-#include "profiles.h"
-#include "review.h"
-#include "utf8.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/patch.h"
+#include "admission/profiles.h"
+#include "admission/review.h"
+#include "base/utf8.h"
 
 #define V1               "admission.k8s.io/v1"
 #define V1BETA1          "admission.k8s.io/v1beta1"

@@ -1,6 +1,6 @@
 /*
- * Unit tests for webhook/select.c (docs/profiles.md "How a profile is chosen"): annotation > node
- * labels (nodeSelector, required node affinity, and the Node's labels for
+ * Unit tests for webhook/admission/select.c (docs/profiles.md "How a profile is chosen"):
+ * annotation > node labels (nodeSelector, required node affinity, and the Node's labels for
  * spec.nodeName, through a fake hook) > GPU count > default; node affinity
  * operators and terms (terms are ORed, expressions within a term ANDed, as in
  * Kubernetes); no guessing: constraints consistent with several profiles are
@@ -15,10 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "err.h"
-#include "podjson.h"
-#include "profiles.h"
-#include "select.h"
+#include "base/err.h"
+#include "admission/podjson.h"
+#include "admission/profiles.h"
+#include "admission/select.h"
 
 #define GPU8 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'8'}}}"
 #define GPU4 "{'name':'pytorch','resources':{'limits':{'nvidia.com/gpu':'4'}}}"
