@@ -382,22 +382,8 @@ func docEventsDescribe(t *testing.T) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	typ, _ := pathStr(ev, "type")
-	reason, _ := pathStr(ev, "reason")
-	from, _ := pathStr(ev, "reportingController")
-	note, _ := pathStr(ev, "note")
-	var b strings.Builder
-	w := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "  Type\tReason\tAge\tFrom\tMessage")
-	fmt.Fprintln(w, "  ----\t------\t----\t----\t-------")
-	fmt.Fprintf(w, "  %s\t%s\t2s (x%d over 2s)\t%s\t%s\n", typ, reason, seriesCount(ev), from, note)
-	fmt.Fprintln(w, "  Normal\tSuccessfulCreatePod\t2s\tpytorchjob-controller\tCreated pod: J-master-0")
-	w.Flush()
-	var out []string
-	for _, l := range strings.Split("Events:\n"+b.String(), "\n") {
-		out = append(out, strings.TrimRight(l, " "))
-	}
-	return strings.Join(out, "\n")
+	return describeEvents(ev, fmt.Sprintf("2s (x%d over 2s)", seriesCount(ev)),
+		"Normal\tSuccessfulCreatePod\t2s\tpytorchjob-controller\tCreated pod: J-master-0")
 }
 
 // docLookupForbidden: the log line of a Node GET the API refuses (403, the
@@ -459,16 +445,27 @@ func docReportDescribeJob(t *testing.T) string {
 			t.Fatalf("after %v no RDMAReport Event on PyTorchJob report-job; requests:\n%s", seriesWithin, a.logSince(0))
 		}
 	}
+	return describeEvents(ev, "0s",
+		"Normal\tSuccessfulCreatePod\t1s\tpytorchjob-controller\tCreated pod: report-job-worker-0",
+		"Normal\tSuccessfulCreateService\t1s\tpytorchjob-controller\tCreated service: report-job-worker-0")
+}
+
+// describeEvents is the Events table of `kubectl describe`: ev (with age
+// in its Age column), then the other rows, tab-separated, as a controller
+// wrote them.
+func describeEvents(ev obj, age string, rows ...string) string {
 	typ, _ := pathStr(ev, "type")
+	reason, _ := pathStr(ev, "reason")
 	from, _ := pathStr(ev, "reportingController")
 	note, _ := pathStr(ev, "note")
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "  Type\tReason\tAge\tFrom\tMessage")
 	fmt.Fprintln(w, "  ----\t------\t----\t----\t-------")
-	fmt.Fprintf(w, "  %s\tRDMAReport\t0s\t%s\t%s\n", typ, from, note)
-	fmt.Fprintln(w, "  Normal\tSuccessfulCreatePod\t1s\tpytorchjob-controller\tCreated pod: report-job-worker-0")
-	fmt.Fprintln(w, "  Normal\tSuccessfulCreateService\t1s\tpytorchjob-controller\tCreated service: report-job-worker-0")
+	fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", typ, reason, age, from, note)
+	for _, r := range rows {
+		fmt.Fprintln(w, "  "+r)
+	}
 	w.Flush()
 	var out []string
 	for _, l := range strings.Split("Events:\n"+b.String(), "\n") {
