@@ -8,12 +8,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NCDETECT_STATE_ACTIVE 4
 #define NCDETECT_RTF_UP       0x1
@@ -400,6 +402,167 @@ static int ncdetect_scan_devices(struct ncdetect_scan *s, const char *sysroot)
     return ERR_OK;
 }
 
+/* ---- the devices the container can open, and those DRA allocated ---- */
+
+/* "uverbsN", the name the kernel gives a verbs character device. */
+static int ncdetect_uverbs_name(const char *name)
+{
+    return strncmp(name, "uverbs", 6) == 0 && ncdetect_index_name(name + 6);
+}
+
+/* Gives the ports of device ibdev the uverbs node name, unless one of them
+ * has one already (the first entry read wins). */
+static void ncdetect_set_uverbs(struct ncdetect_scan *s, const char *ibdev, const char *name)
+{
+    for (size_t i = 0; i < s->nports; i++)
+        if (strcmp(s->ports[i].dev, ibdev) == 0 && s->ports[i].uverbs[0] == '\0')
+            ncdetect_copy(s->ports[i].uverbs, sizeof(s->ports[i].uverbs), name);
+}
+
+/* class/infiniband_verbs/uverbsN/ibdev: the device of each node. 0, or -1
+ * when the directory cannot be listed. */
+static int ncdetect_map_uverbs(struct ncdetect_scan *s, const char *sysroot)
+{
+    char dir[PATH_MAX], path[PATH_MAX], ibdev[NCDETECT_ATTR_MAX + 1];
+    struct dirent *e;
+    size_t seen = 0;
+    DIR *d;
+
+    if (ncdetect_path(dir, sizeof(dir), "%s/class/infiniband_verbs", sysroot) ||
+        (d = opendir(dir)) == NULL) {
+        ncdetect_note(&s->notes,
+                      "cannot list %s/class/infiniband_verbs: %s: which devices this container "
+                      "can open is not known, all are taken",
+                      sysroot, strerror(errno));
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (++seen > NCDETECT_MAX_DIR_ENTRIES) {
+            ncdetect_note(&s->notes, "only the first %d entries of %s read",
+                          NCDETECT_MAX_DIR_ENTRIES, dir);
+            break;
+        }
+        if (ncdetect_uverbs_name(e->d_name) &&
+            ncdetect_path(path, sizeof(path), "%s/%s/ibdev", dir, e->d_name) == ERR_OK &&
+            ncdetect_attr(path, ibdev, NULL, 0) == ERR_OK)
+            ncdetect_set_uverbs(s, ibdev, e->d_name);
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Opens devdir/uverbsN as rdma-core does (read-write): 0, or the errno. */
+static int ncdetect_open_node(const char *devdir, const char *uverbs)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (ncdetect_path(path, sizeof(path), "%s/%s", devdir, uverbs))
+        return ENAMETOOLONG;
+    if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+        return errno;
+    close(fd);
+    return 0;
+}
+
+/* Each device's node: opened, or why not, one note per device left out. */
+static void ncdetect_check_nodes(struct ncdetect_scan *s, const char *devdir)
+{
+    for (size_t i = 0, j; i < s->nports; i = j) {
+        struct ncdetect_port *p = &s->ports[i];
+        enum ncdetect_node node = NCDETECT_NODE_NO_UVERBS;
+        int e = 0;
+
+        if (p->uverbs[0])
+            node = (e = ncdetect_open_node(devdir, p->uverbs)) ? NCDETECT_NODE_CANNOT_OPEN
+                                                               : NCDETECT_NODE_OPENS;
+        for (j = i; j < s->nports && strcmp(s->ports[j].dev, p->dev) == 0; j++) {
+            s->ports[j].node = node;
+            s->ports[j].open_errno = e;
+        }
+        if (node == NCDETECT_NODE_NO_UVERBS)
+            ncdetect_note(&s->notes, "%s: left out: sysfs shows no uverbs device for it", p->dev);
+        else if (node == NCDETECT_NODE_CANNOT_OPEN)
+            ncdetect_note(&s->notes,
+                          "%s: left out: sysfs shows it, but %s/%s does not open (%s): the "
+                          "container was not given it",
+                          p->dev, devdir, p->uverbs, strerror(e));
+    }
+}
+
+static void ncdetect_scan_nodes(struct ncdetect_scan *s, const char *sysroot, const char *devroot)
+{
+    char devdir[PATH_MAX];
+    struct stat st;
+
+    if (devroot == NULL)
+        return;
+    if (ncdetect_path(devdir, sizeof(devdir), "%s/infiniband", devroot)) {
+        ncdetect_note(&s->notes, "--dev-root %s: path too long", devroot);
+        return;
+    }
+    if (stat(devdir, &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            ncdetect_note(&s->notes, "cannot read %s: %s: all devices are taken", devdir,
+                          strerror(errno));
+            return;
+        }
+        s->devroot = NCDETECT_DEVROOT_ABSENT;
+        ncdetect_note(&s->notes, "no RDMA device given to this container: %s does not exist",
+                      devdir);
+        return;
+    }
+    if (s->nports == 0 || ncdetect_map_uverbs(s, sysroot) != 0)
+        return;
+    s->devroot = NCDETECT_DEVROOT_CHECKED;
+    ncdetect_check_nodes(s, devdir);
+}
+
+/* value, the RDMA device of SRIOVNETWORK_<device>_RDMA_DEVICE, once. */
+static void ncdetect_add_dra(struct ncdetect_scan *s, const char *var, const char *value)
+{
+    for (size_t i = 0; i < s->ndra; i++)
+        if (strcmp(s->dra[i], value) == 0)
+            return;
+    if (!ncdetect_dev_name(value)) {
+        ncdetect_note(&s->notes, "DRA: %.*s names no device NCCL_IB_HCA can hold: not used",
+                      (int)strnlen(var, NCDETECT_ATTR_MAX), var);
+        return;
+    }
+    if (s->ndra == NCDETECT_MAX_DRA) {
+        ncdetect_note(&s->notes, "DRA: %s and later devices not used: %d at most", value,
+                      NCDETECT_MAX_DRA);
+        return;
+    }
+    ncdetect_copy(s->dra[s->ndra++], sizeof(s->dra[0]), value);
+}
+
+/* dra-driver-sriov's CDI variables (see ncdetect.h), each NAME=VALUE. */
+static void ncdetect_scan_dra(struct ncdetect_scan *s, char *const *env)
+{
+    static const char prefix[] = "SRIOVNETWORK_", suffix[] = "_RDMA_DEVICE=";
+    const size_t np = sizeof(prefix) - 1, ns = sizeof(suffix) - 1;
+
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *eq = strchr(env[i], '=');
+        size_t n;
+
+        if (strncmp(env[i], prefix, np) != 0 || eq == NULL)
+            continue;
+        n = (size_t)(eq - env[i]) + 1; /* the name and its '=' */
+        if (n > np + ns && memcmp(eq + 1 - ns, suffix, ns) == 0)
+            ncdetect_add_dra(s, env[i], eq + 1);
+    }
+    for (size_t i = 0; i < s->ndra; i++) {
+        size_t k = 0;
+
+        while (k < s->nports && strcmp(s->ports[k].dev, s->dra[i]) != 0)
+            k++;
+        if (k == s->nports)
+            ncdetect_note(&s->notes, "DRA allocated %s, but sysfs does not show it", s->dra[i]);
+    }
+}
+
 /* Reads a procfs file into a new buffer of at most cap bytes, whole lines
  * only; NULL (noted) when it cannot be read at all. *complete: not cut. */
 static char *ncdetect_read_proc(struct ncdetect_scan *s, const char *path, size_t cap,
@@ -517,14 +680,16 @@ void ncdetect_scan_init(struct ncdetect_scan *s)
     dynbuf_init(&s->notes, NCDETECT_NOTES_MAX);
 }
 
-int ncdetect_scan(struct ncdetect_scan *s, const char *sysroot, const char *procroot)
+int ncdetect_scan(struct ncdetect_scan *s, const struct ncdetect_roots *r)
 {
-    int rc = ncdetect_scan_devices(s, sysroot);
+    int rc = ncdetect_scan_devices(s, r->sys);
 
     if (rc == ERR_NOMEM)
         ncdetect_note(&s->notes, "out of memory reading the RDMA devices");
-    ncdetect_scan_route(s, procroot);
-    ncdetect_scan_locals(s, procroot);
+    ncdetect_scan_nodes(s, r->sys, r->dev);
+    ncdetect_scan_dra(s, r->env);
+    ncdetect_scan_route(s, r->proc);
+    ncdetect_scan_locals(s, r->proc);
     return rc;
 }
 
@@ -578,18 +743,33 @@ static const char *ncdetect_port_netdev(const struct ncdetect_port *p,
     return "";
 }
 
+static int ncdetect_is_dra(const struct ncdetect_scan *s, const char *dev)
+{
+    for (size_t i = 0; i < s->ndra; i++)
+        if (strcmp(s->dra[i], dev) == 0)
+            return 1;
+    return 0;
+}
+
 static enum ncdetect_verdict ncdetect_judge(const struct ncdetect_scan *s,
                                             const struct ncdetect_port *p,
                                             const struct ncdetect_opts *o, const char *netdev)
 {
+    if (s->devroot == NCDETECT_DEVROOT_ABSENT || p->node == NCDETECT_NODE_NO_UVERBS ||
+        p->node == NCDETECT_NODE_CANNOT_OPEN)
+        return NCDETECT_NO_NODE;
+    if (s->ndra > 0 && !ncdetect_is_dra(s, p->dev))
+        return NCDETECT_NOT_ALLOCATED;
     if (p->state < 0 || p->link == NCDETECT_LINK_UNKNOWN)
         return NCDETECT_UNREADABLE;
     if (p->state != NCDETECT_STATE_ACTIVE)
         return NCDETECT_DOWN;
-    if (o->hca && !nccl_hca_matches(o->hca, p->dev, p->port))
-        return NCDETECT_NOT_IN_HCA;
     if (s->default_ifname[0] && strcmp(netdev, s->default_ifname) == 0)
         return NCDETECT_DEFAULT_ROUTE;
+    /* Last, so that NOT_IN_HCA means usable here: what the mismatch line
+     * calls found. */
+    if (o->hca && !nccl_hca_matches(o->hca, p->dev, p->port))
+        return NCDETECT_NOT_IN_HCA;
     return NCDETECT_SELECTED;
 }
 
@@ -677,6 +857,11 @@ static int ncdetect_choose_hca(struct ncdetect_choice *c, const struct ncdetect_
         return ncdetect_choose_included(c, s, nselected);
     if (s->nports == 0) {
         ncdetect_note(&c->notes, "no NCCL_IB_HCA: no RDMA port found");
+        return ERR_OK;
+    }
+    if (s->devroot == NCDETECT_DEVROOT_ABSENT) {
+        ncdetect_note(&c->notes, "no NCCL_IB_HCA: this container has no /dev/infiniband, so NCCL "
+                                 "can open no RDMA device and uses sockets");
         return ERR_OK;
     }
     /* Without a list NCCL would take every active port, those left out too. */
@@ -850,6 +1035,8 @@ static const char *ncdetect_verdict_text(enum ncdetect_verdict v)
     case NCDETECT_NOT_IN_HCA: return "left out: not in --hca";
     case NCDETECT_DEFAULT_ROUTE: return "left out: its netdev carries the default route";
     case NCDETECT_PAST_LIMIT: return "left out: past what NCCL reads of NCCL_IB_HCA";
+    case NCDETECT_NO_NODE: return "left out: this container cannot open the device";
+    case NCDETECT_NOT_ALLOCATED: return "left out: DRA allocated other devices";
     }
     return "?";
 }

@@ -16,18 +16,44 @@ import (
 
 const seedHCA = "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
 
-// detectTree is a sysfs root and a procfs root under one temporary directory.
+// detectTree is a sysfs root, a procfs root and a /dev root under one
+// temporary directory.
 type detectTree struct {
 	t      *testing.T
 	root   string
 	sys    string
 	proc   string
+	dev    string
 	locals []string // the namespace's IPv4 addresses, for net/fib_trie
+	// withheld: devices whose /dev/infiniband/uverbsN the container is not
+	// given (a shared device plugin); noDev: no /dev/infiniband at all.
+	withheld map[string]bool
+	noDev    bool
 }
 
 func newDetectTree(t *testing.T) *detectTree {
 	root := t.TempDir()
-	return &detectTree{t: t, root: root, sys: filepath.Join(root, "sys"), proc: filepath.Join(root, "proc")}
+	return &detectTree{t: t, root: root, sys: filepath.Join(root, "sys"), proc: filepath.Join(root, "proc"),
+		dev: filepath.Join(root, "dev"), withheld: map[string]bool{}}
+}
+
+// nodes gives each device of sys/class/infiniband its uverbsN, as the
+// kernel names it in sys/class/infiniband_verbs/uverbsN/ibdev, and the node
+// in dev/infiniband unless withheld.
+func (d *detectTree) nodes() {
+	d.t.Helper()
+	if !d.noDev {
+		if err := os.MkdirAll(filepath.Join(d.dev, "infiniband"), 0o755); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	devs, _ := os.ReadDir(filepath.Join(d.sys, "class/infiniband"))
+	for k, e := range devs {
+		d.put(fmt.Sprintf("sys/class/infiniband_verbs/uverbs%d/ibdev", k), e.Name()+"\n")
+		if !d.noDev && !d.withheld[e.Name()] {
+			d.put(fmt.Sprintf("dev/infiniband/uverbs%d", k), "")
+		}
+	}
 }
 
 func (d *detectTree) put(rel, text string) {
@@ -116,7 +142,8 @@ func (d *detectTree) seedNode() {
 
 func (d *detectTree) detect(args ...string) cmdResult {
 	d.t.Helper()
-	return runBinary(d.t, nil, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc}, args...)...)
+	d.nodes()
+	return runBinary(d.t, nil, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev}, args...)...)
 }
 
 func expectExit0(t *testing.T, res cmdResult) {
@@ -263,7 +290,7 @@ func TestNcclDetectHelp(t *testing.T) {
 	t.Parallel()
 	res := runBinary(t, nil, "nccl-detect", "--help")
 	expectExit0(t, res)
-	for _, flag := range []string{"--sysfs-root DIR", "--proc-root DIR", "--out FILE|-", "--hca LIST", "--socket-ifname VALUE"} {
+	for _, flag := range []string{"--sysfs-root DIR", "--proc-root DIR", "--dev-root DIR", "--out FILE|-", "--hca LIST", "--socket-ifname VALUE"} {
 		if !strings.Contains(string(res.stdout), flag) {
 			t.Errorf("nccl-detect --help: expected %q in\n%s", flag, res.stdout)
 		}
@@ -311,4 +338,31 @@ func TestMixedExampleMatchesTheSeedNode(t *testing.T) {
 	if found == 0 {
 		t.Fatalf("no 8-card profile with an hca list in the example:\n%s", text)
 	}
+}
+
+// TestNcclDetectOnlyDevicesTheContainerCanOpen: a shared device plugin
+// without an exclusive network namespace leaves every HCA of the host in
+// sysfs and gives the container some uverbs nodes; no /dev/infiniband at
+// all means no RDMA device, and no NCCL_IB_HCA.
+func TestNcclDetectOnlyDevicesTheContainerCanOpen(t *testing.T) {
+	t.Parallel()
+	d := newDetectTree(t)
+	d.seedNode()
+	for _, dev := range []string{"mlx5_2", "mlx5_4", "mlx5_6", "mlx5_8"} {
+		d.withheld[dev] = true
+	}
+	res := d.detect("--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_1,mlx5_3,mlx5_5,mlx5_7\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res, "nccl-detect: mlx5_4: left out: sysfs shows it, but "+d.dev+"/infiniband/uverbs4 does not open (No such file or directory): the container was not given it\n",
+		"nccl-detect: mlx5_4 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth4, RoCE v2 IPv4 GID 3 (25.11.128.98): left out: this container cannot open the device\n")
+
+	d = newDetectTree(t)
+	d.seedNode()
+	d.noDev = true
+	res = d.detect("--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "NCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res, "nccl-detect: no RDMA device given to this container: "+d.dev+"/infiniband does not exist\n",
+		"nccl-detect: no NCCL_IB_HCA: this container has no /dev/infiniband, so NCCL can open no RDMA device and uses sockets\n")
 }
