@@ -5,7 +5,15 @@
  * container whose arguments the webhook wrote, and a non-zero exit would keep
  * the pod from starting (Init:CrashLoopBackOff) over what is at worst a
  * version skew between the webhook and the image. A usage error writes
- * nothing, so NCCL runs with its own defaults; stderr says why. */
+ * nothing, so NCCL runs with its own defaults; stderr says why. The one
+ * exception is asked for: with --require-hca, a node that lacks part of the
+ * job's exact --hca list exits 1 after writing the file, so that the pod
+ * restarts rather than trains on a degraded set (a profile's
+ * detect.requireHca).
+ *
+ * The mismatch line is printed as it is, one JSON object on a line of its
+ * own, for a log collector to pick up; NODE_NAME (the downward API's
+ * spec.nodeName, set by the webhook) names the node in it. */
 #include "cmd.h"
 
 #include "fsutil.h"
@@ -14,7 +22,9 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CMD_NCCL_DETECT_ROOT_MAX   1024
 #define CMD_NCCL_DETECT_FILE_MAX   (16u << 10)
@@ -98,13 +108,14 @@ static void cmd_nccl_detect_write(const char *out, const struct dynbuf *file)
         fprintf(stderr, "nccl-detect: wrote %s\n", out);
 }
 
-static void cmd_nccl_detect_run(const struct ncdetect_roots *roots, const char *out,
-                                const struct ncdetect_opts *o)
+/* 1 when the job's list is not whole here; the mismatch line printed. */
+static int cmd_nccl_detect_run(const struct ncdetect_roots *roots, const char *out,
+                               const struct ncdetect_opts *o)
 {
     struct ncdetect_scan scan;
     struct ncdetect_choice choice;
     struct dynbuf file, report;
-    int rc;
+    int rc, mismatch;
 
     ncdetect_scan_init(&scan);
     ncdetect_choice_init(&choice);
@@ -119,10 +130,14 @@ static void cmd_nccl_detect_run(const struct ncdetect_roots *roots, const char *
     if ((rc = ncdetect_format(&choice, &file)) != ERR_OK)
         fprintf(stderr, "nccl-detect: the configuration is cut short (%s)\n", err_name(rc));
     cmd_nccl_detect_write(out, &file);
+    if (choice.mismatch)
+        fprintf(stderr, "%s\n", dynbuf_ptr(&choice.mismatch_json));
+    mismatch = choice.mismatch;
     dynbuf_free(&report);
     dynbuf_free(&file);
     ncdetect_choice_free(&choice);
     ncdetect_scan_free(&scan);
+    return mismatch;
 }
 
 int cmd_nccl_detect(int argc, char **argv)
@@ -133,14 +148,15 @@ int cmd_nccl_detect(int argc, char **argv)
                                          {"out", required_argument, NULL, 'o'},
                                          {"hca", required_argument, NULL, 'a'},
                                          {"socket-ifname", required_argument, NULL, 'i'},
+                                         {"require-hca", no_argument, NULL, 'r'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    struct ncdetect_roots roots = {.sys = "/sys", .proc = "/proc", .dev = "/dev"};
+    struct ncdetect_roots roots = {.sys = "/sys", .proc = "/proc", .dev = "/dev", .env = environ};
     const char *out = "-", *hca_spec = NULL;
     struct ncdetect_opts o = {0};
     char msg[ERR_LEN], problem[ERR_LEN + 8];
     enum nccl_verdict v;
-    int c;
+    int c, require = 0;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -150,6 +166,7 @@ int cmd_nccl_detect(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'a': hca_spec = optarg; break;
         case 'i': o.socket_ifname = optarg; break;
+        case 'r': require = 1; break;
         case 'h': cmd_nccl_detect_usage(stdout); return 0;
         default: return cmd_nccl_detect_misuse(NULL);
         }
@@ -177,6 +194,16 @@ int cmd_nccl_detect(int argc, char **argv)
         }
         o.hca = hca_spec;
     }
-    cmd_nccl_detect_run(&roots, out, &o);
+    o.node = getenv("NODE_NAME");
+    if (o.node && !cmd_nccl_detect_one_line(o.node, NCDETECT_NODE_MAX))
+        o.node = NULL;
+    if (require && (!o.hca || o.hca[0] != '='))
+        fprintf(stderr, "nccl-detect: --require-hca: --hca is not an exact list (=dev,...): "
+                        "nothing to require\n");
+    if (cmd_nccl_detect_run(&roots, out, &o) && require && o.hca && o.hca[0] == '=') {
+        fprintf(stderr, "nccl-detect: exit 1: the job's list is not whole on this node and "
+                        "--require-hca asks for it whole; the pod's init container restarts\n");
+        return 1;
+    }
     return 0;
 }

@@ -3,6 +3,7 @@
 #include "ncdetect.h"
 
 #include "fsutil.h"
+#include "jsonw.h"
 #include "nccl.h"
 
 #include <arpa/inet.h>
@@ -525,8 +526,12 @@ static void ncdetect_add_dra(struct ncdetect_scan *s, const char *var, const cha
         if (strcmp(s->dra[i], value) == 0)
             return;
     if (!ncdetect_dev_name(value)) {
+        /* The name only, and only when it is plain: the value may hold
+         * anything, a newline that would forge a log line too. */
+        size_t n = strspn(var, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
         ncdetect_note(&s->notes, "DRA: %.*s names no device NCCL_IB_HCA can hold: not used",
-                      (int)strnlen(var, NCDETECT_ATTR_MAX), var);
+                      var[n] == '=' && n < NCDETECT_ATTR_MAX ? (int)n : 0, var);
         return;
     }
     if (s->ndra == NCDETECT_MAX_DRA) {
@@ -885,6 +890,103 @@ static int ncdetect_choose_hca(struct ncdetect_choice *c, const struct ncdetect_
     return ERR_OK;
 }
 
+/* ---- one list for the whole job ---- */
+
+/* Whether a selected port satisfies entry (n bytes: "dev" or "dev:port"). */
+static int ncdetect_entry_met(const struct ncdetect_scan *s, const struct ncdetect_choice *c,
+                              const char *entry, size_t n)
+{
+    const char *colon = memchr(entry, ':', n);
+    size_t dn = colon ? (size_t)(colon - entry) : n;
+    unsigned long port = colon ? strtoul(colon + 1, NULL, 10) : 0;
+
+    for (size_t i = 0; i < s->nports; i++)
+        if (c->verdict[i] == NCDETECT_SELECTED && strlen(s->ports[i].dev) == dn &&
+            memcmp(s->ports[i].dev, entry, dn) == 0 && (!colon || port == s->ports[i].port))
+            return 1;
+    return 0;
+}
+
+/* The entries of the exact list hca ("=a,b:1"), as NCCL reads them (empty
+ * ones skipped, the first NCDETECT_NCCL_HCA_MAX), met or not: a JSON array
+ * of those with met == want (want < 0: all). Returns how many. */
+static size_t ncdetect_json_entries(struct jsonw *w, const struct ncdetect_scan *s,
+                                    const struct ncdetect_choice *c, const char *hca, int want)
+{
+    size_t count = 0, seen = 0;
+
+    jsonw_raw(w, "[");
+    for (const char *e = hca + 1; *e && seen < NCDETECT_NCCL_HCA_MAX;) {
+        size_t n = strcspn(e, ",");
+
+        if (n > 0 && (seen++, want < 0 || ncdetect_entry_met(s, c, e, n) == want)) {
+            jsonw_raw(w, count++ ? "," : "");
+            jsonw_strn(w, e, n);
+        }
+        e += n + (e[n] == ',');
+    }
+    jsonw_raw(w, "]");
+    return count;
+}
+
+/* The devices with a port usable here, whether the list names them or not:
+ * a JSON array, each device once. */
+static void ncdetect_json_found(struct jsonw *w, const struct ncdetect_scan *s,
+                                const struct ncdetect_choice *c)
+{
+    const char *last = NULL;
+    size_t count = 0;
+
+    jsonw_raw(w, "[");
+    for (size_t i = 0; i < s->nports; i++) {
+        if (c->verdict[i] != NCDETECT_SELECTED && c->verdict[i] != NCDETECT_NOT_IN_HCA)
+            continue;
+        if (last && strcmp(last, s->ports[i].dev) == 0)
+            continue;
+        jsonw_raw(w, count++ ? "," : "");
+        jsonw_str(w, last = s->ports[i].dev);
+    }
+    jsonw_raw(w, "]");
+}
+
+/* With an exact --hca list, the entries no selected port meets: the
+ * mismatch line (see ncdetect.h), or a note that the list is whole here. */
+static int ncdetect_check_expected(struct ncdetect_choice *c, const struct ncdetect_scan *s,
+                                   const struct ncdetect_opts *o)
+{
+    struct jsonw w;
+    size_t missing;
+
+    if (!o->hca || o->hca[0] != '=')
+        return ERR_OK;
+    jsonw_init(&w, &c->mismatch_json);
+    jsonw_raw(&w, "{\"event\":\"nccl-detect-hca-mismatch\",\"node\":");
+    if (o->node)
+        jsonw_strn(&w, o->node, strnlen(o->node, NCDETECT_NODE_MAX));
+    else
+        jsonw_raw(&w, "null");
+    jsonw_raw(&w, ",\"expected\":");
+    ncdetect_json_entries(&w, s, c, o->hca, -1);
+    jsonw_raw(&w, ",\"found\":");
+    ncdetect_json_found(&w, s, c);
+    jsonw_raw(&w, ",\"missing\":");
+    missing = ncdetect_json_entries(&w, s, c, o->hca, 0);
+    jsonw_raw(&w, ",\"written\":");
+    jsonw_str(&w, dynbuf_ptr(&c->hca));
+    jsonw_raw(&w, "}");
+    if (missing == 0) {
+        dynbuf_truncate(&c->mismatch_json, 0);
+        ncdetect_note(&c->notes, "the job's list %s: every entry has a usable port here", o->hca);
+        return ERR_OK;
+    }
+    c->mismatch = 1;
+    ncdetect_note(&c->notes,
+                  "the job's list %s: %zu entr%s without a usable port here; NCCL_IB_HCA holds "
+                  "the usable part, and other nodes may differ (see the JSON line)",
+                  o->hca, missing, missing == 1 ? "y" : "ies");
+    return jsonw_error(&w) == ERR_NOMEM ? ERR_NOMEM : ERR_OK;
+}
+
 /* Why NCCL_IB_GID_INDEX is left out, or the index every selected RoCE port
  * has. */
 static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect_scan *s)
@@ -963,6 +1065,7 @@ void ncdetect_choice_init(struct ncdetect_choice *c)
     /* The longest list: every port as "dev:port,". */
     dynbuf_init(&c->hca, NCDETECT_MAX_PORTS * (NCDETECT_DEVNAME_MAX + 5) + 2);
     dynbuf_init(&c->notes, NCDETECT_NOTES_MAX);
+    dynbuf_init(&c->mismatch_json, NCDETECT_MISMATCH_MAX);
 }
 
 int ncdetect_choose(struct ncdetect_choice *c, const struct ncdetect_scan *s,
@@ -988,6 +1091,8 @@ int ncdetect_choose(struct ncdetect_choice *c, const struct ncdetect_scan *s,
     }
     /* The notes come in the file's order. */
     rc = ncdetect_choose_hca(c, s, nselected);
+    if (rc == ERR_OK)
+        rc = ncdetect_check_expected(c, s, o);
     ncdetect_choose_gid(c, s);
     ncdetect_choose_socket(c, s, o);
     return rc;
@@ -999,6 +1104,7 @@ void ncdetect_choice_free(struct ncdetect_choice *c)
     free(c->gid);
     dynbuf_free(&c->hca);
     dynbuf_free(&c->notes);
+    dynbuf_free(&c->mismatch_json);
     ncdetect_choice_init(c);
 }
 

@@ -129,7 +129,10 @@ enum ncdetect_devroot {
     NCDETECT_DEVROOT_CHECKED,       /* each device's node is known (ports' node) */
 };
 
-#define NCDETECT_MAX_DRA 32 /* DRA devices kept: as many as NCCL_IB_HCA holds */
+#define NCDETECT_MAX_DRA  32  /* DRA devices kept: as many as NCCL_IB_HCA holds */
+#define NCDETECT_NODE_MAX 253 /* bytes of a node's name (a DNS subdomain) */
+#define NCDETECT_MISMATCH_MAX                                                                      \
+    (32u << 10) /* the mismatch line */ /* DRA devices kept: as many as NCCL_IB_HCA holds */
 
 /* One non-empty entry of a port's GID table (a zero GID is an empty slot and
  * is not kept; an entry whose gids/I cannot be read is counted, not kept). */

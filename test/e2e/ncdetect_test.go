@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // `rdma-webhook nccl-detect` on sysfs and procfs trees built from show_gids
@@ -365,4 +366,91 @@ func TestNcclDetectOnlyDevicesTheContainerCanOpen(t *testing.T) {
 	expectText(t, "stdout", string(res.stdout), "NCCL_SOCKET_IFNAME==eth0\n")
 	expectLog(t, res, "nccl-detect: no RDMA device given to this container: "+d.dev+"/infiniband does not exist\n",
 		"nccl-detect: no NCCL_IB_HCA: this container has no /dev/infiniband, so NCCL can open no RDMA device and uses sockets\n")
+}
+
+func (d *detectTree) detectEnv(env []string, args ...string) cmdResult {
+	d.t.Helper()
+	d.nodes()
+	res, exited := runBinaryWithin(d.t, env, 2*time.Minute, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev}, args...)...)
+	if !exited {
+		d.t.Fatalf("nccl-detect did not exit: %s", res.stderr)
+	}
+	return res
+}
+
+// mismatchLine: the one stderr line that is a JSON object, decoded.
+func mismatchLine(t *testing.T, res cmdResult) map[string]interface{} {
+	t.Helper()
+	var found map[string]interface{}
+	for _, l := range strings.Split(string(res.stderr), "\n") {
+		if strings.HasPrefix(l, "{") {
+			if found != nil {
+				t.Fatalf("more than one JSON line:\n%s", res.stderr)
+			}
+			if err := json.Unmarshal([]byte(l), &found); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+		}
+	}
+	return found
+}
+
+// TestNcclDetectJobListMismatch: the job's exact list on a node that gives
+// only part of it: the usable part is written, one JSON line names the node
+// (NODE_NAME), what was expected, found and missing; exit 0 unless
+// --require-hca, then 1.
+func TestNcclDetectJobListMismatch(t *testing.T) {
+	t.Parallel()
+	d := newDetectTree(t)
+	d.seedNode()
+	d.withheld["mlx5_7"], d.withheld["mlx5_8"] = true, true
+	list := "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+	env := []string{"NODE_NAME=gpu-node-17"}
+	for _, require := range []bool{false, true} {
+		args := []string{"--out", "-", "--hca", list}
+		want := 0
+		if require {
+			args, want = append(args, "--require-hca"), 1
+		}
+		res := d.detectEnv(env, args...)
+		if res.exitCode != want {
+			t.Fatalf("require %v: exit %d, expected %d\n%s", require, res.exitCode, want, res.stderr)
+		}
+		expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+		got := mismatchLine(t, res)
+		want2 := map[string]interface{}{"event": "nccl-detect-hca-mismatch", "node": "gpu-node-17",
+			"expected": []interface{}{"mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8"},
+			"found":    []interface{}{"mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6"},
+			"missing":  []interface{}{"mlx5_7", "mlx5_8"}, "written": "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6"}
+		if !jsonEqual(got, want2) {
+			t.Errorf("require %v: mismatch line %s, expected %s", require, compact(got), compact(want2))
+		}
+	}
+	// The whole list here: no JSON line, exit 0 with --require-hca.
+	res := d.detectEnv(env, "--out", "-", "--hca", "=mlx5_1,mlx5_2", "--require-hca")
+	expectExit0(t, res)
+	if got := mismatchLine(t, res); got != nil {
+		t.Errorf("unexpected mismatch line %s", compact(got))
+	}
+}
+
+// TestNcclDetectDRASriovEnvironment: dra-driver-sriov's CDI environment
+// (SRIOVNETWORK_<device>_RDMA_DEVICE=<RDMA device>, next to its _RDMA_UVERB
+// and the like) names the devices DRA allocated: they are preferred over
+// what sysfs shows.
+func TestNcclDetectDRASriovEnvironment(t *testing.T) {
+	t.Parallel()
+	d := newDetectTree(t)
+	d.seedNode()
+	env := []string{
+		"SRIOVNETWORK_PCI_ADDRESSES=0000:3b:00.2,0000:5e:00.3",
+		"SRIOVNETWORK_vf_3_RDMA_UVERB=/dev/infiniband/uverbs3",
+		"SRIOVNETWORK_vf_3_RDMA_DEVICE=mlx5_3",
+		"SRIOVNETWORK_vf_5_RDMA_CM=/dev/infiniband/rdma_cm",
+		"SRIOVNETWORK_vf_5_RDMA_DEVICE=mlx5_5",
+	}
+	res := d.detectEnv(env, "--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_3,mlx5_5\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res, "nccl-detect: mlx5_4 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth4, RoCE v2 IPv4 GID 3 (25.11.128.98): left out: DRA allocated other devices\n")
 }

@@ -2619,6 +2619,7 @@ static const struct mutate_options detect_opts = {.detect_image = "reg.example/r
     "'command':['/usr/local/bin/rdma-webhook'],"                                                   \
     "'args':['nccl-detect','--out','/run/rdma-webhook/nccl.conf','--hca','=mlx5_1,mlx5_2',"        \
     "'--socket-ifname','eth0'],"                                                                   \
+    "'env':[{'name':'NODE_NAME','valueFrom':{'fieldRef':{'fieldPath':'spec.nodeName'}}}],"         \
     "'resources':{'requests':{'cpu':'100m','memory':'32Mi'},'limits':{'cpu':'100m','memory':'"     \
     "32Mi'}},"                                                                                     \
     "'securityContext':{'runAsNonRoot':true,'runAsUser':65532,'runAsGroup':65532,"                 \

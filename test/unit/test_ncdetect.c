@@ -365,6 +365,8 @@ static void tree_nodes(void)
         k = tree_uverbs(e->d_name);
         if (!no_dev_infiniband && !tree_withheld(e->d_name))
             tree_put("", "%s/infiniband/uverbs%u", dev_root, k);
+        else /* withheld since an earlier run */
+            unlink(tree_path(path, "%s/infiniband/uverbs%u", dev_root, k));
     }
     closedir(d);
 }
@@ -562,6 +564,91 @@ TEST(test_4card_node_with_the_8card_profile)
                                   "NCCL_SOCKET_IFNAME==eth0\n");
     assert_contains(got_log, "mlx5_3 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth3, RoCE v2 IPv4 GID "
                              "3 (25.11.129.66): left out: not in --hca\n");
+}
+
+#define LIST_8CARD "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+
+static void node_4card(void)
+{
+    tree_gids(NODE_4CARD, "Ethernet\n", 16, 1);
+    tree_route("eth0");
+    tree_fib();
+    tree_out_dir();
+}
+
+/* One list for the whole job: the 8-card job's list on a 4-card node is
+ * written in its usable part, and the difference is one JSON line with the
+ * node's name; by default the pod goes on. */
+TEST(test_job_list_mismatch_is_one_json_line)
+{
+    node_4card();
+    setenv("NODE_NAME", "node-\"a\"", 1);
+    assert_int_equal(run_detect("--hca", LIST_8CARD, NULL), 0);
+    unsetenv("NODE_NAME");
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log,
+                    "\n{\"event\":\"nccl-detect-hca-mismatch\",\"node\":\"node-\\\"a\\\"\","
+                    "\"expected\":[\"mlx5_1\",\"mlx5_2\",\"mlx5_3\",\"mlx5_4\",\"mlx5_5\","
+                    "\"mlx5_6\",\"mlx5_7\",\"mlx5_8\"],\"found\":[\"mlx5_1\",\"mlx5_2\","
+                    "\"mlx5_3\",\"mlx5_4\"],\"missing\":[\"mlx5_5\",\"mlx5_6\",\"mlx5_7\","
+                    "\"mlx5_8\"],\"written\":\"=mlx5_1,mlx5_2,mlx5_3,mlx5_4\"}\n");
+    assert_contains(got_log, "the job's list " LIST_8CARD ": 4 entries without a usable port "
+                             "here; NCCL_IB_HCA holds the usable part");
+}
+
+/* --require-hca (a profile's detect.requireHca): the file is written, and
+ * the exit status is 1 so that the pod restarts. */
+TEST(test_job_list_required_exits_1)
+{
+    node_4card();
+    assert_int_equal(run_detect("--hca", LIST_8CARD, "--require-hca", NULL), 1);
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "\"node\":null,");
+    assert_contains(got_log, "nccl-detect: exit 1: the job's list is not whole on this node");
+    /* The whole list here: exit 0, no JSON line. */
+    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2:1,mlx5_4", "--require-hca", NULL), 0);
+    assert_contains(got_log, "the job's list =mlx5_1,mlx5_2:1,mlx5_4: every entry has a usable "
+                             "port here\n");
+    assert_true(strstr(got_log, "nccl-detect-hca-mismatch") == NULL);
+    /* A port that is down, or a device the container was not given, is
+     * missing too. */
+    withheld[0] = "mlx5_2";
+    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2:1,mlx5_4", "--require-hca", NULL), 1);
+    assert_contains(got_log, "\"missing\":[\"mlx5_2:1\"],\"written\":\"=mlx5_1,mlx5_4\"}\n");
+    /* Not an exact list: nothing to require, exit 0. */
+    assert_int_equal(run_detect("--hca", "mlx5", "--require-hca", NULL), 0);
+    assert_contains(got_log, "--require-hca: --hca is not an exact list");
+}
+
+/* DRA: dra-driver-sriov's CDI variables name the allocated devices, which
+ * are preferred over sysfs; one that sysfs does not show, or a value
+ * NCCL_IB_HCA cannot hold, is said in the log. */
+TEST(test_dra_sriov_environment)
+{
+    seed_node();
+    setenv("SRIOVNETWORK_vf_a_RDMA_DEVICE", "mlx5_2", 1);
+    setenv("SRIOVNETWORK_vf_b_RDMA_DEVICE", "mlx5_9", 1);
+    setenv("SRIOVNETWORK_vf_c_RDMA_DEVICE", "mlx5,1", 1);
+    setenv("SRIOVNETWORK__RDMA_DEVICE", "mlx5_3", 1); /* no device name: not the format */
+    setenv("SRIOVNETWORK_vf_a_RDMA_UVERB", "/dev/infiniband/uverbs2", 1);
+    assert_int_equal(run_detect(NULL), 0);
+    unsetenv("SRIOVNETWORK_vf_a_RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK_vf_b_RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK_vf_c_RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK__RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK_vf_a_RDMA_UVERB");
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_2\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "nccl-detect: DRA allocated mlx5_9, but sysfs does not show it\n");
+    assert_contains(got_log, "nccl-detect: DRA: SRIOVNETWORK_vf_c_RDMA_DEVICE names no device "
+                             "NCCL_IB_HCA can hold: not used\n");
+    assert_contains(got_log, "mlx5_3 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth3, RoCE v2 IPv4 GID 3 "
+                             "(25.11.128.66): left out: DRA allocated other devices\n");
 }
 
 TEST(test_infiniband_node)
@@ -1096,6 +1183,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_4card_node, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_4card_node_with_the_8card_profile, tree_setup,
                                         tree_teardown),
+        cmocka_unit_test_setup_teardown(test_job_list_mismatch_is_one_json_line, tree_setup,
+                                        tree_teardown),
+        cmocka_unit_test_setup_teardown(test_job_list_required_exits_1, tree_setup, tree_teardown),
+        cmocka_unit_test_setup_teardown(test_dra_sriov_environment, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_infiniband_node, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_container_sparse_gid_table, tree_setup, tree_teardown),
         cmocka_unit_test_setup_teardown(test_container_own_namespace_gaps, tree_setup,
