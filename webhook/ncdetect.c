@@ -987,6 +987,32 @@ static int ncdetect_check_expected(struct ncdetect_choice *c, const struct ncdet
     return jsonw_error(&w) == ERR_NOMEM ? ERR_NOMEM : ERR_OK;
 }
 
+/* NCCL_IB_GID_INDEX left out of a file with RoCE ports: what the file relies
+ * on, and each selected RoCE port's own index (none: "-"), as one note. */
+static void ncdetect_note_per_device(struct ncdetect_choice *c, const struct ncdetect_scan *s)
+{
+    char line[NCDETECT_NCCL_HCA_MAX * (NCDETECT_DEVNAME_MAX + 16)];
+    size_t o = 0;
+
+    line[0] = '\0';
+    for (size_t i = 0; i < s->nports && o < sizeof(line); i++) {
+        int n;
+
+        if (c->verdict[i] != NCDETECT_SELECTED || s->ports[i].link != NCDETECT_LINK_ETHERNET)
+            continue;
+        n = c->gid[i] >= 0 ? snprintf(line + o, sizeof(line) - o, "%s%s:%u %d", o ? ", " : "",
+                                      s->ports[i].dev, s->ports[i].port, c->gid[i])
+                           : snprintf(line + o, sizeof(line) - o, "%s%s:%u -", o ? ", " : "",
+                                      s->ports[i].dev, s->ports[i].port);
+        o += n > 0 ? (size_t)n : 0;
+    }
+    ncdetect_note(&c->notes,
+                  "NCCL behaviour relied on: NCCL 2.21+, which with NCCL_IB_GID_INDEX unset picks "
+                  "each device's RoCE v2 IPv4 GID itself (here %s); NCCL before 2.21 uses GID 0 "
+                  "on every device",
+                  line);
+}
+
 /* Why NCCL_IB_GID_INDEX is left out, or the index every selected RoCE port
  * has. */
 static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect_scan *s)
@@ -1021,6 +1047,7 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
     if (ib > 0) {
         ncdetect_note(&c->notes, "no NCCL_IB_GID_INDEX: the selected ports mix RoCE and "
                                  "InfiniBand; NCCL 2.21+ picks the GID per device itself");
+        ncdetect_note_per_device(c, s);
         return;
     }
     if (missing > 0) {
@@ -1028,6 +1055,7 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
                       "no NCCL_IB_GID_INDEX: %s port %u has no RoCE v2 GID with an IPv4 address "
                       "of this pod; NCCL 2.21+ picks the GID per device itself",
                       s->ports[first_missing].dev, s->ports[first_missing].port);
+        ncdetect_note_per_device(c, s);
         return;
     }
     if (other > 0) {
@@ -1036,10 +1064,13 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
                       "%s port %u; NCCL 2.21+ picks the GID per device itself",
                       index, s->ports[first_index].dev, s->ports[first_index].port,
                       c->gid[first_other], s->ports[first_other].dev, s->ports[first_other].port);
+        ncdetect_note_per_device(c, s);
         return;
     }
     c->gid_index = index;
-    ncdetect_note(&c->notes, "NCCL_IB_GID_INDEX=%d: the RoCE v2 IPv4 GID of every selected port",
+    ncdetect_note(&c->notes,
+                  "NCCL_IB_GID_INDEX=%d: the RoCE v2 IPv4 GID of every selected port (NCCL "
+                  "behaviour relied on: none, every NCCL version reads it)",
                   index);
 }
 

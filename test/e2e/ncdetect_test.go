@@ -183,7 +183,7 @@ func TestNcclDetectSeedNodeStdout(t *testing.T) {
 		"nccl-detect: default route: eth0\n",
 		"nccl-detect: mlx5_0 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth0, RoCE v2 IPv4 GID 3 (10.0.60.3): left out: its netdev carries the default route\n",
 		"nccl-detect: mlx5_1 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth1, RoCE v2 IPv4 GID 3 (25.11.128.2): selected\n",
-		"nccl-detect: NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port\n")
+		"nccl-detect: NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port (NCCL behaviour relied on: none, every NCCL version reads it)\n")
 	// No --out at all is stdout too.
 	res = d.detect()
 	expectExit0(t, res)

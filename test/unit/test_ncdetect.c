@@ -452,7 +452,8 @@ TEST(test_seed_8card_node)
                              "default route\n");
     assert_contains(got_log, "nccl-detect: mlx5_8 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth8, "
                              "RoCE v2 IPv4 GID 3 (25.11.128.226): selected\n");
-    assert_contains(got_log, "NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port");
+    assert_contains(got_log, "NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port "
+                             "(NCCL behaviour relied on: none, every NCCL version reads it)\n");
     assert_contains(got_log, "NCCL_SOCKET_IFNAME==eth0: the default route's interface");
     assert_contains(got_log, "nccl-detect: wrote ");
 }
@@ -777,6 +778,12 @@ TEST(test_container_gid_index_differs)
     assert_string_equal(got_file, SEED_HCA "NCCL_SOCKET_IFNAME==eth0\n");
     assert_contains(got_log, "no NCCL_IB_GID_INDEX: the RoCE v2 IPv4 GID is 7 on mlx5_1 port 1 "
                              "but 9 on mlx5_5 port 1; NCCL 2.21+ picks the GID per device itself");
+    /* Which NCCL the file relies on, and the index of each device. */
+    assert_contains(got_log, "NCCL behaviour relied on: NCCL 2.21+, which with NCCL_IB_GID_INDEX "
+                             "unset picks each device's RoCE v2 IPv4 GID itself (here mlx5_1:1 7, "
+                             "mlx5_2:1 7, mlx5_3:1 7, mlx5_4:1 7, mlx5_5:1 9, mlx5_6:1 7, "
+                             "mlx5_7:1 7, mlx5_8:1 7); NCCL before 2.21 uses GID 0 on every "
+                             "device\n");
 }
 
 TEST(test_port_down)
