@@ -29,16 +29,22 @@ LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now -pthread
 # on every header.
 DEPFLAGS := -MMD -MP
 
-# `make VERSION=1.2.3` stamps that version (webhook/version.h has the
+# `make VERSION=1.2.3` stamps that version (webhook/base/version.h has the
 # default). The stamp file changes only when the version does, so the objects
 # that include version.h are rebuilt then and only then.
 VERSION ?=
 VERSION_DEF := $(if $(VERSION),-DRDMA_WEBHOOK_VERSION='"$(VERSION)"')
-VERSION_USERS := $(basename $(notdir $(shell grep -l '"version.h"' webhook/*.c)))
+VERSION_USERS := $(basename $(notdir $(shell grep -l '"base/version.h"' webhook/*/*.c)))
 
-SRCS    := $(wildcard webhook/*.c)
+# One folder per layer (webhook/README.md, "Layers"). Module names are unique
+# across folders, so the objects stay flat in build/ and make finds each
+# source through vpath; sources include headers by folder ("base/dynbuf.h").
+SRCS    := $(wildcard webhook/*/*.c)
+vpath %.c $(sort $(dir $(SRCS)))
 # The library the unit tests link: every module but the command-line front end.
-LIB_SRCS := $(filter-out webhook/main.c webhook/cmd.c webhook/cmd_%.c,$(SRCS))
+LIB_SRCS := $(filter-out webhook/cmd/%.c,$(SRCS))
+# objs DIR,SOURCES: the objects of SOURCES in DIR.
+objs = $(patsubst %.c,$(1)/%.o,$(notdir $(2)))
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 # Shared by the unit tests: compiled into each one with its test_*.c.
 UNIT_SUPPORT := test/unit/support.c test/unit/support.h test/unit/unit.h
@@ -82,11 +88,11 @@ deps:
 deps-test:
 	@.ci/deps test
 
-build/%.o: webhook/%.c | build/
-	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $(DEPFLAGS) $(VERSION_DEF) $(PKG_CFLAGS) -c $< -o $@
+build/%.o: %.c | build/
+	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $(DEPFLAGS) $(VERSION_DEF) $(PKG_CFLAGS) -Iwebhook -c $< -o $@
 
-build-asan/%.o: webhook/%.c | build-asan/
-	$(CC) $(BASE) $(SAN) $(DEPFLAGS) $(VERSION_DEF) $(PKG_CFLAGS) -c $< -o $@
+build-asan/%.o: %.c | build-asan/
+	$(CC) $(BASE) $(SAN) $(DEPFLAGS) $(VERSION_DEF) $(PKG_CFLAGS) -Iwebhook -c $< -o $@
 
 # The version stamp: rewritten only when VERSION differs from the last build's.
 build/version.stamp: FORCE | build/
@@ -95,22 +101,27 @@ $(foreach d,build build-asan build-fuzz,$(patsubst %,$(d)/%.o,$(VERSION_USERS)))
 
 FORCE:
 
+# Dependency files written before the sources moved into folders name
+# webhook/X.c, which no longer exists: dropped, so that a warm tree rebuilds
+# those objects instead of stopping at "No rule to make target".
+STALE_DEPS := $(shell grep -l '^[^ ]*\.o: webhook/[a-z0-9_]*\.c' build/*.d build-asan/*.d build-fuzz/*.d 2>/dev/null)
+$(if $(STALE_DEPS),$(shell rm -f $(STALE_DEPS)))
 -include $(wildcard build/*.d build-asan/*.d build-fuzz/*.d)
 
-build/rdma-webhook: $(patsubst webhook/%.c,build/%.o,$(SRCS))
+build/rdma-webhook: $(call objs,build,$(SRCS))
 	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
 
-build-asan/rdma-webhook: $(patsubst webhook/%.c,build-asan/%.o,$(SRCS))
+build-asan/rdma-webhook: $(call objs,build-asan,$(SRCS))
 	$(CC) $(LDFLAGS_ALL) $(SAN) $^ $(PKG_LIBS) -o $@
 
 build/ build-asan/:
 	@mkdir -p $@
 
-build/unit/%: test/unit/%.c $(UNIT_SUPPORT) $(patsubst webhook/%.c,build/%.o,$(LIB_SRCS)) | build/
+build/unit/%: test/unit/%.c $(UNIT_SUPPORT) $(call objs,build,$(LIB_SRCS)) | build/
 	@mkdir -p build/unit
 	$(CC) $(BASE) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
-build-asan/unit/%: test/unit/%.c $(UNIT_SUPPORT) $(patsubst webhook/%.c,build-asan/%.o,$(LIB_SRCS)) | build-asan/
+build-asan/unit/%: test/unit/%.c $(UNIT_SUPPORT) $(call objs,build-asan,$(LIB_SRCS)) | build-asan/
 	@mkdir -p build-asan/unit
 	$(CC) $(BASE) $(SAN) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) -lcmocka $(LDFLAGS_ALL) -o $@
 
@@ -220,11 +231,11 @@ FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 FUZZ_TARGETS := build-fuzz/fuzz_review build-fuzz/fuzz_profiles build-fuzz/fuzz_docs \
                 build-fuzz/fuzz_ncdetect
 
-build-fuzz/%.o: webhook/%.c
+build-fuzz/%.o: %.c
 	@mkdir -p build-fuzz build
-	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(DEPFLAGS) $(VERSION_DEF) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c $< -o $@
+	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(DEPFLAGS) $(VERSION_DEF) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Iwebhook -c $< -o $@
 
-build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(patsubst webhook/%.c,build-fuzz/%.o,$(LIB_SRCS))
+build-fuzz/fuzz_%: test/fuzz/fuzz_%.c $(call objs,build-fuzz,$(LIB_SRCS))
 	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Iwebhook $^ $(PKG_LIBS) -o $@
 
 FUZZ_YAML_SEEDS := $(wildcard manifests/*.yaml manifests/examples/*.yaml)
@@ -273,7 +284,7 @@ BENCH_BIN  := build/bench/mhd_responder build/bench/ready_probe build/bench/lib_
 # The bench programs are built as the webhook is (BASE, HARDEN, CFLAGS), so a
 # yardstick differs from it in what it does, not in how it was compiled.
 # mhd_responder takes the daemon settings from server.h.
-build/bench/mhd_responder: bench/mhd_responder.c build/arena.o webhook/server.h webhook/arena.h | build/
+build/bench/mhd_responder: bench/mhd_responder.c build/arena.o webhook/server/server.h webhook/base/arena.h | build/
 	@mkdir -p build/bench
 	$(CC) $(BASE) $(HARDEN) $(CFLAGS) $(PKG_CFLAGS) -Iwebhook $(filter-out %.h,$^) $(PKG_LIBS) $(LDFLAGS_ALL) -o $@
 
@@ -296,10 +307,10 @@ bench:
 	bench/run.sh
 
 format:
-	$(CLANG_FORMAT) -i webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
+	$(CLANG_FORMAT) -i webhook/*/*.c webhook/*/*.h test/unit/*.c test/unit/*.h
 
 check-format:
-	$(CLANG_FORMAT) --dry-run --Werror webhook/*.c webhook/*.h test/unit/*.c test/unit/*.h
+	$(CLANG_FORMAT) --dry-run --Werror webhook/*/*.c webhook/*/*.h test/unit/*.c test/unit/*.h
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,6 +1,6 @@
 /* mhd_responder: the bare libmicrohttpd yardstick of `make bench`.
  *
- * Same daemon settings as rdma-webhook's HTTPS listener (webhook/server.c):
+ * Same daemon settings as rdma-webhook's HTTPS listener (webhook/server/server.c):
  * one daemon with one EPOLL internal thread per CPU (at most 8), each with its
  * own listening socket on the port (SO_REUSEPORT) when more than one,
  * no TURBO (the webhook cannot use it: see server.c), the same 8 KiB
@@ -11,15 +11,15 @@
  * review) is sent as application/json.
  *
  * With --parse, the body is also parsed with cJSON, in the webhook's own
- * per-request arena (webhook/arena.c), and a body that is not JSON gets 400:
+ * per-request arena (webhook/base/arena.c), and a body that is not JSON gets 400:
  * the floor of any webhook on this stack that must read the review with the
  * project's JSON library, before it looks at a single field.
  *
  * Listens on 127.0.0.1:PORT.
  * Usage: mhd_responder PORT CERT KEY RESPONSE_FILE [--parse]
  */
-#include "arena.h"
-#include "server.h"
+#include "base/arena.h"
+#include "server/server.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>

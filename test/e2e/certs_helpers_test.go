@@ -145,3 +145,26 @@ func liveCopyOf(t *testing.T, gen string) (crt, key string) {
 	copyFile(t, filepath.Join(gen, "tls.key"), key)
 	return crt, key
 }
+
+// certWatch is an instance serving a live copy (crt, key) of the first of
+// gens, n certificate generations that roots all trust, and rereading it
+// every intervalMS: what a fault test rewrites under load. first is the
+// certificate in crt when it started.
+type certWatch struct {
+	in       *instance
+	gens     []string
+	roots    *x509.CertPool
+	crt, key string
+	first    []byte
+}
+
+func startCertWatch(t *testing.T, n int, intervalMS string) certWatch {
+	t.Helper()
+	w := certWatch{}
+	w.gens, w.roots = certGenerations(t, n)
+	w.crt, w.key = liveCopyOf(t, w.gens[0])
+	w.in = startOwn(t, instanceOptions{profiles: profilesPath, roots: w.roots,
+		args: []string{"--reload-interval-ms", intervalMS, "--tls-cert-file", w.crt, "--tls-private-key-file", w.key}})
+	w.first = fileCert(t, w.crt)
+	return w
+}

@@ -203,7 +203,7 @@ func TestDockerignoreMatching(t *testing.T) {
 	t.Parallel()
 	patterns := []ignorePattern{{false, "*"}, {true, "webhook"}, {true, ".ci/deps"}, {false, "webhook/*.o"}}
 	for p, want := range map[string]bool{
-		"Makefile": true, "webhook/main.c": false, "webhook/main.o": true, ".ci/deps": false,
+		"Makefile": true, "webhook/cmd/main.c": false, "webhook/main.o": true, ".ci/deps": false,
 		".ci/run": true, "build/x": true,
 	} {
 		if got := ignored(patterns, p); got != want {

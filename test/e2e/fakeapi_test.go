@@ -297,15 +297,7 @@ func (a *fakeAPI) cutNextEvent() { a.mu.Lock(); a.cutNext = true; a.mu.Unlock() 
 
 // setDelay holds every request whose path starts with prefix for d before
 // answering (0 removes it).
-func (a *fakeAPI) setDelay(prefix string, d time.Duration) {
-	a.mu.Lock()
-	if d == 0 {
-		delete(a.delays, prefix)
-	} else {
-		a.delays[prefix] = d
-	}
-	a.mu.Unlock()
-}
+func (a *fakeAPI) setDelay(prefix string, d time.Duration) { setByPrefix(a, a.delays, prefix, d) }
 
 // setRawGet answers every GET of path with body (200), as given: for
 // objects too large to keep as maps (one body may serve many paths).
@@ -317,14 +309,20 @@ func (a *fakeAPI) setRawGet(path string, body []byte) {
 
 // setFailure answers every request whose path starts with prefix with
 // status (a Status object; 0 removes it).
-func (a *fakeAPI) setFailure(prefix string, status int) {
+func (a *fakeAPI) setFailure(prefix string, status int) { setByPrefix(a, a.failures, prefix, status) }
+
+// setByPrefix sets m[prefix] to v under a's lock; v's zero removes it, so
+// that a test can undo what it set.
+func setByPrefix[V comparable](a *fakeAPI, m map[string]V, prefix string, v V) {
+	var zero V
+
 	a.mu.Lock()
-	if status == 0 {
-		delete(a.failures, prefix)
+	defer a.mu.Unlock()
+	if v == zero {
+		delete(m, prefix)
 	} else {
-		a.failures[prefix] = status
+		m[prefix] = v
 	}
-	a.mu.Unlock()
 }
 
 // setWriteFailure answers every create and update of a ConfigMap with

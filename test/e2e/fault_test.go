@@ -85,11 +85,8 @@ func TestProfilesFileFaultsUnderLoad(t *testing.T) {
 // then taken.
 func TestCertificateFaultsUnderLoad(t *testing.T) {
 	t.Parallel()
-	gens, roots := certGenerations(t, 3)
-	crt, key := liveCopyOf(t, gens[0])
-	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
-		args: []string{"--reload-interval-ms", "200", "--tls-cert-file", crt, "--tls-private-key-file", key}})
-	first := fileCert(t, crt)
+	w := startCertWatch(t, 3, "200")
+	in, gens, roots, crt, key, first := w.in, w.gens, w.roots, w.crt, w.key, w.first
 	if !bytes.Equal(servedCert(t, in), first) {
 		t.Fatalf("the server does not present the first certificate")
 	}
@@ -317,11 +314,8 @@ func TestLogToDevFull(t *testing.T) {
 // each round the certificate served is still the first one.
 func TestMismatchedCertificateRace(t *testing.T) {
 	t.Parallel()
-	gens, roots := certGenerations(t, 2)
-	crt, key := liveCopyOf(t, gens[0])
-	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
-		args: []string{"--reload-interval-ms", "100", "--tls-cert-file", crt, "--tls-private-key-file", key}})
-	first := fileCert(t, crt)
+	w := startCertWatch(t, 2, "100")
+	in, gens, roots, crt, key, first := w.in, w.gens, w.roots, w.crt, w.key, w.first
 	goodCrt, goodKey, otherCrt := mustRead(t, crt), mustRead(t, key), mustRead(t, filepath.Join(gens[1], "tls.crt"))
 	load := startRotationLoad(t, in, roots, mustMarshal(gpu8Review(t).body()))
 	for round := 1; round <= 8; round++ {

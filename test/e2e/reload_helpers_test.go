@@ -224,3 +224,15 @@ func linkedProfiles(t *testing.T) (target, link string) {
 	}
 	return target, link
 }
+
+// startOnShippedCopy starts an instance on a copy of the shipped profiles
+// (file, which the test then rewrites), rereading it every intervalMS, and
+// waits until it serves them.
+func startOnShippedCopy(t *testing.T, intervalMS string) (*instance, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "profiles.json")
+	writeInPlace(t, file, shippedProfiles(t))
+	in := startInstance(t, file, "--reload-interval-ms", intervalMS)
+	in.requireHCA(t, shippedHCA(t), "at start")
+	return in, file
+}

@@ -53,10 +53,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 // overwritten in place (same inode); each version is served within 2 s.
 func TestReloadPlainFileRewrite(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
-	in.requireHCA(t, shippedHCA(t), "at start")
+	in, file := startOnShippedCopy(t, bigInterval)
 
 	steps := []struct {
 		name  string
@@ -103,11 +100,8 @@ func TestReloadIntervalFallback(t *testing.T) {
 // valid version is picked up.
 func TestReloadRejectsBadVersions(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
+	in, file := startOnShippedCopy(t, bigInterval)
 	old := shippedHCA(t)
-	in.requireHCA(t, old, "at start")
 
 	t.Run("invalid JSON", func(t *testing.T) {
 		mark := in.logMark()
@@ -153,11 +147,8 @@ func TestReloadRejectsBadVersions(t *testing.T) {
 // picked up.
 func TestReloadFileDeleted(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", bigInterval)
+	in, file := startOnShippedCopy(t, bigInterval)
 	old := shippedHCA(t)
-	in.requireHCA(t, old, "at start")
 
 	mark := in.logMark()
 	if err := os.Remove(file); err != nil {
@@ -316,23 +307,39 @@ func (in *instance) readyzDuringDrain(plain bool) (int, string) {
 	return resp.StatusCode, ""
 }
 
+// draining is an instance (--shutdown-grace 5) in its drain, with one
+// review held in flight: half its body sent on conn, closed when the test
+// ends. termAt is when SIGTERM went; "shutting down" is logged.
+type draining struct {
+	in     *instance
+	review reviewRequest
+	body   []byte
+	conn   *tls.Conn
+	termAt time.Time
+}
+
+func drainWithOneInFlight(t *testing.T) draining {
+	d := draining{review: gpu8Review(t)}
+	d.in = startInstance(t, profilesPath, "--shutdown-grace", "5", "--reload-interval-ms", bigInterval)
+	d.body = mustMarshal(d.review.body())
+	d.conn = d.in.slowPost(t, d.body)
+	t.Cleanup(func() { d.conn.Close() })
+	d.in.waitInFlight(t, 1)
+	mark := d.in.logMark()
+	d.termAt = time.Now()
+	d.in.signal(syscall.SIGTERM)
+	d.in.waitLog(t, mark, 2*time.Second, `"shutting down"`, msgIs("shutting down"))
+	return d
+}
+
 // TestSIGTERMDrainsInFlight: a review whose body is half sent when SIGTERM
 // arrives still completes with 200; meanwhile /readyz is not 200 (503, or
 // the connection is refused); the process exits 0 within --shutdown-grace.
 func TestSIGTERMDrainsInFlight(t *testing.T) {
 	t.Parallel()
 	const grace = 5 * time.Second
-	in := startInstance(t, profilesPath, "--shutdown-grace", "5", "--reload-interval-ms", bigInterval)
-	r := gpu8Review(t)
-	body := mustMarshal(r.body())
-	conn := in.slowPost(t, body)
-	defer conn.Close()
-	in.waitInFlight(t, 1)
-
-	mark := in.logMark()
-	termAt := time.Now()
-	in.signal(syscall.SIGTERM)
-	in.waitLog(t, mark, 2*time.Second, `"shutting down"`, msgIs("shutting down"))
+	d := drainWithOneInFlight(t)
+	in, r, body, conn, termAt := d.in, d.review, d.body, d.conn, d.termAt
 	for _, plain := range []bool{true, false} {
 		port := map[bool]string{true: "plain", false: "https"}[plain]
 		deadline := time.Now().Add(time.Second)
@@ -455,15 +462,8 @@ func TestSIGTERMIdle(t *testing.T) {
 // own timeouts, and hides the replica's state.
 func TestSIGTERMNewConnectionsDuringDrain(t *testing.T) {
 	t.Parallel()
-	in := startInstance(t, profilesPath, "--shutdown-grace", "5", "--reload-interval-ms", bigInterval)
-	r := gpu8Review(t)
-	body := mustMarshal(r.body())
-	conn := in.slowPost(t, body)
-	defer conn.Close()
-	in.waitInFlight(t, 1)
-	mark := in.logMark()
-	in.signal(syscall.SIGTERM)
-	in.waitLog(t, mark, 2*time.Second, `"shutting down"`, msgIs("shutting down"))
+	d := drainWithOneInFlight(t)
+	in, body, conn := d.in, d.body, d.conn
 	// Readiness goes false before the listener stops: wait for the plain
 	// port to say so, then ask the HTTPS port on a new connection.
 	waitStatus(t, time.Second, "plain /readyz during the drain", http.StatusServiceUnavailable,
@@ -658,10 +658,7 @@ func pathStrOr(v interface{}, keys ...string) string {
 func TestReloadStormSIGHUP(t *testing.T) {
 	t.Parallel()
 	const rounds = 1000
-	file := filepath.Join(t.TempDir(), "profiles.json")
-	writeInPlace(t, file, shippedProfiles(t))
-	in := startInstance(t, file, "--reload-interval-ms", "50")
-	in.requireHCA(t, shippedHCA(t), "at start")
+	in, file := startOnShippedCopy(t, "50")
 
 	docs := make([][]byte, 3)
 	for i := range docs {

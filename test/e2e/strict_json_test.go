@@ -168,17 +168,17 @@ func TestCheckProfilesStrictJSON(t *testing.T) {
 	}
 }
 
-// TestVersionIsOneValue: webhook/version.h defines the version; --version
+// TestVersionIsOneValue: webhook/base/version.h defines the version; --version
 // and the build_info metric both say it.
 func TestVersionIsOneValue(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile("../../webhook/version.h")
+	src, err := os.ReadFile("../../webhook/base/version.h")
 	if err != nil {
 		t.Fatalf("the version's one definition: %v", err)
 	}
 	m := regexp.MustCompile(`#define RDMA_WEBHOOK_VERSION "([^"]+)"`).FindSubmatch(src)
 	if m == nil {
-		t.Fatalf("webhook/version.h defines no RDMA_WEBHOOK_VERSION")
+		t.Fatalf("webhook/base/version.h defines no RDMA_WEBHOOK_VERSION")
 	}
 	want := string(m[1])
 	res := runBinary(t, nil, "--version")

@@ -3,8 +3,8 @@
  * An input is read or refused with a message, within the default limits;
  * and every document read, written back as YAML and as JSON, reads back as
  * the same value. */
-#include "docs.h"
-#include "dynbuf.h"
+#include "host/docs.h"
+#include "base/dynbuf.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -23,9 +23,9 @@
  *   webhook's nccl module), NCCL uses exactly the scanned ports chosen as
  *   selected, and at most 32 of them;
  * - the report has no control character but its newlines. */
-#include "dynbuf.h"
-#include "nccl.h"
-#include "ncdetect.h"
+#include "base/dynbuf.h"
+#include "admission/nccl.h"
+#include "host/ncdetect.h"
 
 #include <errno.h>
 #include <fcntl.h>

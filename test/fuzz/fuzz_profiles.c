@@ -1,8 +1,8 @@
 /* libFuzzer target: the profiles parser and validator, which reads what an
  * admin (or anyone who can edit the ConfigMap) writes. A document is either
  * accepted as a snapshot or rejected with at least one message. */
-#include "dynbuf.h"
-#include "profiles.h"
+#include "base/dynbuf.h"
+#include "admission/profiles.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,13 +10,13 @@
  * uid byte for byte (what the apiserver compares), and whenever it carries a
  * patch, that patch applies to the request's object and mutating the result
  * again yields no patch (docs/profiles.md, step 4: reinvocation is a no-op). */
-#include "dynbuf.h"
-#include "jsonraw.h"
-#include "mutate.h"
-#include "patch.h"
-#include "profiles.h"
-#include "report.h"
-#include "review.h"
+#include "base/dynbuf.h"
+#include "base/jsonraw.h"
+#include "admission/mutate.h"
+#include "admission/patch.h"
+#include "admission/profiles.h"
+#include "admission/report.h"
+#include "admission/review.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -8,14 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "certs.h"
-#include "cmd.h"
-#include "dynbuf.h"
-#include "err.h"
-#include "fsutil.h"
-#include "profiles.h"
-#include "select.h"
-#include "store.h"
+#include "wire/certs.h"
+#include "cmd/cmd.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "host/fsutil.h"
+#include "admission/profiles.h"
+#include "admission/select.h"
+#include "host/store.h"
 
 #define DOMAIN_LEN 253 /* DNS-1123 subdomain */
 #define NAME_LEN   63  /* the part after the '/' */
@@ -52,6 +52,23 @@ out:
     dynbuf_free(&text);
     dynbuf_free(&errors);
     return ps;
+}
+
+struct profiles *support_shipped;
+
+int support_shipped_setup(void **state)
+{
+    (void)state;
+    support_shipped = load_shipped_profiles();
+    return support_shipped ? 0 : -1;
+}
+
+int support_shipped_teardown(void **state)
+{
+    (void)state;
+    profiles_free(support_shipped);
+    support_shipped = NULL;
+    return 0;
 }
 
 char *longest_resource_name(char *out, size_t outlen)
@@ -122,6 +139,20 @@ int run_out_of_memory(int (*fn)(void *arg), void *arg)
     }
     assert_int_equal(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void support_assert_starved(int (*fn)(void *arg), void *arg, const char *doing,
+                            const char *const *why)
+{
+    int rc = run_out_of_memory(fn, arg), n = 0;
+
+    if (rc == 0)
+        return;
+    while (why[n])
+        n++;
+    if (rc > 0 && rc <= n)
+        fail_msg("%s: %s", doing, why[rc - 1]);
+    fail_msg("%s: the child's result %d", doing, rc);
 }
 
 char *support_log_text(FILE *f)

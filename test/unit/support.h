@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "select.h"
+#include "admission/select.h"
 
 struct dynbuf;
 struct profiles;
@@ -23,6 +23,15 @@ struct profiles;
  * stderr and returns NULL, so a group setup can return -1 and a test can
  * fail_msg(). Free the result with profiles_free(). */
 struct profiles *load_shipped_profiles(void);
+
+/* The shipped profiles for a group of tests that all read them:
+ * support_shipped_setup() and support_shipped_teardown() are the group's
+ * setup and teardown for cmocka_run_group_tests(), which load
+ * SHIPPED_PROFILES into support_shipped (a failed load fails the group) and
+ * free it. */
+extern struct profiles *support_shipped;
+int support_shipped_setup(void **state);
+int support_shipped_teardown(void **state);
 
 /* Writes the longest qualified name the apiserver accepts as a resource name,
  * 317 bytes: a 253-byte domain of 'd', '/', then a 63-byte name of 'n', so
@@ -38,6 +47,13 @@ char *longest_resource_name(char *out, size_t outlen);
  * Skips the calling test where the trick cannot work: under AddressSanitizer,
  * whose allocator aborts rather than fail. */
 int run_out_of_memory(int (*fn)(void *arg), void *arg);
+
+/* run_out_of_memory(fn, arg), failing the calling test unless fn returns 0,
+ * with "doing: why": why[rc - 1] says what fn's result rc means (a
+ * NULL-terminated list; a result past its end is named by its number, and
+ * so is a child that did not exit). */
+void support_assert_starved(int (*fn)(void *arg), void *arg, const char *doing,
+                            const char *const *why);
 
 /* What a test's log file (a tmpfile() the test's struct log writes to) holds
  * so far, NUL-terminated, at most 64 KiB; the file is left positioned at its

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/arena.c: cJSON's nodes come from the arena while a
+ * Unit tests for webhook/base/arena.c: cJSON's nodes come from the arena while a
  * request is open and from malloc otherwise (and while suspended); freeing
  * arena memory is a no-op; a full arena spills to malloc and says so, and
  * then arena_json_delete() really frees the tree. The allocator's own
@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "base/arena.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1

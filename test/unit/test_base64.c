@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/base64.c: the RFC 4648 section 10 test vectors, and
+ * Unit tests for webhook/base/base64.c: the RFC 4648 section 10 test vectors, and
  * every length and byte value checked against OpenSSL's independent encoder
  * (EVP_EncodeBlock: standard alphabet, padding, no line breaks).
  */
@@ -8,8 +8,8 @@
 #include <openssl/evp.h>
 #include <string.h>
 
-#include "base64.h"
-#include "dynbuf.h"
+#include "base/base64.h"
+#include "base/dynbuf.h"
 
 static void assert_encodes(const char *in, const char *want)
 {

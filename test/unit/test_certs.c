@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/certs.c.  Results are checked twice: with the
+ * Unit tests for webhook/wire/certs.c.  Results are checked twice: with the
  * OpenSSL API and with the `openssl` command line, which is what an admin
  * (and the apiserver's view of the chain) would see. `make unit` builds it.
  */
@@ -22,8 +22,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "certs.h"
-#include "err.h"
+#include "wire/certs.h"
+#include "base/err.h"
 
 #define DAY     (24LL * 60 * 60)
 #define LABEL63 "a23456789012345678901234567890123456789012345678901234567890123"
@@ -82,14 +82,21 @@ static int gen_force(const char *dir, char *err, size_t len)
     return certs_generate(&o, err, len);
 }
 
-static X509 *load_cert(const char *dir, const char *name)
+/* dir/name opened for reading; a file that is not there fails the test. */
+static FILE *open_in(const char *dir, const char *name)
 {
     char p[256];
     FILE *f = fopen(path_in(dir, name, p, sizeof p), "r");
-    X509 *x;
 
     assert_non_null(f);
-    x = PEM_read_X509(f, NULL, NULL, NULL);
+    return f;
+}
+
+static X509 *load_cert(const char *dir, const char *name)
+{
+    FILE *f = open_in(dir, name);
+    X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
+
     fclose(f);
     assert_non_null(x);
     return x;
@@ -97,12 +104,9 @@ static X509 *load_cert(const char *dir, const char *name)
 
 static EVP_PKEY *load_key(const char *dir, const char *name)
 {
-    char p[256];
-    FILE *f = fopen(path_in(dir, name, p, sizeof p), "r");
-    EVP_PKEY *k;
+    FILE *f = open_in(dir, name);
+    EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
 
-    assert_non_null(f);
-    k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
     fclose(f);
     assert_non_null(k);
     return k;

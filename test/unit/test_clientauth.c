@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/clientauth.c without a TLS session (the e2e tests
+ * Unit tests for webhook/wire/clientauth.c without a TLS session (the e2e tests
  * judge real clients): the --client-names list and its mistakes, a CA file
  * that is missing or holds no certificate, the CAs counted, the same bytes
  * loading nothing, and a bad rewrite keeping the current CAs. Stop undoes
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "certs.h"
-#include "clientauth.h"
-#include "err.h"
+#include "wire/certs.h"
+#include "wire/clientauth.h"
+#include "base/err.h"
 
 struct fixture {
     char root[64];

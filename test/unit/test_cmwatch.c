@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/cmwatch.c through a fake API (cmwatch_config.call):
+ * Unit tests for webhook/kube/cmwatch.c through a fake API (cmwatch_config.call):
  * the list publishes the ConfigMap's key and the watch starts from the
  * list's resourceVersion; a MODIFIED event publishes the new text; a 410
  * Gone, as a status or as an ERROR event, is answered by a fresh list; a
@@ -20,14 +20,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmwatch.h"
-#include "dynbuf.h"
-#include "err.h"
-#include "kubeapi.h"
-#include "log.h"
-#include "monotime.h"
-#include "profiles.h"
-#include "store.h"
+#include "kube/cmwatch.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "kube/kubeapi.h"
+#include "host/log.h"
+#include "host/monotime.h"
+#include "admission/profiles.h"
+#include "host/store.h"
 
 #define WAIT_MS   10000 /* the most a test waits for the watch to get somewhere */
 #define MAX_STEPS 8
@@ -391,15 +391,14 @@ TEST(test_init_refuses_without_a_call_or_with_a_bad_name)
 
 int main(void)
 {
+#define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_list_serves_and_the_watch_follows, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gone_relists, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cut_stream_resumes_from_the_last_event, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_unauthorized_is_retried, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deleted_keeps_serving_stale, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_init_refuses_without_a_call_or_with_a_bad_name, setup,
-                                        teardown),
+        T_(test_list_serves_and_the_watch_follows),
+        T_(test_gone_relists),
+        T_(test_cut_stream_resumes_from_the_last_event),
+        T_(test_unauthorized_is_retried),
+        T_(test_deleted_keeps_serving_stale),
+        T_(test_init_refuses_without_a_call_or_with_a_bad_name),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

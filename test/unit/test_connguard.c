@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/connguard.c, on socket pairs: the guard holds one
+ * Unit tests for webhook/wire/connguard.c, on socket pairs: the guard holds one
  * end as libmicrohttpd would, the test watches the other for the end of
  * file a cut sends. At the limit the connection waiting longest gives way
  * (never one being served); each phase's deadline cuts the connection,
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "connguard.h"
-#include "err.h"
+#include "wire/connguard.h"
+#include "base/err.h"
 
 struct pair {
     int ours, peer; /* ours is what the guard holds */

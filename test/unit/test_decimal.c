@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/decimal.c, against snprintf over the edges of the
+ * Unit tests for webhook/base/decimal.c, against snprintf over the edges of the
  * range and a sweep of values.
  */
 #include "unit.h"
@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "err.h"
-#include "decimal.h"
+#include "base/err.h"
+#include "base/decimal.h"
 
 static void check_ll(long long v)
 {

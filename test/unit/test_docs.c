@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/docs.c: YAML scalars and keys become the JSON that
+ * Unit tests for webhook/host/docs.c: YAML scalars and keys become the JSON that
  * kubectl (sigs.k8s.io/yaml, go-yaml v2) makes of them; streams of several
  * documents and Lists; what is refused, with its line and column (syntax,
  * garbage after JSON, NaN, bad tags, duplicate and odd keys, merge keys,
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docs.h"
+#include "host/docs.h"
 
 static struct docs d;
 static char err[ERR_LEN];

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/dynbuf.c: the size cap (and that a refused call
+ * Unit tests for webhook/base/dynbuf.c: the size cap (and that a refused call
  * leaves the buffer as it was), NUL termination, growth through printf,
  * steal/reset/truncate, the degenerate caps 0 and SIZE_MAX, and out of
  * memory told apart from over the cap.
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dynbuf.h"
+#include "base/dynbuf.h"
 
 /* The buffer holds exactly want (len bytes, no more) and is terminated. */
 static void assert_holds(const struct dynbuf *b, const char *want, size_t len)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/err.c: err_set returns the code it is given, writes
+ * Unit tests for webhook/base/err.c: err_set returns the code it is given, writes
  * one terminated line (control characters folded into spaces, a message too
  * long for the buffer cut), and writes nothing when there is no buffer;
  * err_name names every code.
@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 
 TEST(test_returns_the_code_it_is_given)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/events.c, with a fake API behind the queue and a
+ * Unit tests for webhook/kube/events.c, with a fake API behind the queue and a
  * fake clock for the window and the patch gap (events_config's edges): the
  * Event's JSON (regarding the owner or the Namespace, the note naming the
  * pod and its replica, the API's required fields and limits); a reported
@@ -26,10 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "events.h"
-#include "log.h"
-#include "monotime.h"
+#include "base/err.h"
+#include "kube/events.h"
+#include "host/log.h"
+#include "host/monotime.h"
 
 #define WAIT_MS   5000 /* the most a test waits for the sender to get somewhere */
 #define PATCH_MS  2000 /* on the fake clock */

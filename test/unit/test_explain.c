@@ -1,5 +1,5 @@
 /*
- * Unit tests for `mutate --explain`'s text (webhook/explain.c and the trace
+ * Unit tests for `mutate --explain`'s text (webhook/admission/explain.c and the trace
  * lines of mutate.c), on the issue's mixed H100/A100 cluster and small
  * profiles of their own: which rule chose which profile; for every other
  * profile why not (excluded by the nodeSelector, the Node or the required
@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "mutate.h"
-#include "podjson.h"
-#include "profiles.h"
-#include "select.h"
-#include "trace.h"
+#include "base/err.h"
+#include "admission/mutate.h"
+#include "admission/podjson.h"
+#include "admission/profiles.h"
+#include "admission/select.h"
+#include "base/trace.h"
 
 /* The mixed cluster, in the file's words (manifests/examples/profiles-mixed.json,
  * shortened). */

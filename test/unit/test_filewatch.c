@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/filewatch.c: stop undoes init whatever happened in
+ * Unit tests for webhook/host/filewatch.c: stop undoes init whatever happened in
  * between (a failed init, no start, a second stop), closing exactly what init
  * opened and never descriptor 0; a change to the file is seen; and a version
  * written after init recorded the identities but before start (while the
@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "filewatch.h"
+#include "base/err.h"
+#include "host/filewatch.h"
 
 #define WAIT_MS 3000
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/framing.c: which Transfer-Encoding fields the
+ * Unit tests for webhook/wire/framing.c: which Transfer-Encoding fields the
  * server can read a body by (exactly one plain "chunked", in any case),
  * which are malformed or leave the body's end unknown (400, RFC 9112 6.3),
  * and which name a coding it does not implement (501).
@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "framing.h"
+#include "wire/framing.h"
 
 struct framing_case {
     const char *fields[FRAMING_MAX_FIELDS + 2];

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/fsutil.c: a whole-file read, a file over the cap
+ * Unit tests for webhook/host/fsutil.c: a whole-file read, a file over the cap
  * (ERR_TOO_BIG, "larger than" the cap), and a read that runs out of memory,
  * which must say so (ERR_NOMEM, "out of memory") rather than blame the
  * file's size: the caller answers the two differently; the small reads of
@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "fsutil.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "host/fsutil.h"
 
 static char path[] = "/tmp/test_fsutil.XXXXXX";
 
@@ -107,12 +107,10 @@ static int read_starved(void *arg)
 
 TEST(test_read_out_of_memory_says_so)
 {
-    int rc = run_out_of_memory(read_starved, NULL);
+    static const char *const why[] = {"reported as too large",
+                                      "ERR_NOMEM without \"out of memory\"", "not ERR_NOMEM", NULL};
 
-    if (rc != 0)
-        fail_msg("reading without memory: %s", rc == 1   ? "reported as too large"
-                                               : rc == 2 ? "ERR_NOMEM without \"out of memory\""
-                                                         : "not ERR_NOMEM");
+    support_assert_starved(read_starved, NULL, "reading without memory", why);
 }
 
 TEST(test_read_small_fits_and_exact)

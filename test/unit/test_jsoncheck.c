@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/jsoncheck.c: RFC 8259 texts are accepted and what
+ * Unit tests for webhook/base/jsoncheck.c: RFC 8259 texts are accepted and what
  * the RFC refuses is refused with the right problem and byte offset (raw
  * control characters in strings and between tokens, numbers outside the
  * grammar, bad escapes, lone surrogates, invalid UTF-8, a byte order mark,
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "jsoncheck.h"
+#include "base/err.h"
+#include "base/jsoncheck.h"
 
 static struct jsoncheck_result r;
 

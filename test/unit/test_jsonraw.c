@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/jsonraw.c: members are found by their exact,
+ * Unit tests for webhook/base/jsonraw.c: members are found by their exact,
  * unescaped name (a NUL in a name is part of it; the first of duplicates
  * wins) at the index cJSON gives the same child; values of every kind are
  * skipped whole; strings unescape exactly, NULs and surrogate pairs
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonraw.h"
+#include "base/jsonraw.h"
 
 static struct jsonraw doc(const char *text)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/k8sname.c against the apiserver's rules
+ * Unit tests for webhook/base/k8sname.c against the apiserver's rules
  * (k8s.io/apimachinery/pkg/util/validation): DNS-1123 labels and subdomains,
  * qualified names, and their length limits.
  */
@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "k8sname.h"
+#include "base/k8sname.h"
 
 static const char *repeat(char c, size_t n)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/kubeapi.c, the failures that happen before any
+ * Unit tests for webhook/kube/kubeapi.c, the failures that happen before any
  * connection: a missing or overlong setting, a token file that cannot be
  * read or is over its cap, a URL too long. Each has its own code (ERR_FAIL
  * or ERR_TOO_BIG) and a message naming what is at fault. The exchanges
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dynbuf.h"
-#include "kubeapi.h"
+#include "base/dynbuf.h"
+#include "kube/kubeapi.h"
 
 static char token_path[] = "/tmp/test_kubeapi.XXXXXX";
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "labelsel.h"
+#include "base/err.h"
+#include "admission/labelsel.h"
 
 #define NS_NAME "kubernetes.io/metadata.name"
 
@@ -281,10 +281,26 @@ TEST(test_satisfiable_named_and_pair)
     assert_false(labelsel_satisfiable(&a, &sel, NS_NAME, NULL));
 }
 
+/* The member check profiles.c shares: exact names only, none for an empty
+ * list. */
+TEST(test_known_key)
+{
+    static const char *const keys[] = {"matchLabels", "matchExpressions", NULL};
+    static const char *const none[] = {NULL};
+
+    assert_true(labelsel_known_key(keys, "matchLabels"));
+    assert_true(labelsel_known_key(keys, "matchExpressions"));
+    assert_false(labelsel_known_key(keys, "matchlabels"));
+    assert_false(labelsel_known_key(keys, "match"));
+    assert_false(labelsel_known_key(keys, ""));
+    assert_false(labelsel_known_key(none, "matchLabels"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_match_labels_is_in, teardown),
+        cmocka_unit_test_teardown(test_known_key, teardown),
         cmocka_unit_test_teardown(test_each_operator, teardown),
         cmocka_unit_test_teardown(test_req_holds_on_absent, teardown),
         cmocka_unit_test_teardown(test_parse_problems_named, teardown),

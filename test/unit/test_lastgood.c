@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/lastgood.c, with a fake API behind
+ * Unit tests for webhook/kube/lastgood.c, with a fake API behind
  * lastgood_config.call that keeps one ConfigMap (the copy) as the apiserver
  * does: a GET answers it or 404, a POST creates it (409 when it exists), a
  * PUT replaces it when its resourceVersion is the stored one (409 when
@@ -24,11 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "lastgood.h"
-#include "log.h"
-#include "profiles.h"
-#include "store.h"
+#include "base/err.h"
+#include "kube/lastgood.h"
+#include "host/log.h"
+#include "admission/profiles.h"
+#include "host/store.h"
 
 #define T_PATH "/api/v1/namespaces/ns/configmaps/cm-last-good"
 #define T_COLL "/api/v1/namespaces/ns/configmaps"

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/log.c: each line is one JSON object (checked by
+ * Unit tests for webhook/host/log.c: each line is one JSON object (checked by
  * parsing it with cJSON) with ts, level and msg first; strings are escaped;
  * a value too long for LOG_LINE_MAX is cut without splitting a UTF-8
  * sequence or an escape, and the line says "truncated"; filtered levels
@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "log.h"
+#include "base/err.h"
+#include "host/log.h"
 
 struct sink {
     int fds[2];

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/logq.c and the logger's use of it (webhook/log.c):
+ * Unit tests for webhook/host/logq.c and the logger's use of it (webhook/host/log.c):
  * every queued line arrives whole and in order; stop flushes; an urgent line
  * and a quiet server's line go out without a stop; a full queue drops and
  * counts instead of blocking, and the sink hears the count; through a
@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "log.h"
-#include "logq.h"
+#include "base/err.h"
+#include "host/log.h"
+#include "host/logq.h"
 
 /* A sink that keeps what it is given; it can be held closed to fill the
  * queue, and tells how many batches it has seen. */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/lookups.c, with a fake API and, where time matters,
+ * Unit tests for webhook/kube/lookups.c, with a fake API and, where time matters,
  * a fake clock behind the caches (lookups_config's edges): an answer is
  * cached until its TTL runs out, and a real API failure for a second; N
  * concurrent misses for one key make one call, the others wait for it and
@@ -26,13 +26,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "kubeapi.h"
-#include "log.h"
-#include "lookups.h"
-#include "monotime.h"
-#include "profiles.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "kube/kubeapi.h"
+#include "host/log.h"
+#include "kube/lookups.h"
+#include "host/monotime.h"
+#include "admission/profiles.h"
 
 #define BUDGET_MS      1000 /* the configured budget; a test moves a request's deadline */
 #define WAIT_MS        5000 /* the most a test waits for another thread to get somewhere */
@@ -187,15 +187,6 @@ static int fake_call(void *ctx, const struct kubeapi_request *req, struct dynbuf
 
 static struct log test_log;
 static FILE *log_file;
-
-static int count_of(const char *hay, const char *needle)
-{
-    int n = 0;
-
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
 
 #define FAILED_MSG "\"msg\":\"API lookup failed; admissions go on without its answer\""
 
@@ -671,7 +662,7 @@ TEST(test_forbidden_is_logged_with_status_and_object)
     fake.mode = FAKE_FORBIDDEN;
     assert_int_equal(node_labels("gpu-node-1", 1000), -1);
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, FAILED_MSG), 1);
+    assert_int_equal(support_count(log, FAILED_MSG), 1);
     assert_contains(log, "\"level\":\"warn\"," FAILED_MSG);
     assert_contains(log, FAILED_MSG ",\"kind\":\"Node\",\"name\":\"gpu-node-1\",\"status\":403,"
                                     "\"reason\":\"forbidden\",\"error\":\"403 Forbidden: nodes "
@@ -685,7 +676,7 @@ TEST(test_forbidden_is_logged_with_status_and_object)
     assert_int_equal(node_labels("gpu-node-1", 1000), -1);
     assert_int_equal(atomic_load(&fake.calls), 1);
     assert_int_equal(all_failures(), 1);
-    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 1);
+    assert_int_equal(support_count(support_log_text(log_file), FAILED_MSG), 1);
 }
 
 /* Within the interval, more failures of the same kind and reason are
@@ -706,14 +697,14 @@ TEST(test_repeated_failures_are_suppressed_then_counted_in_the_next_line)
     assert_int_equal(atomic_load(&fake.calls), 6);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_FORBIDDEN), 6);
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, FAILED_MSG), 1);
+    assert_int_equal(support_count(log, FAILED_MSG), 1);
     assert_contains(log, "\"name\":\"n0\"");
     assert_null(strstr(log, "\"name\":\"n1\""));
 
     /* Its own line: the Namespace's RBAC is another rule to fix. */
     assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "?");
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, FAILED_MSG), 2);
+    assert_int_equal(support_count(log, FAILED_MSG), 2);
     assert_contains(log, "\"kind\":\"Namespace\",\"name\":\"team-a\",\"status\":403");
     assert_contains(log, "needs get on namespaces");
     assert_int_equal(failures(LOOKUPS_K_NAMESPACE, LOOKUPS_R_FORBIDDEN), 1);
@@ -721,11 +712,11 @@ TEST(test_repeated_failures_are_suppressed_then_counted_in_the_next_line)
     /* 60 s after n0's line (6 s have passed): the next one is written. */
     advance_ms((LOG_INTERVAL_S - 6) * 1000 - 1);
     assert_int_equal(node_labels("n-early", 1000), -1);
-    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 2);
+    assert_int_equal(support_count(support_log_text(log_file), FAILED_MSG), 2);
     advance_ms(1);
     assert_int_equal(node_labels("n-late", 1000), -1);
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, FAILED_MSG), 3);
+    assert_int_equal(support_count(log, FAILED_MSG), 3);
     last = strstr(log, "\"name\":\"n-late\"");
     assert_non_null(last);
     assert_contains(last, "\"suppressed\":6}");
@@ -762,7 +753,7 @@ TEST(test_timeout_is_a_reason_of_its_own)
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TRANSPORT), 1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_TIMEOUT), 1);
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, FAILED_MSG), 2);
+    assert_int_equal(support_count(log, FAILED_MSG), 2);
     assert_contains(log, "\"name\":\"n2\",\"reason\":\"transport\",\"error\":\"GET "
                          "/api/v1/nodes/n2: Couldn't connect to server\",\"hint\":\"the API cannot "
                          "be reached");
@@ -778,7 +769,7 @@ TEST(test_not_found_and_configmap_failures)
     fake.mode = FAKE_NOT_FOUND;
     assert_int_equal(configmap_has("K", 1000), MUTATE_ENVFROM_LACKS);
     assert_int_equal(all_failures(), 0);
-    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 0);
+    assert_int_equal(support_count(support_log_text(log_file), FAILED_MSG), 0);
     assert_int_equal(node_labels("gone", 1000), -1);
     assert_int_equal(failures(LOOKUPS_K_NODE, LOOKUPS_R_NOT_FOUND), 1);
     assert_contains(support_log_text(log_file),
@@ -805,7 +796,7 @@ TEST(test_invalid_names_are_not_api_failures)
     assert_string_equal(namespace_kind("a/b", kind, sizeof(kind)), "?");
     assert_int_equal(atomic_load(&fake.calls), 0);
     assert_int_equal(all_failures(), 0);
-    assert_int_equal(count_of(support_log_text(log_file), FAILED_MSG), 0);
+    assert_int_equal(support_count(support_log_text(log_file), FAILED_MSG), 0);
 }
 
 /* The label values the metric and the log share. */
@@ -853,7 +844,7 @@ TEST(test_circuit_opens_after_failures_in_a_row)
     assert_int_equal(atomic_load(&fake.calls), 3);
     assert_int_equal(skipped(LOOKUPS_K_NODE), 1);
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, "API lookups paused"), 1);
+    assert_int_equal(support_count(log, "API lookups paused"), 1);
     assert_contains(log, "\"kind\":\"Node\",\"failures\":3,\"pause_s\":10");
     /* The Namespace cache still asks. */
     assert_string_equal(namespace_kind("team-a", kind, sizeof(kind)), "?");
@@ -877,8 +868,8 @@ TEST(test_circuit_opens_after_failures_in_a_row)
     assert_int_equal(node_labels("n8", 1000), 0);
     assert_int_equal(atomic_load(&fake.calls), 7);
     log = support_log_text(log_file);
-    assert_int_equal(count_of(log, "API lookups paused"), 1);
-    assert_int_equal(count_of(log, "API lookups resumed"), 1);
+    assert_int_equal(support_count(log, "API lookups paused"), 1);
+    assert_int_equal(support_count(log, "API lookups resumed"), 1);
 }
 
 /* A timeout counts: an API that hangs opens the circuit like one that is

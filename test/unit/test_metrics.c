@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/metrics.c: every admission reason lands under its
+ * Unit tests for webhook/server/metrics.c: every admission reason lands under its
  * own {result, reason} label pair, ignored requests under their own, and the
  * histogram and counters add up; failed API lookups by kind and reason; the
  * server's connections, bodies, Events and client refusals from the gauges.
@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "clientauth.h"
-#include "dynbuf.h"
-#include "lookups.h"
-#include "metrics.h"
-#include "mutate.h"
+#include "wire/clientauth.h"
+#include "base/dynbuf.h"
+#include "kube/lookups.h"
+#include "server/metrics.h"
+#include "admission/mutate.h"
 
 static const struct metrics_gauges gauges = {.version = "test"};
 
@@ -310,15 +310,11 @@ static int render_starved(void *arg)
  * guessed from the output's shape). */
 TEST(test_render_out_of_memory_says_so)
 {
+    static const char *const why[] = {"ERR_TOO_BIG", "success", "unexpected result", NULL};
     struct metrics m;
-    int rc;
 
     metrics_init(&m);
-    rc = run_out_of_memory(render_starved, &m);
-    if (rc != 0)
-        fail_msg("rendering without memory: %s", rc == 1   ? "ERR_TOO_BIG"
-                                                 : rc == 2 ? "success"
-                                                           : "unexpected result");
+    support_assert_starved(render_starved, &m, "rendering without memory", why);
 }
 
 int main(void)

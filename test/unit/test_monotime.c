@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/monotime.c: nanoseconds split into a timespec, and
+ * Unit tests for webhook/host/monotime.c: nanoseconds split into a timespec, and
  * a condition variable whose timed wait runs on the same clock as
  * monotime_now(), so a deadline taken from it is honoured.
  */
@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "err.h"
-#include "monotime.h"
+#include "base/err.h"
+#include "host/monotime.h"
 
 TEST(test_monotime_at_splits_seconds)
 {

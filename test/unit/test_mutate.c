@@ -1,5 +1,6 @@
 /*
- * Unit tests for webhook/mutate.c, rule by rule (docs/profiles.md; docs/operations.md "Warnings").
+ * Unit tests for webhook/admission/mutate.c, rule by rule (docs/profiles.md; docs/operations.md
+ * "Warnings").
  *
  * Every test builds a small pod, calls mutate_object() with the shipped
  * profiles (or a small profiles document of its own), applies the patch with
@@ -21,14 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "mutate.h"
-#include "patch.h"
-#include "podsec.h"
-#include "trace.h"
-#include "profiles.h"
-#include "utf8.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/mutate.h"
+#include "admission/patch.h"
+#include "admission/podsec.h"
+#include "base/trace.h"
+#include "admission/profiles.h"
+#include "base/utf8.h"
 
 #define WARN_PREFIX "rdma-webhook: "
 #define NAME63      "a23456789012345678901234567890123456789012345678901234567890123"
@@ -289,7 +290,7 @@ static void assert_preserved(const cJSON *before, const cJSON *after, const char
         }
         return;
     }
-    /* The one value the webhook owns: it may grow (mutate_warnings_value). */
+    /* The one value the webhook owns: it may grow (mutannot_warnings_value). */
     if (strstr(path, "/metadata/annotations/" MUTATE_ANNOTATION_WARNINGS))
         return;
     if (!cJSON_Compare(before, after, 1))
@@ -398,16 +399,13 @@ static void assert_outcome(enum mutate_outcome want)
     }
 }
 
-static int setup_group(void **state __attribute__((unused)))
+/* support.c loads the profiles; shipped is this file's short name for them. */
+static int setup_group(void **state)
 {
-    shipped = load_shipped_profiles();
-    return shipped ? 0 : -1;
-}
+    int rc = support_shipped_setup(state);
 
-static int teardown_group(void **state __attribute__((unused)))
-{
-    profiles_free(shipped);
-    return 0;
+    shipped = support_shipped;
+    return rc;
 }
 
 static int teardown(void **state __attribute__((unused)))
@@ -3648,5 +3646,5 @@ int main(void)
     };
 #undef T_
 
-    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+    return cmocka_run_group_tests(tests, setup_group, support_shipped_teardown);
 }

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/ncdetect.c and `rdma-webhook nccl-detect`
+ * Unit tests for webhook/host/ncdetect.c and `rdma-webhook nccl-detect`
  * (cmd_nccl_detect.c, linked in for its exit status): each test builds a
  * sysfs and a procfs tree in a temporary directory from show_gids output, as
  * the cloud guide's platform prints it inside a container, runs the subcommand on
@@ -21,10 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd.h"
-#include "dynbuf.h"
-#include "fsutil.h"
-#include "ncdetect.h"
+#include "cmd/cmd.h"
+#include "base/dynbuf.h"
+#include "host/fsutil.h"
+#include "host/ncdetect.h"
 
 /* The cloud provider guide's 8-card node (`show_gids` in that guide):
  * mlx5_0 on eth0, the TCP network, and mlx5_1..mlx5_8 on eth1..eth8, each
@@ -438,7 +438,9 @@ static void seed_node(void)
     tree_out_dir();
 }
 
-#define SEED_HCA "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
+/* The 8-card profile's hca list, as --hca takes it. */
+#define PROFILE_HCA "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+#define SEED_HCA    "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
 
 TEST(test_seed_8card_node)
 {
@@ -499,11 +501,7 @@ TEST(test_seed_8card_scan_and_choice)
 TEST(test_seed_8card_with_the_profile_hca)
 {
     seed_node();
-    assert_int_equal(run_detect("--hca",
-                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                "mlx5_8",
-                                NULL),
-                     0);
+    assert_int_equal(run_detect("--hca", PROFILE_HCA, NULL), 0);
     assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=3\n"
                                            "NCCL_SOCKET_IFNAME==eth0\n");
 }
@@ -551,11 +549,7 @@ TEST(test_4card_node_with_the_8card_profile)
     tree_route("eth0");
     tree_fib();
     tree_out_dir();
-    assert_int_equal(run_detect("--hca",
-                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                "mlx5_8",
-                                NULL),
-                     0);
+    assert_int_equal(run_detect("--hca", PROFILE_HCA, NULL), 0);
     assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
                                   "NCCL_IB_GID_INDEX=3\n"
                                   "NCCL_SOCKET_IFNAME==eth0\n");
@@ -738,11 +732,7 @@ TEST(test_container_own_namespace_gaps)
     tree_route("eth0");
     tree_fib();
     tree_out_dir();
-    assert_int_equal(run_detect("--hca",
-                                "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,"
-                                "mlx5_8",
-                                NULL),
-                     0);
+    assert_int_equal(run_detect("--hca", PROFILE_HCA, NULL), 0);
     assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=5\n"
                                            "NCCL_SOCKET_IFNAME==eth0\n");
     assert_contains(got_log, "mlx5_8 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth8, RoCE v2 IPv4 GID "
@@ -1028,15 +1018,6 @@ static void tree_roce_devices(int n, const char *prefix, int on_route)
     tree_out_dir();
 }
 
-static size_t count_of(const char *text, const char *what)
-{
-    size_t n = 0;
-
-    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
-        n++;
-    return n;
-}
-
 /* 40 selected ports: NCCL reads 32 entries of NCCL_IB_HCA and opens 32
  * ports, so the list holds the first 32 and the log says the rest are out. */
 TEST(test_more_selected_ports_than_nccl_reads)
@@ -1044,7 +1025,7 @@ TEST(test_more_selected_ports_than_nccl_reads)
     tree_roce_devices(40, "mlx5_", 0);
     assert_int_equal(run_detect(NULL), 0);
     assert_true(strncmp(got_file, "NCCL_IB_HCA==mlx5_00,mlx5_01,", 29) == 0);
-    assert_int_equal(count_of(strtok(got_file, "\n"), ","), 31);
+    assert_int_equal(support_count(strtok(got_file, "\n"), ","), 31);
     assert_contains(got_log, "mlx5_31 port 1: ACTIVE, RoCE, 1 GID, netdev eth32: selected\n");
     assert_contains(got_log, "mlx5_32 port 1: ACTIVE, RoCE, 1 GID, netdev eth33: left out: past "
                              "what NCCL reads of NCCL_IB_HCA\n");
@@ -1063,7 +1044,7 @@ TEST(test_selected_list_longer_than_nccl_keeps)
     tree_roce_devices(64, prefix, 0);
     assert_int_equal(run_detect(NULL), 0);
     assert_true(strlen(strtok(got_file, "\n")) - strlen("NCCL_IB_HCA=") <= 1023);
-    assert_int_equal(count_of(got_file, ","), 14);
+    assert_int_equal(support_count(got_file, ","), 14);
     assert_contains(got_log, "the 15 selected ports, and 49 more left out");
 }
 
@@ -1179,60 +1160,43 @@ TEST(test_uverbs_map_unreadable_takes_all)
 
 int main(void)
 {
+#define T_(name) cmocka_unit_test_setup_teardown(name, tree_setup, tree_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_seed_8card_node, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_seed_8card_scan_and_choice, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_seed_8card_with_the_profile_hca, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_seed_8card_without_a_default_route, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_socket_ifname_given, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_4card_node, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_4card_node_with_the_8card_profile, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_job_list_mismatch_is_one_json_line, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_job_list_required_exits_1, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_dra_sriov_environment, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_infiniband_node, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_container_sparse_gid_table, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_container_own_namespace_gaps, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_container_without_fib_trie, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_container_gid_index_differs, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_port_down, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_dual_port_device_one_down, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_gid_entry_unreadable, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_reads_are_bounded, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_no_rdma_devices, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_only_the_default_route_device, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_bad_roots_write_an_empty_file, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_unwritable_out_still_exits_0, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_usage_errors_write_nothing_and_exit_0, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_hca_syntax, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_device_order_and_bound, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_more_selected_ports_than_nccl_reads, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_selected_list_longer_than_nccl_keeps, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_exclusion_nccl_cannot_read_is_sockets, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_names_nccl_cannot_hold, tree_setup, tree_teardown),
-        cmocka_unit_test_setup_teardown(test_device_with_ports_past_the_bound, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_shared_plugin_only_given_devices, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_device_without_uverbs_in_sysfs, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_no_dev_infiniband_writes_no_hca, tree_setup,
-                                        tree_teardown),
-        cmocka_unit_test_setup_teardown(test_uverbs_map_unreadable_takes_all, tree_setup,
-                                        tree_teardown),
+        T_(test_seed_8card_node),
+        T_(test_seed_8card_scan_and_choice),
+        T_(test_seed_8card_with_the_profile_hca),
+        T_(test_seed_8card_without_a_default_route),
+        T_(test_socket_ifname_given),
+        T_(test_4card_node),
+        T_(test_4card_node_with_the_8card_profile),
+        T_(test_job_list_mismatch_is_one_json_line),
+        T_(test_job_list_required_exits_1),
+        T_(test_dra_sriov_environment),
+        T_(test_infiniband_node),
+        T_(test_container_sparse_gid_table),
+        T_(test_container_own_namespace_gaps),
+        T_(test_container_without_fib_trie),
+        T_(test_container_gid_index_differs),
+        T_(test_port_down),
+        T_(test_dual_port_device_one_down),
+        T_(test_gid_entry_unreadable),
+        T_(test_reads_are_bounded),
+        T_(test_no_rdma_devices),
+        T_(test_only_the_default_route_device),
+        T_(test_bad_roots_write_an_empty_file),
+        T_(test_unwritable_out_still_exits_0),
+        T_(test_usage_errors_write_nothing_and_exit_0),
+        T_(test_hca_syntax),
+        T_(test_device_order_and_bound),
+        T_(test_more_selected_ports_than_nccl_reads),
+        T_(test_selected_list_longer_than_nccl_keeps),
+        T_(test_exclusion_nccl_cannot_read_is_sockets),
+        T_(test_names_nccl_cannot_hold),
+        T_(test_device_with_ports_past_the_bound),
+        T_(test_shared_plugin_only_given_devices),
+        T_(test_device_without_uverbs_in_sysfs),
+        T_(test_no_dev_infiniband_writes_no_hca),
+        T_(test_uverbs_map_unreadable_takes_all),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

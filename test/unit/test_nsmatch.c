@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "mutate.h"
-#include "podjson.h"
-#include "profiles.h"
-#include "select.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/mutate.h"
+#include "admission/podjson.h"
+#include "admission/profiles.h"
+#include "admission/select.h"
 
 static struct profiles *cur_ps;
 static cJSON *cur_meta, *cur_spec;

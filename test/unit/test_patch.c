@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/patch.c: the builder writes valid RFC 6902 JSON
+ * Unit tests for webhook/admission/patch.c: the builder writes valid RFC 6902 JSON
  * (checked by parsing it with cJSON), tokens are escaped per RFC 6901, and
  * patch_apply follows RFC 6902 as evanphx/json-patch (the apiserver's
  * library) does: "add" needs an existing parent, "replace"/"remove"/"test"
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "patch.h"
+#include "base/err.h"
+#include "admission/patch.h"
 
 /* JSON with ' for " so test documents stay readable. */
 static cJSON *J(const char *text)
@@ -489,18 +489,15 @@ static int apply_starved(void *arg)
 /* Out of memory is not a patch that does not apply. */
 TEST(test_out_of_memory_is_not_a_bad_patch)
 {
+    static const char *const why[] = {"not ERR_NOMEM saying \"out of memory\"", "succeeded", NULL};
     cJSON *op;
-    int rc;
 
     memset(big, 'v', sizeof(big) - 1);
     doc_ = J("{}");
     ops_ = J("[{'op':'add','path':'/a'}]");
     op = cJSON_GetArrayItem(ops_, 0);
     assert_non_null(cJSON_AddStringToObject(op, "value", big));
-    rc = run_out_of_memory(apply_starved, ops_);
-    if (rc != 0)
-        fail_msg("applying without memory: %s",
-                 rc == 2 ? "succeeded" : "not ERR_NOMEM saying \"out of memory\"");
+    support_assert_starved(apply_starved, ops_, "applying without memory", why);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/podsec.c: the namespace labels as
+ * Unit tests for webhook/admission/podsec.c: the namespace labels as
  * k8s.io/pod-security-admission reads them (api.PolicyToEvaluate,
  * api.ParseLevel), and which capabilities each level lets a container add
  * (policy/check_capabilities_baseline.go, check_capabilities_restricted.go).
@@ -9,8 +9,8 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
-#include "err.h"
-#include "podsec.h"
+#include "base/err.h"
+#include "admission/podsec.h"
 
 static struct podsec_policy read_labels(const char *json)
 {

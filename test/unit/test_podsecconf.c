@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/podsecconf.c: the PodSecurity admission plugin's
+ * Unit tests for webhook/host/podsecconf.c: the PodSecurity admission plugin's
  * configuration read as the kube-apiserver reads it
  * (k8s.io/pod-security-admission admission/api: v1 defaults, validation),
  * from a PodSecurityConfiguration or an AdmissionConfiguration, inline or
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "podsecconf.h"
+#include "base/err.h"
+#include "host/podsecconf.h"
 
 static char dir[] = "/tmp/test_podsecconf.XXXXXX";
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/quantity.c against the quantity grammar documented
+ * Unit tests for webhook/base/quantity.c against the quantity grammar documented
  * in k8s.io/apimachinery/pkg/api/resource (quantity.go):
  *   <quantity>        ::= <signedNumber><suffix>
  *   <signedNumber>    ::= <number> | <sign><number>
@@ -15,8 +15,8 @@
  */
 #include "unit.h"
 
-#include "err.h"
-#include "quantity.h"
+#include "base/err.h"
+#include "base/quantity.h"
 
 static void assert_valid(const char *s)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/reloader.c: a kick runs the reload on the
+ * Unit tests for webhook/host/reloader.c: a kick runs the reload on the
  * reloader's thread, never on the kicker's; kicks during a run fold into
  * one more run; a stop with nothing asked runs nothing.
  */
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "err.h"
-#include "monotime.h"
-#include "reloader.h"
+#include "base/err.h"
+#include "host/monotime.h"
+#include "host/reloader.h"
 
 struct runs {
     pthread_mutex_t mu;

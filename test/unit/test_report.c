@@ -1,5 +1,5 @@
 /*
- * Unit tests for report-only mode: webhook/report.c (the precedence of the
+ * Unit tests for report-only mode: webhook/admission/report.c (the precedence of the
  * three levels, the summary and its cap) and what mutate_object() does with
  * it (the one annotation, reinvocation, the label lookup, the warnings).
  * Run from the repository root (make unit does): it reads manifests/.
@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "mutate.h"
-#include "patch.h"
-#include "profiles.h"
-#include "report.h"
-#include "review.h"
-#include "utf8.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/mutate.h"
+#include "admission/patch.h"
+#include "admission/profiles.h"
+#include "admission/report.h"
+#include "admission/review.h"
+#include "base/utf8.h"
 
 #define NAME63 "a23456789012345678901234567890123456789012345678901234567890123"
 
@@ -38,8 +38,6 @@
     "\"spec\":{\"containers\":[{\"name\":\"pytorch\",\"image\":\"i\",\"resources\":{\"limits\":"   \
     "{\"nvidia.com/"                                                                               \
     "gpu\":\"8\"}},\"securityContext\":{\"capabilities\":{\"add\":[\"IPC_LOCK\"]}}}]}}"
-
-static struct profiles *shipped;
 
 /* ---- report_decide: the precedence ---- */
 
@@ -473,7 +471,7 @@ static void run_with(const struct profiles *ps, const char *text, const struct m
     in.object = R.pod;
     mutate_result_init(&R.res, 1 << 20);
     R.have_res = 1;
-    mutate_object(&in, ps ? ps : shipped, hooks, &R.res);
+    mutate_object(&in, ps ? ps : support_shipped, hooks, &R.res);
     assert_non_null(R.patched = cJSON_Duplicate(R.pod, 1));
     if (R.res.outcome != MUTATE_PATCHED)
         return;
@@ -758,7 +756,7 @@ TEST(test_mode_warnings_fit_with_long_names)
         assert_non_null(pod = cJSON_Parse(fail ? POD_JSON_IPC : POD_JSON("")));
         in.object = pod;
         mutate_result_init(&res, 1 << 20);
-        mutate_object(&in, shipped, &ns_hooks, &res);
+        mutate_object(&in, support_shipped, &ns_hooks, &res);
         for (i = 0; i < res.warnings.n && res.warnings.kind[i] != MUTATE_W_MODE; i++)
             ;
         assert_true(i < res.warnings.n);
@@ -838,7 +836,7 @@ TEST(test_job_template_is_reported_per_template)
     assert_non_null(obj);
     in.object = obj;
     mutate_result_init(&res, 1 << 20);
-    mutate_object(&in, shipped, NULL, &res);
+    mutate_object(&in, support_shipped, NULL, &res);
     assert_int_equal(res.reason, MUTATE_R_REPORTED);
     assert_int_equal(res.patch.n_ops, 1);
     assert_non_null(ops = cJSON_Parse(dynbuf_ptr(&res.patch.out)));
@@ -875,8 +873,8 @@ TEST(test_review_of_the_reported_pod_is_a_call_again)
                  "\"object\":%s}}",
                  again ? pod : POD_JSON(""));
         dynbuf_init(&out, 1 << 20);
-        assert_int_equal(review_handle(body, strlen(body), shipped, NULL, &report, &out, &sum),
-                         200);
+        assert_int_equal(
+            review_handle(body, strlen(body), support_shipped, NULL, &report, &out, &sum), 200);
         assert_int_equal(sum.called_again, again);
         assert_int_equal(sum.reason, again ? MUTATE_R_NOTHING_MISSING : MUTATE_R_REPORTED);
         assert_string_equal(sum.report_by, "flag");
@@ -926,20 +924,6 @@ TEST(test_profile_mode_invalid_is_refused)
     }
 }
 
-static int setup_group(void **state)
-{
-    (void)state;
-    shipped = load_shipped_profiles();
-    return shipped ? 0 : -1;
-}
-
-static int teardown_group(void **state)
-{
-    (void)state;
-    profiles_free(shipped);
-    return 0;
-}
-
 int main(void)
 {
 #define T_(f) cmocka_unit_test_teardown(f, teardown)
@@ -971,5 +955,5 @@ int main(void)
     };
 #undef T_
 
-    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+    return cmocka_run_group_tests(tests, support_shipped_setup, support_shipped_teardown);
 }

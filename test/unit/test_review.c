@@ -1,10 +1,9 @@
 /*
- * Unit tests for webhook/review.c (docs/reference.md "HTTP statuses"; CONTRACT.md "Response"):
- * the 400s for bodies that are not an AdmissionReview, the 200 response shape
- * (uid echoed, allowed true, patchType iff patch, auditAnnotations.profile,
- * apiVersion as asked), and the patch decoded with OpenSSL's base64 and
- * applied.
- * Run from the repository root (make unit does): it reads manifests/.
+ * Unit tests for webhook/admission/review.c (docs/reference.md "HTTP statuses"; CONTRACT.md
+ * "Response"): the 400s for bodies that are not an AdmissionReview, the 200 response shape (uid
+ * echoed, allowed true, patchType iff patch, auditAnnotations.profile, apiVersion as asked), and
+ * the patch decoded with OpenSSL's base64 and applied. Run from the repository root (make unit
+ * does): it reads manifests/.
  */
 #include "unit.h"
 #include "support.h"
@@ -15,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "patch.h"
-#include "profiles.h"
-#include "review.h"
-#include "utf8.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "admission/patch.h"
+#include "admission/profiles.h"
+#include "admission/review.h"
+#include "base/utf8.h"
 
 #define V1               "admission.k8s.io/v1"
 #define V1BETA1          "admission.k8s.io/v1beta1"
@@ -36,26 +35,12 @@
     "[{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'" gpus "'}}}]}}"
 #define PLAIN_POD "{'metadata':{'name':'web'},'spec':{'containers':[{'name':'c'}]}}"
 
-static struct profiles *shipped;
-
 static struct {
     struct dynbuf out;
     struct review_summary sum;
     cJSON *resp; /* the parsed 200 body */
     int status;
 } R;
-
-static int setup_group(void **state __attribute__((unused)))
-{
-    shipped = load_shipped_profiles();
-    return shipped ? 0 : -1;
-}
-
-static int teardown_group(void **state __attribute__((unused)))
-{
-    profiles_free(shipped);
-    return 0;
-}
 
 static int teardown(void **state __attribute__((unused)))
 {
@@ -99,7 +84,7 @@ static int handle_raw(const char *body, size_t len)
                                                "warnings", "auditAnnotations", NULL};
 
     dynbuf_init(&R.out, 1 << 22);
-    R.status = review_handle(body, len, shipped, NULL, NULL, &R.out, &R.sum);
+    R.status = review_handle(body, len, support_shipped, NULL, NULL, &R.out, &R.sum);
     if (R.status != 200)
         return R.status;
     R.resp = cJSON_Parse(dynbuf_ptr(&R.out));
@@ -795,5 +780,5 @@ int main(void)
     };
 #undef T_
 
-    return cmocka_run_group_tests(tests, setup_group, teardown_group);
+    return cmocka_run_group_tests(tests, support_shipped_setup, support_shipped_teardown);
 }

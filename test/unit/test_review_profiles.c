@@ -1,5 +1,5 @@
 /*
- * Unit tests for review_handle_profiles() (webhook/review.c), the
+ * Unit tests for review_handle_profiles() (webhook/admission/review.c), the
  * ValidatingWebhook on the profiles ConfigMap: a valid version is allowed;
  * an invalid one, or one without the key, is refused with the very lines
  * check-profiles prints; a DELETE is allowed; a body that is not an
@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "fsutil.h"
-#include "profiles.h"
-#include "review.h"
-#include "store.h"
+#include "base/dynbuf.h"
+#include "host/fsutil.h"
+#include "admission/profiles.h"
+#include "admission/review.h"
+#include "host/store.h"
 
 #define UID "9f0c2b1e-0000-4000-8000-000000000001"
 #define KEY "profiles.json"

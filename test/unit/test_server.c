@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/server.c's request path through the API seam: a
+ * Unit tests for webhook/server/server.c's request path through the API seam: a
  * server on port 0 (read back with server_https_port) with lookups and
  * Events on a fake API call, and a real HTTPS request (libcurl, the
  * certificate's CA) to /mutate. A pod on a named node gets the profile its
@@ -21,16 +21,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "certs.h"
-#include "dynbuf.h"
-#include "err.h"
-#include "events.h"
-#include "kubeapi.h"
-#include "log.h"
-#include "lookups.h"
-#include "server.h"
-#include "store.h"
+#include "base/arena.h"
+#include "wire/certs.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "kube/events.h"
+#include "kube/kubeapi.h"
+#include "host/log.h"
+#include "kube/lookups.h"
+#include "server/server.h"
+#include "host/store.h"
 
 #define NODE_PATH   "/api/v1/nodes/gpu-node-1"
 #define EVENTS_PATH "/apis/events.k8s.io/v1/namespaces/default/events"

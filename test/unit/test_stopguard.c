@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/stopguard.c: a step still running at the bound is
+ * Unit tests for webhook/host/stopguard.c: a step still running at the bound is
  * named to the callback, once; a stop over within the bound calls nothing;
  * the step before any is named is "stop"; stop is a no-op on NULL.
  */
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "stopguard.h"
+#include "base/err.h"
+#include "host/stopguard.h"
 
 struct stuck_seen {
     pthread_mutex_t mu;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/store.c, with fake sources behind store_reload():
+ * Unit tests for webhook/host/store.c, with fake sources behind store_reload():
  * a valid version is published with the next generation; an invalid one is
  * logged one problem a line (a long problem cut between two UTF-8
  * characters), counted, and the previous version keeps serving; a source
@@ -25,11 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "log.h"
-#include "profiles.h"
-#include "store.h"
-#include "utf8.h"
+#include "base/err.h"
+#include "host/log.h"
+#include "admission/profiles.h"
+#include "host/store.h"
+#include "base/utf8.h"
 
 /* A store whose log goes to a temporary file, read back by logged(). */
 struct fixture {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/strmap.c: keys found and not found, the first put
+ * Unit tests for webhook/base/strmap.c: keys found and not found, the first put
  * of a key winning, the cap, deletion that keeps every other key findable
  * (backward shift), and the work of a get counted in key comparisons: about
  * one per get among 30,000 keys, however they were named, where a scan would
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strmap.h"
+#include "base/strmap.h"
 
 #define MANY 30000
 

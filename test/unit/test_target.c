@@ -1,5 +1,5 @@
 /*
- * Unit tests for target_each_container() (webhook/target.c): which regular
+ * Unit tests for target_each_container() (webhook/admission/target.c): which regular
  * containers the webhook mutates (docs/profiles.md, step 2). Every container that asks for
  * a GPU or an RDMA device, in order with its index; failing those, only the
  * first container named "pytorch"; otherwise none. Without a callback it
@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "podjson.h"
-#include "profiles.h"
-#include "target.h"
+#include "base/dynbuf.h"
+#include "admission/podjson.h"
+#include "admission/profiles.h"
+#include "admission/target.h"
 
 static const char PROFILES[] =
     "{\"gpuResources\":[\"nvidia.com/gpu\"],\"rdmaResourcePrefix\":\"rdma/\","

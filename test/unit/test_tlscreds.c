@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/tlscreds.c, on pairs made by certs_generate(): a
+ * Unit tests for webhook/wire/tlscreds.c, on pairs made by certs_generate(): a
  * load of the bytes already serving loads nothing, a new pair does, a bad
  * one leaves the current pair, and a pair taken by a user outlives its
  * replacement until released (ASan and valgrind see a use after free or a
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "certs.h"
-#include "err.h"
-#include "tlscreds.h"
+#include "wire/certs.h"
+#include "base/err.h"
+#include "wire/tlscreds.h"
 
 struct fixture {
     char root[64];

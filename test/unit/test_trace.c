@@ -1,5 +1,5 @@
 /*
- * Unit tests for webhook/trace.c: lines kept as given, indented; the bounds
+ * Unit tests for webhook/base/trace.c: lines kept as given, indented; the bounds
  * on lines and bytes, with the "... N more lines" tail once; a line cut
  * between characters at TRACE_LINE_MAX; control characters folded, so one
  * entry is one line; TRACE_LINE does nothing, and evaluates nothing, without
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
+#include "base/trace.h"
 
 static size_t count_lines(const char *s)
 {

@@ -1,12 +1,12 @@
 /*
- * Unit tests for webhook/utf8.c: utf8_valid on the classic malformed
+ * Unit tests for webhook/base/utf8.c: utf8_valid on the classic malformed
  * sequences, and cuts that never split a character.
  */
 #include "unit.h"
 
 #include <string.h>
 
-#include "utf8.h"
+#include "base/utf8.h"
 
 static int valid(const char *s)
 {
