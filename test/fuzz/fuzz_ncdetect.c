@@ -283,8 +283,8 @@ static void fuzz_ncdetect_check_meaning(const struct ncdetect_scan *s,
     if (have_hca)
         n = fuzz_ncdetect_parse(hca, &excl, &exact, list);
     for (size_t i = 0; i < s->nports; i++) {
-        int uses =
-            !net && fuzz_ncdetect_match(s->ports[i].dev, s->ports[i].port, exact, list, n) != excl;
+        int uses = s->devroot != NCDETECT_DEVROOT_ABSENT && !net &&
+                   fuzz_ncdetect_match(s->ports[i].dev, s->ports[i].port, exact, list, n) != excl;
         int sel = c->verdict[i] == NCDETECT_SELECTED;
 
         if (uses != sel)
