@@ -2723,6 +2723,31 @@ TEST(test_detect_adds_init_container_volume_mounts_env)
     assert_int_equal(T.res.warnings.n, 0);
 }
 
+/* DRA: the init container references the claims of the containers that
+ * read the file, each once, and no others (the sidecar's stays its own);
+ * detect.requireHca adds --require-hca. */
+TEST(test_detect_claims_and_require_hca)
+{
+    run_detect(DETECT_PROFILES("{'requireHca':true}", ""),
+               POD("{'resourceClaims':[{'name':'nic','resourceClaimName':'a'},"
+                   "{'name':'gpu','resourceClaimName':'b'},{'name':'nic2','resourceClaimName':'c'},"
+                   "{'name':'logs','resourceClaimName':'d'}],'containers':["
+                   "{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'},"
+                   "'claims':[{'name':'nic'},{'name':'nic'},{'name':'gpu','request':'r1'}]}},"
+                   "{'name':'second','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'},"
+                   "'claims':[{'name':'gpu','request':'r1'},{'name':'nic2'}]}},"
+                   "{'name':'log-shipper','image':'fluent-bit','resources':{'claims':[{'name':"
+                   "'logs'}]}}]}"),
+               &detect_opts);
+    assert_outcome(MUTATE_PATCHED);
+    assert_json_at(T.patched, "/spec/initContainers/0/resources/claims",
+                   "[{'name':'nic'},{'name':'gpu','request':'r1'},{'name':'nic2'}]");
+    assert_json_at(T.patched, "/spec/initContainers/0/args/7", "'--require-hca'");
+    assert_json_at(T.patched, "/spec/initContainers/0/env",
+                   "[{'name':'NODE_NAME','valueFrom':{'fieldRef':{'fieldPath':'spec.nodeName'}}}]");
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
 /* Reinvocation: the pod as the first call left it gets nothing (the harness
  * checks that for every run); here also a pod whose init container came
  * from an older image keeps it. */
@@ -3616,6 +3641,7 @@ int main(void)
         T_(test_long_name_keeps_phrase_envfrom_secret),
         T_(test_long_name_keeps_phrase_non_root),
         T_(test_detect_adds_init_container_volume_mounts_env),
+        T_(test_detect_claims_and_require_hca),
         T_(test_detect_present_init_container_is_kept),
         T_(test_detect_off_keeps_static_env),
         T_(test_detect_object_enabled_false_is_off),
