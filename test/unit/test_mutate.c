@@ -2748,6 +2748,34 @@ TEST(test_detect_claims_and_require_hca)
     assert_int_equal(T.res.warnings.n, 0);
 }
 
+/* The claims the init container references are bounded: 40 claims of
+ * the reader give it the first 32, and a warning says so. */
+TEST(test_detect_claims_bounded)
+{
+    static char pod[8192];
+    size_t o = 0;
+
+    o += (size_t)snprintf(pod + o, sizeof(pod) - o, "%s",
+                          "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'w-0','namespace':"
+                          "'ns','labels':{'training.kubeflow.org/operator-name':"
+                          "'pytorchjob-controller'}},'spec':{'resourceClaims':[");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(pod + o, sizeof(pod) - o,
+                              "%s{'name':'c%d','resourceClaimName':'x%d'}", i ? "," : "", i, i);
+    o += (size_t)snprintf(pod + o, sizeof(pod) - o, "%s",
+                          "],'containers':[{'name':'pytorch','image':'i','resources':{'limits':"
+                          "{'nvidia.com/gpu':'8'},'claims':[");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(pod + o, sizeof(pod) - o, "%s{'name':'c%d'}", i ? "," : "", i);
+    snprintf(pod + o, sizeof(pod) - o, "%s", "]}}]}}");
+    run_detect(DETECT_PROFILES("true", ""), pod, &detect_opts);
+    assert_outcome(MUTATE_PATCHED);
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/initContainers/0/resources/claims")),
+                     32);
+    assert_json_at(T.patched, "/spec/initContainers/0/resources/claims/31", "{'name':'c31'}");
+    assert_warned("references the first 32 resource claims only");
+}
+
 /* Reinvocation: the pod as the first call left it gets nothing (the harness
  * checks that for every run); here also a pod whose init container came
  * from an older image keeps it. */
@@ -3642,6 +3670,7 @@ int main(void)
         T_(test_long_name_keeps_phrase_non_root),
         T_(test_detect_adds_init_container_volume_mounts_env),
         T_(test_detect_claims_and_require_hca),
+        T_(test_detect_claims_bounded),
         T_(test_detect_present_init_container_is_kept),
         T_(test_detect_off_keeps_static_env),
         T_(test_detect_object_enabled_false_is_off),

@@ -40,8 +40,8 @@
  * One list for the whole job. When --hca is an exact list ("=" and device
  * names, a profile's "hca"), every entry of it that no selected port
  * satisfies is missing: the file holds the list's usable part, and the
- * choice says so in one JSON line (ncdetect_mismatch_json) with the node's
- * name, what was expected and what was found, so that ranks that differ
+ * choice says so in one JSON line (its mismatch_json) with the node's
+ * name, what was expected, found and missing, so that ranks that differ
  * are seen; the caller decides whether that ends in a non-zero exit.
  *
  * A GID is the pod's own when its netdev is in class/net and its IPv4
