@@ -62,6 +62,12 @@ type process struct {
 	exited     chan struct{}
 	waitErr    error
 	stderrPath string
+	// ownLog: stderr is the file at stderrPath, so waitOK can tell this
+	// run's answer from another's: a port picked free can be taken by a
+	// parallel test's serve before this one binds it, and that serve (the
+	// suite's certificates too) then answers /healthz while this one exits
+	// with "cannot listen". Only a run that logged "serving" has bound it.
+	ownLog bool
 }
 
 // sanitizerMarkers are what ASan, LSan and UBSan print in their reports.
@@ -234,7 +240,8 @@ func serveArgs(addr, metrics, certDir, profiles string, extra []string) []string
 // when the process ends, or here when it cannot start); readPath is where
 // its log is read back. env is added to the suite's environment.
 func spawn(bin string, args []string, out *os.File, readPath string, env []string) (*process, error) {
-	p := &process{cmd: exec.Command(bin, args...), exited: make(chan struct{}), stderrPath: readPath}
+	p := &process{cmd: exec.Command(bin, args...), exited: make(chan struct{}), stderrPath: readPath,
+		ownLog: readPath != "" && out.Name() == readPath}
 	p.cmd.Stdout = io.Discard
 	p.cmd.Stderr = out
 	if len(env) > 0 {
@@ -265,7 +272,7 @@ func (p *process) waitOK(client *http.Client, url string, interval time.Duration
 		resp, err := client.Get(url)
 		if err == nil {
 			body := readAll(resp)
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && (!p.ownLog || p.loggedServing()) {
 				return nil
 			}
 			last = fmt.Sprintf("%d %q", resp.StatusCode, body)
@@ -276,6 +283,13 @@ func (p *process) waitOK(client *http.Client, url string, interval time.Duration
 	}
 	p.kill()
 	return fmt.Errorf("%s not 200 within %v (last: %s)\nstderr:\n%s", url, readyTimeout, last, tail(p.stderrPath))
+}
+
+// loggedServing: this run's stderr has the line serve writes once both
+// ports are bound.
+func (p *process) loggedServing() bool {
+	data, _ := os.ReadFile(p.stderrPath)
+	return bytes.Contains(data, []byte(`"msg":"serving"`))
 }
 
 // ensureRunning records a dead run and starts a new one on the same ports.
