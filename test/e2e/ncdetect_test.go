@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -453,4 +455,40 @@ func TestNcclDetectDRASriovEnvironment(t *testing.T) {
 	expectExit0(t, res)
 	expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_3,mlx5_5\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
 	expectLog(t, res, "nccl-detect: mlx5_4 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth4, RoCE v2 IPv4 GID 3 (25.11.128.98): left out: DRA allocated other devices\n")
+}
+
+// TestNcclDetectNodeModeIsNotAbsence: a uverbs node whose mode keeps the
+// init container's user (65532) out is still the pod's (the training
+// container may run as root): kept, with a log line; only a node that is
+// not there is left out. Runs as root only (root ignores modes).
+func TestNcclDetectNodeModeIsNotAbsence(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run nccl-detect as user 65532")
+	}
+	d := newDetectTree(t)
+	d.seedNode()
+	d.withheld["mlx5_8"] = true
+	d.nodes()
+	if err := os.Chmod(filepath.Join(d.dev, "infiniband", "uverbs1"), 0o600); err != nil { // mlx5_1's
+		t.Fatal(err)
+	}
+	// The test's own directories readable by 65532 (t.TempDir makes them
+	// 0700); never the system's temporary directory above them.
+	for p := d.root; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binaryPath(), "nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev, "--out", "-")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("nccl-detect as 65532: %v\n%s", err, stderr.String())
+	}
+	expectText(t, "stdout", stdout.String(), "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	if !strings.Contains(stderr.String(), "nccl-detect: mlx5_1: kept: "+d.dev+"/infiniband/uverbs1 is there but its mode keeps this user out (Permission denied)") {
+		t.Errorf("no line for mlx5_1's mode:\n%s", stderr.String())
+	}
 }

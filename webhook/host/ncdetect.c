@@ -475,8 +475,9 @@ static void ncdetect_check_nodes(struct ncdetect_scan *s, const char *devdir)
         int e = 0;
 
         if (p->uverbs[0])
-            node = (e = ncdetect_open_node(devdir, p->uverbs)) ? NCDETECT_NODE_CANNOT_OPEN
-                                                               : NCDETECT_NODE_OPENS;
+            node = (e = ncdetect_open_node(devdir, p->uverbs)) == 0 ? NCDETECT_NODE_OPENS
+                   : e == EACCES                                    ? NCDETECT_NODE_NO_ACCESS
+                                                                    : NCDETECT_NODE_CANNOT_OPEN;
         for (j = i; j < s->nports && strcmp(s->ports[j].dev, p->dev) == 0; j++) {
             s->ports[j].node = node;
             s->ports[j].open_errno = e;
@@ -487,6 +488,11 @@ static void ncdetect_check_nodes(struct ncdetect_scan *s, const char *devdir)
             ncdetect_note(&s->notes,
                           "%s: left out: sysfs shows it, but %s/%s does not open (%s): the "
                           "container was not given it",
+                          p->dev, devdir, p->uverbs, strerror(e));
+        else if (node == NCDETECT_NODE_NO_ACCESS)
+            ncdetect_note(&s->notes,
+                          "%s: kept: %s/%s is there but its mode keeps this user out (%s); the "
+                          "training container may run as another user",
                           p->dev, devdir, p->uverbs, strerror(e));
     }
 }

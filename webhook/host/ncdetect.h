@@ -120,6 +120,10 @@ enum ncdetect_node {
     NCDETECT_NODE_OPENS,         /* DEV/infiniband/uverbsN opened read-write */
     NCDETECT_NODE_NO_UVERBS,     /* class/infiniband_verbs names no uverbsN for it */
     NCDETECT_NODE_CANNOT_OPEN,   /* its uverbsN did not open (open_errno) */
+    /* EACCES: the node is there, and the device cgroup lets it be opened
+     * (that is EPERM), but its mode keeps this init container's user
+     * (65532) out while the training container may run as root: usable. */
+    NCDETECT_NODE_NO_ACCESS,
 };
 
 /* What DEV/infiniband says of the container's devices. */
