@@ -303,3 +303,54 @@ func TestMutateOfflineDetectImage(t *testing.T) {
 		t.Errorf("--detect-image with a space: expected exit 2, got %d", res.exitCode)
 	}
 }
+
+// TestDetectClaimsNodeNameAndRequire: the init container references the
+// reading container's resource claims (DRA then gives it the same devices,
+// dra-driver-sriov's CDI variables among them), gets NODE_NAME from the
+// downward API for its mismatch line, and --require-hca when the profile's
+// detect asks for the job's list whole.
+func TestDetectClaimsNodeNameAndRequire(t *testing.T) {
+	t.Parallel()
+	doc, err := readJSONFile(profilesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathObj(doc, "defaults")["detect"] = true
+	for _, p := range pathArr(doc, "profiles") {
+		if n, _ := pathStr(p, "name"); n == "roce-8card" {
+			p.(obj)["detect"] = obj{"requireHca": true}
+		}
+	}
+	profiles := writeTemp(t, "profiles-require.json", doc)
+	if res := runBinary(t, nil, "check-profiles", profiles); res.exitCode != 0 {
+		t.Fatalf("check-profiles: exit %d: %s", res.exitCode, res.stderr)
+	}
+	pod := trainingPod(8)
+	pathObj(pod, "spec")["resourceClaims"] = []interface{}{
+		obj{"name": "rdma", "resourceClaimName": "rdma-nics"},
+		obj{"name": "other", "resourceClaimName": "other-devices"},
+	}
+	c := containerByName(pod, "pytorch")
+	pathObj(c, "resources")["claims"] = []interface{}{obj{"name": "rdma", "request": "nics"}, obj{"name": "rdma", "request": "nics"}}
+	out := mustSucceed(t, mustMarshal(pod), "mutate", "--profiles", profiles, "--detect-image", detectImage, "--patched")
+	hca := loadProfiles(t).envFor(t, "roce-8card", false)["NCCL_IB_HCA"]
+	checkDetectInit(t, out, []string{"nccl-detect", "--out", detectFile, "--hca", hca, "--socket-ifname", "eth0", "--require-hca"})
+	ic := initContainerNamed(out, detectContainer)
+	if got, want := compact(path(ic, "resources", "claims")), `[{"name":"rdma","request":"nics"}]`; got != want {
+		t.Errorf("init container claims %s, expected %s (the reader's, once)", got, want)
+	}
+	if got, want := compact(ic["env"]), `[{"name":"NODE_NAME","valueFrom":{"fieldRef":{"fieldPath":"spec.nodeName"}}}]`; got != want {
+		t.Errorf("init container env %s, expected %s", got, want)
+	}
+	checkSchemas(t, []namedObject{{"claims", out}})
+
+	// A profile that asks for requireHca without an exact list is refused.
+	pathObj(doc, "defaults")["detect"] = obj{"requireHca": true}
+	for _, p := range pathArr(doc, "profiles") {
+		delete(p.(obj), "hca")
+	}
+	bad := writeTemp(t, "profiles-require-bad.json", doc)
+	if res := runBinary(t, nil, "check-profiles", bad); res.exitCode == 0 || !strings.Contains(string(res.stderr)+string(res.stdout), "detect.requireHca: needs the list the job expects") {
+		t.Errorf("check-profiles with requireHca and no list: exit %d, %s%s", res.exitCode, res.stdout, res.stderr)
+	}
+}

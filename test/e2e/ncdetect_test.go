@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // `rdma-webhook nccl-detect` on sysfs and procfs trees built from show_gids
@@ -16,18 +19,44 @@ import (
 
 const seedHCA = "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
 
-// detectTree is a sysfs root and a procfs root under one temporary directory.
+// detectTree is a sysfs root, a procfs root and a /dev root under one
+// temporary directory.
 type detectTree struct {
 	t      *testing.T
 	root   string
 	sys    string
 	proc   string
+	dev    string
 	locals []string // the namespace's IPv4 addresses, for net/fib_trie
+	// withheld: devices whose /dev/infiniband/uverbsN the container is not
+	// given (a shared device plugin); noDev: no /dev/infiniband at all.
+	withheld map[string]bool
+	noDev    bool
 }
 
 func newDetectTree(t *testing.T) *detectTree {
 	root := t.TempDir()
-	return &detectTree{t: t, root: root, sys: filepath.Join(root, "sys"), proc: filepath.Join(root, "proc")}
+	return &detectTree{t: t, root: root, sys: filepath.Join(root, "sys"), proc: filepath.Join(root, "proc"),
+		dev: filepath.Join(root, "dev"), withheld: map[string]bool{}}
+}
+
+// nodes gives each device of sys/class/infiniband its uverbsN, as the
+// kernel names it in sys/class/infiniband_verbs/uverbsN/ibdev, and the node
+// in dev/infiniband unless withheld.
+func (d *detectTree) nodes() {
+	d.t.Helper()
+	if !d.noDev {
+		if err := os.MkdirAll(filepath.Join(d.dev, "infiniband"), 0o755); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	devs, _ := os.ReadDir(filepath.Join(d.sys, "class/infiniband"))
+	for k, e := range devs {
+		d.put(fmt.Sprintf("sys/class/infiniband_verbs/uverbs%d/ibdev", k), e.Name()+"\n")
+		if !d.noDev && !d.withheld[e.Name()] {
+			d.put(fmt.Sprintf("dev/infiniband/uverbs%d", k), "")
+		}
+	}
 }
 
 func (d *detectTree) put(rel, text string) {
@@ -116,7 +145,8 @@ func (d *detectTree) seedNode() {
 
 func (d *detectTree) detect(args ...string) cmdResult {
 	d.t.Helper()
-	return runBinary(d.t, nil, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc}, args...)...)
+	d.nodes()
+	return runBinary(d.t, nil, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev}, args...)...)
 }
 
 func expectExit0(t *testing.T, res cmdResult) {
@@ -155,7 +185,7 @@ func TestNcclDetectSeedNodeStdout(t *testing.T) {
 		"nccl-detect: default route: eth0\n",
 		"nccl-detect: mlx5_0 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth0, RoCE v2 IPv4 GID 3 (10.0.60.3): left out: its netdev carries the default route\n",
 		"nccl-detect: mlx5_1 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth1, RoCE v2 IPv4 GID 3 (25.11.128.2): selected\n",
-		"nccl-detect: NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port\n")
+		"nccl-detect: NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port (NCCL behaviour relied on: none, every NCCL version reads it)\n")
 	// No --out at all is stdout too.
 	res = d.detect()
 	expectExit0(t, res)
@@ -263,7 +293,7 @@ func TestNcclDetectHelp(t *testing.T) {
 	t.Parallel()
 	res := runBinary(t, nil, "nccl-detect", "--help")
 	expectExit0(t, res)
-	for _, flag := range []string{"--sysfs-root DIR", "--proc-root DIR", "--out FILE|-", "--hca LIST", "--socket-ifname VALUE"} {
+	for _, flag := range []string{"--sysfs-root DIR", "--proc-root DIR", "--dev-root DIR", "--out FILE|-", "--hca LIST", "--socket-ifname VALUE"} {
 		if !strings.Contains(string(res.stdout), flag) {
 			t.Errorf("nccl-detect --help: expected %q in\n%s", flag, res.stdout)
 		}
@@ -310,5 +340,155 @@ func TestMixedExampleMatchesTheSeedNode(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatalf("no 8-card profile with an hca list in the example:\n%s", text)
+	}
+}
+
+// TestNcclDetectOnlyDevicesTheContainerCanOpen: a shared device plugin
+// without an exclusive network namespace leaves every HCA of the host in
+// sysfs and gives the container some uverbs nodes; no /dev/infiniband at
+// all means no RDMA device, and no NCCL_IB_HCA.
+func TestNcclDetectOnlyDevicesTheContainerCanOpen(t *testing.T) {
+	t.Parallel()
+	d := newDetectTree(t)
+	d.seedNode()
+	for _, dev := range []string{"mlx5_2", "mlx5_4", "mlx5_6", "mlx5_8"} {
+		d.withheld[dev] = true
+	}
+	res := d.detect("--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_1,mlx5_3,mlx5_5,mlx5_7\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res, "nccl-detect: mlx5_4: left out: sysfs shows it, but "+d.dev+"/infiniband/uverbs4 does not open (No such file or directory): the container was not given it\n",
+		"nccl-detect: mlx5_4 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth4, RoCE v2 IPv4 GID 3 (25.11.128.98): left out: this container cannot open the device\n")
+
+	d = newDetectTree(t)
+	d.seedNode()
+	d.noDev = true
+	res = d.detect("--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "NCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res, "nccl-detect: no RDMA device given to this container: "+d.dev+"/infiniband does not exist\n",
+		"nccl-detect: no NCCL_IB_HCA: this container has no /dev/infiniband, so NCCL can open no RDMA device and uses sockets\n")
+}
+
+func (d *detectTree) detectEnv(env []string, args ...string) cmdResult {
+	d.t.Helper()
+	d.nodes()
+	res, exited := runBinaryWithin(d.t, env, 2*time.Minute, append([]string{"nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev}, args...)...)
+	if !exited {
+		d.t.Fatalf("nccl-detect did not exit: %s", res.stderr)
+	}
+	return res
+}
+
+// mismatchLine: the one stderr line that is a JSON object, decoded.
+func mismatchLine(t *testing.T, res cmdResult) map[string]interface{} {
+	t.Helper()
+	var found map[string]interface{}
+	for _, l := range strings.Split(string(res.stderr), "\n") {
+		if strings.HasPrefix(l, "{") {
+			if found != nil {
+				t.Fatalf("more than one JSON line:\n%s", res.stderr)
+			}
+			if err := json.Unmarshal([]byte(l), &found); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+		}
+	}
+	return found
+}
+
+// TestNcclDetectJobListMismatch: the job's exact list on a node that gives
+// only part of it: the usable part is written, one JSON line names the node
+// (NODE_NAME), what was expected, found and missing; exit 0 unless
+// --require-hca, then 1.
+func TestNcclDetectJobListMismatch(t *testing.T) {
+	t.Parallel()
+	d := newDetectTree(t)
+	d.seedNode()
+	d.withheld["mlx5_7"], d.withheld["mlx5_8"] = true, true
+	list := "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+	env := []string{"NODE_NAME=gpu-node-17"}
+	for _, require := range []bool{false, true} {
+		args := []string{"--out", "-", "--hca", list}
+		want := 0
+		if require {
+			args, want = append(args, "--require-hca"), 1
+		}
+		res := d.detectEnv(env, args...)
+		if res.exitCode != want {
+			t.Fatalf("require %v: exit %d, expected %d\n%s", require, res.exitCode, want, res.stderr)
+		}
+		expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+		got := mismatchLine(t, res)
+		want2 := map[string]interface{}{"event": "nccl-detect-hca-mismatch", "node": "gpu-node-17",
+			"expected": []interface{}{"mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8"},
+			"found":    []interface{}{"mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6"},
+			"missing":  []interface{}{"mlx5_7", "mlx5_8"}, "written": "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6"}
+		if !jsonEqual(got, want2) {
+			t.Errorf("require %v: mismatch line %s, expected %s", require, compact(got), compact(want2))
+		}
+	}
+	// The whole list here: no JSON line, exit 0 with --require-hca.
+	res := d.detectEnv(env, "--out", "-", "--hca", "=mlx5_1,mlx5_2", "--require-hca")
+	expectExit0(t, res)
+	if got := mismatchLine(t, res); got != nil {
+		t.Errorf("unexpected mismatch line %s", compact(got))
+	}
+}
+
+// TestNcclDetectDRASriovEnvironment: dra-driver-sriov's CDI environment
+// (SRIOVNETWORK_<device>_RDMA_DEVICE=<RDMA device>, next to its _RDMA_UVERB
+// and the like) names the devices DRA allocated: they are preferred over
+// what sysfs shows.
+func TestNcclDetectDRASriovEnvironment(t *testing.T) {
+	t.Parallel()
+	d := newDetectTree(t)
+	d.seedNode()
+	env := []string{
+		"SRIOVNETWORK_PCI_ADDRESSES=0000:3b:00.2,0000:5e:00.3",
+		"SRIOVNETWORK_vf_3_RDMA_UVERB=/dev/infiniband/uverbs3",
+		"SRIOVNETWORK_vf_3_RDMA_DEVICE=mlx5_3",
+		"SRIOVNETWORK_vf_5_RDMA_CM=/dev/infiniband/rdma_cm",
+		"SRIOVNETWORK_vf_5_RDMA_DEVICE=mlx5_5",
+	}
+	res := d.detectEnv(env, "--out", "-")
+	expectExit0(t, res)
+	expectText(t, "stdout", string(res.stdout), "NCCL_IB_HCA==mlx5_3,mlx5_5\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	expectLog(t, res, "nccl-detect: mlx5_4 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth4, RoCE v2 IPv4 GID 3 (25.11.128.98): left out: DRA allocated other devices\n")
+}
+
+// TestNcclDetectNodeModeIsNotAbsence: a uverbs node whose mode keeps the
+// init container's user (65532) out is still the pod's (the training
+// container may run as root): kept, with a log line; only a node that is
+// not there is left out. Runs as root only (root ignores modes).
+func TestNcclDetectNodeModeIsNotAbsence(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run nccl-detect as user 65532")
+	}
+	d := newDetectTree(t)
+	d.seedNode()
+	d.withheld["mlx5_8"] = true
+	d.nodes()
+	if err := os.Chmod(filepath.Join(d.dev, "infiniband", "uverbs1"), 0o600); err != nil { // mlx5_1's
+		t.Fatal(err)
+	}
+	// The test's own directories readable by 65532 (t.TempDir makes them
+	// 0700); never the system's temporary directory above them.
+	for p := d.root; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binaryPath(), "nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev, "--out", "-")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("nccl-detect as 65532: %v\n%s", err, stderr.String())
+	}
+	expectText(t, "stdout", stdout.String(), "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+	if !strings.Contains(stderr.String(), "nccl-detect: mlx5_1: kept: "+d.dev+"/infiniband/uverbs1 is there but its mode keeps this user out (Permission denied)") {
+		t.Errorf("no line for mlx5_1's mode:\n%s", stderr.String())
 	}
 }

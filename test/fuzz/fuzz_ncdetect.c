@@ -8,9 +8,11 @@
  * each used only when nccl-detect would take it. Each other record is a
  * path under the tree's root, a newline, and the file's content; "<fifo>"
  * makes a FIFO there and "<dir>" a directory. Path shorthands: "I/" for
- * sys/class/infiniband/, "N/" for sys/class/net/, "R" for proc/net/route,
- * "F" for proc/net/fib_trie. A path with an empty, "." or ".." component is
- * skipped.
+ * sys/class/infiniband/, "N/" for sys/class/net/, "V/" for
+ * sys/class/infiniband_verbs/, "D/" for dev/infiniband/, "R" for
+ * proc/net/route, "F" for proc/net/fib_trie. A path with an empty, "." or
+ * ".." component is skipped. The tree's dev is the --dev-root only when
+ * some record made it: the older inputs keep fuzzing the rest unchecked.
  *
  * What must hold, whatever the tree:
  * - the file is KEY=VALUE lines of NCCL_IB_HCA or NCCL_NET, then
@@ -104,6 +106,10 @@ static void fuzz_ncdetect_record(const char *rec, size_t len, size_t rootlen)
         expand = "sys/class/infiniband/";
     else if (strncmp(rel, "N/", 2) == 0)
         expand = "sys/class/net/";
+    else if (strncmp(rel, "V/", 2) == 0)
+        expand = "sys/class/infiniband_verbs/";
+    else if (strncmp(rel, "D/", 2) == 0)
+        expand = "dev/infiniband/";
     if (strcmp(rel, "R") == 0)
         snprintf(rel, sizeof(rel), "proc/net/route");
     else if (strcmp(rel, "F") == 0)
@@ -270,13 +276,15 @@ static void fuzz_ncdetect_check_meaning(const struct ncdetect_scan *s,
     int have_hca, net, excl = 0, exact = 0, n = 0, selected = 0;
 
     fuzz_ncdetect_check_file(file, hca, &have_hca, &net);
-    if (s->nports > 0 && !have_hca && !net)
-        abort(); /* NCCL would take every port, those left out too */
+    /* NCCL would take every port, those left out too; but without a
+     * /dev/infiniband it can open none of them. */
+    if (s->nports > 0 && !have_hca && !net && s->devroot != NCDETECT_DEVROOT_ABSENT)
+        abort();
     if (have_hca)
         n = fuzz_ncdetect_parse(hca, &excl, &exact, list);
     for (size_t i = 0; i < s->nports; i++) {
-        int uses =
-            !net && fuzz_ncdetect_match(s->ports[i].dev, s->ports[i].port, exact, list, n) != excl;
+        int uses = s->devroot != NCDETECT_DEVROOT_ABSENT && !net &&
+                   fuzz_ncdetect_match(s->ports[i].dev, s->ports[i].port, exact, list, n) != excl;
         int sel = c->verdict[i] == NCDETECT_SELECTED;
 
         if (uses != sel)
@@ -294,7 +302,7 @@ static void fuzz_ncdetect_check_report(const char *text)
             abort();
 }
 
-static void fuzz_ncdetect_run(const struct ncdetect_opts *o, const char *sys, const char *proc)
+static void fuzz_ncdetect_run(const struct ncdetect_opts *o, const struct ncdetect_roots *r)
 {
     struct ncdetect_scan s;
     struct ncdetect_choice c;
@@ -304,7 +312,7 @@ static void fuzz_ncdetect_run(const struct ncdetect_opts *o, const char *sys, co
     ncdetect_choice_init(&c);
     dynbuf_init(&file, 16u << 10);
     dynbuf_init(&report, 256u << 10);
-    if (ncdetect_scan(&s, sys, proc) == ERR_OK && ncdetect_choose(&c, &s, o) == ERR_OK &&
+    if (ncdetect_scan(&s, r) == ERR_OK && ncdetect_choose(&c, &s, o) == ERR_OK &&
         ncdetect_format(&c, &file) == ERR_OK) {
         fuzz_ncdetect_check_meaning(&s, &c, dynbuf_ptr(&file));
         if (ncdetect_report(&s, &c, &report) == ERR_OK)
@@ -319,7 +327,8 @@ static void fuzz_ncdetect_run(const struct ncdetect_opts *o, const char *sys, co
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data, *end = p + size;
-    char hca[256], ifname[256], sys[PATH_MAX], proc[PATH_MAX];
+    char hca[256], ifname[256], sys[PATH_MAX], proc[PATH_MAX], dev[PATH_MAX];
+    struct ncdetect_roots r = {.sys = sys, .proc = proc, .dev = dev};
     struct ncdetect_opts o = {0};
     size_t rootlen;
     int records = 0;
@@ -356,6 +365,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     snprintf(sys, sizeof(sys), "%s/sys", fuzz_ncdetect_root);
     snprintf(proc, sizeof(proc), "%s/proc", fuzz_ncdetect_root);
-    fuzz_ncdetect_run(&o, sys, proc);
+    snprintf(dev, sizeof(dev), "%s/dev", fuzz_ncdetect_root);
+    if (access(dev, F_OK) != 0)
+        r.dev = NULL;
+    fuzz_ncdetect_run(&o, &r);
     return 0;
 }

@@ -2617,6 +2617,7 @@ static const struct mutate_options detect_opts = {.detect_image = "reg.example/r
     "'command':['/usr/local/bin/rdma-webhook'],"                                                   \
     "'args':['nccl-detect','--out','/run/rdma-webhook/nccl.conf','--hca','=mlx5_1,mlx5_2',"        \
     "'--socket-ifname','eth0'],"                                                                   \
+    "'env':[{'name':'NODE_NAME','valueFrom':{'fieldRef':{'fieldPath':'spec.nodeName'}}}],"         \
     "'resources':{'requests':{'cpu':'100m','memory':'32Mi'},'limits':{'cpu':'100m','memory':'"     \
     "32Mi'}},"                                                                                     \
     "'securityContext':{'runAsNonRoot':true,'runAsUser':65532,'runAsGroup':65532,"                 \
@@ -2720,6 +2721,59 @@ TEST(test_detect_adds_init_container_volume_mounts_env)
     assert_json_at(C(0), "/resources/limits/rdma~1hca", "'1'");
     assert_mount(C(0), "/dev/shm", "{'name':'rdma-webhook-shm','mountPath':'/dev/shm'}");
     assert_int_equal(T.res.warnings.n, 0);
+}
+
+/* DRA: the init container references the claims of the containers that
+ * read the file, each once, and no others (the sidecar's stays its own);
+ * detect.requireHca adds --require-hca. */
+TEST(test_detect_claims_and_require_hca)
+{
+    run_detect(DETECT_PROFILES("{'requireHca':true}", ""),
+               POD("{'resourceClaims':[{'name':'nic','resourceClaimName':'a'},"
+                   "{'name':'gpu','resourceClaimName':'b'},{'name':'nic2','resourceClaimName':'c'},"
+                   "{'name':'logs','resourceClaimName':'d'}],'containers':["
+                   "{'name':'pytorch','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'},"
+                   "'claims':[{'name':'nic'},{'name':'nic'},{'name':'gpu','request':'r1'}]}},"
+                   "{'name':'second','image':'i','resources':{'limits':{'nvidia.com/gpu':'8'},"
+                   "'claims':[{'name':'gpu','request':'r1'},{'name':'nic2'}]}},"
+                   "{'name':'log-shipper','image':'fluent-bit','resources':{'claims':[{'name':"
+                   "'logs'}]}}]}"),
+               &detect_opts);
+    assert_outcome(MUTATE_PATCHED);
+    assert_json_at(T.patched, "/spec/initContainers/0/resources/claims",
+                   "[{'name':'nic'},{'name':'gpu','request':'r1'},{'name':'nic2'}]");
+    assert_json_at(T.patched, "/spec/initContainers/0/args/7", "'--require-hca'");
+    assert_json_at(T.patched, "/spec/initContainers/0/env",
+                   "[{'name':'NODE_NAME','valueFrom':{'fieldRef':{'fieldPath':'spec.nodeName'}}}]");
+    assert_int_equal(T.res.warnings.n, 0);
+}
+
+/* The claims the init container references are bounded: 40 claims of
+ * the reader give it the first 32, and a warning says so. */
+TEST(test_detect_claims_bounded)
+{
+    static char pod[8192];
+    size_t o = 0;
+
+    o += (size_t)snprintf(pod + o, sizeof(pod) - o, "%s",
+                          "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'w-0','namespace':"
+                          "'ns','labels':{'training.kubeflow.org/operator-name':"
+                          "'pytorchjob-controller'}},'spec':{'resourceClaims':[");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(pod + o, sizeof(pod) - o,
+                              "%s{'name':'c%d','resourceClaimName':'x%d'}", i ? "," : "", i, i);
+    o += (size_t)snprintf(pod + o, sizeof(pod) - o, "%s",
+                          "],'containers':[{'name':'pytorch','image':'i','resources':{'limits':"
+                          "{'nvidia.com/gpu':'8'},'claims':[");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(pod + o, sizeof(pod) - o, "%s{'name':'c%d'}", i ? "," : "", i);
+    snprintf(pod + o, sizeof(pod) - o, "%s", "]}}]}}");
+    run_detect(DETECT_PROFILES("true", ""), pod, &detect_opts);
+    assert_outcome(MUTATE_PATCHED);
+    assert_int_equal(cJSON_GetArraySize(at(T.patched, "/spec/initContainers/0/resources/claims")),
+                     32);
+    assert_json_at(T.patched, "/spec/initContainers/0/resources/claims/31", "{'name':'c31'}");
+    assert_warned("references the first 32 resource claims only");
 }
 
 /* Reinvocation: the pod as the first call left it gets nothing (the harness
@@ -3615,6 +3669,8 @@ int main(void)
         T_(test_long_name_keeps_phrase_envfrom_secret),
         T_(test_long_name_keeps_phrase_non_root),
         T_(test_detect_adds_init_container_volume_mounts_env),
+        T_(test_detect_claims_and_require_hca),
+        T_(test_detect_claims_bounded),
         T_(test_detect_present_init_container_is_kept),
         T_(test_detect_off_keeps_static_env),
         T_(test_detect_object_enabled_false_is_off),

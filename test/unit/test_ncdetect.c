@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -122,7 +123,12 @@ static const char CONTAINER_FOREIGN[] =
     "mlx5_1 1 3 0000:0000:0000:0000:0000:ffff:190b:8009 25.11.128.9 v2 eth1\n";
 
 static char root[] = "/tmp/test_ncdetect.XXXXXX";
-static char sys_root[PATH_MAX], proc_root[PATH_MAX], out_file[PATH_MAX];
+static char sys_root[PATH_MAX], proc_root[PATH_MAX], dev_root[PATH_MAX], out_file[PATH_MAX];
+/* tree_nodes: the devices whose uverbs node the container is not given
+ * ("!dev": sysfs shows no uverbs device for it either), and whether it has
+ * no /dev/infiniband at all. */
+static const char *withheld[8];
+static int no_dev_infiniband, no_verbs_class;
 static char got_file[8192], got_log[65536];
 /* The IPv4 addresses tree_gids marked as this namespace's, for fib_trie. */
 static char locals[128][16];
@@ -135,8 +141,11 @@ static int tree_setup(void **state __attribute__((unused)))
         return -1;
     snprintf(sys_root, sizeof(sys_root), "%s/sys", root);
     snprintf(proc_root, sizeof(proc_root), "%s/proc", root);
+    snprintf(dev_root, sizeof(dev_root), "%s/dev", root);
     snprintf(out_file, sizeof(out_file), "%s/out/nccl.conf", root);
     nlocals = 0;
+    memset(withheld, 0, sizeof(withheld));
+    no_dev_infiniband = no_verbs_class = 0;
     return 0;
 }
 
@@ -297,6 +306,71 @@ static void tree_fib(void)
     dynbuf_free(&b);
 }
 
+/* 1: dev's node withheld; 2: not in sysfs either; 0: given. */
+static int tree_withheld(const char *dev)
+{
+    for (size_t i = 0; i < sizeof(withheld) / sizeof(withheld[0]) && withheld[i]; i++) {
+        if (strcmp(withheld[i], dev) == 0)
+            return 1;
+        if (withheld[i][0] == '!' && strcmp(withheld[i] + 1, dev) == 0)
+            return 2;
+    }
+    return 0;
+}
+
+/* uverbsK of dev in class/infiniband_verbs, as the kernel lays it out:
+ * its K, made at the first free one when there is none. */
+static unsigned tree_uverbs(const char *dev)
+{
+    char path[PATH_MAX], text[PATH_MAX];
+    unsigned k = 0;
+
+    for (;; k++) {
+        FILE *f =
+            fopen(tree_path(path, "%s/class/infiniband_verbs/uverbs%u/ibdev", sys_root, k), "r");
+
+        if (f == NULL)
+            break;
+        text[0] = '\0';
+        if (fgets(text, sizeof(text), f) == NULL)
+            text[0] = '\0';
+        fclose(f);
+        text[strcspn(text, "\n")] = '\0';
+        if (strcmp(text, dev) == 0)
+            return k;
+    }
+    tree_put(tree_path(text, "%s\n", dev), "%s", path);
+    return k;
+}
+
+/* Every device in class/infiniband gets its uverbs node in sysfs, and in
+ * dev/infiniband unless withheld (a shared device plugin gives a container
+ * some of them only); no dev/infiniband with no_dev_infiniband, no
+ * class/infiniband_verbs with no_verbs_class. */
+static void tree_nodes(void)
+{
+    char path[PATH_MAX];
+    struct dirent *e;
+    DIR *d;
+
+    if (!no_dev_infiniband)
+        tree_mkdirs(tree_path(path, "%s/infiniband", dev_root));
+    if (no_verbs_class || (d = opendir(tree_path(path, "%s/class/infiniband", sys_root))) == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        unsigned k;
+
+        if (e->d_name[0] == '.' || tree_withheld(e->d_name) == 2)
+            continue;
+        k = tree_uverbs(e->d_name);
+        if (!no_dev_infiniband && !tree_withheld(e->d_name))
+            tree_put("", "%s/infiniband/uverbs%u", dev_root, k);
+        else /* withheld since an earlier run */
+            unlink(tree_path(path, "%s/infiniband/uverbs%u", dev_root, k));
+    }
+    closedir(d);
+}
+
 static void read_into(const char *path, char *buf, size_t size)
 {
     struct dynbuf b;
@@ -309,19 +383,21 @@ static void read_into(const char *path, char *buf, size_t size)
     dynbuf_free(&b);
 }
 
-/* Runs `nccl-detect --sysfs-root SYS --proc-root PROC --out FILE` and the
+/* Runs `nccl-detect --sysfs-root SYS --proc-root PROC --dev-root DEV --out
+ * FILE` (after tree_nodes) and the
  * extra arguments (NULL-terminated) with stderr in got_log; the file, if
  * written, in got_file ("(none)" otherwise). Returns the exit status. */
 static int run_detect(const char *extra, ...)
 {
-    char *argv[16] = {"nccl-detect", "--sysfs-root", sys_root, "--proc-root",
-                      proc_root,     "--out",        out_file};
+    char *argv[20] = {"nccl-detect", "--sysfs-root", sys_root, "--proc-root", proc_root,
+                      "--dev-root",  dev_root,       "--out",  out_file};
     char logpath[PATH_MAX];
-    int argc = 7, saved, fd, rc;
+    int argc = 9, saved, fd, rc;
     va_list ap;
 
+    tree_nodes();
     va_start(ap, extra);
-    for (const char *a = extra; a && argc < 15; a = va_arg(ap, const char *))
+    for (const char *a = extra; a && argc < 19; a = va_arg(ap, const char *))
         argv[argc++] = (char *)a;
     va_end(ap);
     argv[argc] = NULL;
@@ -378,7 +454,8 @@ TEST(test_seed_8card_node)
                              "default route\n");
     assert_contains(got_log, "nccl-detect: mlx5_8 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth8, "
                              "RoCE v2 IPv4 GID 3 (25.11.128.226): selected\n");
-    assert_contains(got_log, "NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port");
+    assert_contains(got_log, "NCCL_IB_GID_INDEX=3: the RoCE v2 IPv4 GID of every selected port "
+                             "(NCCL behaviour relied on: none, every NCCL version reads it)\n");
     assert_contains(got_log, "NCCL_SOCKET_IFNAME==eth0: the default route's interface");
     assert_contains(got_log, "nccl-detect: wrote ");
 }
@@ -389,13 +466,15 @@ TEST(test_seed_8card_scan_and_choice)
     struct ncdetect_scan s;
     struct ncdetect_choice c;
     struct ncdetect_opts o = {0};
+    struct ncdetect_roots roots = {.sys = sys_root, .proc = proc_root, .dev = dev_root};
     struct dynbuf file;
 
     seed_node();
     ncdetect_scan_init(&s);
     ncdetect_choice_init(&c);
     dynbuf_init(&file, 4096);
-    assert_int_equal(ncdetect_scan(&s, sys_root, proc_root), ERR_OK);
+    tree_nodes();
+    assert_int_equal(ncdetect_scan(&s, &roots), ERR_OK);
     assert_int_equal(s.nports, 9);
     assert_string_equal(s.ports[0].dev, "mlx5_0");
     assert_int_equal(s.ports[0].ngids, 4); /* the 12 zero slots are not kept */
@@ -480,6 +559,91 @@ TEST(test_4card_node_with_the_8card_profile)
                                   "NCCL_SOCKET_IFNAME==eth0\n");
     assert_contains(got_log, "mlx5_3 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth3, RoCE v2 IPv4 GID "
                              "3 (25.11.129.66): left out: not in --hca\n");
+}
+
+#define LIST_8CARD "=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8"
+
+static void node_4card(void)
+{
+    tree_gids(NODE_4CARD, "Ethernet\n", 16, 1);
+    tree_route("eth0");
+    tree_fib();
+    tree_out_dir();
+}
+
+/* One list for the whole job: the 8-card job's list on a 4-card node is
+ * written in its usable part, and the difference is one JSON line with the
+ * node's name; by default the pod goes on. */
+TEST(test_job_list_mismatch_is_one_json_line)
+{
+    node_4card();
+    setenv("NODE_NAME", "node-\"a\"", 1);
+    assert_int_equal(run_detect("--hca", LIST_8CARD, NULL), 0);
+    unsetenv("NODE_NAME");
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log,
+                    "\n{\"event\":\"nccl-detect-hca-mismatch\",\"node\":\"node-\\\"a\\\"\","
+                    "\"expected\":[\"mlx5_1\",\"mlx5_2\",\"mlx5_3\",\"mlx5_4\",\"mlx5_5\","
+                    "\"mlx5_6\",\"mlx5_7\",\"mlx5_8\"],\"found\":[\"mlx5_1\",\"mlx5_2\","
+                    "\"mlx5_3\",\"mlx5_4\"],\"missing\":[\"mlx5_5\",\"mlx5_6\",\"mlx5_7\","
+                    "\"mlx5_8\"],\"written\":\"=mlx5_1,mlx5_2,mlx5_3,mlx5_4\"}\n");
+    assert_contains(got_log, "the job's list " LIST_8CARD ": 4 entries without a usable port "
+                             "here; NCCL_IB_HCA holds the usable part");
+}
+
+/* --require-hca (a profile's detect.requireHca): the file is written, and
+ * the exit status is 1 so that the pod restarts. */
+TEST(test_job_list_required_exits_1)
+{
+    node_4card();
+    assert_int_equal(run_detect("--hca", LIST_8CARD, "--require-hca", NULL), 1);
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_4\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "\"node\":null,");
+    assert_contains(got_log, "nccl-detect: exit 1: the job's list is not whole on this node");
+    /* The whole list here: exit 0, no JSON line. */
+    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2:1,mlx5_4", "--require-hca", NULL), 0);
+    assert_contains(got_log, "the job's list =mlx5_1,mlx5_2:1,mlx5_4: every entry has a usable "
+                             "port here\n");
+    assert_true(strstr(got_log, "nccl-detect-hca-mismatch") == NULL);
+    /* A port that is down, or a device the container was not given, is
+     * missing too. */
+    withheld[0] = "mlx5_2";
+    assert_int_equal(run_detect("--hca", "=mlx5_1,mlx5_2:1,mlx5_4", "--require-hca", NULL), 1);
+    assert_contains(got_log, "\"missing\":[\"mlx5_2:1\"],\"written\":\"=mlx5_1,mlx5_4\"}\n");
+    /* Not an exact list: nothing to require, exit 0. */
+    assert_int_equal(run_detect("--hca", "mlx5", "--require-hca", NULL), 0);
+    assert_contains(got_log, "--require-hca: --hca is not an exact list");
+}
+
+/* DRA: dra-driver-sriov's CDI variables name the allocated devices, which
+ * are preferred over sysfs; one that sysfs does not show, or a value
+ * NCCL_IB_HCA cannot hold, is said in the log. */
+TEST(test_dra_sriov_environment)
+{
+    seed_node();
+    setenv("SRIOVNETWORK_vf_a_RDMA_DEVICE", "mlx5_2", 1);
+    setenv("SRIOVNETWORK_vf_b_RDMA_DEVICE", "mlx5_9", 1);
+    setenv("SRIOVNETWORK_vf_c_RDMA_DEVICE", "mlx5,1", 1);
+    setenv("SRIOVNETWORK__RDMA_DEVICE", "mlx5_3", 1); /* no device name: not the format */
+    setenv("SRIOVNETWORK_vf_a_RDMA_UVERB", "/dev/infiniband/uverbs2", 1);
+    assert_int_equal(run_detect(NULL), 0);
+    unsetenv("SRIOVNETWORK_vf_a_RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK_vf_b_RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK_vf_c_RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK__RDMA_DEVICE");
+    unsetenv("SRIOVNETWORK_vf_a_RDMA_UVERB");
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_2\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "nccl-detect: DRA allocated mlx5_9, but sysfs does not show it\n");
+    assert_contains(got_log, "nccl-detect: DRA: SRIOVNETWORK_vf_c_RDMA_DEVICE names no device "
+                             "NCCL_IB_HCA can hold: not used\n");
+    assert_contains(got_log, "mlx5_3 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth3, RoCE v2 IPv4 GID 3 "
+                             "(25.11.128.66): left out: DRA allocated other devices\n");
 }
 
 TEST(test_infiniband_node)
@@ -604,6 +768,12 @@ TEST(test_container_gid_index_differs)
     assert_string_equal(got_file, SEED_HCA "NCCL_SOCKET_IFNAME==eth0\n");
     assert_contains(got_log, "no NCCL_IB_GID_INDEX: the RoCE v2 IPv4 GID is 7 on mlx5_1 port 1 "
                              "but 9 on mlx5_5 port 1; NCCL 2.21+ picks the GID per device itself");
+    /* Which NCCL the file relies on, and the index of each device. */
+    assert_contains(got_log, "NCCL behaviour relied on: NCCL 2.21+, which with NCCL_IB_GID_INDEX "
+                             "unset picks each device's RoCE v2 IPv4 GID itself (here mlx5_1:1 7, "
+                             "mlx5_2:1 7, mlx5_3:1 7, mlx5_4:1 7, mlx5_5:1 9, mlx5_6:1 7, "
+                             "mlx5_7:1 7, mlx5_8:1 7); NCCL before 2.21 uses GID 0 on every "
+                             "device\n");
 }
 
 TEST(test_port_down)
@@ -924,6 +1094,70 @@ TEST(test_device_with_ports_past_the_bound)
     assert_contains(got_log, "mlx5_0: only its first 8 ports read");
 }
 
+/* A shared device plugin without an exclusive network namespace: sysfs
+ * shows every HCA of the host, the container was given uverbs nodes of
+ * mlx5_1 and mlx5_2 only. */
+TEST(test_shared_plugin_only_given_devices)
+{
+    seed_node();
+    for (int i = 3; i <= 8; i++) {
+        static char names[6][8];
+
+        snprintf(names[i - 3], sizeof(names[0]), "mlx5_%d", i);
+        withheld[i - 3] = names[i - 3];
+    }
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "mlx5_3: left out: sysfs shows it, but ");
+    assert_contains(got_log, "/dev/infiniband/uverbs");
+    assert_contains(got_log, " does not open (No such file or directory): the container was not "
+                             "given it\n");
+    assert_contains(got_log, "mlx5_8 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth8, RoCE v2 IPv4 GID 3 "
+                             "(25.11.128.226): left out: this container cannot open the device\n");
+    assert_contains(got_log, "mlx5_2 port 1: ACTIVE, RoCE, 4 GIDs, netdev eth2, RoCE v2 IPv4 GID 3 "
+                             "(25.11.128.34): selected\n");
+}
+
+TEST(test_device_without_uverbs_in_sysfs)
+{
+    seed_node();
+    withheld[0] = "!mlx5_4";
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, "NCCL_IB_HCA==mlx5_1,mlx5_2,mlx5_3,mlx5_5,mlx5_6,mlx5_7,mlx5_8\n"
+                                  "NCCL_IB_GID_INDEX=3\n"
+                                  "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log,
+                    "nccl-detect: mlx5_4: left out: sysfs shows no uverbs device for it\n");
+}
+
+/* No /dev/infiniband: the container was given no RDMA device at all. */
+TEST(test_no_dev_infiniband_writes_no_hca)
+{
+    seed_node();
+    no_dev_infiniband = 1;
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "no RDMA device given to this container: ");
+    assert_contains(got_log, "/dev/infiniband does not exist\n");
+    assert_contains(got_log, "no NCCL_IB_HCA: this container has no /dev/infiniband, so NCCL can "
+                             "open no RDMA device and uses sockets\n");
+}
+
+/* A sysfs without class/infiniband_verbs cannot tell which node is which
+ * device: every device is taken, and the log says why. */
+TEST(test_uverbs_map_unreadable_takes_all)
+{
+    seed_node();
+    no_verbs_class = 1;
+    assert_int_equal(run_detect(NULL), 0);
+    assert_string_equal(got_file, SEED_HCA "NCCL_IB_GID_INDEX=3\n"
+                                           "NCCL_SOCKET_IFNAME==eth0\n");
+    assert_contains(got_log, "/class/infiniband_verbs: No such file or directory: which devices "
+                             "this container can open is not known, all are taken\n");
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, tree_setup, tree_teardown)
@@ -935,6 +1169,9 @@ int main(void)
         T_(test_socket_ifname_given),
         T_(test_4card_node),
         T_(test_4card_node_with_the_8card_profile),
+        T_(test_job_list_mismatch_is_one_json_line),
+        T_(test_job_list_required_exits_1),
+        T_(test_dra_sriov_environment),
         T_(test_infiniband_node),
         T_(test_container_sparse_gid_table),
         T_(test_container_own_namespace_gaps),
@@ -956,6 +1193,10 @@ int main(void)
         T_(test_exclusion_nccl_cannot_read_is_sockets),
         T_(test_names_nccl_cannot_hold),
         T_(test_device_with_ports_past_the_bound),
+        T_(test_shared_plugin_only_given_devices),
+        T_(test_device_without_uverbs_in_sysfs),
+        T_(test_no_dev_infiniband_writes_no_hca),
+        T_(test_uverbs_map_unreadable_takes_all),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

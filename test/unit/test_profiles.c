@@ -813,6 +813,8 @@ TEST(test_detect_refusals_name_profile_and_field)
         {"{'memory':'1e9'}", "detect.memory: \"1e9\""},
         {"{'memory':'32MiB'}", "detect.memory: \"32MiB\""},
         {"{'memory':'9999999999Mi'}", "detect.memory: \"9999999999Mi\""},
+        {"{'requireHca':'yes'}", "detect.requireHca: must be true or false"},
+        {"{'requireHca':true}", "detect.requireHca: needs the list the job expects"},
     };
     char doc[256], line[512];
 
@@ -821,6 +823,26 @@ TEST(test_detect_refusals_name_profile_and_field)
         line_with(support_profiles_rejected(doc), bad[i].words, line, sizeof(line));
         assert_contains(line, "profile \"p\"");
     }
+}
+
+/* requireHca: with the job's exact list (hca, or an NCCL_IB_HCA of '='),
+ * and not with a prefix. */
+TEST(test_detect_require_hca)
+{
+    struct profiles *ps = support_profiles(
+        "{'profiles':[{'name':'a','hca':['mlx5_1','mlx5_2'],'detect':{'requireHca':true}},"
+        "{'name':'b','env':{'NCCL_IB_HCA':'=mlx5_1'},'detect':{'requireHca':true}},"
+        "{'name':'c','hca':['mlx5_1'],'detect':true}]}");
+    char line[512];
+
+    assert_true(profiles_find(ps, "a")->detect.require_hca);
+    assert_true(profiles_find(ps, "b")->detect.require_hca);
+    assert_false(profiles_find(ps, "c")->detect.require_hca);
+    profiles_free(ps);
+    line_with(support_profiles_rejected("{'profiles':[{'name':'p','env':{'NCCL_IB_HCA':'mlx5'},"
+                                        "'detect':{'requireHca':true}}]}"),
+              "detect.requireHca", line, sizeof(line));
+    assert_contains(line, "profile \"p\"");
 }
 
 TEST(test_detect_refused_in_defaults_names_defaults)
@@ -1074,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_detect_forms_and_inheritance),
         cmocka_unit_test(test_detect_quantities_in_range_accepted),
         cmocka_unit_test(test_detect_refusals_name_profile_and_field),
+        cmocka_unit_test(test_detect_require_hca),
         cmocka_unit_test(test_detect_refused_in_defaults_names_defaults),
         cmocka_unit_test(test_detect_values_nccl_detect_takes),
     };

@@ -54,6 +54,10 @@ enum mutate_detect {
     MUTATE_DETECT_ON,
 };
 
+/* Claims the detect init container references: the pod's own bound
+ * (spec.resourceClaims) is far lower in practice. */
+#define MUTATE_DETECT_CLAIMS_MAX 32
+
 struct mutate_ctx {
     const struct mutate_input *in;
     const struct profiles *ps;
@@ -81,7 +85,13 @@ struct mutate_ctx {
     enum mutate_detect detect;
     const char *detect_taken; /* MUTATE_DETECT_TAKEN: what of the pod's has the name */
     int detect_used;          /* some container reads the detected file */
-    int ib_on;                /* some regular target container has InfiniBand on */
+    /* The resources.claims entries of the containers that read it, each
+     * once: the init container references them too, so that DRA gives it
+     * the same devices (mutdetect). At most MUTATE_DETECT_CLAIMS_MAX, a
+     * warning past that. */
+    const struct cJSON *detect_claims[MUTATE_DETECT_CLAIMS_MAX];
+    size_t n_detect_claims;
+    int ib_on; /* some regular target container has InfiniBand on */
     /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
     struct profiles_kv env[MUTATE_ENV_MAX];
     size_t n_env;

@@ -115,6 +115,40 @@ int mutdetect_container(struct mutate_ctx *m, const cJSON *c, const char *cname)
     return 1;
 }
 
+static int mutdetect_same_claim(struct mutate_ctx *m, const cJSON *a, const cJSON *b)
+{
+    const char *ra = podjson_str(&m->r, a, "request"), *rb = podjson_str(&m->r, b, "request");
+
+    return strcmp(podjson_str(&m->r, a, "name"), podjson_str(&m->r, b, "name")) == 0 &&
+           (ra && rb ? strcmp(ra, rb) == 0 : ra == rb);
+}
+
+/* c's resources.claims, kept for the init container (each once). */
+static void mutdetect_keep_claims(struct mutate_ctx *m, const cJSON *c)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, podjson_arr(&m->r, podjson_obj(&m->r, c, "resources"), "claims"))
+    {
+        size_t i = 0;
+
+        if (!podjson_str(&m->r, it, "name"))
+            continue;
+        while (i < m->n_detect_claims && !mutdetect_same_claim(m, m->detect_claims[i], it))
+            i++;
+        if (i < m->n_detect_claims)
+            continue;
+        if (m->n_detect_claims == MUTATE_DETECT_CLAIMS_MAX) {
+            MUTATE_WARN(m, MUTATE_W_DETECT,
+                        "the detect init container references the first %d resource claims "
+                        "only; it may not see every device of the others",
+                        MUTATE_DETECT_CLAIMS_MAX);
+            return;
+        }
+        m->detect_claims[m->n_detect_claims++] = it;
+    }
+}
+
 void mutdetect_mounts(struct mutate_ctx *m, const cJSON *c, const char *cpath, int *mounts)
 {
     int root = !mutcaps_runs_as_non_root(m, podjson_obj(&m->r, c, "securityContext"));
@@ -134,6 +168,7 @@ void mutdetect_mounts(struct mutate_ctx *m, const cJSON *c, const char *cpath, i
         MUTATE_TRACE(m, "detect: no mount at " MUTATE_DETECT_ROOT_CONF ": %s",
                      !root ? "the container runs as non-root" : "a mount there or at /root");
     }
+    mutdetect_keep_claims(m, c);
 }
 
 /* The volume the init container writes to and the targets read, unless the
@@ -182,7 +217,33 @@ static void mutdetect_arg(struct mutate_ctx *m, const char *arg)
     jsonw_str(&m->res->patch.w, buf);
 }
 
-/* requests and limits alike, so that a Guaranteed pod stays Guaranteed. */
+/* The claims of the containers that read the file, as they name them. */
+static void mutdetect_claims(struct mutate_ctx *m)
+{
+    struct patch *p = &m->res->patch;
+
+    if (m->n_detect_claims == 0)
+        return;
+    MUTATE_TRACE(m, "detect: the init container references the readers' %zu resource claim%s",
+                 m->n_detect_claims, m->n_detect_claims == 1 ? "" : "s");
+    jsonw_raw(&p->w, ",\"claims\":[");
+    for (size_t i = 0; i < m->n_detect_claims; i++) {
+        const char *request = podjson_str(&m->r, m->detect_claims[i], "request");
+
+        jsonw_raw(&p->w, i ? ",{\"name\":" : "{\"name\":");
+        jsonw_str(&p->w, podjson_str(&m->r, m->detect_claims[i], "name"));
+        if (request) {
+            jsonw_raw(&p->w, ",\"request\":");
+            jsonw_str(&p->w, request);
+        }
+        jsonw_raw(&p->w, "}");
+    }
+    jsonw_raw(&p->w, "]");
+}
+
+/* requests and limits alike, so that a Guaranteed pod stays Guaranteed;
+ * and the claims, so that DRA gives the init container the devices the
+ * readers get (dra-driver-sriov's CDI environment among them). */
 static void mutdetect_resources(struct mutate_ctx *m)
 {
     struct patch *p = &m->res->patch;
@@ -194,6 +255,7 @@ static void mutdetect_resources(struct mutate_ctx *m)
         jsonw_str(&p->w, m->p->detect.memory);
         jsonw_raw(&p->w, "}");
     }
+    mutdetect_claims(m);
     jsonw_raw(&p->w, "}");
 }
 
@@ -207,8 +269,10 @@ _Static_assert(MUTATE_DETECT_UID == 65532, "MUTDETECT_SECURITY spells the uid ou
 /* The init container, after the pod's own: those may set up what it is to
  * see (the network, say), and NCCL only runs in the regular containers.
  * Unless the pod has it (an earlier call's). Its arguments hand nccl-detect
- * the profile's NCCL_IB_HCA (to choose among those devices) and
- * NCCL_SOCKET_IFNAME (to write instead of the default route's). */
+ * the profile's NCCL_IB_HCA (to choose among those devices, and the job's
+ * list to compare with), NCCL_SOCKET_IFNAME (to write instead of the
+ * default route's) and --require-hca when the profile asks (detect.requireHca);
+ * NODE_NAME (downward API) names the node in its mismatch line. */
 static void mutdetect_init_container(struct mutate_ctx *m)
 {
     const cJSON *inits = podjson_arr(&m->r, m->spec, "initContainers"), *it;
@@ -244,7 +308,11 @@ static void mutdetect_init_container(struct mutate_ctx *m)
         mutdetect_arg(m, "--socket-ifname");
         mutdetect_arg(m, ifname);
     }
-    jsonw_raw(&p->w, "],\"resources\":");
+    if (hca && m->p->detect.require_hca)
+        mutdetect_arg(m, "--require-hca");
+    /* The node's name for nccl-detect's mismatch line. */
+    jsonw_raw(&p->w, "],\"env\":[{\"name\":\"NODE_NAME\",\"valueFrom\":{\"fieldRef\":"
+                     "{\"fieldPath\":\"spec.nodeName\"}}}],\"resources\":");
     mutdetect_resources(m);
     jsonw_raw(&p->w, ",\"securityContext\":" MUTDETECT_SECURITY
                      ",\"volumeMounts\":[{\"name\":\"" MUTATE_DETECT_VOLUME

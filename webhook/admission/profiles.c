@@ -290,13 +290,13 @@ static const char *profiles_detect_str(struct profiles_ctx *c, const cJSON *d, c
     return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
-/* "detect": true, false, or {"enabled", "cpu", "memory"} (on unless enabled
- * is false, the fields it lacks taken from base). */
+/* "detect": true, false, or {"enabled", "cpu", "memory", "requireHca"} (on
+ * unless enabled is false, the fields it lacks taken from base). */
 static void profiles_read_detect(struct profiles_ctx *c, const cJSON *d,
                                  struct profiles_common *out)
 {
-    static const char *const keys[] = {"enabled", "cpu", "memory", NULL};
-    const cJSON *enabled;
+    static const char *const keys[] = {"enabled", "cpu", "memory", "requireHca", NULL};
+    const cJSON *enabled, *require;
     const char *v;
 
     if (cJSON_IsBool(d)) {
@@ -312,6 +312,11 @@ static void profiles_read_detect(struct profiles_ctx *c, const cJSON *d,
     if (enabled && !cJSON_IsBool(enabled))
         profiles_problem(c, "detect.enabled: must be true or false");
     out->detect.on = !cJSON_IsFalse(enabled);
+    require = cJSON_GetObjectItemCaseSensitive(d, "requireHca");
+    if (require && !cJSON_IsBool(require))
+        profiles_problem(c, "detect.requireHca: must be true or false");
+    else if (require)
+        out->detect.require_hca = cJSON_IsTrue(require);
     /* Only the object's own values: inherited ones were checked in defaults. */
     if ((v = profiles_detect_str(c, d, "cpu")))
         profiles_check_detect_cpu(c, out->detect.cpu = v);
@@ -735,6 +740,10 @@ static void profiles_check_detect(struct profiles_ctx *c, const struct profiles_
 
     if (!p->detect.on)
         return;
+    v = profiles_kv_get(&p->env, "NCCL_IB_HCA");
+    if (p->detect.require_hca && (!v || v[0] != '='))
+        profiles_problem(c, "detect.requireHca: needs the list the job expects: give the profile "
+                            "\"hca\" (or env NCCL_IB_HCA of '=' and device names)");
     for (size_t i = 0; i < 2; i++) {
         if ((v = profiles_kv_get(lists[i], "NCCL_IB_HCA")) && !profiles_hca_detectable(v))
             profiles_problem(

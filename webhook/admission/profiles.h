@@ -63,9 +63,14 @@ struct profiles_kvs {
  * bytes). With on, the profile's NCCL_IB_HCA entries are plain device names
  * and NCCL_SOCKET_IFNAME (env and hostNetworkEnv) is 1 to
  * PROFILES_DETECT_IFNAME_MAX bytes without control characters: the values
- * go to nccl-detect's --hca and --socket-ifname, which must take them. */
+ * go to nccl-detect's --hca and --socket-ifname, which must take them.
+ * require_hca ("requireHca"): a node that cannot give the job's exact list
+ * (the profile's "hca", or an NCCL_IB_HCA of "=" and names) whole makes
+ * nccl-detect exit 1, so the pod restarts rather than trains on fewer
+ * devices than the other ranks; it needs such a list. */
 struct profiles_detect {
     int on;
+    int require_hca;
     const char *cpu;
     const char *memory;
 };

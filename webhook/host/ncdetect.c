@@ -3,17 +3,20 @@
 #include "host/ncdetect.h"
 
 #include "host/fsutil.h"
+#include "base/jsonw.h"
 #include "admission/nccl.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NCDETECT_STATE_ACTIVE 4
 #define NCDETECT_RTF_UP       0x1
@@ -400,6 +403,177 @@ static int ncdetect_scan_devices(struct ncdetect_scan *s, const char *sysroot)
     return ERR_OK;
 }
 
+/* ---- the devices the container can open, and those DRA allocated ---- */
+
+/* "uverbsN", the name the kernel gives a verbs character device. */
+static int ncdetect_uverbs_name(const char *name)
+{
+    return strncmp(name, "uverbs", 6) == 0 && ncdetect_index_name(name + 6);
+}
+
+/* Gives the ports of device ibdev the uverbs node name, unless one of them
+ * has one already (the first entry read wins). */
+static void ncdetect_set_uverbs(struct ncdetect_scan *s, const char *ibdev, const char *name)
+{
+    for (size_t i = 0; i < s->nports; i++)
+        if (strcmp(s->ports[i].dev, ibdev) == 0 && s->ports[i].uverbs[0] == '\0')
+            ncdetect_copy(s->ports[i].uverbs, sizeof(s->ports[i].uverbs), name);
+}
+
+/* class/infiniband_verbs/uverbsN/ibdev: the device of each node. 0, or -1
+ * when the directory cannot be listed. */
+static int ncdetect_map_uverbs(struct ncdetect_scan *s, const char *sysroot)
+{
+    char dir[PATH_MAX], path[PATH_MAX], ibdev[NCDETECT_ATTR_MAX + 1];
+    struct dirent *e;
+    size_t seen = 0;
+    DIR *d;
+
+    if (ncdetect_path(dir, sizeof(dir), "%s/class/infiniband_verbs", sysroot) ||
+        (d = opendir(dir)) == NULL) {
+        ncdetect_note(&s->notes,
+                      "cannot list %s/class/infiniband_verbs: %s: which devices this container "
+                      "can open is not known, all are taken",
+                      sysroot, strerror(errno));
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (++seen > NCDETECT_MAX_DIR_ENTRIES) {
+            ncdetect_note(&s->notes, "only the first %d entries of %s read",
+                          NCDETECT_MAX_DIR_ENTRIES, dir);
+            break;
+        }
+        if (ncdetect_uverbs_name(e->d_name) &&
+            ncdetect_path(path, sizeof(path), "%s/%s/ibdev", dir, e->d_name) == ERR_OK &&
+            ncdetect_attr(path, ibdev, NULL, 0) == ERR_OK)
+            ncdetect_set_uverbs(s, ibdev, e->d_name);
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Opens devdir/uverbsN as rdma-core does (read-write): 0, or the errno. */
+static int ncdetect_open_node(const char *devdir, const char *uverbs)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (ncdetect_path(path, sizeof(path), "%s/%s", devdir, uverbs))
+        return ENAMETOOLONG;
+    if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+        return errno;
+    close(fd);
+    return 0;
+}
+
+/* Each device's node: opened, or why not, one note per device left out. */
+static void ncdetect_check_nodes(struct ncdetect_scan *s, const char *devdir)
+{
+    for (size_t i = 0, j; i < s->nports; i = j) {
+        struct ncdetect_port *p = &s->ports[i];
+        enum ncdetect_node node = NCDETECT_NODE_NO_UVERBS;
+        int e = 0;
+
+        if (p->uverbs[0])
+            node = (e = ncdetect_open_node(devdir, p->uverbs)) == 0 ? NCDETECT_NODE_OPENS
+                   : e == EACCES                                    ? NCDETECT_NODE_NO_ACCESS
+                                                                    : NCDETECT_NODE_CANNOT_OPEN;
+        for (j = i; j < s->nports && strcmp(s->ports[j].dev, p->dev) == 0; j++) {
+            s->ports[j].node = node;
+            s->ports[j].open_errno = e;
+        }
+        if (node == NCDETECT_NODE_NO_UVERBS)
+            ncdetect_note(&s->notes, "%s: left out: sysfs shows no uverbs device for it", p->dev);
+        else if (node == NCDETECT_NODE_CANNOT_OPEN)
+            ncdetect_note(&s->notes,
+                          "%s: left out: sysfs shows it, but %s/%s does not open (%s): the "
+                          "container was not given it",
+                          p->dev, devdir, p->uverbs, strerror(e));
+        else if (node == NCDETECT_NODE_NO_ACCESS)
+            ncdetect_note(&s->notes,
+                          "%s: kept: %s/%s is there but its mode keeps this user out (%s); the "
+                          "training container may run as another user",
+                          p->dev, devdir, p->uverbs, strerror(e));
+    }
+}
+
+static void ncdetect_scan_nodes(struct ncdetect_scan *s, const char *sysroot, const char *devroot)
+{
+    char devdir[PATH_MAX];
+    struct stat st;
+
+    if (devroot == NULL)
+        return;
+    if (ncdetect_path(devdir, sizeof(devdir), "%s/infiniband", devroot)) {
+        ncdetect_note(&s->notes, "--dev-root %s: path too long", devroot);
+        return;
+    }
+    if (stat(devdir, &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            ncdetect_note(&s->notes, "cannot read %s: %s: all devices are taken", devdir,
+                          strerror(errno));
+            return;
+        }
+        s->devroot = NCDETECT_DEVROOT_ABSENT;
+        ncdetect_note(&s->notes, "no RDMA device given to this container: %s does not exist",
+                      devdir);
+        return;
+    }
+    if (s->nports == 0 || ncdetect_map_uverbs(s, sysroot) != 0)
+        return;
+    s->devroot = NCDETECT_DEVROOT_CHECKED;
+    ncdetect_check_nodes(s, devdir);
+}
+
+/* value, the RDMA device of SRIOVNETWORK_<device>_RDMA_DEVICE, once. */
+static void ncdetect_add_dra(struct ncdetect_scan *s, const char *var, const char *value)
+{
+    for (size_t i = 0; i < s->ndra; i++)
+        if (strcmp(s->dra[i], value) == 0)
+            return;
+    if (!ncdetect_dev_name(value)) {
+        /* The name only, and only when it is plain: the value may hold
+         * anything, a newline that would forge a log line too. */
+        size_t n = strspn(var, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+        ncdetect_note(&s->notes, "DRA: %.*s names no device NCCL_IB_HCA can hold: not used",
+                      var[n] == '=' && n < NCDETECT_ATTR_MAX ? (int)n : 0, var);
+        return;
+    }
+    if (s->ndra == NCDETECT_MAX_DRA) {
+        ncdetect_note(&s->notes, "DRA: %s and later devices not used: %d at most", value,
+                      NCDETECT_MAX_DRA);
+        return;
+    }
+    ncdetect_copy(s->dra[s->ndra++], sizeof(s->dra[0]), value);
+}
+
+/* dra-driver-sriov's CDI variables (see ncdetect.h), each NAME=VALUE. */
+static void ncdetect_scan_dra(struct ncdetect_scan *s, char *const *env)
+{
+    static const char prefix[] = "SRIOVNETWORK_", suffix[] = "_RDMA_DEVICE=";
+    const size_t np = sizeof(prefix) - 1, ns = sizeof(suffix) - 1;
+
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *eq = strchr(env[i], '=');
+        size_t n;
+
+        if (strncmp(env[i], prefix, np) != 0 || eq == NULL)
+            continue;
+        n = (size_t)(eq - env[i]) + 1; /* the name and its '=' */
+        if (n > np + ns && memcmp(eq + 1 - ns, suffix, ns) == 0)
+            ncdetect_add_dra(s, env[i], eq + 1);
+    }
+    for (size_t i = 0; i < s->ndra; i++) {
+        size_t k = 0;
+
+        while (k < s->nports && strcmp(s->ports[k].dev, s->dra[i]) != 0)
+            k++;
+        if (k == s->nports)
+            ncdetect_note(&s->notes, "DRA allocated %s, but sysfs does not show it", s->dra[i]);
+    }
+}
+
 /* Reads a procfs file into a new buffer of at most cap bytes, whole lines
  * only; NULL (noted) when it cannot be read at all. *complete: not cut. */
 static char *ncdetect_read_proc(struct ncdetect_scan *s, const char *path, size_t cap,
@@ -517,14 +691,16 @@ void ncdetect_scan_init(struct ncdetect_scan *s)
     dynbuf_init(&s->notes, NCDETECT_NOTES_MAX);
 }
 
-int ncdetect_scan(struct ncdetect_scan *s, const char *sysroot, const char *procroot)
+int ncdetect_scan(struct ncdetect_scan *s, const struct ncdetect_roots *r)
 {
-    int rc = ncdetect_scan_devices(s, sysroot);
+    int rc = ncdetect_scan_devices(s, r->sys);
 
     if (rc == ERR_NOMEM)
         ncdetect_note(&s->notes, "out of memory reading the RDMA devices");
-    ncdetect_scan_route(s, procroot);
-    ncdetect_scan_locals(s, procroot);
+    ncdetect_scan_nodes(s, r->sys, r->dev);
+    ncdetect_scan_dra(s, r->env);
+    ncdetect_scan_route(s, r->proc);
+    ncdetect_scan_locals(s, r->proc);
     return rc;
 }
 
@@ -578,18 +754,33 @@ static const char *ncdetect_port_netdev(const struct ncdetect_port *p,
     return "";
 }
 
+static int ncdetect_is_dra(const struct ncdetect_scan *s, const char *dev)
+{
+    for (size_t i = 0; i < s->ndra; i++)
+        if (strcmp(s->dra[i], dev) == 0)
+            return 1;
+    return 0;
+}
+
 static enum ncdetect_verdict ncdetect_judge(const struct ncdetect_scan *s,
                                             const struct ncdetect_port *p,
                                             const struct ncdetect_opts *o, const char *netdev)
 {
+    if (s->devroot == NCDETECT_DEVROOT_ABSENT || p->node == NCDETECT_NODE_NO_UVERBS ||
+        p->node == NCDETECT_NODE_CANNOT_OPEN)
+        return NCDETECT_NO_NODE;
+    if (s->ndra > 0 && !ncdetect_is_dra(s, p->dev))
+        return NCDETECT_NOT_ALLOCATED;
     if (p->state < 0 || p->link == NCDETECT_LINK_UNKNOWN)
         return NCDETECT_UNREADABLE;
     if (p->state != NCDETECT_STATE_ACTIVE)
         return NCDETECT_DOWN;
-    if (o->hca && !nccl_hca_matches(o->hca, p->dev, p->port))
-        return NCDETECT_NOT_IN_HCA;
     if (s->default_ifname[0] && strcmp(netdev, s->default_ifname) == 0)
         return NCDETECT_DEFAULT_ROUTE;
+    /* Last, so that NOT_IN_HCA means usable here: what the mismatch line
+     * calls found. */
+    if (o->hca && !nccl_hca_matches(o->hca, p->dev, p->port))
+        return NCDETECT_NOT_IN_HCA;
     return NCDETECT_SELECTED;
 }
 
@@ -679,6 +870,11 @@ static int ncdetect_choose_hca(struct ncdetect_choice *c, const struct ncdetect_
         ncdetect_note(&c->notes, "no NCCL_IB_HCA: no RDMA port found");
         return ERR_OK;
     }
+    if (s->devroot == NCDETECT_DEVROOT_ABSENT) {
+        ncdetect_note(&c->notes, "no NCCL_IB_HCA: this container has no /dev/infiniband, so NCCL "
+                                 "can open no RDMA device and uses sockets");
+        return ERR_OK;
+    }
     /* Without a list NCCL would take every active port, those left out too. */
     if ((fits = ncdetect_list_ports(s, c, "^=", 0, &c->hca)) < 0)
         return fits;
@@ -698,6 +894,129 @@ static int ncdetect_choose_hca(struct ncdetect_choice *c, const struct ncdetect_
     c->net_socket = 1;
     ncdetect_note(&c->notes, "NCCL_NET=Socket: NCCL uses sockets, none of the RDMA ports");
     return ERR_OK;
+}
+
+/* ---- one list for the whole job ---- */
+
+/* Whether a selected port satisfies entry (n bytes: "dev" or "dev:port"). */
+static int ncdetect_entry_met(const struct ncdetect_scan *s, const struct ncdetect_choice *c,
+                              const char *entry, size_t n)
+{
+    const char *colon = memchr(entry, ':', n);
+    size_t dn = colon ? (size_t)(colon - entry) : n;
+    unsigned long port = colon ? strtoul(colon + 1, NULL, 10) : 0;
+
+    for (size_t i = 0; i < s->nports; i++)
+        if (c->verdict[i] == NCDETECT_SELECTED && strlen(s->ports[i].dev) == dn &&
+            memcmp(s->ports[i].dev, entry, dn) == 0 && (!colon || port == s->ports[i].port))
+            return 1;
+    return 0;
+}
+
+/* The entries of the exact list hca ("=a,b:1"), as NCCL reads them (empty
+ * ones skipped, the first NCDETECT_NCCL_HCA_MAX), met or not: a JSON array
+ * of those with met == want (want < 0: all). Returns how many. */
+static size_t ncdetect_json_entries(struct jsonw *w, const struct ncdetect_scan *s,
+                                    const struct ncdetect_choice *c, const char *hca, int want)
+{
+    size_t count = 0, seen = 0;
+
+    jsonw_raw(w, "[");
+    for (const char *e = hca + 1; *e && seen < NCDETECT_NCCL_HCA_MAX;) {
+        size_t n = strcspn(e, ",");
+
+        if (n > 0 && (seen++, want < 0 || ncdetect_entry_met(s, c, e, n) == want)) {
+            jsonw_raw(w, count++ ? "," : "");
+            jsonw_strn(w, e, n);
+        }
+        e += n + (e[n] == ',');
+    }
+    jsonw_raw(w, "]");
+    return count;
+}
+
+/* The devices with a port usable here, whether the list names them or not:
+ * a JSON array, each device once. */
+static void ncdetect_json_found(struct jsonw *w, const struct ncdetect_scan *s,
+                                const struct ncdetect_choice *c)
+{
+    const char *last = NULL;
+    size_t count = 0;
+
+    jsonw_raw(w, "[");
+    for (size_t i = 0; i < s->nports; i++) {
+        if (c->verdict[i] != NCDETECT_SELECTED && c->verdict[i] != NCDETECT_NOT_IN_HCA)
+            continue;
+        if (last && strcmp(last, s->ports[i].dev) == 0)
+            continue;
+        jsonw_raw(w, count++ ? "," : "");
+        jsonw_str(w, last = s->ports[i].dev);
+    }
+    jsonw_raw(w, "]");
+}
+
+/* With an exact --hca list, the entries no selected port meets: the
+ * mismatch line (see ncdetect.h), or a note that the list is whole here. */
+static int ncdetect_check_expected(struct ncdetect_choice *c, const struct ncdetect_scan *s,
+                                   const struct ncdetect_opts *o)
+{
+    struct jsonw w;
+    size_t missing;
+
+    if (!o->hca || o->hca[0] != '=')
+        return ERR_OK;
+    jsonw_init(&w, &c->mismatch_json);
+    jsonw_raw(&w, "{\"event\":\"nccl-detect-hca-mismatch\",\"node\":");
+    if (o->node)
+        jsonw_strn(&w, o->node, strnlen(o->node, NCDETECT_NODE_MAX));
+    else
+        jsonw_raw(&w, "null");
+    jsonw_raw(&w, ",\"expected\":");
+    ncdetect_json_entries(&w, s, c, o->hca, -1);
+    jsonw_raw(&w, ",\"found\":");
+    ncdetect_json_found(&w, s, c);
+    jsonw_raw(&w, ",\"missing\":");
+    missing = ncdetect_json_entries(&w, s, c, o->hca, 0);
+    jsonw_raw(&w, ",\"written\":");
+    jsonw_str(&w, dynbuf_ptr(&c->hca));
+    jsonw_raw(&w, "}");
+    if (missing == 0) {
+        dynbuf_truncate(&c->mismatch_json, 0);
+        ncdetect_note(&c->notes, "the job's list %s: every entry has a usable port here", o->hca);
+        return ERR_OK;
+    }
+    c->mismatch = 1;
+    ncdetect_note(&c->notes,
+                  "the job's list %s: %zu entr%s without a usable port here; NCCL_IB_HCA holds "
+                  "the usable part, and other nodes may differ (see the JSON line)",
+                  o->hca, missing, missing == 1 ? "y" : "ies");
+    return jsonw_error(&w) == ERR_NOMEM ? ERR_NOMEM : ERR_OK;
+}
+
+/* NCCL_IB_GID_INDEX left out of a file with RoCE ports: what the file relies
+ * on, and each selected RoCE port's own index (none: "-"), as one note. */
+static void ncdetect_note_per_device(struct ncdetect_choice *c, const struct ncdetect_scan *s)
+{
+    char line[NCDETECT_NCCL_HCA_MAX * (NCDETECT_DEVNAME_MAX + 16)];
+    size_t o = 0;
+
+    line[0] = '\0';
+    for (size_t i = 0; i < s->nports && o < sizeof(line); i++) {
+        int n;
+
+        if (c->verdict[i] != NCDETECT_SELECTED || s->ports[i].link != NCDETECT_LINK_ETHERNET)
+            continue;
+        n = c->gid[i] >= 0 ? snprintf(line + o, sizeof(line) - o, "%s%s:%u %d", o ? ", " : "",
+                                      s->ports[i].dev, s->ports[i].port, c->gid[i])
+                           : snprintf(line + o, sizeof(line) - o, "%s%s:%u -", o ? ", " : "",
+                                      s->ports[i].dev, s->ports[i].port);
+        o += n > 0 ? (size_t)n : 0;
+    }
+    ncdetect_note(&c->notes,
+                  "NCCL behaviour relied on: NCCL 2.21+, which with NCCL_IB_GID_INDEX unset picks "
+                  "each device's RoCE v2 IPv4 GID itself (here %s); NCCL before 2.21 uses GID 0 "
+                  "on every device",
+                  line);
 }
 
 /* Why NCCL_IB_GID_INDEX is left out, or the index every selected RoCE port
@@ -734,6 +1053,7 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
     if (ib > 0) {
         ncdetect_note(&c->notes, "no NCCL_IB_GID_INDEX: the selected ports mix RoCE and "
                                  "InfiniBand; NCCL 2.21+ picks the GID per device itself");
+        ncdetect_note_per_device(c, s);
         return;
     }
     if (missing > 0) {
@@ -741,6 +1061,7 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
                       "no NCCL_IB_GID_INDEX: %s port %u has no RoCE v2 GID with an IPv4 address "
                       "of this pod; NCCL 2.21+ picks the GID per device itself",
                       s->ports[first_missing].dev, s->ports[first_missing].port);
+        ncdetect_note_per_device(c, s);
         return;
     }
     if (other > 0) {
@@ -749,10 +1070,13 @@ static void ncdetect_choose_gid(struct ncdetect_choice *c, const struct ncdetect
                       "%s port %u; NCCL 2.21+ picks the GID per device itself",
                       index, s->ports[first_index].dev, s->ports[first_index].port,
                       c->gid[first_other], s->ports[first_other].dev, s->ports[first_other].port);
+        ncdetect_note_per_device(c, s);
         return;
     }
     c->gid_index = index;
-    ncdetect_note(&c->notes, "NCCL_IB_GID_INDEX=%d: the RoCE v2 IPv4 GID of every selected port",
+    ncdetect_note(&c->notes,
+                  "NCCL_IB_GID_INDEX=%d: the RoCE v2 IPv4 GID of every selected port (NCCL "
+                  "behaviour relied on: none, every NCCL version reads it)",
                   index);
 }
 
@@ -778,6 +1102,7 @@ void ncdetect_choice_init(struct ncdetect_choice *c)
     /* The longest list: every port as "dev:port,". */
     dynbuf_init(&c->hca, NCDETECT_MAX_PORTS * (NCDETECT_DEVNAME_MAX + 5) + 2);
     dynbuf_init(&c->notes, NCDETECT_NOTES_MAX);
+    dynbuf_init(&c->mismatch_json, NCDETECT_MISMATCH_MAX);
 }
 
 int ncdetect_choose(struct ncdetect_choice *c, const struct ncdetect_scan *s,
@@ -803,6 +1128,8 @@ int ncdetect_choose(struct ncdetect_choice *c, const struct ncdetect_scan *s,
     }
     /* The notes come in the file's order. */
     rc = ncdetect_choose_hca(c, s, nselected);
+    if (rc == ERR_OK)
+        rc = ncdetect_check_expected(c, s, o);
     ncdetect_choose_gid(c, s);
     ncdetect_choose_socket(c, s, o);
     return rc;
@@ -814,6 +1141,7 @@ void ncdetect_choice_free(struct ncdetect_choice *c)
     free(c->gid);
     dynbuf_free(&c->hca);
     dynbuf_free(&c->notes);
+    dynbuf_free(&c->mismatch_json);
     ncdetect_choice_init(c);
 }
 
@@ -850,6 +1178,8 @@ static const char *ncdetect_verdict_text(enum ncdetect_verdict v)
     case NCDETECT_NOT_IN_HCA: return "left out: not in --hca";
     case NCDETECT_DEFAULT_ROUTE: return "left out: its netdev carries the default route";
     case NCDETECT_PAST_LIMIT: return "left out: past what NCCL reads of NCCL_IB_HCA";
+    case NCDETECT_NO_NODE: return "left out: this container cannot open the device";
+    case NCDETECT_NOT_ALLOCATED: return "left out: DRA allocated other devices";
     }
     return "?";
 }

@@ -169,6 +169,8 @@ func TestRunTimeDetection(t *testing.T) {
 		}
 	}
 
+	requireDetectClaims(t, ns)
+
 	restricted := newNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 	p := gpuPod("restricted", 8)
 	p.Annotations = map[string]string{"rdma-webhook.io/profile": restrictedProfile}
@@ -185,4 +187,33 @@ func TestRunTimeDetection(t *testing.T) {
 		t.Fatalf("%s/restricted: not mutated with %s: %v", restricted, restrictedProfile, stored.Annotations)
 	}
 	requireDetected(t, stored, "pytorch", image, false)
+}
+
+// requireDetectClaims: DRA through the real apiserver. A ResourceClaim
+// (resource.k8s.io/v1), and a pod whose container references it: the
+// stored pod's detection init container references the same claim (the
+// apiserver checks that it names one of the pod's resourceClaims), so that
+// DRA gives it the same devices, and gets NODE_NAME from the downward API.
+// The DeviceClass need not exist: nothing schedules the pod here.
+func requireDetectClaims(t *testing.T, ns string) {
+	t.Helper()
+	claim := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"rdma-nics"},` +
+		`"spec":{"devices":{"requests":[{"name":"nics","exactly":{"deviceClassName":"sriov-rdma","count":2}}]}}}`
+	mustKubectl(t, claim, "create", "-n", ns, "-f", "-")
+	p := gpuPod("dra", 8)
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimName: ptr.To("rdma-nics")}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "nic", Request: "nics"}}
+	mustKubectl(t, toJSON(t, p), "create", "-n", ns, "-f", "-")
+	stored := getPod(t, ns, "dra")
+	ic := initContainer(stored, detectContainer)
+	if ic == nil {
+		t.Fatalf("%s/dra: no init container %s", ns, detectContainer)
+	}
+	if got, want := toJSON(t, ic.Resources.Claims), `[{"name":"nic","request":"nics"}]`; got != want {
+		t.Errorf("%s/dra: init container claims %s, want %s", ns, got, want)
+	}
+	if len(ic.Env) != 1 || ic.Env[0].Name != "NODE_NAME" || ic.Env[0].ValueFrom == nil ||
+		ic.Env[0].ValueFrom.FieldRef == nil || ic.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("%s/dra: init container env %s, want NODE_NAME from spec.nodeName", ns, toJSON(t, ic.Env))
+	}
 }
