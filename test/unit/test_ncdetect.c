@@ -1101,7 +1101,7 @@ TEST(test_shared_plugin_only_given_devices)
 {
     seed_node();
     for (int i = 3; i <= 8; i++) {
-        static char names[6][8];
+        static char names[6][24];
 
         snprintf(names[i - 3], sizeof(names[0]), "mlx5_%d", i);
         withheld[i - 3] = names[i - 3];
