@@ -1,19 +1,9 @@
 #!/bin/sh
 # check-layers.sh: the layer rule, read from the tree itself. Each folder of
-# webhook/ is a layer (webhook/README.md, "Layers"); a module's file includes
-# project headers by folder ("base/dynbuf.h"), and only from the folders its
-# own may use:
-#
-#   base       pure helpers: memory, text, numbers, JSON text; no I/O
-#   admission  one admission as a function of its inputs; libc and cJSON only
-#   host       this machine: files, the clock, threads, the log, shared state
-#   wire       TLS and HTTP connections
-#   kube       the Kubernetes API
-#   server     the serving process (struct server) and its metrics
-#   cmd        the command line; not in the unit-test library
-#
-# host sits on admission (the store holds profiles); wire and kube both sit
-# on host and never on each other; server on all of those; cmd on everything.
+# webhook/ is a layer; a module's file includes project headers by folder
+# ("base/dynbuf.h"), and only from its own folder and those the map in
+# webhook/README.md ("Layers") lets it use. That map is the one place the
+# rule is written: this script reads it.
 #
 #   sh test/check-layers.sh [ROOT]     ROOT: the checkout (default: this one)
 #
@@ -27,16 +17,16 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 dir=$root/webhook
 [ -d "$dir" ] || { echo "check-layers: no $dir" >&2; exit 2; }
 
-# folder: the folders its files may include from (itself always).
-uses='
-base:
-admission: base
-host: base admission
-wire: base admission host
-kube: base admission host
-server: base admission host wire kube
-cmd: base admission host wire kube server
-'
+# folder: the folders its files may include from (itself always), read from
+# the map in webhook/README.md (the block after the "<!-- layers:" line), so
+# that the rule is written once.
+uses=$(awk '/^<!-- layers:/ { want = 1; next }
+    want && /^```text/ { inside = 1; next }
+    inside && /^```/ { exit }
+    inside { n = split($0, w, "uses:"); if (n != 2) next
+             split(w[1], f, " "); v = w[2]; gsub(/(^ +| +$)/, "", v); if (v == "-") v = ""
+             print f[1] ": " v }' "$dir/README.md")
+[ -n "$uses" ] || { echo "check-layers: no layer map in $dir/README.md (a \`\`\`text block after <!-- layers: -->)" >&2; exit 2; }
 
 # Paths are passed on stdin, one a line, so none is read as an awk option.
 cd "$dir"
@@ -56,7 +46,7 @@ BEGIN {
 # A folder: one of the table, one level deep.
 !/\.[ch]$/ {
     if ($0 ~ /\// || !($0 in known)) {
-        printf "webhook/%s: a folder that is no layer: add it to the table in test/check-layers.sh and webhook/README.md, or move its files into a layer\n", $0
+        printf "webhook/%s: a folder that is no layer: add it to the map in webhook/README.md, or move its files into a layer\n", $0
         bad = 1
     }
     next
@@ -88,7 +78,7 @@ END {
                 continue
             }
             if ((from " " q[1]) in allow) continue
-            printf "webhook/%s:%d: %s: %s may not include %s (test/check-layers.sh says what each folder may use)\n", file, ln, line, from, q[1]
+            printf "webhook/%s:%d: %s: %s may not include %s (the map in webhook/README.md says what each folder may use)\n", file, ln, line, from, q[1]
             bad = 1
         }
         close(file)

@@ -306,7 +306,7 @@ func TestNcclDetectHelp(t *testing.T) {
 
 // TestMixedExampleMatchesTheSeedNode: the 8-card H100 profile of
 // manifests/examples/profiles-mixed.json lists the NICs that detection
-// chooses on the seed guide's 8-card node, mlx5_1..mlx5_8, and not mlx5_0,
+// chooses on the cloud guide's 8-card node, mlx5_1..mlx5_8, and not mlx5_0,
 // the management NIC on eth0 with the default route: copied as it is, the
 // example must not put that NIC into NCCL_IB_HCA, nor leave mlx5_8 out.
 func TestMixedExampleMatchesTheSeedNode(t *testing.T) {
@@ -335,7 +335,7 @@ func TestMixedExampleMatchesTheSeedNode(t *testing.T) {
 		found++
 		expectText(t, p.Name+"'s hca as NCCL_IB_HCA", "NCCL_IB_HCA=="+strings.Join(p.HCA, ",")+"\n", seedHCA)
 		if !strings.HasPrefix(string(res.stdout), seedHCA) {
-			t.Errorf("detection on the seed node: %q does not start with %q", res.stdout, seedHCA)
+			t.Errorf("detection on the guide's 8-card node: %q does not start with %q", res.stdout, seedHCA)
 		}
 	}
 	if found == 0 {
