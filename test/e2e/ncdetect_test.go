@@ -480,7 +480,17 @@ func TestNcclDetectNodeModeIsNotAbsence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(binaryPath(), "nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev, "--out", "-")
+	// The binary too: the checkout may sit where 65532 cannot reach (a
+	// clone under mktemp -d, or /root), so it runs from a copy beside the tree.
+	bin := filepath.Join(d.root, "rdma-webhook")
+	data, err := os.ReadFile(binaryPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev, "--out", "-")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
