@@ -10,6 +10,7 @@
 #include "admission/mutpath.h"
 #include "admission/mutplace.h"
 #include "admission/mutreport.h"
+#include "admission/mutjob.h"
 #include "admission/muttarget.h"
 #include "admission/mutvol.h"
 
@@ -277,6 +278,8 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     m.spec = podjson_obj(&m.r, in->object, "spec");
     if (!m.spec)
         podjson_fail(&m.r, "spec is missing");
+    if (!podjson_failed(&m.r))
+        mutjob_identify(&m);
     if (!podjson_failed(&m.r) && (target = muttarget_pod(&m)) && muttarget_containers(&m) &&
         mutchoose_profile(&m)) {
         res->profile = m.p;

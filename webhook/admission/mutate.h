@@ -111,6 +111,47 @@ enum mutate_envfrom {
     MUTATE_ENVFROM_LACKS,
 };
 
+/* The job kinds whose pods the webhook knows; target.h says which of them
+ * are targets (the profiles' "targets"). */
+enum mutate_job_kind {
+    MUTATE_JOB_NONE, /* no job the webhook knows (a pod that opts in, a Deployment's) */
+    MUTATE_JOB_PYTORCHJOB,
+    MUTATE_JOB_TRAINJOB, /* Kubeflow Trainer v2: Pod -> Job -> JobSet -> TrainJob */
+    MUTATE_JOB_JOBSET,   /* a JobSet that no TrainJob controls */
+    MUTATE_JOB_MPIJOB,
+    MUTATE_JOB_VOLCANOJOB,
+    MUTATE_JOB_KINDS
+};
+
+/* "PyTorchJob", "TrainJob", "JobSet", "MPIJob", "VolcanoJob" as the
+ * profiles (match.jobKinds) and the docs write them; "" for NONE. */
+const char *mutate_job_kind_name(enum mutate_job_kind kind);
+
+/* The job a pod belongs to, as far as it is known. Strings are borrowed
+ * (from the pod, or from the buffer the hook filled); NULL: unknown. */
+struct mutate_job {
+    enum mutate_job_kind kind;
+    const char *name;        /* the job's name (the TrainJob's, the MPIJob's) */
+    const char *api_version; /* its apiVersion, for an Event about it */
+    const char *uid;         /* its uid, for an Event about it */
+    const char *runtime;     /* a TrainJob's spec.runtimeRef.name */
+    const char *role;        /* the replica: replica type ("Worker", "Launcher"),
+                              * replicated job ("node", "launcher"), task name */
+    /* Its ranks may be started over ssh by mpirun, which passes no container
+     * environment on: an MPIJob, or a TrainJob whose JobSet has a replicated
+     * job "launcher" (an MPI runtime). */
+    int ssh_ranks;
+};
+
+/* Room for the strings jobset_owner copies. */
+#define MUTATE_JOB_BUF 768
+
+enum mutate_lookup {
+    MUTATE_LOOKUP_UNKNOWN, /* could not be read: the caller falls back, with a warning */
+    MUTATE_LOOKUP_FOUND,
+    MUTATE_LOOKUP_NONE, /* no such object */
+};
+
 struct mutate_hooks {
     struct select_hooks select;
     /* Whether ConfigMap ns/name has key. NULL (no API: --no-kube-api, or
@@ -124,6 +165,15 @@ struct mutate_hooks {
      * UNKNOWN). Asked only for NCCL_IB_DISABLE. */
     enum mutate_envfrom (*configmap_value)(void *ctx, const char *ns, const char *name,
                                            const char *key, char *value, size_t len);
+    /* The JobSet ns/name, for a pod that carries its jobset-name label:
+     * FOUND with *job filled (kind TRAINJOB, with the TrainJob's name,
+     * apiVersion, uid and spec.runtimeRef.name, when a TrainJob is its
+     * controlling owner; JOBSET otherwise; ssh_ranks when it has a
+     * replicated job named "launcher"; role left as it is), the strings
+     * copied into buf (len bytes); NONE: no such JobSet; UNKNOWN: not read.
+     * NULL (no API): every answer UNKNOWN. */
+    enum mutate_lookup (*jobset_owner)(void *ctx, const char *ns, const char *name,
+                                       struct mutate_job *job, char *buf, size_t len);
     void *ctx;
 };
 
@@ -161,7 +211,11 @@ struct mutate_input {
     /* request.userInfo.username: who creates the pod, for Pod Security's
      * exemptions by user (podsec.h). NULL: unknown, exempt by no user. */
     const char *user;
-    int implicit_target;               /* a PyTorchJob's template: a target by definition */
+    int implicit_target; /* a job's template: a target by definition */
+    /* The job the object belongs to when the caller knows it (`mutate` on
+     * a job's document); NULL: mutate works it out from the pod's owner
+     * references and labels, and the jobset_owner hook (mutjob.h). */
+    const struct mutate_job *job;
     const struct mutate_options *opts; /* NULL: every option unset */
     /* `mutate --explain`: each decision and its reason, a line each
      * (trace.h, explain.h). NULL, as serve passes it: nothing is said. */
@@ -242,7 +296,12 @@ struct mutate_result {
     const struct profiles_entry *profile;
     enum select_rule rule; /* which rule chose profile (when not NULL) */
     int pinned;            /* the patch adds the profile's nodeLabels to the nodeSelector */
-    struct patch patch;    /* valid JSON Patch text when outcome is MUTATE_PATCHED */
+    /* The job the pod belongs to (mutjob.h), its strings in job_buf or the
+     * request's memory: the Event about the admission is on it when its
+     * uid is known (a TrainJob), on the pod's controlling owner otherwise. */
+    struct mutate_job job;
+    char job_buf[MUTATE_JOB_BUF];
+    struct patch patch; /* valid JSON Patch text when outcome is MUTATE_PATCHED */
     struct mutate_warnings warnings;
     /* Report mode (report.h): which level chose it (report_by_name), NULL
      * in enforce mode; and whether the pod carried REPORT_ANNOTATION

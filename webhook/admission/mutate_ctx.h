@@ -72,6 +72,7 @@ struct mutate_ctx {
     const char *podsec_exempt; /* what exempts the pod from Pod Security, or NULL */
     struct podsec_policy policy;
     struct mutate_result *res;
+    int job_unknown; /* the JobSet's owner could not be read (mutjob) */
     struct podjson r;
     const struct cJSON *metadata;
     const struct cJSON *spec;

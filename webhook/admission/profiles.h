@@ -44,6 +44,8 @@ struct cJSON;
 enum profiles_target {
     PROFILES_TARGET_MPIJOB = 1u << 0,
     PROFILES_TARGET_VOLCANOJOB = 1u << 2,
+    PROFILES_TARGET_TRAINJOB = 1u << 3, /* a TrainJob's trainer pods (not its initializers) */
+    PROFILES_TARGET_JOBSET = 1u << 4,   /* a JobSet's pods that no TrainJob controls */
 };
 
 struct profiles_kv {
