@@ -172,22 +172,21 @@ TEST(test_targets_bits)
     struct profiles *ps =
         support_profiles("{'targets':{'mpijob':true,'volcanojob':true},'profiles':[{'name':'p'}]}");
 
-    assert_int_equal(ps->targets, PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB);
+    assert_int_equal(ps->targets,
+                     PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB | PROFILES_TARGET_TRAINJOB);
     profiles_free(ps);
 }
 
-/* Trainer v2 pods never carry the label the old rule read: true is refused
- * with what to do instead, false still loads. */
-TEST(test_targets_trainjob_removed)
+/* TrainJob pods are targets by default and the file may turn them off; a
+ * plain JobSet's only when the file says so. */
+TEST(test_targets_trainjob_jobset)
 {
-    const char *err =
-        support_profiles_rejected("{'targets':{'trainjob':true},'profiles':[{'name':'p'}]}");
-    struct profiles *ps;
+    struct profiles *ps = support_profiles("{'profiles':[{'name':'p'}]}");
 
-    assert_non_null(strstr(err, "targets.trainjob: no longer supported"));
-    assert_non_null(strstr(err, "rdma-webhook.io/inject"));
-    ps = support_profiles("{'targets':{'trainjob':false},'profiles':[{'name':'p'}]}");
-    assert_int_equal(ps->targets, 0);
+    assert_int_equal(ps->targets, PROFILES_TARGET_TRAINJOB);
+    profiles_free(ps);
+    ps = support_profiles("{'targets':{'trainjob':false,'jobset':true},'profiles':[{'name':'p'}]}");
+    assert_int_equal(ps->targets, PROFILES_TARGET_JOBSET);
     profiles_free(ps);
 }
 
@@ -1058,7 +1057,7 @@ int main(void)
         cmocka_unit_test(test_shipped_gpu_resources_prefix_targets),
         cmocka_unit_test(test_minimal_document_uses_builtin_defaults),
         cmocka_unit_test(test_targets_bits),
-        cmocka_unit_test(test_targets_trainjob_removed),
+        cmocka_unit_test(test_targets_trainjob_jobset),
         cmocka_unit_test(test_profile_env_overrides_default_in_place),
         cmocka_unit_test(test_profile_overrides_scheduler_ipclock_shm_init),
         cmocka_unit_test(test_shm_enabled_false_and_size_limit),

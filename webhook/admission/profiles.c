@@ -847,22 +847,22 @@ static void profiles_read_gpu_resources(struct profiles_ctx *c, const cJSON *roo
 
 static void profiles_read_targets(struct profiles_ctx *c, const cJSON *root)
 {
-    static const char *const keys[] = {"mpijob", "trainjob", "volcanojob", NULL};
+    static const char *const keys[] = {"mpijob", "trainjob", "jobset", "volcanojob", NULL};
     const cJSON *t = profiles_get(c, root, "targets", cJSON_Object, "an object of booleans");
 
+    /* TrainJob pods are targets unless the file says otherwise: Trainer v2
+     * is where PyTorchJob users are moving. A plain JobSet's pods are not,
+     * since a JobSet runs anything (its component turns them on). */
+    c->ps->targets |= PROFILES_TARGET_TRAINJOB;
     if (!t)
         return;
     profiles_check_keys(c, t, "targets", keys);
     if (profiles_get_bool(c, t, "mpijob", 0))
         c->ps->targets |= PROFILES_TARGET_MPIJOB;
-    /* The rule it turned on read trainer.kubeflow.org/trainjob-ancestor-step
-     * from the pod, but Trainer v2's runtimes put that label on the Job
-     * template, not on the pod template. "false" stays accepted so that
-     * existing files keep loading. */
-    if (profiles_get_bool(c, t, "trainjob", 0))
-        profiles_problem(
-            c, "targets.trainjob: no longer supported (Trainer v2 pods lack the label it read); "
-               "label the runtime's pod template rdma-webhook.io/inject: \"true\" instead");
+    if (!profiles_get_bool(c, t, "trainjob", 1))
+        c->ps->targets &= ~(unsigned)PROFILES_TARGET_TRAINJOB;
+    if (profiles_get_bool(c, t, "jobset", 0))
+        c->ps->targets |= PROFILES_TARGET_JOBSET;
     if (profiles_get_bool(c, t, "volcanojob", 0))
         c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
 }

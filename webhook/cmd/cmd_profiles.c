@@ -168,6 +168,10 @@ static cJSON *cmd_profiles_effective(const struct profiles *ps)
     if ((targets = cmd_profiles_add(&j, root, "targets", cJSON_CreateObject()))) {
         cmd_profiles_add(&j, targets, "mpijob",
                          cJSON_CreateBool(!!(ps->targets & PROFILES_TARGET_MPIJOB)));
+        cmd_profiles_add(&j, targets, "trainjob",
+                         cJSON_CreateBool(!!(ps->targets & PROFILES_TARGET_TRAINJOB)));
+        cmd_profiles_add(&j, targets, "jobset",
+                         cJSON_CreateBool(!!(ps->targets & PROFILES_TARGET_JOBSET)));
         cmd_profiles_add(&j, targets, "volcanojob",
                          cJSON_CreateBool(!!(ps->targets & PROFILES_TARGET_VOLCANOJOB)));
     }
