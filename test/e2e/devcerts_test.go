@@ -252,9 +252,7 @@ func TestInstallDevCertsNamespaceService(t *testing.T) {
 	// checks and the Secret it applies follow --namespace.
 	fake := t.TempDir()
 	script := filepath.Join(fake, "kubectl")
-	if err := os.WriteFile(script, []byte(fakeKubectl), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, script, []byte(fakeKubectl))
 	if err := os.WriteFile(filepath.Join(fake, "mwc.json"), mustMarshal(mwcOfManifests(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -364,9 +362,7 @@ func TestInstallDevCertsCluster(t *testing.T) {
 	t.Parallel()
 	fake := t.TempDir()
 	script := filepath.Join(fake, "kubectl")
-	if err := os.WriteFile(script, []byte(fakeKubectl), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, script, []byte(fakeKubectl))
 	mwc := findObject(t, kustomize(t, manifestsDir), "MutatingWebhookConfiguration", webhookName)
 	mwcJSON := mustMarshal(mwc)
 	if err := os.WriteFile(filepath.Join(fake, "mwc.json"), mwcJSON, 0o644); err != nil {

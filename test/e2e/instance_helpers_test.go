@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -368,4 +369,26 @@ func (in *instance) metric(t testing.TB, name string) string {
 		}
 	}
 	return ""
+}
+
+// writeExecutable writes data to path, mode 0755, for the test to run.
+// The final file is written by cp, not by this process: a file this process
+// had open for writing stays open in any child that a parallel test forks
+// meanwhile, and exec of it then fails with "text file busy"
+// (golang/go#22315).
+func writeExecutable(t testing.TB, path string, data []byte) {
+	t.Helper()
+	staged := path + ".staged"
+	if err := os.WriteFile(staged, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", staged, path).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v\n%s", staged, path, err, out)
+	}
+	if err := os.Chmod(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(staged); err != nil {
+		t.Fatal(err)
+	}
 }

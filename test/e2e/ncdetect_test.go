@@ -487,9 +487,7 @@ func TestNcclDetectNodeModeIsNotAbsence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, bin, data)
 	cmd := exec.Command(bin, "nccl-detect", "--sysfs-root", d.sys, "--proc-root", d.proc, "--dev-root", d.dev, "--out", "-")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
 	var stdout, stderr strings.Builder
