@@ -48,7 +48,7 @@ static void cmd_serve_flags_usage(FILE *f)
         "  --kube-token-file FILE        bearer token, re-read before every request (default:\n"
         "                                the service account's)\n"
         "  --no-kube-api                 do not use the API even in a cluster (no Node,\n"
-        "                                Namespace or envFrom lookups)\n"
+        "                                Namespace, envFrom or JobSet lookups)\n"
         "  --api-budget-ms N             most time the API lookups of one admission may take\n"
         "                                (default 2000)\n"
         "  --node-cache-seconds N        how long a Node's labels are reused (default 30)\n"
