@@ -268,6 +268,11 @@ TEST(test_jobref_fill_is_bounded)
     assert_null(job.runtime);
     assert_int_equal(jobref_fill_runtime(s, &job, buf, sizeof(buf)), MUTATE_LOOKUP_FOUND);
     assert_string_equal(job.runtime, "torch-distributed");
+    /* A TrainJob of that name made again (another uid) is not the
+     * JobSet's: its runtime is not this job's. */
+    job.uid = "another-uid";
+    assert_int_equal(jobref_fill_runtime(s, &job, buf, sizeof(buf)), MUTATE_LOOKUP_FOUND);
+    assert_null(job.runtime);
     cJSON_Delete(s);
     cJSON_Delete(js);
 }

@@ -109,6 +109,9 @@ int jobref_trainjob(const cJSON *trainjob, cJSON **out, char *err, size_t errlen
     if (!jobref_str(jobref_get(trainjob, "metadata"), "name"))
         rc = err_set(err, errlen, ERR_FAIL, "no metadata.name");
     else
+        rc = jobref_put(s, "uid", jobref_str(jobref_get(trainjob, "metadata"), "uid"), 0, err,
+                        errlen);
+    if (rc == ERR_OK)
         rc = jobref_put(s, "runtime", jobref_str(ref, "name"), 0, err, errlen);
     if (rc != ERR_OK) {
         cJSON_Delete(s);
@@ -159,9 +162,16 @@ enum mutate_lookup jobref_fill_jobset(const cJSON *summary, struct mutate_job *j
 enum mutate_lookup jobref_fill_runtime(const cJSON *summary, struct mutate_job *job, char *buf,
                                        size_t len)
 {
+    const char *uid = jobref_str(summary, "uid");
     size_t at = 0;
     const char *runtime;
 
+    /* Another TrainJob of the same name (the JobSet's was deleted and made
+     * again): not this JobSet's, so its runtime says nothing. */
+    if (uid && job->uid && strcmp(uid, job->uid) != 0) {
+        job->runtime = NULL;
+        return MUTATE_LOOKUP_FOUND;
+    }
     if (!buf || jobref_copy(jobref_str(summary, "runtime"), &runtime, buf, len, &at))
         return MUTATE_LOOKUP_UNKNOWN;
     job->runtime = runtime;

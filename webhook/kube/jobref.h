@@ -10,8 +10,8 @@
  * that TrainJob's name, apiVersion and uid; else "JobSet", with the
  * JobSet's own. "sshRanks" is there when a replicated job is named
  * "launcher": an MPI runtime, whose ranks mpirun starts over ssh. A
- * TrainJob is summed up as {"runtime":..} (spec.runtimeRef.name; absent
- * when it has none).
+ * TrainJob is summed up as {"uid":..,"runtime":..} (spec.runtimeRef.name;
+ * each absent when it has none).
  *
  * Every string is bounded: a summary keeps no string over JOBREF_STR_MAX
  * bytes (the JSON is the API's, but names are at most 253 bytes and uids
@@ -49,7 +49,9 @@ enum mutate_lookup jobref_fill_jobset(const struct cJSON *summary, struct mutate
                                       char *buf, size_t len, size_t *used);
 
 /* A TrainJob's summary: job->runtime, copied into buf (len bytes). FOUND
- * (runtime NULL when it names none), or UNKNOWN when it does not fit. */
+ * (runtime NULL when it names none, or when its uid is not job->uid: a
+ * TrainJob of the same name made again is not the JobSet's), or UNKNOWN
+ * when it does not fit. */
 enum mutate_lookup jobref_fill_runtime(const struct cJSON *summary, struct mutate_job *job,
                                        char *buf, size_t len);
 
