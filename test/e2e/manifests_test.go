@@ -652,7 +652,11 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			"configmaps, and get of deployment %s; got %+v", lastGoodCMName, webhookName, rs)
 	}
 	cr := findObject(t, objs, "ClusterRole", "")
-	want := map[string][]string{"/nodes": {"get"}, "/namespaces": {"get"}, "/configmaps": {"get"}, "events.k8s.io/events": {"create", "patch"}}
+	// The JobSet a pod names and the TrainJob controlling it (issue 24's
+	// jobset_owner lookup): get only, like the other lookups.
+	want := map[string][]string{"/nodes": {"get"}, "/namespaces": {"get"}, "/configmaps": {"get"},
+		"jobset.x-k8s.io/jobsets": {"get"}, "trainer.kubeflow.org/trainjobs": {"get"},
+		"events.k8s.io/events": {"create", "patch"}}
 	got := map[string][]string{}
 	for _, r := range rulesOf(cr) {
 		if len(r.names) != 0 {

@@ -110,16 +110,21 @@ int review_is_pod_create(const cJSON *req)
            (!sub || !*sub);
 }
 
-/* A non-empty string that fits dst whole; 0 when there is none. */
-static int review_copy_whole(char *dst, size_t dstlen, const cJSON *v)
+/* Copies s into dst (dstlen bytes) when it is non-empty and fits whole. */
+static int review_copy_str(char *dst, size_t dstlen, const char *s)
 {
-    const char *s = cJSON_GetStringValue(v);
     size_t n = s ? strlen(s) : 0;
 
     if (n == 0 || n >= dstlen)
         return 0;
     memcpy(dst, s, n + 1);
     return 1;
+}
+
+/* A non-empty string that fits dst whole; 0 when there is none. */
+static int review_copy_whole(char *dst, size_t dstlen, const cJSON *v)
+{
+    return review_copy_str(dst, dstlen, cJSON_GetStringValue(v));
 }
 
 /* The ownerReference with controller: true, whole, or none. */
@@ -168,6 +173,24 @@ static void review_summarize_request(const cJSON *req, const cJSON *object,
         cJSON_GetStringValue(podjson_member(labels, "training.kubeflow.org/replica-index")));
 }
 
+/* The job the author knows, when the Event should be on it rather than on
+ * the pod's controlling owner: a TrainJob's pod is a Job's, whose author
+ * never looks there; an MPIJob's launcher is a Job's too. Only a whole
+ * reference replaces the owner (kubectl describe finds Events by uid). */
+static void review_summarize_job(const struct mutate_job *job, struct review_owner *o)
+{
+    struct review_owner j;
+
+    if (job->kind != MUTATE_JOB_TRAINJOB && job->kind != MUTATE_JOB_MPIJOB)
+        return;
+    memset(&j, 0, sizeof(j));
+    if (review_copy_str(j.api_version, sizeof(j.api_version), job->api_version) &&
+        review_copy_str(j.name, sizeof(j.name), job->name) &&
+        review_copy_str(j.uid, sizeof(j.uid), job->uid) &&
+        review_copy_str(j.kind, sizeof(j.kind), mutate_job_kind_name(job->kind)))
+        *o = j;
+}
+
 static void review_summarize_result(const struct mutate_result *res, struct review_summary *sum)
 {
     sum->ignored = 0;
@@ -188,6 +211,7 @@ static void review_summarize_result(const struct mutate_result *res, struct revi
     for (size_t i = 0; i < res->warnings.n; i++)
         sum->warning_kinds[res->warnings.kind[i]]++;
     review_copy(sum->error, sizeof(sum->error), res->error);
+    review_summarize_job(&res->job, &sum->owner);
 }
 
 /* What the envelope holds, each string with its exact length. */

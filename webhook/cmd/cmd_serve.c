@@ -145,6 +145,7 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
                                 .node_ttl_s = o->node_cache_s,
                                 .configmap_ttl_s = o->configmap_cache_s,
                                 .namespace_ttl_s = o->namespace_cache_s,
+                                .job_ttl_s = o->job_cache_s,
                                 .call = kubeapi_call};
 
     if (o->no_kube_api ||

@@ -48,7 +48,7 @@ static void cmd_serve_flags_usage(FILE *f)
         "  --kube-token-file FILE        bearer token, re-read before every request (default:\n"
         "                                the service account's)\n"
         "  --no-kube-api                 do not use the API even in a cluster (no Node,\n"
-        "                                Namespace or envFrom lookups)\n"
+        "                                Namespace, envFrom or JobSet lookups)\n"
         "  --api-budget-ms N             most time the API lookups of one admission may take\n"
         "                                (default 2000)\n"
         "  --node-cache-seconds N        how long a Node's labels are reused (default 30)\n"
@@ -56,6 +56,8 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                (default 10)\n"
         "  --namespace-cache-seconds N   how long a Namespace's labels are reused, so how\n"
         "                                soon a label change applies (default 10)\n"
+        "  --job-cache-seconds N         how long a JobSet's owner and a TrainJob's runtime\n"
+        "                                are reused (default 10)\n"
         "  --watch-timeout-seconds N     timeoutSeconds of each profiles watch (default 300)\n"
         "  --max-body-bytes N            largest AdmissionReview accepted (default 8388608)\n"
         "  --body-budget-bytes N         memory for request bodies being received, all\n"
@@ -135,6 +137,7 @@ enum cmd_serve_flags_flag {
     CMD_SERVE_FLAGS_NODE_CACHE,
     CMD_SERVE_FLAGS_CM_CACHE,
     CMD_SERVE_FLAGS_NS_CACHE,
+    CMD_SERVE_FLAGS_JOB_CACHE,
     CMD_SERVE_FLAGS_WATCH_TIMEOUT,
     CMD_SERVE_FLAGS_HEADER_TIMEOUT,
     CMD_SERVE_FLAGS_BODY_TIMEOUT,
@@ -173,6 +176,7 @@ static const struct option cmd_serve_flags_options[] = {
     {"node-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_NODE_CACHE},
     {"configmap-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_CM_CACHE},
     {"namespace-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_NS_CACHE},
+    {"job-cache-seconds", required_argument, NULL, CMD_SERVE_FLAGS_JOB_CACHE},
     {"watch-timeout-seconds", required_argument, NULL, CMD_SERVE_FLAGS_WATCH_TIMEOUT},
     {"header-timeout", required_argument, NULL, CMD_SERVE_FLAGS_HEADER_TIMEOUT},
     {"body-timeout", required_argument, NULL, CMD_SERVE_FLAGS_BODY_TIMEOUT},
@@ -209,6 +213,7 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag, char *er
         {CMD_SERVE_FLAGS_NODE_CACHE, 0, 86400, &o->node_cache_s},
         {CMD_SERVE_FLAGS_CM_CACHE, 0, 86400, &o->configmap_cache_s},
         {CMD_SERVE_FLAGS_NS_CACHE, 0, 86400, &o->namespace_cache_s},
+        {CMD_SERVE_FLAGS_JOB_CACHE, 0, 86400, &o->job_cache_s},
         {CMD_SERVE_FLAGS_WATCH_TIMEOUT, 10, 3600, &o->watch_timeout_s},
         {CMD_SERVE_FLAGS_HEADER_TIMEOUT, 1, 3600, &o->cfg.header_timeout_s},
         {CMD_SERVE_FLAGS_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
@@ -304,6 +309,7 @@ static void cmd_serve_flags_defaults(struct cmd_serve_flags *o)
     o->node_cache_s = 30;
     o->configmap_cache_s = 10;
     o->namespace_cache_s = 10;
+    o->job_cache_s = 10;
     o->watch_timeout_s = 300;
     o->stale_log_s = 60;
     o->cfg.threads = server_default_threads();

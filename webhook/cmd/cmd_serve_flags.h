@@ -24,6 +24,7 @@ struct cmd_serve_flags {
     const char *kube_api, *kube_ca, *kube_token_file;
     int no_kube_api;
     unsigned api_budget_ms, node_cache_s, configmap_cache_s, namespace_cache_s, watch_timeout_s;
+    unsigned job_cache_s; /* --job-cache-seconds: a JobSet's owner, a TrainJob's runtime */
     const char *log_level;
     unsigned reload_interval_ms;
     unsigned grace_s;

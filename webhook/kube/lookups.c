@@ -1,5 +1,7 @@
 #include "kube/lookups.h"
 
+#include "kube/jobref.h"
+
 #include "base/arena.h"
 #include "base/err.h"
 #include "base/k8sname.h"
@@ -48,7 +50,7 @@ struct lookups_entry {
     char key[512];
     int state; /* LOOKUPS_EMPTY, _LOADING, _READY, _FAILED */
     long long expires_ns;
-    cJSON *value;          /* a Node's or Namespace's labels */
+    cJSON *value; /* a Node's or Namespace's labels; a job's summary (jobref.h), NULL: none */
     struct lookups_cm *cm; /* a ConfigMap's keys; NULL: it does not exist */
     /* A ConfigMap's: the profiles generation (lookups_request) whose names
      * chose the keys kept; another generation asks again. */
@@ -107,16 +109,24 @@ struct lookups {
     struct lookups_cache nodes;
     struct lookups_cache configmaps;
     struct lookups_cache namespaces;
+    struct lookups_cache jobsets;
+    struct lookups_cache trainjobs;
     atomic_ullong failures[LOOKUPS_KINDS][LOOKUPS_REASONS];
     pthread_mutex_t limits_mu; /* guards limits */
     struct lookups_limit limits[LOOKUPS_KINDS][LOOKUPS_REASONS];
 };
 
-static const char *const lookups_kind_names[LOOKUPS_KINDS] = {"node", "namespace", "configmap"};
-/* The kind as the API and the log name it, and its resource for RBAC. */
-static const char *const lookups_kind_titles[LOOKUPS_KINDS] = {"Node", "Namespace", "ConfigMap"};
-static const char *const lookups_kind_resources[LOOKUPS_KINDS] = {"nodes", "namespaces",
-                                                                  "configmaps"};
+static const char *const lookups_kind_names[LOOKUPS_KINDS] = {"node", "namespace", "configmap",
+                                                              "jobset", "trainjob"};
+/* The kind as the API and the log name it, its resource for RBAC (as
+ * kubectl writes resource.group), and the flag of its cache's TTL. */
+static const char *const lookups_kind_titles[LOOKUPS_KINDS] = {"Node", "Namespace", "ConfigMap",
+                                                               "JobSet", "TrainJob"};
+static const char *const lookups_kind_resources[LOOKUPS_KINDS] = {
+    "nodes", "namespaces", "configmaps", "jobsets.jobset.x-k8s.io",
+    "trainjobs.trainer.kubeflow.org"};
+static const char *const lookups_kind_ttl_flags[LOOKUPS_KINDS] = {"node", "namespace", "configmap",
+                                                                  "job", "job"};
 static const char *const lookups_reason_names[LOOKUPS_REASONS] = {
     "not_authorized", "forbidden", "not_found", "throttled", "server_error",
     "timeout",        "transport", "bad_body",  "too_big",   "other"};
@@ -137,6 +147,10 @@ static int lookups_fetch_configmap(const struct lookups *lk, const char *key, lo
                                    cJSON **value, long *status, char *err, size_t errlen);
 static int lookups_fetch_namespace(const struct lookups *lk, const char *name, long timeout_ms,
                                    cJSON **value, long *status, char *err, size_t errlen);
+static int lookups_fetch_jobset(const struct lookups *lk, const char *key, long timeout_ms,
+                                cJSON **value, long *status, char *err, size_t errlen);
+static int lookups_fetch_trainjob(const struct lookups *lk, const char *key, long timeout_ms,
+                                  cJSON **value, long *status, char *err, size_t errlen);
 
 static int lookups_cache_init(struct lookups_cache *c, enum lookups_kind kind, unsigned ttl_s,
                               lookups_fetch_fn fetch)
@@ -210,9 +224,18 @@ int lookups_init(struct lookups **out, struct log *log, const struct lookups_con
     if (lookups_cache_init(&lk->namespaces, LOOKUPS_K_NAMESPACE, cfg->namespace_ttl_s,
                            lookups_fetch_namespace))
         goto no_namespaces;
+    if (lookups_cache_init(&lk->jobsets, LOOKUPS_K_JOBSET, cfg->job_ttl_s, lookups_fetch_jobset))
+        goto no_jobsets;
+    if (lookups_cache_init(&lk->trainjobs, LOOKUPS_K_TRAINJOB, cfg->job_ttl_s,
+                           lookups_fetch_trainjob))
+        goto no_trainjobs;
     lk->magic = LOOKUPS_MAGIC;
     *out = lk;
     return ERR_OK;
+no_trainjobs:
+    lookups_cache_free(&lk->jobsets);
+no_jobsets:
+    lookups_cache_free(&lk->namespaces);
 no_namespaces:
     lookups_cache_free(&lk->configmaps);
 no_configmaps:
@@ -234,6 +257,8 @@ void lookups_stop(struct lookups **lkp)
     lookups_cache_free(&lk->nodes);
     lookups_cache_free(&lk->configmaps);
     lookups_cache_free(&lk->namespaces);
+    lookups_cache_free(&lk->jobsets);
+    lookups_cache_free(&lk->trainjobs);
     pthread_mutex_destroy(&lk->limits_mu);
     lk->magic = 0;
     free(lk);
@@ -254,7 +279,8 @@ unsigned long long lookups_waits(struct lookups *lk)
 {
     assert(lk->magic == LOOKUPS_MAGIC);
     return lookups_cache_waits(&lk->nodes) + lookups_cache_waits(&lk->configmaps) +
-           lookups_cache_waits(&lk->namespaces);
+           lookups_cache_waits(&lk->namespaces) + lookups_cache_waits(&lk->jobsets) +
+           lookups_cache_waits(&lk->trainjobs);
 }
 
 unsigned long long lookups_failures(struct lookups *lk, enum lookups_kind k, enum lookups_reason r)
@@ -267,9 +293,13 @@ unsigned long long lookups_failures(struct lookups *lk, enum lookups_kind k, enu
 
 static struct lookups_cache *lookups_cache_of(struct lookups *lk, enum lookups_kind k)
 {
-    return k == LOOKUPS_K_NODE        ? &lk->nodes
-           : k == LOOKUPS_K_NAMESPACE ? &lk->namespaces
-                                      : &lk->configmaps;
+    switch (k) {
+    case LOOKUPS_K_NODE: return &lk->nodes;
+    case LOOKUPS_K_NAMESPACE: return &lk->namespaces;
+    case LOOKUPS_K_JOBSET: return &lk->jobsets;
+    case LOOKUPS_K_TRAINJOB: return &lk->trainjobs;
+    default: return &lk->configmaps;
+    }
 }
 
 unsigned long long lookups_skipped(struct lookups *lk, enum lookups_kind k)
@@ -382,7 +412,7 @@ static const char *lookups_hint(enum lookups_kind k, enum lookups_reason r, char
         snprintf(buf, len,
                  "the apiserver throttles the webhook (API Priority and Fairness): give its "
                  "ServiceAccount a FlowSchema with more shares, or raise --%s-cache-seconds",
-                 lookups_kind_names[k]);
+                 lookups_kind_ttl_flags[k]);
         return buf;
     case LOOKUPS_R_SERVER_ERROR:
         return "the apiserver failed to answer: see its logs and its /readyz";
@@ -430,7 +460,7 @@ static enum lookups_reason lookups_failed(struct lookups *lk, enum lookups_kind 
                                           long timeout_ms, const char *why)
 {
     enum lookups_reason r = lookups_reason_of(rc, status, elapsed_ns, timeout_ms);
-    const char *slash = k == LOOKUPS_K_CONFIGMAP ? strchr(key, '/') : NULL;
+    const char *slash = k != LOOKUPS_K_NODE && k != LOOKUPS_K_NAMESPACE ? strchr(key, '/') : NULL;
     char error[ERR_LEN + 64], hint_buf[256], ns[254];
     unsigned long long suppressed = 0;
     const char *hint;
@@ -951,9 +981,9 @@ static int lookups_fetch_namespace(const struct lookups *lk, const char *name, l
     return lookups_fetch_labels(lk, path, timeout_ms, value, status, err, errlen);
 }
 
-/* Whether key is a ConfigMap's "namespace/name", with ns (of nslen bytes)
- * set to its namespace. */
-static int lookups_configmap_key(const char *key, char *ns, size_t nslen)
+/* Whether key is a namespaced object's "namespace/name" (a ConfigMap's, a
+ * JobSet's, a TrainJob's), with ns (of nslen bytes) set to its namespace. */
+static int lookups_namespaced_key(const char *key, char *ns, size_t nslen)
 {
     const char *slash = strchr(key, '/');
 
@@ -975,7 +1005,7 @@ static int lookups_fetch_configmap(const struct lookups *lk, const char *key, lo
     int found, rc;
 
     *status = 0;
-    if (!lookups_configmap_key(key, ns, sizeof(ns)))
+    if (!lookups_namespaced_key(key, ns, sizeof(ns)))
         return err_set(err, errlen, ERR_FAIL, "not a ConfigMap's namespace/name");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, strchr(key, '/') + 1);
     rc = lookups_get_json(lk, path, timeout_ms, &cm, &found, status, err, errlen);
@@ -992,6 +1022,49 @@ static int lookups_fetch_configmap(const struct lookups *lk, const char *key, lo
     if (found && !*value)
         return err_set(err, errlen, ERR_NOMEM, "GET %s: out of memory", path);
     return ERR_OK;
+}
+
+/* The summary (jobref.h) of the object "ns/name" key names at
+ * /apis/GROUP_VERSION/namespaces/NS/RESOURCE/NAME, made by summarize: ERR_OK
+ * with *value, NULL for a 404 (an answer: no such object); a 200 that
+ * summarize cannot read is ERR_FAIL with *status 200 (a bad body). */
+static int lookups_fetch_summary(const struct lookups *lk, const char *key, const char *group,
+                                 const char *resource, long timeout_ms, cJSON **value, long *status,
+                                 int (*summarize)(const cJSON *, cJSON **, char *, size_t),
+                                 char *err, size_t errlen)
+{
+    char path[700], ns[254], why[ERR_LEN];
+    cJSON *obj = NULL;
+    int found, rc;
+
+    *status = 0;
+    if (!lookups_namespaced_key(key, ns, sizeof(ns)))
+        return err_set(err, errlen, ERR_FAIL, "not a namespace/name");
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", group, ns, resource,
+             strchr(key, '/') + 1);
+    rc = lookups_get_json(lk, path, timeout_ms, &obj, &found, status, err, errlen);
+    if (rc != ERR_OK || !found)
+        return rc;
+    rc = summarize(obj, value, why, sizeof(why));
+    cJSON_Delete(obj);
+    if (rc == ERR_FAIL)
+        return err_set(err, errlen, ERR_FAIL, "GET %s: not an object this webhook reads: %s", path,
+                       why);
+    return rc == ERR_OK ? ERR_OK : err_set(err, errlen, rc, "GET %s: %s", path, why);
+}
+
+static int lookups_fetch_jobset(const struct lookups *lk, const char *key, long timeout_ms,
+                                cJSON **value, long *status, char *err, size_t errlen)
+{
+    return lookups_fetch_summary(lk, key, "jobset.x-k8s.io/v1alpha2", "jobsets", timeout_ms, value,
+                                 status, jobref_jobset, err, errlen);
+}
+
+static int lookups_fetch_trainjob(const struct lookups *lk, const char *key, long timeout_ms,
+                                  cJSON **value, long *status, char *err, size_t errlen)
+{
+    return lookups_fetch_summary(lk, key, "trainer.kubeflow.org/v1alpha1", "trainjobs", timeout_ms,
+                                 value, status, jobref_trainjob, err, errlen);
 }
 
 static int lookups_labels(struct lookups_request *req, struct lookups_cache *c, const char *name,
@@ -1038,7 +1111,7 @@ static enum mutate_envfrom lookups_configmap_read(struct lookups_request *req, c
     char ck[512], nsbuf[254];
 
     if ((size_t)snprintf(ck, sizeof(ck), "%s/%s", ns, name) >= sizeof(ck) ||
-        !lookups_configmap_key(ck, nsbuf, sizeof(nsbuf)))
+        !lookups_namespaced_key(ck, nsbuf, sizeof(nsbuf)))
         return MUTATE_ENVFROM_UNKNOWN;
     e = lookups_acquire(&req->lk->configmaps, req, ck);
     if (!e)
@@ -1068,6 +1141,61 @@ static enum mutate_envfrom lookups_configmap_value(void *ctx, const char *ns, co
     return lookups_configmap_read(ctx, ns, name, key, value, len);
 }
 
+/* "ns/name" into key (len bytes); 0 when it is no object's name: no call,
+ * no slot, no failure counted. */
+static int lookups_job_key(char *key, size_t len, const char *ns, const char *name)
+{
+    char nsbuf[254];
+
+    return ns && name && (size_t)snprintf(key, len, "%s/%s", ns, name) < len &&
+           lookups_namespaced_key(key, nsbuf, sizeof(nsbuf));
+}
+
+/* The TrainJob's runtime into j->runtime (buf, len). A TrainJob that is gone
+ * (404) leaves it NULL: its JobSet still says whose it is. */
+static enum mutate_lookup lookups_trainjob_runtime(struct lookups_request *req, const char *ns,
+                                                   struct mutate_job *j, char *buf, size_t len)
+{
+    struct lookups_entry *e;
+    enum mutate_lookup got;
+    char key[512];
+
+    if (!lookups_job_key(key, sizeof(key), ns, j->name))
+        return MUTATE_LOOKUP_UNKNOWN;
+    e = lookups_acquire(&req->lk->trainjobs, req, key);
+    if (!e)
+        return MUTATE_LOOKUP_UNKNOWN;
+    got = e->value ? jobref_fill_runtime(e->value, j, buf, len) : MUTATE_LOOKUP_FOUND;
+    pthread_mutex_unlock(&req->lk->trainjobs.mu);
+    return got;
+}
+
+/* mutate_hooks.jobset_owner: the JobSet's summary, and for a TrainJob's its
+ * runtime too; *job changes only when the whole answer is FOUND. */
+static enum mutate_lookup lookups_jobset_owner(void *ctx, const char *ns, const char *name,
+                                               struct mutate_job *job, char *buf, size_t len)
+{
+    struct lookups_request *req = ctx;
+    struct mutate_job j = *job;
+    struct lookups_entry *e;
+    enum mutate_lookup got;
+    size_t used = 0;
+    char key[512];
+
+    if (!lookups_job_key(key, sizeof(key), ns, name))
+        return MUTATE_LOOKUP_UNKNOWN;
+    e = lookups_acquire(&req->lk->jobsets, req, key);
+    if (!e)
+        return MUTATE_LOOKUP_UNKNOWN;
+    got = e->value ? jobref_fill_jobset(e->value, &j, buf, len, &used) : MUTATE_LOOKUP_NONE;
+    pthread_mutex_unlock(&req->lk->jobsets.mu);
+    if (got == MUTATE_LOOKUP_FOUND && j.kind == MUTATE_JOB_TRAINJOB)
+        got = lookups_trainjob_runtime(req, ns, &j, buf + used, len - used);
+    if (got == MUTATE_LOOKUP_FOUND)
+        *job = j;
+    return got;
+}
+
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks)
 {
     assert(lk->magic == LOOKUPS_MAGIC);
@@ -1080,6 +1208,7 @@ void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutat
     hooks->select.ctx = req;
     hooks->configmap_has_key = lookups_configmap_has_key;
     hooks->configmap_value = lookups_configmap_value;
+    hooks->jobset_owner = lookups_jobset_owner;
     hooks->ctx = req;
 }
 

@@ -1,5 +1,6 @@
 /* lookups: the API answers admission needs (a Node's labels, a Namespace's
- * labels, an envFrom ConfigMap's keys), cached, shared and bounded in time.
+ * labels, an envFrom ConfigMap's keys, a JobSet's owner and a TrainJob's
+ * runtime), cached, shared and bounded in time.
  *
  * Answers are cached for a short TTL, so a burst of pods of one job costs one
  * API call: concurrent misses for the same key wait for the one request in
@@ -56,28 +57,38 @@
 struct cJSON;
 struct profiles;
 
-/* Opaque: the three caches, their locks and the configuration. */
+/* Opaque: the caches, their locks and the configuration. */
 struct lookups;
 
-/* The caches, as the metric's kind label names them. */
-enum lookups_kind { LOOKUPS_K_NODE, LOOKUPS_K_NAMESPACE, LOOKUPS_K_CONFIGMAP, LOOKUPS_KINDS };
+/* The caches, as the metric's kind label names them. JobSets and TrainJobs
+ * serve the jobset_owner hook (jobref.h): a JobSet's 404 is an answer
+ * (NONE); a TrainJob's 404 leaves its runtime unknown (NULL), the JobSet
+ * still a TrainJob's. */
+enum lookups_kind {
+    LOOKUPS_K_NODE,
+    LOOKUPS_K_NAMESPACE,
+    LOOKUPS_K_CONFIGMAP,
+    LOOKUPS_K_JOBSET,
+    LOOKUPS_K_TRAINJOB,
+    LOOKUPS_KINDS
+};
 
 /* Why an API call failed: the metric's reason label and the log's "reason". */
 enum lookups_reason {
     LOOKUPS_R_NOT_AUTHORIZED, /* 401: the token was not accepted */
     LOOKUPS_R_FORBIDDEN,      /* 403: the RBAC rule is missing */
-    LOOKUPS_R_NOT_FOUND,      /* 404 of a Node or Namespace (a ConfigMap's is an answer) */
-    LOOKUPS_R_THROTTLED,      /* 429: API Priority and Fairness */
-    LOOKUPS_R_SERVER_ERROR,   /* 5xx */
-    LOOKUPS_R_TIMEOUT,        /* no answer within the call's timeout */
-    LOOKUPS_R_TRANSPORT,      /* no answer: connection refused, TLS, DNS, ... */
-    LOOKUPS_R_BAD_BODY,       /* a 200 that is not the JSON object the API sends */
-    LOOKUPS_R_TOO_BIG,        /* an answer over the 4 MiB a lookup reads */
-    LOOKUPS_R_OTHER,          /* any other status; out of memory */
+    LOOKUPS_R_NOT_FOUND,    /* 404 of a Node or Namespace (a ConfigMap's, a job's, is an answer) */
+    LOOKUPS_R_THROTTLED,    /* 429: API Priority and Fairness */
+    LOOKUPS_R_SERVER_ERROR, /* 5xx */
+    LOOKUPS_R_TIMEOUT,      /* no answer within the call's timeout */
+    LOOKUPS_R_TRANSPORT,    /* no answer: connection refused, TLS, DNS, ... */
+    LOOKUPS_R_BAD_BODY,     /* a 200 that is not the JSON object the API sends */
+    LOOKUPS_R_TOO_BIG,      /* an answer over the 4 MiB a lookup reads */
+    LOOKUPS_R_OTHER,        /* any other status; out of memory */
     LOOKUPS_REASONS
 };
 
-/* "node", "namespace", "configmap"; "forbidden", "timeout", ...: the label
+/* "node", "namespace", "configmap", "jobset", "trainjob"; "forbidden", "timeout", ...: the label
  * values, snake_case. */
 const char *lookups_kind_name(enum lookups_kind k);
 const char *lookups_reason_name(enum lookups_reason r);
@@ -93,14 +104,18 @@ struct lookups_config {
     unsigned node_ttl_s;       /* how long a Node's labels are cached */
     unsigned configmap_ttl_s;  /* how long a ConfigMap's keys are cached */
     unsigned namespace_ttl_s;  /* how long a Namespace's labels are cached */
+    unsigned job_ttl_s;        /* how long a JobSet's and a TrainJob's summaries are cached */
     unsigned log_interval_s;   /* one failure line per kind and reason; 0: the default */
     unsigned circuit_failures; /* unwell calls in a row that pause a kind; 0: the default */
     unsigned circuit_open_s;   /* how long it is paused; 0: the default */
     size_t configmap_bytes;    /* the ConfigMaps' kept keys, all together; 0: the default */
     /* The edges. call (required) is kubeapi_call with its client, or a
-     * test's fake: a GET of /api/v1/nodes/NAME, /api/v1/namespaces/NAME or
-     * /api/v1/namespaces/NS/configmaps/NAME, whose 404 is an answer only
-     * for a ConfigMap. now_ns NULL: CLOCK_MONOTONIC (monotime_now). */
+     * test's fake: a GET of /api/v1/nodes/NAME, /api/v1/namespaces/NAME,
+     * /api/v1/namespaces/NS/configmaps/NAME,
+     * /apis/jobset.x-k8s.io/v1alpha2/namespaces/NS/jobsets/NAME or
+     * /apis/trainer.kubeflow.org/v1alpha1/namespaces/NS/trainjobs/NAME,
+     * whose 404 is an answer but for a Node or Namespace. now_ns NULL:
+     * CLOCK_MONOTONIC (monotime_now). */
     kubeapi_call_fn call;
     void *call_ctx;
     long long (*now_ns)(void);
@@ -124,7 +139,8 @@ int lookups_init(struct lookups **out, struct log *log, const struct lookups_con
  * on NULL. */
 void lookups_stop(struct lookups **lk);
 
-/* Starts an admission's budget and points hooks at this request. */
+/* Starts an admission's budget and points hooks at this request (every hook
+ * of mutate_hooks, jobset_owner included). */
 void lookups_begin(struct lookups *lk, struct lookups_request *req, struct mutate_hooks *hooks);
 /* The profiles the admission runs under (after lookups_begin): a ConfigMap
  * is kept as the keys they may ask for, for that generation (another asks

@@ -39,7 +39,7 @@ enum metrics_http {
 #define METRICS_PROFILES_MAX     128
 #define METRICS_PROFILE_NAME_MAX 64
 /* Room for lookups' kinds and reasons, which metrics.c checks the same way. */
-#define METRICS_LOOKUP_KINDS_MAX   4
+#define METRICS_LOOKUP_KINDS_MAX   8
 #define METRICS_LOOKUP_REASONS_MAX 16
 /* Room for clientauth's verdicts, checked the same way. */
 #define METRICS_CLIENT_AUTH_MAX 4
