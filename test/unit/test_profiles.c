@@ -146,7 +146,7 @@ TEST(test_shipped_gpu_resources_prefix_targets)
     assert_string_equal(ps->gpu_resources[1], "baidu.com/a100_80g_cgpu");
     assert_string_equal(ps->gpu_resources[2], "baidu.com/a800_80g_cgpu");
     assert_string_equal(ps->rdma_prefix, "rdma/");
-    assert_int_equal(ps->targets, 0);
+    assert_int_equal(ps->targets, PROFILES_TARGET_TRAINJOB);
     profiles_free(ps);
 }
 
