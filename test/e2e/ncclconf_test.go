@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// mpiWorkerPod is an 8-GPU MPIJob worker (mpi-operator v0.7: the MPIJob
+// is its controlling owner) whose container sets NCCL_DEBUG itself and
+// NCCL_ALGO through valueFrom.
+func mpiWorkerPod() obj {
+	pod := trainingPod(8)
+	meta := pod["metadata"].(obj)
+	meta["name"] = "mpi-worker-0"
+	meta["labels"] = obj{"training.kubeflow.org/job-role": "worker",
+		"training.kubeflow.org/operator-name": "mpi-operator"}
+	meta["ownerReferences"] = []interface{}{obj{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+		"name": "mpi", "uid": "5f0c2a1e-7b3d-4e9a-8c61-2d4f6b8a0c13", "controller": true}}
+	c := containerByName(pod, "pytorch")
+	c["env"] = append(c["env"].([]interface{}),
+		obj{"name": "NCCL_DEBUG", "value": "INFO"},
+		obj{"name": "NCCL_ALGO", "valueFrom": obj{"configMapKeyRef": obj{"name": "nccl", "key": "algo"}}})
+	return pod
+}
+
+// literalNcclEnv is what NCCL would read from the container's env, as
+// NAME=VALUE lines in env order: the NCCL_* entries with a literal value.
+func literalNcclEnv(c obj) string {
+	var b strings.Builder
+	for _, e := range pathArr(c, "env") {
+		name, _ := pathStr(e, "name")
+		value, has := pathStr(e, "value")
+		if strings.HasPrefix(name, "NCCL_") && has {
+			b.WriteString(name + "=" + value + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestNcclConfServedMPIJobWorker: through serve, an MPIJob worker (its
+// ranks started by mpirun over ssh, which passes no env on) gets
+// /etc/nccl.conf holding exactly its final literal NCCL_* env (the user's
+// NCCL_DEBUG included, the valueFrom NCCL_ALGO left out), through the
+// annotation and a downwardAPI volume; the apiserver's reinvocation adds
+// nothing; a PyTorchJob pod (ncclConf "auto": torchrun passes env on) gets
+// no file; and report mode lists the annotation instead.
+func TestNcclConfServedMPIJobWorker(t *testing.T) {
+	t.Parallel()
+	profiles := profilesWithTargets(t)
+	in := startInstance(t, profiles)
+	pod := mpiWorkerPod()
+	rr := in.review(t, podCreate("kubeflow", copyObject(pod)))
+	mutated := applyPatch(t, pod, rr.patch)
+	c := containerByName(mutated, "pytorch")
+	got, ok, err := ncclConfOf(mutated, c)
+	if err != nil || !ok {
+		t.Fatalf("MPIJob worker: no /etc/nccl.conf (%v): %s", err, rr.patch)
+	}
+	if want := literalNcclEnv(c); got != want || !strings.HasPrefix(got, "NCCL_DEBUG=INFO\n") ||
+		strings.Contains(got, "NCCL_ALGO") || !strings.Contains(got, "NCCL_IB_HCA=") {
+		t.Errorf("/etc/nccl.conf is %q, want the container's literal NCCL env %q", got, want)
+	}
+	if again := in.review(t, podCreate("kubeflow", copyObject(mutated))); again.patch != nil {
+		t.Errorf("reinvocation: expected no patch, got %s", again.patch)
+	}
+
+	pt := trainingPod(8)
+	ptMutated := applyPatch(t, pt, in.review(t, podCreate("kubeflow", copyObject(pt))).patch)
+	if _, ok, _ := ncclConfOf(ptMutated, containerByName(ptMutated, "pytorch")); ok {
+		t.Errorf("PyTorchJob pod: expected no /etc/nccl.conf with ncclConf auto")
+	}
+	if _, has := pathStr(ptMutated, "metadata", "annotations", "rdma-webhook.io/nccl-conf"); has {
+		t.Errorf("PyTorchJob pod: expected no nccl-conf annotation")
+	}
+
+	report := startInstance(t, profiles, "--mode", "report")
+	reported := applyPatch(t, pod, report.review(t, podCreate("kubeflow", copyObject(pod))).patch)
+	text, _ := pathStr(reported, "metadata", "annotations", "rdma-webhook.io/report")
+	if !strings.Contains(text, "annotation rdma-webhook.io/nccl-conf (") ||
+		!strings.Contains(text, "volume rdma-webhook-nccl-conf") {
+		t.Errorf("report mode: the report does not list the nccl-conf annotation and volume:\n%s", text)
+	}
+	if _, ok, _ := ncclConfOf(reported, containerByName(reported, "pytorch")); ok {
+		t.Errorf("report mode: the pod got /etc/nccl.conf")
+	}
+}
