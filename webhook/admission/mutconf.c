@@ -86,10 +86,11 @@ void mutconf_plan(struct mutate_ctx *m)
     m->conf_on =
         s == PROFILES_NCCL_CONF_ON || (s == PROFILES_NCCL_CONF_AUTO && m->res->job.ssh_ranks);
     m->conf_off = NULL;
+    /* Said only where ranks would need it: every other pod is quiet. */
     if (!m->conf_on) {
-        MUTATE_TRACE(
-            m, MUTCONF_FILE ": off (ncclConf %s%s)", mutconf_setting(m),
-            s == PROFILES_NCCL_CONF_AUTO ? ": no rank of this pod's job is started over ssh" : "");
+        if (m->res->job.ssh_ranks)
+            MUTATE_TRACE(m, MUTCONF_FILE ": off (ncclConf false): ranks mpirun starts over ssh "
+                                         "see none of the NCCL variables added to the env");
         return;
     }
     vol = mutconf_volume(m);
