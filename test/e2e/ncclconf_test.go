@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -83,4 +85,50 @@ func TestNcclConfServedMPIJobWorker(t *testing.T) {
 	if _, ok, _ := ncclConfOf(reported, containerByName(reported, "pytorch")); ok {
 		t.Errorf("report mode: the pod got /etc/nccl.conf")
 	}
+}
+
+func init() { docExamples["ncclconf-stored-pod"] = docNcclConfStoredPod }
+
+// docNcclConfStoredPod: what `mutate --patched` stores for fixture 139 (an
+// MPIJob worker) that makes /etc/nccl.conf, as docs/profiles.md shows it:
+// the annotation, the volume and the container's mount, nothing else.
+func docNcclConfStoredPod(t *testing.T) string {
+	t.Helper()
+	doc, err := readJSONFile(filepath.Join(repoRoot, "test", "pods", "139-mpijob-worker-nccl-conf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := mustSucceed(t, nil, "mutate", "--profiles", profilesPath, "--patched",
+		writeTemp(t, "pod.json", pathObj(doc, "object")))
+	conf, _ := pathStr(pod, "metadata", "annotations", "rdma-webhook.io/nccl-conf")
+	var b strings.Builder
+	b.WriteString("metadata:\n  annotations:\n    rdma-webhook.io/nccl-conf: |\n")
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(conf, "\n"), "\n") {
+		b.WriteString("      " + l)
+	}
+	b.WriteString("\nspec:\n  volumes:\n")
+	for _, v := range pathArr(pod, "spec", "volumes") {
+		if n, _ := pathStr(v, "name"); n != "rdma-webhook-nccl-conf" {
+			continue
+		}
+		b.WriteString("  - name: rdma-webhook-nccl-conf\n    downwardAPI:\n      items:\n")
+		for _, it := range pathArr(v, "downwardAPI", "items") {
+			p, _ := pathStr(it, "path")
+			fp, _ := pathStr(it, "fieldRef", "fieldPath")
+			fmt.Fprintf(&b, "      - path: %s\n        fieldRef:\n          fieldPath: %s\n", p, fp)
+		}
+	}
+	b.WriteString("  containers:\n")
+	for _, c := range pathArr(pod, "spec", "containers") {
+		name, _ := pathStr(c, "name")
+		fmt.Fprintf(&b, "  - name: %s\n    volumeMounts:\n", name)
+		for _, m := range pathArr(c, "volumeMounts") {
+			if p, _ := pathStr(m, "mountPath"); p == "/etc/nccl.conf" {
+				sub, _ := pathStr(m, "subPath")
+				ro, _ := path(m, "readOnly").(bool)
+				fmt.Fprintf(&b, "    - name: rdma-webhook-nccl-conf\n      mountPath: %s\n      subPath: %s\n      readOnly: %v\n", p, sub, ro)
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -27,6 +27,7 @@
 
 #define CONF_KEY "rdma-webhook.io/nccl-conf"
 #define CONF_VOL "rdma-webhook-nccl-conf"
+#define NAME63   "a23456789012345678901234567890123456789012345678901234567890123"
 
 /* An MPIJob's worker (mpi-operator v0.7's owner reference). */
 #define MPI_POD(meta, spec)                                                                        \
@@ -80,6 +81,11 @@ static void mutate_doc(const cJSON *doc, struct mutate_result *res, struct trace
 
     mutate_result_init(res, 1 << 20);
     mutate_object(&in, T.ps, NULL, res);
+    /* What kubectl prints: the lead, and under its 120 bytes. */
+    for (size_t i = 0; i < res->warnings.n; i++) {
+        assert_true(strncmp(res->warnings.text[i], "rdma-webhook: ", 14) == 0);
+        assert_true(strlen(res->warnings.text[i]) < MUTATE_WARNING_MAX);
+    }
 }
 
 /* Mutates pod under profiles, applies the patch, and mutates the result
@@ -359,6 +365,17 @@ TEST(test_user_mount_at_the_file_wins_with_warning)
     assert_true(warned("mounts /etc/nccl.conf"));
 }
 
+TEST(test_user_mount_warning_fits_a_long_name)
+{
+    run(PROFILES(""),
+        MPI_POD("",
+                "{'volumes':[{'name':'cfg','configMap':{'name':'c'}}],'containers':[" GPU(
+                    NAME63, ",'volumeMounts':[{'name':'cfg','mountPath':'/etc/nccl.conf'}]") "]}"));
+    assert_int_equal(T.res.warnings.n, 1);
+    assert_contains(T.res.warnings.full[0], NAME63);
+    assert_contains(T.res.warnings.text[0], "mounts /etc/nccl.conf: put its NCCL_* there");
+}
+
 TEST(test_user_mount_at_etc_wins_with_warning)
 {
     run(PROFILES(""),
@@ -452,6 +469,7 @@ int main(void)
         cmocka_unit_test_teardown(test_envfrom_variables_left_out, teardown),
         cmocka_unit_test_teardown(test_one_annotation_per_distinct_content, teardown),
         cmocka_unit_test_teardown(test_user_mount_at_the_file_wins_with_warning, teardown),
+        cmocka_unit_test_teardown(test_user_mount_warning_fits_a_long_name, teardown),
         cmocka_unit_test_teardown(test_user_mount_at_etc_wins_with_warning, teardown),
         cmocka_unit_test_teardown(test_user_volume_of_the_name_wins_with_warning, teardown),
         cmocka_unit_test_teardown(test_second_admission_adds_nothing, teardown),
