@@ -331,6 +331,18 @@ TEST(test_envfrom_variables_left_out)
     assert_contains(trace_finish(&T.trace), "envFrom variables left out");
 }
 
+TEST(test_detected_container_file_lacks_the_detected)
+{
+    T.opts.detect_image = "img";
+    run(PROFILES(",'detect':true"), MPI_POD("", "{'containers':[" GPU("w", "") "]}"));
+    /* NCCL_IB_HCA is the detected file's (~/.nccl.conf for root, read first); the
+     * environment's NCCL_CONF_FILE is not the file's to set. */
+    assert_string_equal(annotation(CONF_KEY), "NCCL_IB_TIMEOUT=22\nNCCL_SOCKET_IFNAME=eth0\n");
+    assert_mounted(0, "nccl.conf");
+    assert_contains(trace_finish(&T.trace),
+                    "NCCL_CONF_FILE left out: NCCL reads it from the environment only");
+}
+
 /* ---- how many ---- */
 
 TEST(test_one_annotation_per_distinct_content)
@@ -467,6 +479,7 @@ int main(void)
         cmocka_unit_test_teardown(test_newline_and_expansion_left_out, teardown),
         cmocka_unit_test_teardown(test_value_past_1023_bytes_left_out, teardown),
         cmocka_unit_test_teardown(test_envfrom_variables_left_out, teardown),
+        cmocka_unit_test_teardown(test_detected_container_file_lacks_the_detected, teardown),
         cmocka_unit_test_teardown(test_one_annotation_per_distinct_content, teardown),
         cmocka_unit_test_teardown(test_user_mount_at_the_file_wins_with_warning, teardown),
         cmocka_unit_test_teardown(test_user_mount_warning_fits_a_long_name, teardown),
