@@ -132,3 +132,32 @@ func docNcclConfStoredPod(t *testing.T) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// TestNcclConfSetting: check-profiles --show prints each profile's
+// ncclConf, inherited from defaults unless the profile has its own, and
+// refuses a value other than "auto", true or false.
+func TestNcclConfSetting(t *testing.T) {
+	t.Parallel()
+	file := writeTemp(t, "profiles.json", obj{"defaults": obj{"ncclConf": false}, "profiles": []interface{}{
+		obj{"name": "a", "match": obj{"gpus": 8}},
+		obj{"name": "b", "match": obj{"gpus": 4}, "ncclConf": true},
+		obj{"name": "c", "match": obj{"gpus": 2}, "ncclConf": "auto"},
+	}})
+	res := runBinary(t, nil, "check-profiles", "--show", file)
+	shown, err := decodeObject(res.stdout)
+	if res.exitCode != 0 || err != nil {
+		t.Fatalf("--show: exit %d, %v: %s", res.exitCode, err, res.stderr)
+	}
+	want := map[string]interface{}{"a": false, "b": true, "c": "auto"}
+	for _, p := range pathArr(shown, "profiles") {
+		name, _ := pathStr(p, "name")
+		if got := path(p, "ncclConf"); got != want[name] {
+			t.Errorf("profile %s: ncclConf %v, want %v", name, got, want[name])
+		}
+	}
+	bad := writeTemp(t, "bad.json", obj{"profiles": []interface{}{obj{"name": "a", "default": true, "ncclConf": "yes"}}})
+	if res := runBinary(t, nil, "check-profiles", bad); res.exitCode != 1 ||
+		!strings.Contains(string(res.stderr)+string(res.stdout), `ncclConf: must be "auto", true or false`) {
+		t.Errorf("ncclConf \"yes\": expected exit 1 and the problem, got %d: %s%s", res.exitCode, res.stdout, res.stderr)
+	}
+}
