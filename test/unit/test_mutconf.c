@@ -364,6 +364,63 @@ TEST(test_one_annotation_per_distinct_content)
         "metadata.annotations['" CONF_KEY "-1']");
 }
 
+/* Past the bounds: no file, a warning, and the pod otherwise mutated. */
+TEST(test_past_the_bounds_no_file)
+{
+    static char pod[64 * 1024];
+    struct dynbuf env;
+
+    dynbuf_init(&env, sizeof(pod));
+    for (int i = 0; i <= 256; i++)
+        assert_int_equal(dynbuf_printf(&env, ",{'name':'NCCL_X%d','value':'1'}", i), ERR_OK);
+    snprintf(pod, sizeof(pod), MPI_POD("", "{'containers':[" GPU("w", ",'env':[%s]") "]}"),
+             dynbuf_ptr(&env) + 1);
+    dynbuf_free(&env);
+    run(PROFILES(""), pod);
+    assert_no_file();
+    assert_null(volume(CONF_VOL));
+    assert_true(warned("too many NCCL_* for /etc/nccl.conf"));
+    assert_string_equal(annotation("rdma-webhook.io/injected"), "p");
+}
+
+TEST(test_past_16_kib_no_file)
+{
+    static char pod[64 * 1024];
+    char value[1001];
+    struct dynbuf env;
+
+    memset(value, 'v', 1000);
+    value[1000] = '\0';
+    dynbuf_init(&env, sizeof(pod));
+    for (int i = 0; i < 17; i++)
+        assert_int_equal(dynbuf_printf(&env, ",{'name':'NCCL_X%d','value':'%s'}", i, value),
+                         ERR_OK);
+    snprintf(pod, sizeof(pod), MPI_POD("", "{'containers':[" GPU("w", ",'env':[%s]") "]}"),
+             dynbuf_ptr(&env) + 1);
+    dynbuf_free(&env);
+    run(PROFILES(""), pod);
+    assert_no_file();
+    assert_true(warned("too many NCCL_* for /etc/nccl.conf"));
+}
+
+TEST(test_ninth_distinct_content_no_file)
+{
+    char pod[8192], list[6144] = "";
+
+    for (int i = 0; i < 9; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list),
+                 "%s{'name':'c%d','image':'i','resources':{'limits':{'nvidia.com/gpu':'1'}},"
+                 "'env':[{'name':'NCCL_DEBUG','value':'%d'}]}",
+                 i ? "," : "", i, i);
+    snprintf(pod, sizeof(pod), MPI_POD("", "{'containers':[%s]}"), list);
+    run(PROFILES(""), pod);
+    assert_non_null(annotation(CONF_KEY "-7"));
+    assert_null(annotation(CONF_KEY "-8"));
+    assert_mounted(7, "nccl-7.conf");
+    assert_null(conf_mount(8));
+    assert_true(warned("container \"c8\": more than 8 distinct NCCL settings"));
+}
+
 /* ---- in the way ---- */
 
 TEST(test_user_mount_at_the_file_wins_with_warning)
@@ -481,6 +538,9 @@ int main(void)
         cmocka_unit_test_teardown(test_envfrom_variables_left_out, teardown),
         cmocka_unit_test_teardown(test_detected_container_file_lacks_the_detected, teardown),
         cmocka_unit_test_teardown(test_one_annotation_per_distinct_content, teardown),
+        cmocka_unit_test_teardown(test_past_the_bounds_no_file, teardown),
+        cmocka_unit_test_teardown(test_past_16_kib_no_file, teardown),
+        cmocka_unit_test_teardown(test_ninth_distinct_content_no_file, teardown),
         cmocka_unit_test_teardown(test_user_mount_at_the_file_wins_with_warning, teardown),
         cmocka_unit_test_teardown(test_user_mount_warning_fits_a_long_name, teardown),
         cmocka_unit_test_teardown(test_user_mount_at_etc_wins_with_warning, teardown),

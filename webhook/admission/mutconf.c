@@ -137,25 +137,39 @@ static int mutconf_line(struct mutate_ctx *m, struct dynbuf *out, const char *na
 }
 
 /* The user's NCCL_* entries of env as the kubelet resolves them: the last
- * of a name wins, so only that one is written. */
+ * of a name wins, so only that one is written. At most MUTCONF_VARS_MAX of
+ * them (ERR_TOO_BIG past that), so that finding the last of each name stays
+ * a small square however long the pod's env is. */
 static int mutconf_user_lines(struct mutate_ctx *m, const cJSON *env, struct dynbuf *out)
 {
-    const cJSON *e;
+    const cJSON *e, *vars[MUTCONF_VARS_MAX];
+    const char *names[MUTCONF_VARS_MAX];
+    size_t n = 0;
     int rc = ERR_OK;
 
     cJSON_ArrayForEach(e, env)
     {
         const char *name = podjson_str(&m->r, e, "name");
-        const char *value = podjson_str(&m->r, e, "value");
 
-        if (!name || !nccl_is_nccl_var(name) || mutenv_entry_named(m, env, name) != e)
+        if (!name || !nccl_is_nccl_var(name))
             continue;
-        if (!value || podjson_obj(&m->r, e, "valueFrom")) {
-            MUTATE_TRACE(m, MUTCONF_FILE ": %s left out: set through valueFrom", name);
+        if (n == MUTCONF_VARS_MAX)
+            return ERR_TOO_BIG;
+        names[n] = name;
+        vars[n++] = e;
+    }
+    for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+        const char *value = podjson_str(&m->r, vars[i], "value");
+        size_t j = i + 1;
+
+        while (j < n && strcmp(names[j], names[i]) != 0)
+            j++;
+        if (j < n)
             continue;
-        }
-        if ((rc = mutconf_line(m, out, name, value)) != ERR_OK)
-            break;
+        if (!value || podjson_obj(&m->r, vars[i], "valueFrom"))
+            MUTATE_TRACE(m, MUTCONF_FILE ": %s left out: set through valueFrom", names[i]);
+        else
+            rc = mutconf_line(m, out, names[i], value);
     }
     return rc;
 }
@@ -246,11 +260,11 @@ void mutconf_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, 
     }
     if (rc != ERR_OK || dynbuf_len(&text) == 0) {
         MUTATE_TRACE(m, MUTCONF_FILE ": not added: %s",
-                     rc ? "its NCCL variables exceed the file's bound"
+                     rc ? "its NCCL variables exceed the file's bounds"
                         : "no NCCL variable to write");
         if (rc)
             MUTATE_WARN(m, MUTATE_W_NCCL_CONF,
-                        "container \"%s\": NCCL_* too long for " MUTCONF_FILE
+                        "container \"%s\": too many NCCL_* for " MUTCONF_FILE
                         "; ranks started over ssh miss them",
                         mutwarn_s(m, cname, MUTATE_SHOWN_NAME));
         goto cleanup;

@@ -20,7 +20,8 @@
  * MUTCONF_VOLUME that projects it (nccl.conf, nccl-1.conf, ...), and the
  * container mounts its item read-only with subPath at MUTCONF_FILE. A
  * container that mounts something at MUTCONF_FILE or /etc, or a pod with a
- * volume of that name that is not this module's, gets no file and a warning.
+ * volume of that name that is not this module's, gets no file and a warning;
+ * so does a container past the bounds below, or a pod past MUTCONF_FILES_MAX.
  * A second admission adds nothing: a container with the mount, or a pod with
  * the volume, is left as it is.
  */
@@ -39,6 +40,8 @@
  * the apiserver's 256 KiB with the pod's others. */
 #define MUTCONF_TEXT_MAX  (16u * 1024u)
 #define MUTCONF_FILES_MAX 8
+/* The container's own NCCL_* env entries read (NCCL has fewer variables). */
+#define MUTCONF_VARS_MAX 256
 
 /* Once per pod, before the containers: whether the file is on (the
  * profile's ncclConf, the job), and whether the pod's volumes allow it. */
