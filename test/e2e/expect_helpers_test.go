@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,7 @@ func checkExpectation(t *testing.T, ps profileSet, e expectation, o outcome) {
 	checkSchedulerName(t, e, o)
 	checkShmVolume(t, e, o)
 	checkRdmaResource(t, ps, e, o)
+	checkNcclConf(t, e, o)
 	if e.Warnings != nil {
 		checkWarnings(t, *e.Warnings, o.resp.warnings)
 	}
@@ -347,4 +349,66 @@ func augment(p int, phrases, warnings []string, owner []int, seen []bool) bool {
 		}
 	}
 	return false
+}
+
+// ncclConfOf is the text a container reads at /etc/nccl.conf as the kubelet
+// resolves it: its mount's volume, a downwardAPI item at the mount's
+// subPath, and the pod annotation that item projects. ok is false without
+// such a mount; err says which link is missing.
+func ncclConfOf(pod obj, c obj) (text string, ok bool, err error) {
+	var mount interface{}
+	for _, m := range pathArr(c, "volumeMounts") {
+		if p, _ := pathStr(m, "mountPath"); p == "/etc/nccl.conf" {
+			mount = m
+		}
+	}
+	if mount == nil {
+		return "", false, nil
+	}
+	volName, _ := pathStr(mount, "name")
+	subPath, _ := pathStr(mount, "subPath")
+	if ro, _ := path(mount, "readOnly").(bool); !ro {
+		return "", true, fmt.Errorf("mount %s is not readOnly", compact(mount))
+	}
+	for _, v := range pathArr(pod, "spec", "volumes") {
+		if n, _ := pathStr(v, "name"); n != volName {
+			continue
+		}
+		for _, it := range pathArr(v, "downwardAPI", "items") {
+			if p, _ := pathStr(it, "path"); p != subPath {
+				continue
+			}
+			fp, _ := pathStr(it, "fieldRef", "fieldPath")
+			key := strings.TrimSuffix(strings.TrimPrefix(fp, "metadata.annotations['"), "']")
+			value, has := pathStr(pod, "metadata", "annotations", key)
+			if !has {
+				return "", true, fmt.Errorf("volume %q projects %q, which the pod lacks", volName, fp)
+			}
+			return value, true, nil
+		}
+		return "", true, fmt.Errorf("volume %s has no downwardAPI item %q", compact(v), subPath)
+	}
+	return "", true, fmt.Errorf("no volume %q", volName)
+}
+
+func checkNcclConf(t *testing.T, e expectation, o outcome) {
+	t.Helper()
+	for cname, want := range e.NcclConf {
+		c := containerByName(o.mutated, cname)
+		if c == nil {
+			t.Errorf("ncclConf: no container %q", cname)
+			continue
+		}
+		got, ok, err := ncclConfOf(o.mutated, c)
+		switch {
+		case err != nil:
+			t.Errorf("ncclConf %q: %v", cname, err)
+		case want == nil && ok:
+			t.Errorf("ncclConf %q: expected no /etc/nccl.conf, got %q", cname, got)
+		case want != nil && !ok:
+			t.Errorf("ncclConf %q: expected /etc/nccl.conf %q, got no mount", cname, *want)
+		case want != nil && got != *want:
+			t.Errorf("ncclConf %q: /etc/nccl.conf is %q, want %q", cname, got, *want)
+		}
+	}
 }

@@ -32,6 +32,9 @@ type expectation struct {
 	RdmaResource     json.RawMessage               `json:"rdmaResource"`
 	IPCLock          *bool                         `json:"ipcLock"` // false: no target container has IPC_LOCK
 	Warnings         *[]string                     `json:"warnings"`
+	// container -> the /etc/nccl.conf it reads (through its mount, the
+	// downwardAPI volume and the annotation); null: no such mount.
+	NcclConf map[string]*string `json:"ncclConf"`
 }
 
 // rdmaResource is the expect block's {"container", "name", "value"}.

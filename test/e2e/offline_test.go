@@ -710,7 +710,7 @@ func TestCheckProfilesShow(t *testing.T) {
 		if hca, _ := env["NCCL_IB_HCA"].(string); !strings.HasPrefix(hca, "=mlx5_1,") {
 			t.Errorf("%s: NCCL_IB_HCA %q, expected the built =mlx5_1,...", name, hca)
 		}
-		for _, k := range []string{"default", "pin", "schedulerName", "ipcLock", "shm", "initContainers", "hostNetworkEnv", "resources"} {
+		for _, k := range []string{"default", "pin", "schedulerName", "ipcLock", "shm", "initContainers", "ncclConf", "hostNetworkEnv", "resources"} {
 			if _, has := pathObj(p)[k]; !has {
 				t.Errorf("%s: --show leaves %q to a default", name, k)
 			}

@@ -44,13 +44,34 @@ void mutannot_one(struct mutate_ctx *m, const char *key, const char *value)
     patch_op_str(&m->res->patch, "add", path, value);
 }
 
+/* An add of the whole object over one an earlier operation made would
+ * drop what that one set: after the first, one key at a time. */
+void mutannot_set(struct mutate_ctx *m, const char *key, const char *value)
+{
+    struct patch *p = &m->res->patch;
+    char path[PATCH_PATH_MAX];
+
+    if (podjson_obj(&m->r, m->metadata, "annotations") || m->annotations_made) {
+        mutannot_one(m, key, value);
+        return;
+    }
+    mutpath_pod(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
+    patch_op_begin(p, "add", path);
+    jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
+    jsonw_key(&p->w, key);
+    jsonw_str(&p->w, value);
+    jsonw_raw(&p->w, m->metadata ? "}" : "}}");
+    patch_op_end(p);
+    m->annotations_made = 1;
+}
+
 static void mutannot_write(struct mutate_ctx *m, const cJSON *annotations, int applied,
                            const char *warnings)
 {
     struct patch *p = &m->res->patch;
     char path[PATCH_PATH_MAX];
 
-    if (annotations) {
+    if (annotations || m->annotations_made) {
         if (applied) {
             mutannot_one(m, MUTATE_ANNOTATION_INJECTED, m->p->name);
             mutannot_one(m, MUTATE_ANNOTATION_SELECTED_BY, select_rule_name(m->rule));
@@ -65,6 +86,7 @@ static void mutannot_write(struct mutate_ctx *m, const cJSON *annotations, int a
     mutannot_pairs(m, applied, warnings);
     jsonw_raw(&p->w, m->metadata ? "}" : "}}");
     patch_op_end(p);
+    m->annotations_made = 1;
 }
 
 /* The warnings annotation holds at most this many texts. */

@@ -4,6 +4,7 @@
 #include "admission/mutannot.h"
 #include "admission/mutcaps.h"
 #include "admission/mutchoose.h"
+#include "admission/mutconf.h"
 #include "admission/mutdetect.h"
 #include "admission/mutenv.h"
 #include "admission/mutns.h"
@@ -48,6 +49,7 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
                                                       "ipc_lock",
                                                       "shm",
                                                       "inject",
+                                                      "nccl_conf",
                                                       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
@@ -134,6 +136,9 @@ static int mutate_container(struct mutate_ctx *m, const cJSON *c, const char *li
         detected = m->detect == MUTATE_DETECT_ON && mutdetect_container(m, c, cname);
     }
     mutenv_container(m, c, cpath, cname, ib_off, detected);
+    /* Ranks mpirun starts over ssh see none of that env: the file. */
+    if (!ib_off && strcmp(list, "containers") == 0)
+        mutconf_container(m, c, cpath, cname, &mounts);
     if (!ib_off)
         mutcaps_ipc_lock(m, c, cpath, cname);
     else
@@ -198,12 +203,14 @@ static void mutate_pod(struct mutate_ctx *m)
     mutplace_pin(m);
     mutenv_effective(m);
     mutdetect_plan(m);
+    mutconf_plan(m);
     first = mutate_regular_containers(m);
     if (m->in->trace)
         explain_init_containers(m->in->trace, m->spec, m->ps, m->p->init_containers);
     if (m->p->init_containers)
         mutate_init_containers(m);
     mutdetect_pod(m);
+    mutconf_pod(m);
     mutenv_warn_host_network(m);
     if (first.first && mutpath_item(m, path, "containers", first.first_idx) == 0)
         mutplace_resources(m, first.first, path);
@@ -223,6 +230,7 @@ static void mutate_fail(struct mutate_ctx *m, const char *why)
 
     patch_free(&res->patch);
     patch_init(&res->patch, res->patch.out.cap);
+    m->annotations_made = 0;
     res->outcome = MUTATE_ERROR;
     res->reason = MUTATE_R_ERROR;
     res->profile = NULL;
@@ -300,6 +308,7 @@ void mutate_object(const struct mutate_input *in, const struct profiles *ps,
     if (m.in->trace)
         mutate_trace_result(&m);
     cJSON_Delete(m.ns_labels);
+    cJSON_Delete(m.conf_texts);
 }
 
 void mutate_envfrom_names(const struct profiles *ps, void (*fn)(void *ctx, const char *name),

@@ -93,6 +93,19 @@ struct mutate_ctx {
     const struct cJSON *detect_claims[MUTATE_DETECT_CLAIMS_MAX];
     size_t n_detect_claims;
     int ib_on; /* some regular target container has InfiniBand on */
+    /* metadata.annotations was made by an earlier operation of this patch:
+     * later annotations are added one key at a time (mutannot_set). */
+    int annotations_made;
+    /* The variables mutenv_container() added to the last container, for
+     * mutconf: its file holds the container's final NCCL environment. */
+    const struct profiles_kv *env_added[MUTATE_ENV_MAX + 1];
+    size_t n_env_added;
+    /* /etc/nccl.conf (mutconf): on for this pod, off with the reason why
+     * not in conf_off (NULL: on); the distinct contents so far, each a
+     * string of conf_texts (an annotation and an item of the volume). */
+    int conf_on;
+    const char *conf_off;
+    struct cJSON *conf_texts;
     /* The profile's variables as this pod gets them (hostNetwork overrides applied). */
     struct profiles_kv env[MUTATE_ENV_MAX];
     size_t n_env;

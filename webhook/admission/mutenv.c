@@ -337,6 +337,8 @@ void mutenv_container(struct mutate_ctx *m, const cJSON *c, const char *cpath, c
     for (size_t i = 0; m->in->trace && i < n; i++)
         trace_add(m->in->trace, "%s=\"%s\": added%s", adds[i]->name, adds[i]->value,
                   adds[i] == &conf_file ? " (run-time detection: NCCL 2.23+ reads the file)" : "");
+    memcpy(m->env_added, adds, n * sizeof(*adds));
+    m->n_env_added = n;
     if (n == 0)
         return;
     if (!env) {

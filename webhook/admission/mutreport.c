@@ -82,7 +82,7 @@ static void mutreport_annotate(struct mutate_ctx *m, const cJSON *annotations, c
     struct patch *p = &m->res->patch;
     char path[PATCH_PATH_MAX];
 
-    if (annotations) {
+    if (annotations || m->annotations_made) {
         mutannot_one(m, REPORT_ANNOTATION, value);
         return;
     }
@@ -150,6 +150,8 @@ int mutreport_apply(struct mutate_ctx *m)
     if (mutreport_value(m, value) == ERR_OK) {
         patch_free(&res->patch);
         patch_init(&res->patch, res->patch.out.cap);
+        /* What the patch made went with it. */
+        m->annotations_made = 0;
         res->pinned = 0;
         res->report_seen = have != NULL;
         if (have && strcmp(have, dynbuf_ptr(value)) == 0)

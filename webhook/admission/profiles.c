@@ -205,7 +205,24 @@ struct profiles_common {
     const char *shm_size_limit;
     int init_containers;
     struct profiles_detect detect;
+    enum profiles_nccl_conf nccl_conf;
 };
+
+/* "ncclConf": "auto", true or false; dflt when absent. */
+static enum profiles_nccl_conf profiles_read_nccl_conf(struct profiles_ctx *c, const cJSON *obj,
+                                                       enum profiles_nccl_conf dflt)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, "ncclConf");
+
+    if (!it)
+        return dflt;
+    if (cJSON_IsBool(it))
+        return cJSON_IsTrue(it) ? PROFILES_NCCL_CONF_ON : PROFILES_NCCL_CONF_OFF;
+    if (cJSON_IsString(it) && strcmp(it->valuestring, "auto") == 0)
+        return PROFILES_NCCL_CONF_AUTO;
+    profiles_problem(c, "ncclConf: must be \"auto\", true or false");
+    return dflt;
+}
 
 static void profiles_read_shm(struct profiles_ctx *c, const cJSON *shm, struct profiles_common *out)
 {
@@ -338,6 +355,7 @@ static void profiles_read_common(struct profiles_ctx *c, const cJSON *obj,
     out->scheduler_name = profiles_get_str(c, obj, "schedulerName", base->scheduler_name);
     out->ipc_lock = profiles_get_bool(c, obj, "ipcLock", base->ipc_lock);
     out->init_containers = profiles_get_bool(c, obj, "initContainers", base->init_containers);
+    out->nccl_conf = profiles_read_nccl_conf(c, obj, base->nccl_conf);
     if (shm)
         profiles_read_shm(c, shm, out);
     if (detect)
@@ -773,9 +791,9 @@ static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size
                                   const struct profiles_common *defaults, struct profiles_entry *p)
 {
     static const char *const keys[] = {
-        "name",   "default",   "match",   "pin", "env",           "hostNetworkEnv",
-        "hca",    "resources", "ipcLock", "shm", "schedulerName", "initContainers",
-        "detect", "mode",      NULL};
+        "name",   "default",   "match",    "pin", "env",           "hostNetworkEnv",
+        "hca",    "resources", "ipcLock",  "shm", "schedulerName", "initContainers",
+        "detect", "mode",      "ncclConf", NULL};
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "name");
     const cJSON *it;
     struct profiles_common common;
@@ -801,6 +819,7 @@ static void profiles_read_profile(struct profiles_ctx *c, const cJSON *obj, size
     p->shm_size_limit = common.shm_size_limit;
     p->init_containers = common.init_containers;
     p->detect = common.detect;
+    p->nccl_conf = common.nccl_conf;
     profiles_read_mode(c, obj, p);
     if ((it = profiles_get(c, obj, "hca", cJSON_Array, "an array of device names")) && p->env.v)
         profiles_read_hca(c, it, &p->env);
@@ -871,7 +890,8 @@ static void profiles_read_defaults(struct profiles_ctx *c, const cJSON *root,
                                    struct profiles_common *d)
 {
     static const char *const keys[] = {"env", "hostNetworkEnv", "schedulerName", "ipcLock",
-                                       "shm", "initContainers", "detect",        NULL};
+                                       "shm", "initContainers", "detect",        "ncclConf",
+                                       NULL};
     const struct profiles_common builtin = {.scheduler_name = "volcano",
                                             .ipc_lock = 1,
                                             .shm = 1,

@@ -77,6 +77,15 @@ struct profiles_detect {
     const char *memory;
 };
 
+/* "ncclConf": whether target containers get /etc/nccl.conf (mutconf.h).
+ * AUTO, the zero value and the default: on for pods whose ranks mpirun may
+ * start over ssh (mutate_job.ssh_ranks). */
+enum profiles_nccl_conf {
+    PROFILES_NCCL_CONF_AUTO,
+    PROFILES_NCCL_CONF_ON,
+    PROFILES_NCCL_CONF_OFF,
+};
+
 /* match.namespaces. Neither names nor a selector: cluster-wide. A selector
  * is the AND of its requirements. */
 struct profiles_namespaces {
@@ -104,7 +113,8 @@ struct profiles_entry {
     const char *shm_size_limit; /* NULL: no sizeLimit */
     int init_containers;        /* also mutate matching init containers */
     struct profiles_detect detect;
-    enum report_mode mode; /* "mode": report or enforce; UNSET: the flag's (report.h) */
+    enum profiles_nccl_conf nccl_conf; /* "ncclConf" */
+    enum report_mode mode;             /* "mode": report or enforce; UNSET: the flag's (report.h) */
     /* node_labels by name, document order among equal names: what makes
      * profiles_labels_within one merge instead of a search per label. */
     const struct profiles_kv **node_labels_by_name;

@@ -425,6 +425,56 @@ static void report_other(struct report_out *o, const struct report_place *pl, co
     report_emit(o, &l);
 }
 
+/* One annotation: a value of several lines (rdma-webhook.io/nccl-conf's, a
+ * file) by their count, for the report's one line per change. */
+static void report_annotation(struct report_out *o, const char *key, const cJSON *v)
+{
+    struct report_line l = {.len = 0};
+    const char *s = cJSON_GetStringValue(v);
+    char num[DECIMAL_MAX + 1];
+    long long lines = 0;
+
+    report_puts(&l, "annotation ", key, "");
+    for (const char *p = s; p && *p; p++)
+        lines += *p == '\n' || p[1] == '\0';
+    if (s && strchr(s, '\n')) {
+        num[decimal_ll(num, lines)] = '\0';
+        report_puts(&l, " (", num, " lines)");
+    } else {
+        report_put(&l, "=");
+        report_compact(&l, v, 0);
+    }
+    report_emit(o, &l);
+}
+
+/* /metadata (with annotations), /metadata/annotations (the object) and
+ * /metadata/annotations/KEY. */
+static void report_annotations(struct report_out *o, const char *rest, const cJSON *v)
+{
+    char key[REPORT_LINE_MAX / 2];
+    const cJSON *it;
+
+    if (strcmp(rest, "/metadata") == 0)
+        v = cJSON_GetObjectItemCaseSensitive(v, "annotations");
+    if (strncmp(rest, "/metadata/annotations/", 22) == 0) {
+        report_token(rest + 22, strlen(rest + 22), key, sizeof(key));
+        report_annotation(o, key, v);
+        return;
+    }
+    if (!cJSON_IsObject(v))
+        return;
+    cJSON_ArrayForEach(it, v)
+    {
+        report_annotation(o, it->string, it);
+    }
+}
+
+static int report_is_annotations(const char *rel)
+{
+    return strcmp(rel, "/metadata") == 0 || report_is(rel, "/metadata/annotations") ||
+           strncmp(rel, "/metadata/annotations/", 22) == 0;
+}
+
 static void report_op(struct report_out *o, const cJSON *op, const char *base, const cJSON *pod)
 {
     const char *name = report_str(op, "op"), *path = report_str(op, "path");
@@ -450,7 +500,9 @@ static void report_op(struct report_out *o, const cJSON *op, const char *base, c
         return;
     }
     pl.rest = strncmp(rel, "/spec", 5) == 0 ? rel + 5 : rel;
-    if (report_is(pl.rest, "/volumes")) {
+    if (report_is_annotations(rel)) {
+        report_annotations(o, rel, pl.value);
+    } else if (report_is(pl.rest, "/volumes")) {
         report_volumes(o, &pl);
     } else if (report_is(pl.rest, "/initContainers")) {
         report_init_containers(o, &pl);

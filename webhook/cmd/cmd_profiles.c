@@ -145,6 +145,10 @@ static void cmd_profiles_one(struct cmd_profiles_json *j, cJSON *list,
     if (p->shm && shm && p->shm_size_limit)
         cmd_profiles_add(j, shm, "sizeLimit", cJSON_CreateString(p->shm_size_limit));
     cmd_profiles_add(j, o, "initContainers", cJSON_CreateBool(p->init_containers));
+    cmd_profiles_add(j, o, "ncclConf",
+                     p->nccl_conf == PROFILES_NCCL_CONF_AUTO
+                         ? cJSON_CreateString("auto")
+                         : cJSON_CreateBool(p->nccl_conf == PROFILES_NCCL_CONF_ON));
     cmd_profiles_detect(j, o, &p->detect);
     /* Unset is serve's --mode, which a profiles file cannot spell out. */
     if (p->mode != REPORT_MODE_UNSET)
