@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -103,15 +104,21 @@ func startOwn(t testing.TB, o instanceOptions) *instance {
 }
 
 // launch is one try of startOwn: new ports, stderr as o says, a run.
+// Where stderr is a file of its own, serve binds port 0 and the ports come
+// from its "serving" line (no window in which a parallel test takes them);
+// otherwise they are picked free beforehand.
 func (in *instance) launch(attempt int, o instanceOptions) error {
 	var err error
-	if in.addr, err = freePort(); err != nil {
-		return err
-	}
-	if in.metrics, err = freePort(); err != nil {
-		return err
-	}
 	readPath := o.readPath
+	in.addr, in.metrics = anyPort, anyPort
+	if o.openStderr != nil {
+		if in.addr, err = freePort(); err != nil {
+			return err
+		}
+		if in.metrics, err = freePort(); err != nil {
+			return err
+		}
+	}
 	var out *os.File
 	if o.openStderr != nil {
 		out, err = o.openStderr()
@@ -138,7 +145,60 @@ func (in *instance) spawnOn(out *os.File, readPath string) error {
 	if in.onStart != nil {
 		in.onStart(p.cmd.Process)
 	}
+	if in.addr == anyPort {
+		if err := in.readPorts(); err != nil {
+			p.kill()
+			return err
+		}
+	}
 	return in.waitUp()
+}
+
+// anyPort asks serve for a port of the kernel's choice.
+const anyPort = "127.0.0.1:0"
+
+// logPort is a port number field of a log line, or 0.
+func logPort(l obj, key string) int {
+	n, ok := l[key].(json.Number)
+	if !ok {
+		return 0
+	}
+	v, err := n.Int64()
+	if err != nil || v <= 0 || v > 65535 {
+		return 0
+	}
+	return int(v)
+}
+
+// readPorts waits for the run's "serving" line and takes the ports it
+// bound from it. Without a metrics port (--metrics-listen "" among the
+// flags) in.metrics is a port picked free and left closed.
+func (in *instance) readPorts() error {
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		for _, l := range in.logLines() {
+			if l["msg"] != "serving" {
+				continue
+			}
+			port := logPort(l, "port")
+			if port == 0 {
+				return fmt.Errorf("serving line without a port: %v", l)
+			}
+			in.addr = fmt.Sprintf("127.0.0.1:%d", port)
+			if mport := logPort(l, "metrics_port"); mport != 0 {
+				in.metrics = fmt.Sprintf("127.0.0.1:%d", mport)
+				return nil
+			}
+			var err error
+			in.metrics, err = freePort()
+			return err
+		}
+		if !in.alive() {
+			return fmt.Errorf("serve exited before logging \"serving\": %v\nstderr:\n%s", in.waitErr, tail(in.stderrPath))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("no \"serving\" line within %v\nstderr:\n%s", readyTimeout, tail(in.stderrPath))
 }
 
 // waitUp polls https /healthz until it answers 200.

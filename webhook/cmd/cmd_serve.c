@@ -380,6 +380,20 @@ static void cmd_serve_stop_log_queue(struct log *lg)
     logq_stop(&q, CMD_SERVE_LOGQ_STOP_MS);
 }
 
+/* "serving", with the ports the sockets are bound to: --listen :0 asks the
+ * kernel for one, and whoever started us (a test, a script) reads it here. */
+static void cmd_serve_log_serving(struct cmd_serve_app *app, const struct cmd_serve_flags *o)
+{
+    struct log_line l;
+
+    log_begin(&l, &app->log, LOG_INFO, "serving");
+    log_str(&l, "listen", o->cfg.listen);
+    log_int(&l, "port", server_https_port(app->srv));
+    if (o->cfg.metrics_listen && *o->cfg.metrics_listen)
+        log_int(&l, "metrics_port", server_metrics_port(app->srv));
+    log_end(&l);
+}
+
 static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags *o)
 {
     struct server_config cfg = o->cfg;
@@ -415,7 +429,7 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
         goto cannot;
     if (reloader_init(&app->reloader, cmd_serve_reload_all, app, err, sizeof(err)) != ERR_OK)
         log_msg(&app->log, LOG_WARN, "SIGHUP reloads on the main thread", "error", err);
-    log_msg(&app->log, LOG_INFO, "serving", "listen", o->cfg.listen);
+    cmd_serve_log_serving(app, o);
     cmd_serve_wait_signals(app, &set, o->grace_s);
     rc = 0;
     goto out;

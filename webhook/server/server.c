@@ -1060,6 +1060,17 @@ unsigned server_https_port(const struct server *s)
     return info ? info->port : 0;
 }
 
+unsigned server_metrics_port(const struct server *s)
+{
+    const union MHD_DaemonInfo *info;
+
+    assert(s->magic == SERVER_MAGIC);
+    if (!s->plain.daemon)
+        return 0;
+    info = MHD_get_daemon_info(s->plain.daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+
 /* Sockets that all set SO_REUSEPORT share a port silently, so a second
  * webhook started on the same port by mistake would take half the traffic
  * instead of failing. A plain bind first keeps "address in use" an error. */

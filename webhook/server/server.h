@@ -166,6 +166,10 @@ void server_stop(struct server **s);
  * binds). 0 before server_start. */
 unsigned server_https_port(const struct server *s);
 
+/* The plain-HTTP (metrics) port, as server_https_port() reads its own; 0
+ * when there is none (--metrics-listen "") or before server_start. */
+unsigned server_metrics_port(const struct server *s);
+
 /* Parses "ADDR:PORT", "[V6ADDR]:PORT" or ":PORT" into a socket address.
  * Returns ERR_OK, or ERR_FAIL with a message in err naming the address. */
 int server_parse_listen(const char *spec, void *sockaddr_storage, unsigned *len, char *err,
