@@ -319,6 +319,11 @@ static void cmd_mutate_print_warnings(const struct cmd_mutate_ctx *c,
         if (w->kind[i] == MUTATE_W_NAMESPACE_LOOKUP && !c->namespace_labels)
             fprintf(stderr, "rdma-webhook: a profile's match.namespaces is a selector: pass "
                             "--namespace-labels K=V,... (the namespace's labels)\n");
+        /* No jobset_owner hook offline: the pod alone cannot say whether a
+         * TrainJob owns its JobSet. */
+        if (w->kind[i] == MUTATE_W_JOB_LOOKUP)
+            fprintf(stderr, "rdma-webhook: offline no JobSet is read: label the pod "
+                            "rdma-webhook.io/inject=true (or false) to decide\n");
         if (w->kind[i] == MUTATE_W_NODE_LOOKUP && !c->node_labels)
             fprintf(stderr, "rdma-webhook: the pod's kubernetes.io/hostname names nodes: pass "
                             "--node-labels K=V,... (the labels of the node it names)\n");
