@@ -186,3 +186,68 @@ func mustRun(t *testing.T, args ...string) string {
 	}
 	return string(res.stdout)
 }
+
+// fixtureObject is the pod of the fixture file name (test/pods).
+func fixtureObject(t *testing.T, name string) obj {
+	t.Helper()
+	for _, f := range loadFixtures(t) {
+		if strings.HasSuffix(f.file, name) {
+			return f.object
+		}
+	}
+	t.Fatalf("no fixture %s", name)
+	return nil
+}
+
+// TestExplainJobKinds: `mutate --explain` says why each kind's pod is a
+// target or not, a GPU-less MPIJob launcher included (no warning); offline a
+// TrainJob's node pod is left unchanged with job_lookup and the hint that
+// decides it; a profile limited to other jobs says so.
+func TestExplainJobKinds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		fixture, line string
+		warned        bool
+	}{
+		{"142-mpijob-launcher-no-gpu.json", "pod: not a target: an MPIJob's launcher that asks for no GPU or RDMA device", false},
+		{"143-mpijob-launcher-gpu.json", "pod: a target: an MPIJob's launcher that asks for a GPU or RDMA device", false},
+		{"132-mpijob-worker-nccl-tests.json", "pod: a target: an MPIJob's pod, and targets.mpijob is on", false},
+		{"144-volcano-job-worker.json", "pod: a target: a Volcano Job's pod, and targets.volcanojob is on", false},
+		{"140-trainjob-dataset-initializer.json", "pod: not a target: a JobSet's pod, a target neither as a TrainJob's nor as a plain JobSet's", false},
+		{"139-trainjob-node-owner-unknown.json", "pod: left unchanged: a JobSet's pod, and whether a TrainJob owns the JobSet could not be read", true},
+	} {
+		file := writeTemp(t, "pod.json", fixtureObject(t, c.fixture))
+		res := runBinary(t, nil, "mutate", "--profiles", profilesPath, "--explain", file)
+		out := string(res.stdout)
+		if res.exitCode != 0 || !strings.Contains(out, c.line) {
+			t.Errorf("%s: exit %d, expected the line %q:\n%s", c.fixture, res.exitCode, c.line, out)
+		}
+		if got := strings.Contains(out, "warning: "); got != c.warned {
+			t.Errorf("%s: warned %v, expected %v:\n%s", c.fixture, got, c.warned, out)
+		}
+	}
+	node := writeTemp(t, "node.json", fixtureObject(t, "139-trainjob-node-owner-unknown.json"))
+	res := runBinary(t, nil, "mutate", "--profiles", profilesPath, node)
+	if !strings.Contains(string(res.stderr), "check the webhook may get jobsets and trainjobs") ||
+		!strings.Contains(string(res.stderr), "offline no JobSet is read: label the pod rdma-webhook.io/inject=true") {
+		t.Errorf("offline TrainJob node pod: expected job_lookup and the offline hint, got %s", res.stderr)
+	}
+	// A profile for other job kinds: no candidate, said so.
+	data, err := os.ReadFile(profilesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(string(data), `"match": {"gpus": 8,`, `"match": {"gpus": 8, "jobKinds": ["TrainJob"],`, 1)
+	if limited == string(data) {
+		t.Fatal("the shipped roce-8card no longer starts its match with gpus")
+	}
+	pf := filepath.Join(t.TempDir(), "p.json")
+	if err := os.WriteFile(pf, []byte(limited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	worker := writeTemp(t, "worker.json", fixtureObject(t, "132-mpijob-worker-nccl-tests.json"))
+	res = runBinary(t, nil, "mutate", "--profiles", pf, "--explain", worker)
+	if want := `profile "roce-8card": limited by match.jobKinds to other job kinds than the pod's (MPIJob)`; !strings.Contains(string(res.stdout), want) {
+		t.Errorf("expected %q:\n%s", want, res.stdout)
+	}
+}
