@@ -316,6 +316,28 @@ TEST(test_job_limited_copy_and_defaults)
         "is already the default"));
 }
 
+/* Two profiles with the same rules tie where both apply: for overlapping
+ * kinds, or a namespace's and a kind's (neither covers the other); for
+ * disjoint kinds they never meet. */
+TEST(test_job_limited_pairs)
+{
+    assert_non_null(
+        strstr(support_profiles_rejected(
+                   "{'profiles':[{'name':'a','match':{'gpus':8,'jobKinds':['MPIJob']}},"
+                   "{'name':'b','match':{'gpus':8,'jobKinds':['MPIJob','TrainJob']}}]}"),
+               "have the same match rules"));
+    assert_non_null(strstr(
+        support_profiles_rejected("{'profiles':[{'name':'a','match':{'gpus':8,'namespaces':['x']}},"
+                                  "{'name':'b','match':{'gpus':8,'jobKinds':['TrainJob']}}]}"),
+        "have the same match rules"));
+    profiles_free(support_profiles("{'profiles':[{'name':'a','match':{'gpus':8,'jobKinds':"
+                                   "['MPIJob']}},{'name':'b','match':{'gpus':8,'jobKinds':"
+                                   "['TrainJob']}}]}"));
+    profiles_free(support_profiles("{'profiles':[{'name':'a','match':{'gpus':8,'jobKinds':"
+                                   "['TrainJob'],'runtimes':['x']}},{'name':'b','match':{'gpus':8,"
+                                   "'jobKinds':['TrainJob'],'runtimes':['y']}}]}"));
+}
+
 /* ---- selection ---- */
 
 #define JOBS_DOC                                                                                   \
@@ -394,6 +416,7 @@ int main(void)
         T(test_job_limits_read),
         T(test_job_limits_refused),
         T(test_job_limited_copy_and_defaults),
+        T(test_job_limited_pairs),
         T(test_limited_profile_preferred),
         T(test_annotation_names_other_jobs_profile),
         T(test_limited_default_first),
