@@ -144,6 +144,30 @@ func TestMutateOfflineOtherJobKinds(t *testing.T) {
 		!jsonEqual(normalize(podOf(t, res.stdout)), normalize(batch)) {
 		t.Errorf("a batch/v1 Job: expected it left as it is, got %d: %s\n%s", res.exitCode, res.stderr, res.stdout)
 	}
+	// A Launcher template that asks for no GPU: its pod would only start
+	// mpirun, so it is left as it is, with no warning; the Worker is mutated.
+	idle := mpiJob()
+	launcher := templateAt(t, idle, "spec", "mpiReplicaSpecs", "Launcher", "template")
+	for _, ct := range pathArr(launcher, "spec", "containers") {
+		delete(ct.(obj), "resources")
+	}
+	idleFile := writeTemp(t, "idle.json", idle)
+	res = runBinary(t, nil, "mutate", "--profiles", profiles, "--patched", idleFile)
+	out, err := decodeJSON(res.stdout)
+	if err != nil || res.exitCode != 0 || len(res.stderr) != 0 {
+		t.Fatalf("a GPU-less launcher: expected exit 0, no message, got %d: %s", res.exitCode, res.stderr)
+	}
+	gotLauncher := templateAt(t, out.(obj), "spec", "mpiReplicaSpecs", "Launcher", "template")
+	if !jsonEqual(normalize(gotLauncher), normalize(launcher)) {
+		t.Errorf("a GPU-less launcher template changed:\n%s", mustMarshal(gotLauncher))
+	}
+	if ad := (admission{patched: templateAt(t, out.(obj), "spec", "mpiReplicaSpecs", "Worker", "template")}); len(ad.envValues("NCCL_IB_HCA")) != 1 {
+		t.Errorf("the Worker beside a GPU-less launcher was not mutated")
+	}
+	res = runBinary(t, nil, "mutate", "--profiles", profiles, "--explain", idleFile)
+	if !strings.Contains(string(res.stdout), "replica Launcher (spec.mpiReplicaSpecs.Launcher.template):\n  pod: not a target: an MPIJob's launcher that asks for no GPU") {
+		t.Errorf("--explain of a GPU-less launcher:\n%s", res.stdout)
+	}
 	// A job without its templates is an error (exit 1), as for a PyTorchJob.
 	empty := mpiJob()
 	empty["spec"] = obj{}
