@@ -49,6 +49,9 @@ patches:
   patch: |-
     - {op: replace, path: /webhooks/0/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
     - {op: replace, path: /webhooks/1/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
+    - {op: replace, path: /webhooks/2/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
+    - {op: replace, path: /webhooks/3/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
+    - {op: replace, path: /webhooks/4/clientConfig/url, value: "https://127.0.0.1:$port/mutate"}
 - target:
     group: admissionregistration.k8s.io
     kind: ValidatingWebhookConfiguration

@@ -7,16 +7,20 @@ import (
 	"testing"
 )
 
-// profilesWithTargets is the shipped profiles file with targets.mpijob and
-// .volcanojob switched on.
-func profilesWithTargets(t *testing.T) string {
+// shippedTargets is how the shipped profiles spell targets: TrainJob, MPIJob
+// and Volcano Job pods on, plain JobSets off (issue 24).
+const shippedTargets = `"targets": {"trainjob": true, "jobset": false, "mpijob": true, "volcanojob": true}`
+
+// profilesWithTargetsOff is the shipped profiles file with targets.mpijob
+// and .volcanojob switched off.
+func profilesWithTargetsOff(t *testing.T) string {
 	t.Helper()
 	data, err := os.ReadFile(profilesPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(data), `"targets": {"mpijob": false, "volcanojob": false}`,
-		`"targets": {"mpijob": true, "volcanojob": true}`, 1)
+	text := strings.Replace(string(data), shippedTargets,
+		`"targets": {"mpijob": false, "volcanojob": false}`, 1)
 	if text == string(data) {
 		t.Fatal("the shipped profiles no longer spell targets as this test expects")
 	}
@@ -80,16 +84,16 @@ func templateAt(t *testing.T, doc obj, path ...interface{}) obj {
 	return m
 }
 
-// TestMutateOfflineOtherJobKinds: with targets.mpijob and .volcanojob on,
-// `mutate` mutates every pod template of an MPIJob (spec.mpiReplicaSpecs)
+// TestMutateOfflineOtherJobKinds: with targets.mpijob and .volcanojob on (the
+// shipped profiles), `mutate` mutates every pod template of an MPIJob (spec.mpiReplicaSpecs)
 // and of a Volcano Job (spec.tasks) as it does a PyTorchJob's: the profile's
 // NCCL_IB_HCA, IPC_LOCK and /dev/shm in each; --explain titles each
-// template. With the shipped profiles (both off) the jobs are left as they
-// are, with a message saying which switch to turn on; a batch/v1 Job is not
+// template. With both off the jobs are left as they are, with a message saying which switch to turn on; a batch/v1 Job is not
 // a Volcano Job.
 func TestMutateOfflineOtherJobKinds(t *testing.T) {
 	t.Parallel()
-	profiles := profilesWithTargets(t)
+	profiles := profilesPath
+	off := profilesWithTargetsOff(t)
 	hca8 := hcaOf(t, "roce-8card")
 	for _, c := range []struct {
 		name  string
@@ -123,13 +127,13 @@ func TestMutateOfflineOtherJobKinds(t *testing.T) {
 				t.Errorf("--explain lacks %q or the target line:\n%s", c.title, explained)
 			}
 
-			// Off in the shipped profiles: unchanged, and said why.
-			res = runBinary(t, nil, "mutate", "--profiles", profilesPath, "--patched", file)
+			// Switched off: unchanged, and said why.
+			res = runBinary(t, nil, "mutate", "--profiles", off, "--patched", file)
 			if res.exitCode != 0 || !strings.Contains(string(res.stderr), "targets only with targets.") {
-				t.Errorf("shipped profiles: expected exit 0 and the targets message, got %d: %s", res.exitCode, res.stderr)
+				t.Errorf("targets off: expected exit 0 and the targets message, got %d: %s", res.exitCode, res.stderr)
 			}
 			if !jsonEqual(normalize(podOf(t, res.stdout)), normalize(c.job)) {
-				t.Errorf("shipped profiles: the job changed:\n%s", res.stdout)
+				t.Errorf("targets off: the job changed:\n%s", res.stdout)
 			}
 		})
 	}
@@ -139,6 +143,30 @@ func TestMutateOfflineOtherJobKinds(t *testing.T) {
 	if res.exitCode != 0 || !strings.Contains(string(res.stderr), "left as it is") ||
 		!jsonEqual(normalize(podOf(t, res.stdout)), normalize(batch)) {
 		t.Errorf("a batch/v1 Job: expected it left as it is, got %d: %s\n%s", res.exitCode, res.stderr, res.stdout)
+	}
+	// A Launcher template that asks for no GPU: its pod would only start
+	// mpirun, so it is left as it is, with no warning; the Worker is mutated.
+	idle := mpiJob()
+	launcher := templateAt(t, idle, "spec", "mpiReplicaSpecs", "Launcher", "template")
+	for _, ct := range pathArr(launcher, "spec", "containers") {
+		delete(ct.(obj), "resources")
+	}
+	idleFile := writeTemp(t, "idle.json", idle)
+	res = runBinary(t, nil, "mutate", "--profiles", profiles, "--patched", idleFile)
+	out, err := decodeJSON(res.stdout)
+	if err != nil || res.exitCode != 0 || len(res.stderr) != 0 {
+		t.Fatalf("a GPU-less launcher: expected exit 0, no message, got %d: %s", res.exitCode, res.stderr)
+	}
+	gotLauncher := templateAt(t, out.(obj), "spec", "mpiReplicaSpecs", "Launcher", "template")
+	if !jsonEqual(normalize(gotLauncher), normalize(launcher)) {
+		t.Errorf("a GPU-less launcher template changed:\n%s", mustMarshal(gotLauncher))
+	}
+	if ad := (admission{patched: templateAt(t, out.(obj), "spec", "mpiReplicaSpecs", "Worker", "template")}); len(ad.envValues("NCCL_IB_HCA")) != 1 {
+		t.Errorf("the Worker beside a GPU-less launcher was not mutated")
+	}
+	res = runBinary(t, nil, "mutate", "--profiles", profiles, "--explain", idleFile)
+	if !strings.Contains(string(res.stdout), "replica Launcher (spec.mpiReplicaSpecs.Launcher.template):\n  pod: not a target: an MPIJob's launcher that asks for no GPU") {
+		t.Errorf("--explain of a GPU-less launcher:\n%s", res.stdout)
 	}
 	// A job without its templates is an error (exit 1), as for a PyTorchJob.
 	empty := mpiJob()

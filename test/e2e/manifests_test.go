@@ -925,13 +925,36 @@ func TestWebhookSelectorsRoutePods(t *testing.T) {
 	}
 }
 
+// routedKind is the job kind whose shipped entry must send the pod, by its
+// labels alone (what an objectSelector sees), or "": a PyTorchJob's
+// (operator label), a TrainJob's trainer or launcher (replicated job node
+// or launcher), an MPIJob's (mpi-operator's label), a Volcano Job's.
+func routedKind(labels map[string]string) string {
+	switch {
+	case labels[operatorLabel] == "pytorchjob-controller":
+		return "PyTorchJob"
+	case labels["jobset.sigs.k8s.io/replicatedjob-name"] == "node" ||
+		labels["jobset.sigs.k8s.io/replicatedjob-name"] == "launcher":
+		return "TrainJob"
+	case labels[operatorLabel] == "mpi-operator":
+		return "MPIJob"
+	}
+	if _, ok := labels["volcano.sh/job-name"]; ok {
+		return "VolcanoJob"
+	}
+	return ""
+}
+
 func checkRouting(t *testing.T, entries []webhookEntry, webhookNS obj) {
 	t.Helper()
 	byOperator, byLabel, annotationOnly := 0, 0, 0
+	kinds := map[string]int{}
 	for _, p := range podViews(t) {
 		called := calledFor(entries, nsLabels(p.namespace, webhookNS), p.labels)
-		operator := p.labels[operatorLabel] == "pytorchjob-controller"
+		kind := routedKind(p.labels)
+		operator := kind != ""
 		optIn := p.labels[injectKey] == "true"
+		kinds[kind]++
 		switch {
 		case operator || optIn:
 			if len(called) == 0 {
@@ -948,14 +971,19 @@ func checkRouting(t *testing.T, entries []webhookEntry, webhookNS obj) {
 				t.Errorf("%s (labels %v): sent to %v, expected no call", p.name, p.labels, called)
 			}
 		}
-		// Pods the training-operator made for a PyTorchJob always carry its label.
-		if p.owner == "PyTorchJob" && !operator {
+		// Pods the training-operator made for a PyTorchJob always carry its
+		// label; mpi-operator's for an MPIJob theirs.
+		if p.owner == "PyTorchJob" && kind != "PyTorchJob" {
 			t.Errorf("%s: a PyTorchJob pod without %s=pytorchjob-controller", p.name, operatorLabel)
 		}
-		// Pods of other controllers never reach the webhook.
+		if p.owner == "MPIJob" && kind != "MPIJob" {
+			t.Errorf("%s: an MPIJob pod without %s=mpi-operator", p.name, operatorLabel)
+		}
+		// Pods of other controllers never reach the webhook (a Job's only
+		// as a TrainJob's or an MPIJob launcher's, by their labels).
 		switch p.owner {
-		case "Job", "StatefulSet", "ReplicaSet", "Deployment", "DaemonSet", "MPIJob":
-			if len(called) != 0 {
+		case "Job", "StatefulSet", "ReplicaSet", "Deployment", "DaemonSet":
+			if len(called) != 0 && kind == "" {
 				t.Errorf("%s (a %s pod): sent to %v", p.name, p.owner, called)
 			}
 		}
@@ -989,6 +1017,11 @@ func checkRouting(t *testing.T, entries []webhookEntry, webhookNS obj) {
 			if got := calledFor(entries, ns, withOptIn); len(got) != 0 {
 				t.Errorf("%s in namespace %v: sent to %v", p.name, ns, got)
 			}
+		}
+	}
+	for _, k := range []string{"PyTorchJob", "TrainJob", "MPIJob", "VolcanoJob"} {
+		if kinds[k] == 0 {
+			t.Errorf("fixtures cover too little: no %s pod", k)
 		}
 	}
 	if byOperator == 0 || byLabel == 0 || annotationOnly == 0 {

@@ -424,7 +424,7 @@ TEST(test_containers_and_the_pod_verdict)
                         "pod: opted out: annotation rdma-webhook.io/inject: \"false\"");
     assert_string_equal(line_of(t, "result:"), "result: skipped (opted-out)");
     t = explain("{'kind':'Pod','metadata':{'name':'w'},'spec':{'containers':[" GPUS("4") "]}}");
-    assert_contains(line_of(t, "pod:"), "pod: not a target: no PyTorchJob owner");
+    assert_contains(line_of(t, "pod:"), "pod: not a target: no PyTorchJob, TrainJob, JobSet");
     t = explain(POD("{'containers':[{'name':'log','image':'f'}]}"));
     assert_string_equal(line_of(t, "no target container"), "no target container: nothing is added");
 }

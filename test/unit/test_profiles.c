@@ -146,7 +146,9 @@ TEST(test_shipped_gpu_resources_prefix_targets)
     assert_string_equal(ps->gpu_resources[1], "baidu.com/a100_80g_cgpu");
     assert_string_equal(ps->gpu_resources[2], "baidu.com/a800_80g_cgpu");
     assert_string_equal(ps->rdma_prefix, "rdma/");
-    assert_int_equal(ps->targets, PROFILES_TARGET_TRAINJOB);
+    /* the shipped file says what the parser's defaults are (issue 24) */
+    assert_int_equal(ps->targets, PROFILES_TARGET_TRAINJOB | PROFILES_TARGET_MPIJOB |
+                                      PROFILES_TARGET_VOLCANOJOB);
     profiles_free(ps);
 }
 
@@ -177,15 +179,17 @@ TEST(test_targets_bits)
     profiles_free(ps);
 }
 
-/* TrainJob pods are targets by default and the file may turn them off; a
- * plain JobSet's only when the file says so. */
+/* TrainJob, MPIJob and Volcano Job pods are targets by default and the
+ * file may turn each off; a plain JobSet's only when the file says so. */
 TEST(test_targets_trainjob_jobset)
 {
     struct profiles *ps = support_profiles("{'profiles':[{'name':'p'}]}");
 
-    assert_int_equal(ps->targets, PROFILES_TARGET_TRAINJOB);
+    assert_int_equal(ps->targets, PROFILES_TARGET_TRAINJOB | PROFILES_TARGET_MPIJOB |
+                                      PROFILES_TARGET_VOLCANOJOB);
     profiles_free(ps);
-    ps = support_profiles("{'targets':{'trainjob':false,'jobset':true},'profiles':[{'name':'p'}]}");
+    ps = support_profiles("{'targets':{'trainjob':false,'jobset':true,'mpijob':false,"
+                          "'volcanojob':false},'profiles':[{'name':'p'}]}");
     assert_int_equal(ps->targets, PROFILES_TARGET_JOBSET);
     profiles_free(ps);
 }

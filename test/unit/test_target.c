@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/dynbuf.h"
+#include "admission/mutate.h"
 #include "admission/podjson.h"
 #include "admission/profiles.h"
 #include "admission/target.h"
@@ -41,7 +42,7 @@ static void record(void *ctx, const cJSON *c, int idx)
 
 /* Runs target_each_container on a containers array (JSON text); checks the
  * count matches the calls and that nothing was flagged unreadable. */
-static size_t pick(const char *containers, struct seen *s)
+static size_t pick_named(const char *containers, const char *fallback, struct seen *s)
 {
     struct dynbuf err;
     struct profiles *ps;
@@ -57,14 +58,19 @@ static size_t pick(const char *containers, struct seen *s)
     dynbuf_free(&err);
     podjson_init(&r);
     memset(s, 0, sizeof(*s));
-    n = target_each_container(&r, arr, ps, record, s);
-    counted = target_each_container(&r, arr, ps, NULL, NULL);
+    n = target_each_container(&r, arr, ps, fallback, record, s);
+    counted = target_each_container(&r, arr, ps, fallback, NULL, NULL);
     assert_false(podjson_failed(&r));
     assert_int_equal(n, s->n);
     assert_int_equal(counted, n);
     profiles_free(ps);
     cJSON_Delete(arr);
     return n;
+}
+
+static size_t pick(const char *containers, struct seen *s)
+{
+    return pick_named(containers, "pytorch", s);
 }
 
 TEST(test_every_device_container_in_order)
@@ -106,31 +112,78 @@ TEST(test_none_when_no_device_and_no_pytorch)
     assert_int_equal(pick("[]", &s), 0);
 }
 
+/* The training container by name is the job kind's: "node" for a
+ * TrainJob's or JobSet's, "pytorch" for a PyTorchJob's or a pod of no job,
+ * none for an MPIJob's or Volcano Job's. */
+TEST(test_fallback_container_by_kind)
+{
+    static const char containers[] = "[{\"name\":\"pytorch\"},{\"name\":\"node\"}]";
+    struct mutate_job job = {.kind = MUTATE_JOB_TRAINJOB};
+    struct seen s;
+
+    assert_string_equal(target_fallback_container(&job), "node");
+    assert_int_equal(pick_named(containers, target_fallback_container(&job), &s), 1);
+    assert_string_equal(s.name[0], "node");
+    job.kind = MUTATE_JOB_JOBSET;
+    assert_string_equal(target_fallback_container(&job), "node");
+    job.kind = MUTATE_JOB_PYTORCHJOB;
+    assert_string_equal(target_fallback_container(&job), "pytorch");
+    job.kind = MUTATE_JOB_NONE;
+    assert_string_equal(target_fallback_container(&job), "pytorch");
+    assert_string_equal(target_fallback_container(NULL), "pytorch");
+    job.kind = MUTATE_JOB_MPIJOB;
+    assert_null(target_fallback_container(&job));
+    assert_int_equal(pick_named(containers, NULL, &s), 0);
+    job.kind = MUTATE_JOB_VOLCANOJOB;
+    assert_null(target_fallback_container(&job));
+}
+
 static struct profiles *with_targets(void)
 {
-    static const char text[] = "{\"targets\":{\"mpijob\":true},\"profiles\":[{\"name\":\"p\","
-                               "\"default\":true}]}";
+    static const char text[] = "{\"targets\":{\"volcanojob\":false},\"profiles\":[{\"name\":"
+                               "\"p\",\"default\":true}]}";
     return support_profiles(text);
 }
 
-/* The verdict and the reason target_pod_why() gives for metadata (JSON). */
-static void assert_why(const char *metadata, enum target_verdict want, const char *why_want)
+/* The verdict and the reason target_pod() gives for metadata (JSON) of a
+ * pod of job kind with role, as mutjob would have found them. */
+static void assert_why_job(const char *metadata, enum mutate_job_kind kind, const char *role,
+                           enum target_verdict want, const char *why_want)
 {
     struct profiles *ps = with_targets();
     cJSON *meta = cJSON_Parse(metadata);
+    struct mutate_job job = {.kind = kind, .role = role};
     struct podjson r;
     const char *why = NULL;
     enum target_verdict v;
 
     assert_non_null(meta);
     podjson_init(&r);
-    v = target_pod_why(&r, meta, ps->targets, &why);
+    v = target_pod(&r, meta, NULL, ps, &job, 0, &why);
     assert_int_equal(v, want);
-    assert_int_equal(target_pod(&r, meta, ps->targets), v);
+    assert_int_equal(target_pod(&r, meta, NULL, ps, &job, 0, NULL), v);
     assert_non_null(why);
     assert_string_equal(why, why_want);
     cJSON_Delete(meta);
     profiles_free(ps);
+}
+
+/* The job a pod's metadata names, by its owner or its operator label, as
+ * mutjob finds it for these cases. */
+static enum mutate_job_kind kind_of(const char *metadata)
+{
+    if (strstr(metadata, "PyTorchJob") || strstr(metadata, "pytorchjob-controller"))
+        return MUTATE_JOB_PYTORCHJOB;
+    if (strstr(metadata, "mpi-operator"))
+        return MUTATE_JOB_MPIJOB;
+    if (strstr(metadata, "volcano.sh/job-name"))
+        return MUTATE_JOB_VOLCANOJOB;
+    return MUTATE_JOB_NONE;
+}
+
+static void assert_why(const char *metadata, enum target_verdict want, const char *why_want)
+{
+    assert_why_job(metadata, kind_of(metadata), NULL, want, why_want);
 }
 
 TEST(test_pod_reasons)
@@ -159,8 +212,10 @@ TEST(test_pod_reasons)
                "\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"PyTorchJob\",\"controller\":true}]}",
                TARGET_YES, "its controlling owner is a PyTorchJob");
     assert_why("{\"labels\":{\"volcano.sh/job-name\":\"j\"}}", TARGET_NO,
-               "no PyTorchJob owner or operator label, no rdma-webhook.io/inject: \"true\", no "
-               "enabled job kind of targets");
+               "a Volcano Job's pod, and targets.volcanojob is off");
+    assert_why("{\"labels\":{\"app\":\"web\"}}", TARGET_NO,
+               "no PyTorchJob, TrainJob, JobSet, MPIJob or Volcano Job owns it, no "
+               "rdma-webhook.io/inject: \"true\"");
 }
 
 /* The value that does nothing, the annotation's first; a namespace's
@@ -241,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_every_device_container_in_order),
         cmocka_unit_test(test_without_devices_only_the_first_pytorch),
         cmocka_unit_test(test_none_when_no_device_and_no_pytorch),
+        cmocka_unit_test(test_fallback_container_by_kind),
         cmocka_unit_test(test_pod_reasons),
         cmocka_unit_test(test_inject_ignored_values),
         cmocka_unit_test(test_container_device_names_the_resource),

@@ -81,12 +81,13 @@ static void explain_expr(struct explain_line *l, struct podjson *r, const cJSON 
 
 /* ---- containers ---- */
 
-void explain_containers(struct trace *t, const cJSON *spec, const struct profiles *ps)
+void explain_containers(struct trace *t, const cJSON *spec, const struct profiles *ps,
+                        const char *fallback)
 {
     struct podjson r;
     const cJSON *containers, *c;
     size_t with_devices = 0;
-    int pytorch_taken = 0;
+    int fallback_taken = 0;
 
     podjson_init(&r);
     containers = podjson_arr(&r, spec, "containers");
@@ -95,27 +96,32 @@ void explain_containers(struct trace *t, const cJSON *spec, const struct profile
         with_devices += target_container_device(&r, c, ps) != NULL;
     }
     /* target_each_container(): those with devices; failing those, the first
-     * one named "pytorch". */
+     * one named as the job kind's training container (fallback). */
     cJSON_ArrayForEach(c, containers)
     {
         const char *name = podjson_str(&r, c, "name");
         const char *dev = target_container_device(&r, c, ps);
-        int pytorch = name && strcmp(name, "pytorch") == 0;
+        int named = name && fallback && strcmp(name, fallback) == 0;
 
         if (dev)
             trace_add(t, "container \"%s\": a target: asks for %s", name ? name : "?", dev);
         else if (with_devices)
             trace_add(t, "container \"%s\": not a target: asks for no GPU or RDMA device",
                       name ? name : "?");
-        else if (pytorch && !pytorch_taken++)
+        else if (named && !fallback_taken++)
             trace_add(t,
                       "container \"%s\": a target: no container asks for a GPU or RDMA device, "
-                      "and it is the first named \"pytorch\"",
-                      name);
-        else
+                      "and it is the first named \"%s\"",
+                      name, fallback);
+        else if (fallback)
             trace_add(t,
                       "container \"%s\": not a target: asks for no GPU or RDMA device, and is "
-                      "not the first named \"pytorch\"",
+                      "not the first named \"%s\"",
+                      name ? name : "?", fallback);
+        else
+            trace_add(t,
+                      "container \"%s\": not a target: asks for no GPU or RDMA device (this "
+                      "job kind has no training container by name)",
                       name ? name : "?");
     }
     if (!cJSON_GetArraySize(containers))
@@ -160,11 +166,12 @@ struct explain_ctx {
     const cJSON *nodes[SELECT_HOSTS_MAX];
     size_t n_nodes;
     int known;
-    cJSON **hosts;          /* the labels of select_hosts.name[i], or NULL */
-    int constrained;        /* a nodeSelector, required terms or a known Node */
-    int terms;              /* required node affinity terms */
-    const char *ns;         /* the pod's namespace */
-    const cJSON *ns_labels; /* its labels, or NULL: unknown or not needed */
+    cJSON **hosts;                /* the labels of select_hosts.name[i], or NULL */
+    int constrained;              /* a nodeSelector, required terms or a known Node */
+    int terms;                    /* required node affinity terms */
+    const char *ns;               /* the pod's namespace */
+    const cJSON *ns_labels;       /* its labels, or NULL: unknown or not needed */
+    const struct select_job *job; /* the pod's job, or NULL: none */
     const struct select_result *sel;
 };
 
@@ -426,6 +433,29 @@ static int explain_rule_gpus(struct explain_ctx *e, struct explain_line *l,
     return 0;
 }
 
+/* match.jobKinds and match.runtimes for p; 1 when p's story ends here. */
+static int explain_jobs(struct explain_ctx *e, struct explain_line *l,
+                        const struct profiles_entry *p)
+{
+    unsigned kind = e->job ? e->job->kind : 0;
+    const char *runtime = e->job ? e->job->runtime : NULL;
+
+    if (!profiles_job_limited(p))
+        return 0;
+    if (p->job_kinds && (kind >= PROFILES_JOB_KINDS || !(p->job_kinds & (1u << kind)))) {
+        explain_cat(l, "limited by match.jobKinds to other job kinds than the pod's (%s)",
+                    kind ? profiles_job_kind_name(kind) : "no job");
+        return 1;
+    }
+    if (!profiles_for_job(p, kind, runtime)) {
+        explain_cat(l, "limited by match.runtimes to other TrainJob runtimes than the pod's (%s)",
+                    runtime ? runtime : "none known");
+        return 1;
+    }
+    explain_cat(l, "limited to this job (preferred over profiles for every job); ");
+    return 0;
+}
+
 /* match.namespaces for p; 1 when p's story ends here (no candidate). */
 static int explain_namespaces(struct explain_ctx *e, struct explain_line *l,
                               const struct profiles_entry *p)
@@ -437,11 +467,13 @@ static int explain_namespaces(struct explain_ctx *e, struct explain_line *l,
         (e->sel->rule == SELECT_BY_NODE_LABELS || e->sel->rule == SELECT_BY_NODE ||
          e->sel->rule == SELECT_BY_GPUS)) {
         explain_cat(l,
-                    "covered by \"%s\", limited to this namespace (its nodeLabels are within "
+                    "covered by \"%s\", limited to this %s (its nodeLabels are within "
                     "this profile's)",
-                    chosen->name);
+                    chosen->name, profiles_job_limited(chosen) ? "job" : "namespace");
         return 1;
     }
+    if (explain_jobs(e, l, p))
+        return 1;
     if (!profiles_ns_limited(p))
         return 0;
     in = profiles_in_namespace(p, e->ns, e->ns_labels);
@@ -501,13 +533,21 @@ static cJSON *explain_ns_labels(const char *ns, const struct profiles *ps,
 }
 
 void explain_selection(struct trace *t, const cJSON *spec, const char *ns,
-                       const struct profiles *ps, const struct select_hooks *hooks,
-                       const struct select_result *sel)
+                       const struct select_job *job, const struct profiles *ps,
+                       const struct select_hooks *hooks, const struct select_result *sel)
 {
-    struct explain_ctx e = {.t = t, .spec = spec, .ns = ns ? ns : "", .sel = sel};
+    struct explain_ctx e = {.t = t, .spec = spec, .ns = ns ? ns : "", .job = job, .sel = sel};
     cJSON *node = NULL, *ns_labels = NULL, *hosts[SELECT_HOSTS_MAX] = {NULL};
 
     podjson_init(&e.r);
+    if (sel->rule == SELECT_OTHER_JOBS) {
+        trace_add(t,
+                  "no profile: the annotation " SELECT_ANNOTATION_PROFILE " names \"%s\", "
+                  "limited by match.jobKinds or match.runtimes to other jobs than the pod's "
+                  "(rule other-jobs; nothing is added)",
+                  sel->other_namespaces ? sel->other_namespaces->name : "?");
+        return;
+    }
     if (sel->rule == SELECT_OTHER_NAMESPACES) {
         trace_add(t,
                   "no profile: the annotation " SELECT_ANNOTATION_PROFILE " names \"%s\", "

@@ -16,11 +16,14 @@
 struct cJSON;
 struct profiles;
 struct select_hooks;
+struct select_job;
 struct select_result;
 struct trace;
 
-/* The regular containers: each one a target or not, and why (docs/profiles.md, step 2). */
-void explain_containers(struct trace *t, const struct cJSON *spec, const struct profiles *ps);
+/* The regular containers: each one a target or not, and why (docs/profiles.md, step 2);
+ * fallback is target_each_container()'s. */
+void explain_containers(struct trace *t, const struct cJSON *spec, const struct profiles *ps,
+                        const char *fallback);
 
 /* The init containers, once the profile is known: mutated only with its
  * initContainers on (on), and then those that ask for devices. */
@@ -31,7 +34,7 @@ void explain_init_containers(struct trace *t, const struct cJSON *spec, const st
  * the constraints it read, the rule and profile, and a line for every
  * profile (one limited to other namespaces says so and nothing more). */
 void explain_selection(struct trace *t, const struct cJSON *spec, const char *ns,
-                       const struct profiles *ps, const struct select_hooks *hooks,
-                       const struct select_result *sel);
+                       const struct select_job *job, const struct profiles *ps,
+                       const struct select_hooks *hooks, const struct select_result *sel);
 
 #endif

@@ -50,6 +50,7 @@ const char *mutate_warning_kind_name(enum mutate_warning_kind kind)
                                                       "shm",
                                                       "inject",
                                                       "nccl_conf",
+                                                      "job_lookup",
                                                       "error"};
 
     return kind < MUTATE_W_KINDS ? names[kind] : "other";
@@ -176,7 +177,7 @@ static struct mutate_regular mutate_regular_containers(struct mutate_ctx *m)
     struct mutate_regular reg = {.m = m};
 
     target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps,
-                          mutate_regular_container, &reg);
+                          target_fallback_container(&m->res->job), mutate_regular_container, &reg);
     return reg;
 }
 

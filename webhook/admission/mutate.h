@@ -276,6 +276,7 @@ enum mutate_warning_kind {
     MUTATE_W_SHM,          /* no name left for the /dev/shm volume */
     MUTATE_W_INJECT,       /* a value of rdma-webhook.io/inject that does nothing (target.h) */
     MUTATE_W_NCCL_CONF,    /* a container gets no /etc/nccl.conf (mutconf.h) */
+    MUTATE_W_JOB_LOOKUP,   /* a JobSet's owner could not be read, and it decides (target.h) */
     MUTATE_W_ERROR,
     MUTATE_W_KINDS
 };

@@ -132,10 +132,14 @@ static void mutchoose_warn_hosts(struct mutate_ctx *m, const struct select_hosts
 int mutchoose_profile(struct mutate_ctx *m)
 {
     struct select_result sel;
-    select_profile(&m->r, m->metadata, m->spec, m->in->namespace_, m->ps,
-                   m->hooks ? &m->select : NULL, &sel);
+    struct select_job job = {
+        .kind = m->res->job.kind,
+        .runtime = m->res->job.kind == MUTATE_JOB_TRAINJOB ? m->res->job.runtime : NULL};
+
+    select_profile_job(&m->r, m->metadata, m->spec, m->in->namespace_, &job, m->ps,
+                       m->hooks ? &m->select : NULL, &sel);
     if (m->in->trace)
-        explain_selection(m->in->trace, m->spec, m->in->namespace_, m->ps,
+        explain_selection(m->in->trace, m->spec, m->in->namespace_, &job, m->ps,
                           m->hooks ? &m->select : NULL, &sel);
     m->p = sel.profile;
     m->rule = m->res->rule = sel.rule;
@@ -154,6 +158,14 @@ int mutchoose_profile(struct mutate_ctx *m)
         MUTATE_WARN(m, MUTATE_W_UNKNOWN_PROFILE,
                     "change " SELECT_ANNOTATION_PROFILE ": \"%s\" is limited to other namespaces; "
                     "nothing added",
+                    mutwarn_s(m, sel.other_namespaces->name, MUTATE_SHOWN_NAME));
+        m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
+        return 0;
+    }
+    if (sel.rule == SELECT_OTHER_JOBS) {
+        MUTATE_WARN(m, MUTATE_W_UNKNOWN_PROFILE,
+                    "change " SELECT_ANNOTATION_PROFILE ": \"%s\" is limited to other job kinds "
+                    "or runtimes; nothing added",
                     mutwarn_s(m, sel.other_namespaces->name, MUTATE_SHOWN_NAME));
         m->res->reason = MUTATE_R_UNKNOWN_PROFILE;
         return 0;

@@ -12,15 +12,24 @@
 
 int muttarget_containers(struct mutate_ctx *m)
 {
+    const char *fallback = target_fallback_container(&m->res->job);
+
     if (m->in->trace)
-        explain_containers(m->in->trace, m->spec, m->ps);
-    if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, NULL, NULL))
+        explain_containers(m->in->trace, m->spec, m->ps, fallback);
+    if (target_each_container(&m->r, podjson_arr(&m->r, m->spec, "containers"), m->ps, fallback,
+                              NULL, NULL))
         return 1;
     m->res->reason = MUTATE_R_NO_CONTAINER;
     MUTATE_TRACE(m, "no target container: nothing is added");
-    MUTATE_WARN(m, MUTATE_W_NO_CONTAINER,
-                "request a GPU or RDMA device, or name the training container \"pytorch\"; "
-                "nothing added");
+    if (fallback)
+        MUTATE_WARN(m, MUTATE_W_NO_CONTAINER,
+                    "request a GPU or RDMA device, or name the training container \"%s\"; "
+                    "nothing added",
+                    fallback);
+    else
+        MUTATE_WARN(m, MUTATE_W_NO_CONTAINER,
+                    "request a GPU or RDMA device in the %s's training container; nothing added",
+                    mutate_job_kind_name(m->res->job.kind));
     return 0;
 }
 
@@ -43,6 +52,20 @@ static void muttarget_inject_ignored(struct mutate_ctx *m, enum target_verdict v
                     where, mutwarn_s(m, bad, MUTATE_SHOWN_VALUE));
 }
 
+/* A JobSet's pod that is a target as a TrainJob's and not as a plain
+ * JobSet's, or the other way round, and the JobSet's owner could not be
+ * read: guessing either way would mutate the wrong pods or miss the right
+ * ones, so the pod goes in unchanged and the admin learns why. */
+static void muttarget_job_unknown(struct mutate_ctx *m)
+{
+    MUTATE_TRACE(m, "pod: JobSet \"%s\" could not be read: nothing is added",
+                 m->res->job.name ? m->res->job.name : "?");
+    MUTATE_WARN(m, MUTATE_W_JOB_LOOKUP,
+                "check the webhook may get jobsets and trainjobs: JobSet \"%s\" unread, "
+                "nothing added",
+                mutwarn_s(m, m->res->job.name ? m->res->job.name : "?", MUTATE_SHOWN_NAME));
+}
+
 int muttarget_pod(struct mutate_ctx *m)
 {
     enum target_verdict v;
@@ -52,13 +75,16 @@ int muttarget_pod(struct mutate_ctx *m)
         MUTATE_TRACE(m, "pod: a target: a job's replica template");
         return 1;
     }
-    v = target_pod_why(&m->r, m->metadata, m->ps->targets, &why);
+    v = target_pod(&m->r, m->metadata, m->spec, m->ps, &m->res->job, m->job_unknown, &why);
     m->res->reason = v == TARGET_OPTED_OUT ? MUTATE_R_OPTED_OUT : MUTATE_R_NOT_TARGET;
     MUTATE_TRACE(m, "pod: %s: %s",
-                 v == TARGET_YES         ? "a target"
-                 : v == TARGET_OPTED_OUT ? "opted out"
-                                         : "not a target",
+                 v == TARGET_YES           ? "a target"
+                 : v == TARGET_OPTED_OUT   ? "opted out"
+                 : v == TARGET_JOB_UNKNOWN ? "left unchanged"
+                                           : "not a target",
                  why);
+    if (v == TARGET_JOB_UNKNOWN)
+        muttarget_job_unknown(m);
     muttarget_inject_ignored(m, v);
     return v == TARGET_YES;
 }

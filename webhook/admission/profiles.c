@@ -652,10 +652,117 @@ static void profiles_read_node_labels(struct profiles_ctx *c, const cJSON *label
           profiles_cmp_label);
 }
 
+/* ---- match.jobKinds, match.runtimes ---- */
+
+const char *profiles_job_kind_name(unsigned kind)
+{
+    /* enum mutate_job_kind's order; test_jobmatch checks it against
+     * mutate_job_kind_name(), which mutate.h's users call. */
+    static const char *const names[PROFILES_JOB_KINDS] = {
+        "", "PyTorchJob", "TrainJob", "JobSet", "MPIJob", "VolcanoJob",
+    };
+
+    return kind < PROFILES_JOB_KINDS ? names[kind] : "";
+}
+
+static unsigned profiles_job_kind_bit(const char *name)
+{
+    for (unsigned k = 1; k < PROFILES_JOB_KINDS; k++)
+        if (strcmp(name, profiles_job_kind_name(k)) == 0)
+            return 1u << k;
+    return 0;
+}
+
+static void profiles_read_job_kinds(struct profiles_ctx *c, const cJSON *list,
+                                    struct profiles_entry *p)
+{
+    static const char allowed[] = "PyTorchJob, TrainJob, JobSet, MPIJob, VolcanoJob";
+    const cJSON *it;
+    int n = cJSON_GetArraySize(list);
+
+    if (!cJSON_IsArray(list) || n < 1) {
+        profiles_problem(c,
+                         "match.jobKinds: must list 1 or more of %s (leave it out for every "
+                         "kind)",
+                         allowed);
+        return;
+    }
+    cJSON_ArrayForEach(it, list)
+    {
+        unsigned bit = cJSON_IsString(it) ? profiles_job_kind_bit(it->valuestring) : 0;
+
+        if (!bit)
+            profiles_problem(c, "match.jobKinds: \"%s\" is no job kind: use %s",
+                             cJSON_IsString(it) ? it->valuestring : "(not a string)", allowed);
+        else if (p->job_kinds & bit)
+            profiles_problem(c, "match.jobKinds: \"%s\" is listed twice", it->valuestring);
+        p->job_kinds |= bit;
+    }
+}
+
+/* TrainJob runtimes: names of ClusterTrainingRuntimes or TrainingRuntimes,
+ * DNS-1123 subdomains as their metadata.name is. */
+static void profiles_read_runtimes(struct profiles_ctx *c, const cJSON *list,
+                                   struct profiles_entry *p)
+{
+    const cJSON *it;
+    int n = cJSON_GetArraySize(list);
+
+    if (!cJSON_IsArray(list) || n < 1 || n > PROFILES_MAX_NAMESPACES) {
+        profiles_problem(c,
+                         "match.runtimes: must list 1 to %d TrainJob runtime names (leave it out "
+                         "for any runtime)",
+                         PROFILES_MAX_NAMESPACES);
+        return;
+    }
+    p->runtimes = profiles_calloc(c, (size_t)n, sizeof(*p->runtimes));
+    if (!p->runtimes)
+        return;
+    cJSON_ArrayForEach(it, list)
+    {
+        size_t j;
+
+        if (!cJSON_IsString(it) || !k8sname_subdomain(it->valuestring)) {
+            profiles_problem(c, "match.runtimes: each entry must be a runtime's name (a "
+                                "DNS-1123 name: a-z, 0-9, '-', '.')");
+            continue;
+        }
+        for (j = 0; j < p->n_runtimes && strcmp(p->runtimes[j], it->valuestring); j++)
+            ;
+        if (j < p->n_runtimes)
+            profiles_problem(c, "match.runtimes: \"%s\" is listed twice", it->valuestring);
+        else
+            p->runtimes[p->n_runtimes++] = it->valuestring;
+    }
+}
+
+int profiles_job_limited(const struct profiles_entry *p)
+{
+    return p->job_kinds || p->runtimes;
+}
+
+int profiles_limited(const struct profiles_entry *p)
+{
+    return profiles_ns_limited(p) || profiles_job_limited(p);
+}
+
+int profiles_for_job(const struct profiles_entry *p, unsigned kind, const char *runtime)
+{
+    if (p->job_kinds && (kind >= PROFILES_JOB_KINDS || !(p->job_kinds & (1u << kind))))
+        return 0;
+    if (!p->runtimes)
+        return 1;
+    for (size_t i = 0; runtime && i < p->n_runtimes; i++)
+        if (strcmp(p->runtimes[i], runtime) == 0)
+            return 1;
+    return 0;
+}
+
 static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
                                 struct profiles_entry *p)
 {
-    static const char *const keys[] = {"gpus", "nodeLabels", "namespaces", NULL};
+    static const char *const keys[] = {"gpus",     "nodeLabels", "namespaces",
+                                       "jobKinds", "runtimes",   NULL};
     const cJSON *gpus, *labels, *ns;
 
     if (!cJSON_IsObject(match)) {
@@ -671,6 +778,10 @@ static void profiles_read_match(struct profiles_ctx *c, const cJSON *match,
         profiles_read_node_labels(c, labels, p);
     if ((ns = cJSON_GetObjectItemCaseSensitive(match, "namespaces")))
         profiles_read_namespaces(c, ns, p);
+    if ((ns = cJSON_GetObjectItemCaseSensitive(match, "jobKinds")))
+        profiles_read_job_kinds(c, ns, p);
+    if ((ns = cJSON_GetObjectItemCaseSensitive(match, "runtimes")))
+        profiles_read_runtimes(c, ns, p);
 }
 
 static void profiles_read_resources(struct profiles_ctx *c, const cJSON *res,
@@ -869,21 +980,23 @@ static void profiles_read_targets(struct profiles_ctx *c, const cJSON *root)
     static const char *const keys[] = {"mpijob", "trainjob", "jobset", "volcanojob", NULL};
     const cJSON *t = profiles_get(c, root, "targets", cJSON_Object, "an object of booleans");
 
-    /* TrainJob pods are targets unless the file says otherwise: Trainer v2
-     * is where PyTorchJob users are moving. A plain JobSet's pods are not,
-     * since a JobSet runs anything (its component turns them on). */
-    c->ps->targets |= PROFILES_TARGET_TRAINJOB;
+    /* TrainJob, MPIJob and Volcano Job pods are targets unless the file
+     * says otherwise: each is a training job whose pods want what a
+     * PyTorchJob's get (issue 24). A plain JobSet's pods are not, since a
+     * JobSet runs anything (its component turns them on). */
+    c->ps->targets |=
+        PROFILES_TARGET_TRAINJOB | PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB;
     if (!t)
         return;
     profiles_check_keys(c, t, "targets", keys);
-    if (profiles_get_bool(c, t, "mpijob", 0))
-        c->ps->targets |= PROFILES_TARGET_MPIJOB;
+    if (!profiles_get_bool(c, t, "mpijob", 1))
+        c->ps->targets &= ~(unsigned)PROFILES_TARGET_MPIJOB;
     if (!profiles_get_bool(c, t, "trainjob", 1))
         c->ps->targets &= ~(unsigned)PROFILES_TARGET_TRAINJOB;
     if (profiles_get_bool(c, t, "jobset", 0))
         c->ps->targets |= PROFILES_TARGET_JOBSET;
-    if (profiles_get_bool(c, t, "volcanojob", 0))
-        c->ps->targets |= PROFILES_TARGET_VOLCANOJOB;
+    if (!profiles_get_bool(c, t, "volcanojob", 1))
+        c->ps->targets &= ~(unsigned)PROFILES_TARGET_VOLCANOJOB;
 }
 
 static void profiles_read_defaults(struct profiles_ctx *c, const cJSON *root,
@@ -907,6 +1020,40 @@ static void profiles_read_defaults(struct profiles_ctx *c, const cJSON *root,
     c->where = NULL;
 }
 
+/* Whether a pod could be one both p and q are for, by match.jobKinds and
+ * match.runtimes (either without them: yes). */
+static int profiles_job_overlap(const struct profiles_entry *p, const struct profiles_entry *q)
+{
+    if (p->job_kinds && q->job_kinds && !(p->job_kinds & q->job_kinds))
+        return 0;
+    if (!p->runtimes || !q->runtimes)
+        return 1;
+    for (size_t i = 0; i < p->n_runtimes; i++)
+        for (size_t j = 0; j < q->n_runtimes; j++)
+            if (strcmp(p->runtimes[i], q->runtimes[j]) == 0)
+                return 1;
+    return 0;
+}
+
+/* Whether both limited p and q could apply to one pod, by all their limits. */
+static int profiles_limits_overlap(const struct profiles_entry *p, const struct profiles_entry *q,
+                                   char *where, size_t len)
+{
+    if (!profiles_job_overlap(p, q))
+        return 0;
+    if (profiles_ns_limited(p) && profiles_ns_limited(q))
+        return profiles_ns_overlap(p, q, where, len);
+    return 1;
+}
+
+int profiles_limits_cover(const struct profiles_entry *p, const struct profiles_entry *q)
+{
+    int pn = profiles_ns_limited(p), qn = profiles_ns_limited(q);
+    int pj = profiles_job_limited(p), qj = profiles_job_limited(q);
+
+    return pn >= qn && pj >= qj && (pn != qn || pj != qj);
+}
+
 /* Two defaults where both could be candidates: cluster-wide, or limited to
  * namespaces that could overlap. A limited one may sit beside a cluster-wide
  * one: it is the default of its namespaces. */
@@ -918,7 +1065,8 @@ static void profiles_check_defaults(struct profiles_ctx *c, const struct profile
     for (size_t j = 0; j < idx; j++) {
         const struct profiles_entry *q = &c->ps->p[j];
 
-        if (!q->name || !q->is_default || profiles_ns_limited(p) != profiles_ns_limited(q))
+        if (!q->name || !q->is_default || profiles_ns_limited(p) != profiles_ns_limited(q) ||
+            profiles_job_limited(p) != profiles_job_limited(q) || !profiles_job_overlap(p, q))
             continue;
         if (!profiles_ns_limited(p)) {
             profiles_problem(
@@ -1051,18 +1199,19 @@ static void profiles_check_rules(struct profiles_ctx *c)
     for (size_t i = 0; i < c->ps->n; i++)
         for (size_t j = 0; j < c->ps->n; j++) {
             const struct profiles_entry *p = &c->ps->p[i], *q = &c->ps->p[j];
-            int lp = profiles_ns_limited(p), lq = profiles_ns_limited(q);
+            int lp = profiles_limited(p), lq = profiles_limited(q);
+            int p_covers = profiles_limits_cover(p, q);
 
             if (i == j || !p->name || !q->name)
                 continue;
             where[0] = '\0';
-            if (lp && lq && !profiles_ns_overlap(p, q, where, sizeof(where)))
+            if (lp && lq && !profiles_limits_overlap(p, q, where, sizeof(where)))
                 continue;
-            if (!lp && lq)
+            if (profiles_limits_cover(q, p))
                 continue;
-            if (lp && !lq && profiles_labels_within(p, q))
+            if (p_covers && profiles_labels_within(p, q))
                 continue;
-            profiles_check_pair(c, p, q, i > j || (lp && !lq), where);
+            profiles_check_pair(c, p, q, i > j || p_covers, where);
         }
 }
 

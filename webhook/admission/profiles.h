@@ -103,11 +103,17 @@ struct profiles_entry {
     size_t n_gpus;                         /* 0: not matched by GPU count */
     struct profiles_kvs node_labels;       /* match.nodeLabels: the labels of its nodes */
     struct profiles_namespaces namespaces; /* match.namespaces: where it is a candidate */
-    int pin;                               /* chosen by GPU count or as default: pin */
-    struct profiles_kvs env;               /* defaults merged, NCCL_IB_HCA included */
-    struct profiles_kvs host_network_env;  /* replaces env entries in hostNetwork pods */
-    struct profiles_kvs resources;         /* added when no container asks for the prefix */
-    const char *scheduler_name;            /* NULL or "": leave the scheduler alone */
+    /* match.jobKinds: bit k for enum mutate_job_kind k (mutate.h); 0: any
+     * pod. match.runtimes: TrainJob runtimes (spec.runtimeRef.name); NULL:
+     * any. Limits like namespaces (select.h). */
+    unsigned job_kinds;
+    const char **runtimes;
+    size_t n_runtimes;
+    int pin;                              /* chosen by GPU count or as default: pin */
+    struct profiles_kvs env;              /* defaults merged, NCCL_IB_HCA included */
+    struct profiles_kvs host_network_env; /* replaces env entries in hostNetwork pods */
+    struct profiles_kvs resources;        /* added when no container asks for the prefix */
+    const char *scheduler_name;           /* NULL or "": leave the scheduler alone */
     int ipc_lock;
     int shm;
     const char *shm_size_limit; /* NULL: no sizeLimit */
@@ -160,7 +166,9 @@ struct profiles {
  * does not cover Q (P's nodeLabels a subset of Q's: P takes Q's place in
  * P's namespaces), so a team copy of a cluster-wide profile is allowed.
  * A cluster-wide profile is never refused for a limited one: it wins in the
- * other namespaces. Also refused: an empty list, a name that is not a
+ * other namespaces. match.jobKinds and match.runtimes limit the same way
+ * (profiles_limits_cover): two limited profiles are checked where a pod
+ * could be of both (kinds, runtimes and namespaces all overlapping). Also refused: an empty list, a name that is not a
  * DNS-1123 label or is listed twice, a selector Kubernetes would refuse
  * (operator, values), one that matches every namespace ({}) or none. */
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors);
@@ -177,6 +185,22 @@ int profiles_in_namespace(const struct profiles_entry *p, const char *ns,
                           const struct cJSON *labels);
 /* 1 when p is limited to namespaces (match.namespaces). */
 int profiles_ns_limited(const struct profiles_entry *p);
+/* Names of match.jobKinds, indexed by enum mutate_job_kind (mutate.h): ""
+ * for index 0 (no job) and past the last. */
+const char *profiles_job_kind_name(unsigned kind);
+#define PROFILES_JOB_KINDS 6
+/* Whether a pod of job kind (enum mutate_job_kind) with TrainJob runtime
+ * (NULL: none or unknown) is one p is for, by match.jobKinds and
+ * match.runtimes: 1 or 0 (1 for a p without them). */
+int profiles_for_job(const struct profiles_entry *p, unsigned kind, const char *runtime);
+/* 1 when p is limited by match.jobKinds or match.runtimes. */
+int profiles_job_limited(const struct profiles_entry *p);
+/* 1 when p's limits are more than q's: each kind of limit q has (namespaces;
+ * job kinds or runtimes), p has too, and p one more. Where both apply, p
+ * takes q's place (select.h) when its nodeLabels are within q's. */
+int profiles_limits_cover(const struct profiles_entry *p, const struct profiles_entry *q);
+/* 1 when p is limited by anything: namespaces, job kinds, runtimes. */
+int profiles_limited(const struct profiles_entry *p);
 /* 1 when p is limited to namespaces by a selector, which needs the labels. */
 int profiles_ns_needs_labels(const struct profiles_entry *p);
 /* 1 when every label of a's match.nodeLabels is also in b's, with the same

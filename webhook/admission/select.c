@@ -80,7 +80,9 @@ struct select_ctx {
     const cJSON *nodes[SELECT_HOSTS_MAX];
     size_t n_nodes;
     int known;
-    const char *ns; /* the pod's namespace; NULL: unknown */
+    const char *ns;          /* the pod's namespace; NULL: unknown */
+    unsigned job_kind;       /* enum mutate_job_kind (match.jobKinds) */
+    const char *job_runtime; /* a TrainJob's runtime (match.runtimes); NULL: none */
     const struct select_hooks *hooks;
     cJSON *ns_labels; /* the caller frees them */
     int ns_asked;     /* the hook was called (ns_labels NULL: it failed) */
@@ -212,6 +214,9 @@ static void select_tie_add(struct select_tie *t, const struct profiles_entry *p)
  * a selector and the Namespace's labels cannot be had. */
 static int select_member(struct select_ctx *x, const struct profiles_entry *p)
 {
+    /* Known from the pod alone: a profile for other jobs costs no lookup. */
+    if (!profiles_for_job(p, x->job_kind, x->job_runtime))
+        return 0;
     if (profiles_ns_needs_labels(p) && !x->ns_asked) {
         x->ns_asked = 1;
         if (x->ns && *x->ns && x->hooks && x->hooks->namespace_labels &&
@@ -253,8 +258,7 @@ static void select_found_add(struct select_ctx *x, struct select_found *f,
  * ambiguous. Then the found ones go into tie, in file order. */
 int select_covers(const struct profiles_entry *limited, const struct profiles_entry *wide)
 {
-    return profiles_ns_limited(limited) && !profiles_ns_limited(wide) &&
-           profiles_labels_within(limited, wide);
+    return profiles_limits_cover(limited, wide) && profiles_labels_within(limited, wide);
 }
 
 static void select_prefer_limited(struct select_found *f, struct select_tie *tie)
@@ -379,8 +383,9 @@ static const struct profiles_entry *select_by_gpus(struct select_ctx *x, const s
     return tie->n == 1 ? tie->p[0] : NULL;
 }
 
-/* Rule 4: the default of the pod's namespace, else the cluster-wide one;
- * either unless the constraints exclude it. */
+/* Rule 4: the default of the pod's namespace or job (the first such in
+ * file order), else the cluster-wide one; either unless the constraints
+ * exclude it. */
 static const struct profiles_entry *select_default(struct select_ctx *x, const struct profiles *ps)
 {
     const struct profiles_entry *cluster = NULL;
@@ -391,7 +396,7 @@ static const struct profiles_entry *select_default(struct select_ctx *x, const s
 
         if (!p->is_default || select_excluded(x, p))
             continue;
-        if (!profiles_ns_limited(p)) {
+        if (!profiles_limited(p)) {
             cluster = p;
             continue;
         }
@@ -601,7 +606,10 @@ static void select_by_annotation(struct select_ctx *x, const struct profiles *ps
         return;
     out->other_namespaces = member == 0 ? out->profile : NULL;
     out->namespace_lookup_failed = member < 0;
-    out->rule = member == 0 ? SELECT_OTHER_NAMESPACES : SELECT_NONE;
+    out->rule = member < 0 ? SELECT_NONE
+                : !profiles_for_job(out->profile, x->job_kind, x->job_runtime)
+                    ? SELECT_OTHER_JOBS
+                    : SELECT_OTHER_NAMESPACES;
     out->profile = NULL;
 }
 
@@ -609,9 +617,20 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
                     const struct profiles *ps, const struct select_hooks *hooks,
                     struct select_result *out)
 {
+    select_profile_job(r, metadata, spec, ns, NULL, ps, hooks, out);
+}
+
+void select_profile_job(struct podjson *r, const cJSON *metadata, const cJSON *spec, const char *ns,
+                        const struct select_job *job, const struct profiles *ps,
+                        const struct select_hooks *hooks, struct select_result *out)
+{
     const char *named =
         podjson_str(r, podjson_obj(r, metadata, "annotations"), SELECT_ANNOTATION_PROFILE);
-    struct select_ctx x = {.r = r, .ns = ns, .hooks = hooks};
+    struct select_ctx x = {.r = r,
+                           .ns = ns,
+                           .job_kind = job ? job->kind : 0,
+                           .job_runtime = job ? job->runtime : NULL,
+                           .hooks = hooks};
     const char *bound = podjson_str(r, spec, "nodeName");
     cJSON *node, *hosts[SELECT_HOSTS_MAX] = {NULL};
 
@@ -641,11 +660,11 @@ void select_profile(struct podjson *r, const cJSON *metadata, const cJSON *spec,
 
 const char *select_rule_name(enum select_rule rule)
 {
-    static const char *const names[] = {"annotation",   "node-labels",     "node",
-                                        "gpus",         "default",         "none",
-                                        "unknown-name", "other-namespaces"};
+    static const char *const names[] = {"annotation",   "node-labels",      "node",
+                                        "gpus",         "default",          "none",
+                                        "unknown-name", "other-namespaces", "other-jobs"};
 
-    return rule <= SELECT_OTHER_NAMESPACES ? names[rule] : "none";
+    return rule <= SELECT_OTHER_JOBS ? names[rule] : "none";
 }
 
 /* ---- select_fit_profile (select.h) ---- */

@@ -34,6 +34,13 @@
  *   4. the profile marked default, unless the constraints exclude it.
  * profiles_parse() refuses match rules that could never win here.
  *
+ * Profiles limited to job kinds or TrainJob runtimes (match.jobKinds,
+ * match.runtimes) are limited the same way, by the pod's job (struct
+ * select_job): no candidate for a pod of another job, the annotation naming
+ * one selects nothing (SELECT_OTHER_JOBS), and at rules 2 and 3 one covers
+ * a candidate with fewer kinds of limits (profiles_limits_cover) whose
+ * nodeLabels include its own; at rule 4 a limited default comes first.
+ *
  * Profiles limited to namespaces (match.namespaces, profiles.h): one the
  * pod's namespace is not in is no candidate for any rule, and the
  * annotation naming it selects nothing (SELECT_OTHER_NAMESPACES). At rules
@@ -125,6 +132,7 @@ enum select_rule {
     SELECT_NONE,
     SELECT_UNKNOWN_NAME,     /* the annotation names no profile */
     SELECT_OTHER_NAMESPACES, /* the annotation names a profile of other namespaces */
+    SELECT_OTHER_JOBS,       /* the annotation names a profile of other job kinds or runtimes */
 };
 
 /* The profiles one rule found and could not choose between. */
@@ -142,7 +150,8 @@ struct select_result {
     /* The Namespace's labels could not be read and a profile with a
      * selector could have won: no profile. */
     int namespace_lookup_failed;
-    /* For SELECT_OTHER_NAMESPACES: the profile the annotation names. */
+    /* For SELECT_OTHER_NAMESPACES and SELECT_OTHER_JOBS: the profile the
+     * annotation names. */
     const struct profiles_entry *other_namespaces;
     struct select_tie tie_labels; /* rule 2 was ambiguous when n >= 2 */
     /* Rule 2's tie is the pod's own choice of several node types (In
@@ -152,7 +161,18 @@ struct select_result {
     struct select_hosts hosts;  /* what a hostname constraint named, and was read */
 };
 
-/* ns: the pod's namespace (the AdmissionReview's request.namespace). */
+/* The pod's job as match.jobKinds and match.runtimes read it. */
+struct select_job {
+    unsigned kind;       /* enum mutate_job_kind (mutate.h); 0: no job */
+    const char *runtime; /* a TrainJob's spec.runtimeRef.name; NULL: none or unknown */
+};
+
+/* ns: the pod's namespace (the AdmissionReview's request.namespace). job:
+ * the job it belongs to; NULL: none (select_profile), so a profile limited
+ * by match.jobKinds or match.runtimes is never a candidate. */
+void select_profile_job(struct podjson *r, const struct cJSON *metadata, const struct cJSON *spec,
+                        const char *ns, const struct select_job *job, const struct profiles *ps,
+                        const struct select_hooks *hooks, struct select_result *out);
 void select_profile(struct podjson *r, const struct cJSON *metadata, const struct cJSON *spec,
                     const char *ns, const struct profiles *ps, const struct select_hooks *hooks,
                     struct select_result *out);

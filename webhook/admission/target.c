@@ -1,10 +1,12 @@
 #include "admission/target.h"
 
+#include "admission/mutate.h"
 #include "admission/podjson.h"
 #include "admission/profiles.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
+#include <strings.h>
 
 #define TARGET_LABEL_OPERATOR "training.kubeflow.org/operator-name"
 
@@ -31,30 +33,6 @@ static int target_owned_by(struct podjson *r, const cJSON *metadata, const char 
             return 1;
     }
     return 0;
-}
-
-static int target_label_is(struct podjson *r, const cJSON *labels, const char *key,
-                           const char *value)
-{
-    const char *v = podjson_str(r, labels, key);
-
-    return v && (!value || strcmp(v, value) == 0);
-}
-
-/* Why the pod belongs to a job kind enabled in targets, or NULL. */
-static const char *target_other_kinds(struct podjson *r, const cJSON *metadata, const cJSON *labels,
-                                      unsigned bits)
-{
-    if ((bits & PROFILES_TARGET_MPIJOB) &&
-        (target_owned_by(r, metadata, "kubeflow.org/", "MPIJob") ||
-         target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpijob-controller") ||
-         target_label_is(r, labels, TARGET_LABEL_OPERATOR, "mpi-operator")))
-        return "an MPIJob's pod, and targets.mpijob is on";
-    if ((bits & PROFILES_TARGET_VOLCANOJOB) &&
-        (target_owned_by(r, metadata, "batch.volcano.sh/", "Job") ||
-         target_label_is(r, labels, "volcano.sh/job-name", NULL)))
-        return "a Volcano Job's pod, and targets.volcanojob is on";
-    return NULL;
 }
 
 /* 1 for "true", 0 for "false", -1 for any other value or none. */
@@ -84,8 +62,127 @@ int target_namespace_inject_known(const char *value)
     return !value || target_inject_word(value) >= 0 || strcmp(value, "enabled") == 0;
 }
 
-enum target_verdict target_pod_why(struct podjson *r, const cJSON *metadata, unsigned target_bits,
-                                   const char **why)
+/* 1 when one of the regular containers asks for a GPU or RDMA device. */
+static int target_any_wants_devices(struct podjson *r, const cJSON *spec, const struct profiles *ps)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, podjson_arr(r, spec, "containers"))
+    {
+        if (target_container_wants_devices(r, c, ps))
+            return 1;
+    }
+    return 0;
+}
+
+static int target_role_is(const struct mutate_job *job, const char *role)
+{
+    return job->role && strcasecmp(job->role, role) == 0;
+}
+
+/* A TrainJob's pod: its trainer nodes (and an MPI runtime's launcher), never
+ * its initializers (dataset-initializer, model-initializer), which only
+ * download. */
+static int target_trainer(const struct mutate_job *job)
+{
+    return job->role && (strcmp(job->role, "node") == 0 || strcmp(job->role, "launcher") == 0);
+}
+
+/* A JobSet's pod: a TrainJob's, or a plain JobSet's, and which of them
+ * could not be told when unknown. Both readings agreeing decide; otherwise
+ * no guess: TARGET_JOB_UNKNOWN. */
+static enum target_verdict target_jobset(const struct profiles *ps, const struct mutate_job *job,
+                                         int unknown, const char **why)
+{
+    int as_trainjob = (ps->targets & PROFILES_TARGET_TRAINJOB) && target_trainer(job);
+    int as_jobset = !!(ps->targets & PROFILES_TARGET_JOBSET);
+
+    if (unknown && as_trainjob != as_jobset) {
+        *why = "a JobSet's pod, and whether a TrainJob owns the JobSet could not be read";
+        return TARGET_JOB_UNKNOWN;
+    }
+    if (unknown) {
+        *why = as_jobset ? "a JobSet's pod, a target as a TrainJob's and as a plain JobSet's"
+                         : "a JobSet's pod, a target neither as a TrainJob's nor as a plain "
+                           "JobSet's";
+        return as_jobset ? TARGET_YES : TARGET_NO;
+    }
+    *why = as_jobset ? "a JobSet's pod (no TrainJob owns it), and targets.jobset is on"
+                     : "a JobSet's pod (no TrainJob owns it), and targets.jobset is off";
+    return as_jobset ? TARGET_YES : TARGET_NO;
+}
+
+static enum target_verdict target_trainjob(const struct profiles *ps, const struct mutate_job *job,
+                                           const char **why)
+{
+    if (!(ps->targets & PROFILES_TARGET_TRAINJOB)) {
+        *why = "a TrainJob's pod, and targets.trainjob is off";
+        return TARGET_NO;
+    }
+    if (!target_trainer(job)) {
+        *why = "a TrainJob's pod, but not of its replicated job \"node\" or \"launcher\" (an "
+               "initializer): never a target";
+        return TARGET_NO;
+    }
+    *why = strcmp(job->role, "node") == 0
+               ? "a TrainJob's trainer pod (replicated job \"node\"), and targets.trainjob is on"
+               : "a TrainJob's launcher pod (replicated job \"launcher\"), and targets.trainjob "
+                 "is on";
+    return TARGET_YES;
+}
+
+/* An MPIJob's pod: its workers; its launcher only when it asks for a device
+ * itself (mpirun alone needs no RDMA resource, and none is wasted on it). */
+static enum target_verdict target_mpijob(struct podjson *r, const cJSON *spec,
+                                         const struct profiles *ps, const struct mutate_job *job,
+                                         const char **why)
+{
+    if (!(ps->targets & PROFILES_TARGET_MPIJOB)) {
+        *why = "an MPIJob's pod, and targets.mpijob is off";
+        return TARGET_NO;
+    }
+    if (!target_role_is(job, "launcher")) {
+        *why = "an MPIJob's pod, and targets.mpijob is on";
+        return TARGET_YES;
+    }
+    if (target_any_wants_devices(r, spec, ps)) {
+        *why = "an MPIJob's launcher that asks for a GPU or RDMA device, and targets.mpijob is on";
+        return TARGET_YES;
+    }
+    *why = "an MPIJob's launcher that asks for no GPU or RDMA device (it only starts mpirun)";
+    return TARGET_NO;
+}
+
+/* The job kind decides, as the profiles' targets say. */
+static enum target_verdict target_by_job(struct podjson *r, const cJSON *metadata,
+                                         const cJSON *spec, const struct profiles *ps,
+                                         const struct mutate_job *job, int job_unknown,
+                                         const char **why)
+{
+    switch (job->kind) {
+    case MUTATE_JOB_PYTORCHJOB:
+        *why = target_owned_by(r, metadata, "kubeflow.org/", "PyTorchJob")
+                   ? "its controlling owner is a PyTorchJob"
+                   : "label " TARGET_LABEL_OPERATOR ": pytorchjob-controller";
+        return TARGET_YES;
+    case MUTATE_JOB_TRAINJOB: return target_trainjob(ps, job, why);
+    case MUTATE_JOB_JOBSET: return target_jobset(ps, job, job_unknown, why);
+    case MUTATE_JOB_MPIJOB: return target_mpijob(r, spec, ps, job, why);
+    case MUTATE_JOB_VOLCANOJOB:
+        *why = ps->targets & PROFILES_TARGET_VOLCANOJOB
+                   ? "a Volcano Job's pod, and targets.volcanojob is on"
+                   : "a Volcano Job's pod, and targets.volcanojob is off";
+        return ps->targets & PROFILES_TARGET_VOLCANOJOB ? TARGET_YES : TARGET_NO;
+    default:
+        *why = "no PyTorchJob, TrainJob, JobSet, MPIJob or Volcano Job owns it, "
+               "no " TARGET_ANNOTATION_INJECT ": \"true\"";
+        return TARGET_NO;
+    }
+}
+
+enum target_verdict target_pod(struct podjson *r, const cJSON *metadata, const cJSON *spec,
+                               const struct profiles *ps, const struct mutate_job *job,
+                               int job_unknown, const char **why)
 {
     const cJSON *annotations = podjson_obj(r, metadata, "annotations");
     const cJSON *labels = podjson_obj(r, metadata, "labels");
@@ -97,7 +194,10 @@ enum target_verdict target_pod_why(struct podjson *r, const cJSON *metadata, uns
     int by_label = a < 0;
     int inject =
         by_label ? target_inject_word(podjson_str(r, labels, TARGET_ANNOTATION_INJECT)) : a;
+    const char *unused;
 
+    if (!why)
+        why = &unused;
     if (inject == 0) {
         *why = by_label ? "label " TARGET_ANNOTATION_INJECT ": \"false\""
                         : "annotation " TARGET_ANNOTATION_INJECT ": \"false\"";
@@ -108,24 +208,21 @@ enum target_verdict target_pod_why(struct podjson *r, const cJSON *metadata, uns
                         : "annotation " TARGET_ANNOTATION_INJECT ": \"true\"";
         return TARGET_YES;
     }
-    *why = "its controlling owner is a PyTorchJob";
-    if (target_owned_by(r, metadata, "kubeflow.org/", "PyTorchJob"))
-        return TARGET_YES;
-    *why = "label " TARGET_LABEL_OPERATOR ": pytorchjob-controller";
-    if (target_label_is(r, labels, TARGET_LABEL_OPERATOR, "pytorchjob-controller"))
-        return TARGET_YES;
-    if ((*why = target_other_kinds(r, metadata, labels, target_bits)))
-        return TARGET_YES;
-    *why = "no PyTorchJob owner or operator label, no " TARGET_ANNOTATION_INJECT
-           ": \"true\", no enabled job kind of targets";
-    return TARGET_NO;
+    return target_by_job(r, metadata, spec, ps, job, job_unknown, why);
 }
 
-enum target_verdict target_pod(struct podjson *r, const cJSON *metadata, unsigned target_bits)
+const char *target_fallback_container(const struct mutate_job *job)
 {
-    const char *why;
-
-    return target_pod_why(r, metadata, target_bits, &why);
+    switch (job ? job->kind : MUTATE_JOB_NONE) {
+    /* A pod that opts in, or a job's template `mutate` reads: as before
+     * job kinds, the training-operator's default. */
+    case MUTATE_JOB_NONE:
+    case MUTATE_JOB_PYTORCHJOB: return "pytorch";
+    /* Trainer v2's runtimes name the trainer's container "node". */
+    case MUTATE_JOB_TRAINJOB:
+    case MUTATE_JOB_JOBSET: return "node";
+    default: return NULL;
+    }
 }
 
 static int target_map_has_prefix(const cJSON *map, const char *prefix, size_t prefix_len)
@@ -196,7 +293,7 @@ const char *target_container_device(struct podjson *r, const cJSON *container,
 }
 
 size_t target_each_container(struct podjson *r, const cJSON *containers, const struct profiles *ps,
-                             target_container_fn fn, void *ctx)
+                             const char *fallback, target_container_fn fn, void *ctx)
 {
     const cJSON *c;
     size_t n = 0;
@@ -211,14 +308,14 @@ size_t target_each_container(struct podjson *r, const cJSON *containers, const s
         }
         idx++;
     }
-    if (n)
+    if (n || !fallback)
         return n;
     idx = 0;
     cJSON_ArrayForEach(c, containers)
     {
         const char *name = podjson_str(r, c, "name");
 
-        if (name && strcmp(name, "pytorch") == 0) {
+        if (name && strcmp(name, fallback) == 0) {
             if (fn)
                 fn(ctx, c, idx);
             return 1;

@@ -4,6 +4,8 @@
 #include "host/fsutil.h"
 #include "base/k8sname.h"
 #include "admission/mutate.h"
+#include "admission/podjson.h"
+#include "admission/target.h"
 #include "host/podsecconf.h"
 #include "admission/profiles.h"
 #include "admission/report.h"
@@ -319,6 +321,11 @@ static void cmd_mutate_print_warnings(const struct cmd_mutate_ctx *c,
         if (w->kind[i] == MUTATE_W_NAMESPACE_LOOKUP && !c->namespace_labels)
             fprintf(stderr, "rdma-webhook: a profile's match.namespaces is a selector: pass "
                             "--namespace-labels K=V,... (the namespace's labels)\n");
+        /* No jobset_owner hook offline: the pod alone cannot say whether a
+         * TrainJob owns its JobSet. */
+        if (w->kind[i] == MUTATE_W_JOB_LOOKUP)
+            fprintf(stderr, "rdma-webhook: offline no JobSet is read: label the pod "
+                            "rdma-webhook.io/inject=true (or false) to decide\n");
         if (w->kind[i] == MUTATE_W_NODE_LOOKUP && !c->node_labels)
             fprintf(stderr, "rdma-webhook: the pod's kubernetes.io/hostname names nodes: pass "
                             "--node-labels K=V,... (the labels of the node it names)\n");
@@ -581,6 +588,31 @@ static int cmd_mutate_job_template(struct cmd_mutate_ctx *c, cJSON **doc, const 
     return cmd_mutate_explain_one(c, tmpl, base, ns, 1, title);
 }
 
+/* An MPIJob's Launcher template none of whose containers asks for a GPU or
+ * RDMA device: its pod only starts mpirun and is no target (target.h), so
+ * the template is left as the webhook would leave that pod, silently;
+ * --explain says why. Returns 1 when it is such a template. */
+static int cmd_mutate_idle_launcher(struct cmd_mutate_ctx *c, const struct cmd_mutate_job *j,
+                                    const char *name, const cJSON *tmpl, const char *what)
+{
+    struct podjson r;
+    const cJSON *ct;
+
+    if (j->target_bit != PROFILES_TARGET_MPIJOB || !name || strcmp(name, "Launcher") != 0)
+        return 0;
+    podjson_init(&r);
+    cJSON_ArrayForEach(ct, podjson_arr(&r, podjson_obj(&r, tmpl, "spec"), "containers"))
+    {
+        if (target_container_wants_devices(&r, ct, c->ps))
+            return 0;
+    }
+    if (c->explain)
+        printf("%s%s, %s:\n  pod: not a target: an MPIJob's launcher that asks for no GPU or "
+               "RDMA device (it only starts mpirun)\n",
+               c->printed++ ? "\n" : "", c->title, what);
+    return 1;
+}
+
 /* The templates of spec.tasks (a Volcano Job), or of the map of replica
  * specs (the Kubeflow jobs). */
 static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
@@ -609,6 +641,8 @@ static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
             snprintf(what, sizeof(what), "replica %s (spec.%s.%s.template)", shown, j->field,
                      shown);
         }
+        if (cmd_mutate_idle_launcher(c, j, name, tmpl, what))
+            continue;
         if (cmd_mutate_job_template(c, doc, tmpl, base, ns, what))
             return 1;
     }

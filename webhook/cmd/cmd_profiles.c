@@ -116,6 +116,21 @@ static void cmd_profiles_namespaces(struct cmd_profiles_json *j, cJSON *match,
     }
 }
 
+/* match.jobKinds and match.runtimes as applied: the kinds in their order. */
+static void cmd_profiles_jobs(struct cmd_profiles_json *j, cJSON *match,
+                              const struct profiles_entry *p)
+{
+    cJSON *v;
+
+    if (p->job_kinds && (v = cmd_profiles_add(j, match, "jobKinds", cJSON_CreateArray())))
+        for (unsigned k = 1; k < PROFILES_JOB_KINDS; k++)
+            if (p->job_kinds & (1u << k))
+                cmd_profiles_add(j, v, NULL, cJSON_CreateString(profiles_job_kind_name(k)));
+    if (p->runtimes && (v = cmd_profiles_add(j, match, "runtimes", cJSON_CreateArray())))
+        for (size_t i = 0; i < p->n_runtimes; i++)
+            cmd_profiles_add(j, v, NULL, cJSON_CreateString(p->runtimes[i]));
+}
+
 static void cmd_profiles_one(struct cmd_profiles_json *j, cJSON *list,
                              const struct profiles_entry *p)
 {
@@ -133,6 +148,7 @@ static void cmd_profiles_one(struct cmd_profiles_json *j, cJSON *list,
         if (p->node_labels.n)
             cmd_profiles_kvs(j, match, "nodeLabels", &p->node_labels);
         cmd_profiles_namespaces(j, match, &p->namespaces);
+        cmd_profiles_jobs(j, match, p);
     }
     cmd_profiles_add(j, o, "pin", cJSON_CreateBool(p->pin));
     cmd_profiles_kvs(j, o, "env", &p->env);
