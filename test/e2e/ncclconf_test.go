@@ -48,7 +48,7 @@ func literalNcclEnv(c obj) string {
 // no file; and report mode lists the annotation instead.
 func TestNcclConfServedMPIJobWorker(t *testing.T) {
 	t.Parallel()
-	profiles := profilesWithTargets(t)
+	profiles := profilesPath // targets.mpijob is on in the shipped file
 	in := startInstance(t, profiles)
 	pod := mpiWorkerPod()
 	rr := in.review(t, podCreate("kubeflow", copyObject(pod)))

@@ -168,8 +168,8 @@ struct profiles {
  * A cluster-wide profile is never refused for a limited one: it wins in the
  * other namespaces. match.jobKinds and match.runtimes limit the same way
  * (profiles_limits_cover): two limited profiles are checked where a pod
- * could be of both (kinds, runtimes and namespaces all overlapping). Also refused: an empty list, a name that is not a
- * DNS-1123 label or is listed twice, a selector Kubernetes would refuse
+ * could be of both (kinds, runtimes and namespaces all overlapping). Also refused: an empty list, a
+ * name that is not a DNS-1123 label or is listed twice, a selector Kubernetes would refuse
  * (operator, values), one that matches every namespace ({}) or none. */
 struct profiles *profiles_parse(const char *text, size_t len, struct dynbuf *errors);
 void profiles_free(struct profiles *ps);
