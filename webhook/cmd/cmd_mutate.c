@@ -625,8 +625,7 @@ static int cmd_mutate_job_template(void *ctx, struct cmd_mutjobs_template *t)
 /* Each template of doc (owner: the TrainJob of a List of PodTemplates)
  * mutated as a pod the job would create. */
 static int cmd_mutate_job_walk(struct cmd_mutate_ctx *c, cJSON **doc,
-                               const struct cmd_mutjobs_kind *k, const cJSON *owner,
-                               const char *ns)
+                               const struct cmd_mutjobs_kind *k, const cJSON *owner, const char *ns)
 {
     struct cmd_mutate_jobrun r = {c, doc, ns};
     char err[ERR_LEN];
@@ -662,11 +661,12 @@ static int cmd_mutate_trainjob(struct cmd_mutate_ctx *c, cJSON **doc,
 
     if (!runtime) {
         cmd_mutjobs_runtime_named(*doc, named, sizeof(named));
-        snprintf(err, sizeof(err),
-                 "its runtime (%s) is not in the input: pass it too, e.g. kubectl get "
-                 "clustertrainingruntime NAME -o yaml (or trainingruntime -n NS) into the same file "
-                 "or stream",
-                 named);
+        snprintf(
+            err, sizeof(err),
+            "its runtime (%s) is not in the input: pass it too, e.g. kubectl get "
+            "clustertrainingruntime NAME -o yaml (or trainingruntime -n NS) into the same file "
+            "or stream",
+            named);
         return cmd_mutate_fail(c, err);
     }
     if (cmd_mutjobs_trainjob(*doc, runtime, ns, &list, &notes, err, sizeof(err)))

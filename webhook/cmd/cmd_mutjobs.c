@@ -118,9 +118,8 @@ static int cmd_mutjobs_replica(struct cmd_mutjobs_walk *w, const cJSON *rs,
     if (w->k->job == MUTATE_JOB_MPIJOB) {
         t->job.ssh_ranks = 1;
         if (strcmp(t->role, CMD_MUTJOBS_LAUNCHER) == 0) {
-            static const char *const labels[] = {
-                MUTJOB_LABEL_OPERATOR, "mpi-operator", MUTJOB_LABEL_JOB_ROLE, CMD_MUTJOBS_LAUNCHER,
-                NULL};
+            static const char *const labels[] = {MUTJOB_LABEL_OPERATOR, "mpi-operator",
+                                                 MUTJOB_LABEL_JOB_ROLE, CMD_MUTJOBS_LAUNCHER, NULL};
 
             t->implicit = 0;
             memcpy(t->labels, labels, sizeof(labels));
@@ -202,9 +201,9 @@ static int cmd_mutjobs_one(struct cmd_mutjobs_walk *w, const cJSON *e, int i)
 /* Where doc's templates are: an object or an array, as k's layout says. */
 static const cJSON *cmd_mutjobs_list(const cJSON *doc, const struct cmd_mutjobs_kind *k)
 {
-    const cJSON *l = k->layout == CMD_MUTJOBS_TRAINJOB ? cmd_mutjobs_at(doc, "items")
-                                                       : cmd_mutjobs_at(cmd_mutjobs_at(doc, "spec"),
-                                                                        k->field);
+    const cJSON *l = k->layout == CMD_MUTJOBS_TRAINJOB
+                         ? cmd_mutjobs_at(doc, "items")
+                         : cmd_mutjobs_at(cmd_mutjobs_at(doc, "spec"), k->field);
 
     if (k->layout == CMD_MUTJOBS_REPLICAS ? cJSON_IsObject(l) : cJSON_IsArray(l))
         return l;
@@ -272,8 +271,8 @@ int cmd_mutjobs_label_copy(cJSON *copy, const struct cmd_mutjobs_template *t)
 /* spec.runtimeRef's kind, defaulted as the CRD defaults it. */
 static const char *cmd_mutjobs_ref_kind(const cJSON *trainjob)
 {
-    const char *k = cmd_mutjobs_str(
-        cmd_mutjobs_at(cmd_mutjobs_at(trainjob, "spec"), "runtimeRef"), "kind");
+    const char *k =
+        cmd_mutjobs_str(cmd_mutjobs_at(cmd_mutjobs_at(trainjob, "spec"), "runtimeRef"), "kind");
 
     return k && *k ? k : "ClusterTrainingRuntime";
 }
@@ -505,8 +504,7 @@ static int cmd_mutjobs_torchtune(const cJSON *trainer)
 {
     const cJSON *c = cmd_mutjobs_at(trainer, "command");
 
-    return cJSON_GetArraySize(c) == 2 &&
-           cmd_mutjobs_is(cJSON_GetArrayItem(c, 0), "tune") &&
+    return cJSON_GetArraySize(c) == 2 && cmd_mutjobs_is(cJSON_GetArrayItem(c, 0), "tune") &&
            cmd_mutjobs_is(cJSON_GetArrayItem(c, 1), "run");
 }
 
@@ -594,7 +592,7 @@ static int cmd_mutjobs_trainer(const struct cmd_mutjobs_tj *tj, const char *rjob
 static int cmd_mutjobs_initializer(const cJSON *trainjob, const char *ancestor, cJSON *spec)
 {
     const cJSON *init = cmd_mutjobs_at(cmd_mutjobs_at(trainjob, "spec"), "initializer");
-    const char *which = !ancestor                                   ? NULL
+    const char *which = !ancestor                                      ? NULL
                         : strcmp(ancestor, "dataset-initializer") == 0 ? "dataset"
                         : strcmp(ancestor, "model-initializer") == 0   ? "model"
                                                                        : NULL;
@@ -620,10 +618,10 @@ static int cmd_mutjobs_initializer(const cJSON *trainjob, const char *ancestor, 
     }
     if (cmd_mutjobs_upsert_env(c, cmd_mutjobs_at(want, "env")))
         return ERR_NOMEM;
-    if (secret && (!(from = cmd_mutjobs_member(c, "envFrom", 1)) ||
-                   !(e = cJSON_CreateObject()) || !cJSON_AddItemToArray(from, e) ||
-                   !cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "secretRef"), "name",
-                                            secret)))
+    if (secret &&
+        (!(from = cmd_mutjobs_member(c, "envFrom", 1)) || !(e = cJSON_CreateObject()) ||
+         !cJSON_AddItemToArray(from, e) ||
+         !cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "secretRef"), "name", secret)))
         return ERR_NOMEM;
     return ERR_OK;
 }
@@ -716,7 +714,8 @@ static int cmd_mutjobs_podtemplate_make(const struct cmd_mutjobs_tj *tj, const c
         !(meta = cJSON_AddObjectToObject(*out, "metadata")) ||
         !cJSON_AddStringToObject(meta, "name", name) ||
         !cJSON_AddStringToObject(meta, "namespace", ns) ||
-        !(tmpl = cmd_mutjobs_metadata_first(pod)) || !cJSON_AddItemToObject(*out, "template", tmpl) ||
+        !(tmpl = cmd_mutjobs_metadata_first(pod)) ||
+        !cJSON_AddItemToObject(*out, "template", tmpl) ||
         cmd_mutjobs_pod_labels(tmpl, tj->name, rjob) ||
         !(spec = cmd_mutjobs_member(tmpl, "spec", 0)) ||
         cmd_mutjobs_trainer(tj, rjob, ancestor, spec, cmd_mutjobs_nodes(tj)))
@@ -727,15 +726,16 @@ static int cmd_mutjobs_podtemplate_make(const struct cmd_mutjobs_tj *tj, const c
 cleanup:
     cJSON_Delete(*out);
     *out = NULL;
-    return rc == ERR_FAIL ? err_set(err, errlen, rc, "its spec.initializer has more than %d env "
-                                                     "entries",
+    return rc == ERR_FAIL ? err_set(err, errlen, rc,
+                                    "its spec.initializer has more than %d env "
+                                    "entries",
                                     CMD_MUTJOBS_ENV_MAX)
                           : err_set(err, errlen, rc, "out of memory");
 }
 
 /* One replicated job of the runtime as a PodTemplate, added to items. */
-static int cmd_mutjobs_podtemplate(const struct cmd_mutjobs_tj *tj, const cJSON *rj,
-                                   const char *ns, cJSON *items, char *err, size_t errlen)
+static int cmd_mutjobs_podtemplate(const struct cmd_mutjobs_tj *tj, const cJSON *rj, const char *ns,
+                                   cJSON *items, char *err, size_t errlen)
 {
     cJSON *item = NULL;
     int rc = cmd_mutjobs_podtemplate_make(tj, rj, ns, &item, err, errlen);
@@ -777,15 +777,16 @@ int cmd_mutjobs_trainjob(const cJSON *trainjob, const cJSON *runtime, const char
     tj.name = cmd_mutjobs_str(cmd_mutjobs_at(trainjob, "metadata"), "name");
     tj.trainer = cmd_mutjobs_at(cmd_mutjobs_at(trainjob, "spec"), "trainer");
     tj.trainer = cJSON_IsObject(tj.trainer) ? tj.trainer : NULL;
-    tj.mlpolicy = cJSON_IsObject(cmd_mutjobs_at(spec, "mlPolicy")) ? cmd_mutjobs_at(spec, "mlPolicy")
-                                                                   : NULL;
+    tj.mlpolicy =
+        cJSON_IsObject(cmd_mutjobs_at(spec, "mlPolicy")) ? cmd_mutjobs_at(spec, "mlPolicy") : NULL;
     tj.torch = cJSON_IsObject(cmd_mutjobs_at(tj.mlpolicy, "torch"));
     mpi = cmd_mutjobs_at(tj.mlpolicy, "mpi");
     tj.launcher_as_node = cJSON_IsTrue(cmd_mutjobs_at(mpi, "runLauncherAsNode"));
     *notes = cmd_mutjobs_notes(trainjob, &tj);
     if (!tj.name || !k8sname_label(tj.name))
-        return err_set(err, errlen, ERR_FAIL, "the TrainJob has no metadata.name (a DNS-1123 "
-                                              "label)");
+        return err_set(err, errlen, ERR_FAIL,
+                       "the TrainJob has no metadata.name (a DNS-1123 "
+                       "label)");
     if (!cJSON_IsArray(rjobs) || cJSON_GetArraySize(rjobs) == 0)
         return err_set(err, errlen, ERR_FAIL,
                        "its runtime has no spec.template.spec.replicatedJobs");
