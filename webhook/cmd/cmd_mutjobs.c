@@ -508,51 +508,69 @@ static int cmd_mutjobs_torchtune(const cJSON *trainer)
            cmd_mutjobs_is(cJSON_GetArrayItem(c, 1), "run");
 }
 
+/* Appends {name, value} to env (value NULL: valueFrom the completion
+ * index): the entry, or NULL out of memory. */
+static cJSON *cmd_mutjobs_env_add(cJSON *env, const char *name, const char *value)
+{
+    cJSON *e = cJSON_CreateObject(), *ref;
+
+    if (!e || !cJSON_AddItemToArray(env, e)) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(e, "name", name))
+        return NULL;
+    if (value)
+        return cJSON_AddStringToObject(e, "value", value) ? e : NULL;
+    ref = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef");
+    return ref && cJSON_AddStringToObject(ref, "fieldPath", CMD_MUTJOBS_RANK_FIELD) ? e : NULL;
+}
+
+/* apply.UpsertPort: the trainer's port, unless the container has it. */
+static int cmd_mutjobs_port(cJSON *node)
+{
+    cJSON *ports = cmd_mutjobs_member(node, "ports", 1), *p;
+
+    if (!ports)
+        return ERR_NOMEM;
+    cJSON_ArrayForEach(p, ports)
+    {
+        const cJSON *cp = cmd_mutjobs_at(p, "containerPort");
+
+        if (cJSON_IsNumber(cp) && cp->valueint == CMD_MUTJOBS_TRAINER_PORT)
+            return ERR_OK;
+    }
+    if (!(p = cJSON_CreateObject()) || !cJSON_AddItemToArray(ports, p)) {
+        cJSON_Delete(p);
+        return ERR_NOMEM;
+    }
+    return cJSON_AddNumberToObject(p, "containerPort", CMD_MUTJOBS_TRAINER_PORT) ? ERR_OK
+                                                                                 : ERR_NOMEM;
+}
+
 /* The torch plugin's PET_* envs and the trainer's port (torch.go
  * EnforceMLPolicy), on the node container. */
 static int cmd_mutjobs_torch(const struct cmd_mutjobs_tj *tj, cJSON *node, long long nodes)
 {
     char nnodes[24], nproc[24], addr[160], port[16];
-    cJSON *env = cJSON_CreateArray(), *e, *ports, *p;
+    cJSON *env = cJSON_CreateArray();
     int rc = ERR_NOMEM;
 
     cmd_mutjobs_nproc(tj, cmd_mutjobs_at(node, "resources"), nproc, sizeof(nproc));
     snprintf(nnodes, sizeof(nnodes), "%lld", nodes);
     snprintf(addr, sizeof(addr), "%s-%s-0-0.%s", tj->name, CMD_MUTJOBS_NODE, tj->name);
     snprintf(port, sizeof(port), "%d", CMD_MUTJOBS_TRAINER_PORT);
-    if (!env)
-        return ERR_NOMEM;
-    if (!(e = cJSON_CreateObject()) || !cJSON_AddItemToArray(env, e) ||
-        !cJSON_AddStringToObject(e, "name", "PET_NNODES") ||
-        !cJSON_AddStringToObject(e, "value", nnodes) || !(e = cJSON_CreateObject()) ||
-        !cJSON_AddItemToArray(env, e) ||
-        !cJSON_AddStringToObject(e, "name", "PET_NPROC_PER_NODE") ||
-        !cJSON_AddStringToObject(e, "value", nproc) || !(e = cJSON_CreateObject()) ||
-        !cJSON_AddItemToArray(env, e) || !cJSON_AddStringToObject(e, "name", "PET_NODE_RANK") ||
-        !(p = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef")) ||
-        !cJSON_AddStringToObject(p, "fieldPath", CMD_MUTJOBS_RANK_FIELD))
+    if (!env || !cmd_mutjobs_env_add(env, "PET_NNODES", nnodes) ||
+        !cmd_mutjobs_env_add(env, "PET_NPROC_PER_NODE", nproc) ||
+        !cmd_mutjobs_env_add(env, "PET_NODE_RANK", NULL))
         goto cleanup;
     /* torchtune passes its rendezvous on the command line instead. */
     if (!cmd_mutjobs_torchtune(tj->trainer) &&
-        (!(e = cJSON_CreateObject()) || !cJSON_AddItemToArray(env, e) ||
-         !cJSON_AddStringToObject(e, "name", "PET_MASTER_ADDR") ||
-         !cJSON_AddStringToObject(e, "value", addr) || !(e = cJSON_CreateObject()) ||
-         !cJSON_AddItemToArray(env, e) || !cJSON_AddStringToObject(e, "name", "PET_MASTER_PORT") ||
-         !cJSON_AddStringToObject(e, "value", port)))
+        (!cmd_mutjobs_env_add(env, "PET_MASTER_ADDR", addr) ||
+         !cmd_mutjobs_env_add(env, "PET_MASTER_PORT", port)))
         goto cleanup;
-    if (cmd_mutjobs_upsert_env(node, env) || !(ports = cmd_mutjobs_member(node, "ports", 1)))
-        goto cleanup;
-    cJSON_ArrayForEach(p, ports)
-    {
-        const cJSON *cp = cmd_mutjobs_at(p, "containerPort");
-
-        if (cJSON_IsNumber(cp) && cp->valueint == CMD_MUTJOBS_TRAINER_PORT)
-            break;
-    }
-    rc = ERR_OK;
-    if (!p && (!(p = cJSON_CreateObject()) || !cJSON_AddItemToArray(ports, p) ||
-               !cJSON_AddNumberToObject(p, "containerPort", CMD_MUTJOBS_TRAINER_PORT)))
-        rc = ERR_NOMEM;
+    if (cmd_mutjobs_upsert_env(node, env) == ERR_OK)
+        rc = cmd_mutjobs_port(node);
 cleanup:
     cJSON_Delete(env);
     return rc;
@@ -606,15 +624,13 @@ static int cmd_mutjobs_initializer(const cJSON *trainjob, const char *ancestor, 
     if (cJSON_GetArraySize(cmd_mutjobs_at(want, "env")) > CMD_MUTJOBS_ENV_MAX)
         return ERR_FAIL;
     if (uri) {
-        if (!(env = cJSON_CreateArray()))
-            return ERR_NOMEM;
-        if (!(e = cJSON_CreateObject()) || !cJSON_AddItemToArray(env, e) ||
-            !cJSON_AddStringToObject(e, "name", "STORAGE_URI") ||
-            !cJSON_AddStringToObject(e, "value", uri) || cmd_mutjobs_upsert_env(c, env)) {
-            cJSON_Delete(env);
-            return ERR_NOMEM;
-        }
+        int rc = (env = cJSON_CreateArray()) && cmd_mutjobs_env_add(env, "STORAGE_URI", uri)
+                     ? cmd_mutjobs_upsert_env(c, env)
+                     : ERR_NOMEM;
+
         cJSON_Delete(env);
+        if (rc)
+            return rc;
     }
     if (cmd_mutjobs_upsert_env(c, cmd_mutjobs_at(want, "env")))
         return ERR_NOMEM;
