@@ -343,3 +343,89 @@ func TestMutateOfflineJobSetAndVolcano(t *testing.T) {
 		t.Errorf("targets.jobset off: the JobSet was mutated")
 	}
 }
+
+// TestMutateOfflineTrainJobForms: the runtime and the TrainJob as one
+// List (as `kubectl get trainjob,clustertrainingruntime -o yaml` gives
+// them) work as a stream does; with targets.trainjob off the PodTemplates
+// come out unmutated, saying which switch; spec.runtimePatches, which are
+// not applied offline, get a note; a runtime of more than 64 replicated
+// jobs is refused (exit 1).
+func TestMutateOfflineTrainJobForms(t *testing.T) {
+	t.Parallel()
+	profiles := profilesAllTargets(t)
+	raw := readFileString(t, "testdata/trainjob-8gpu.yaml")
+	list := "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSpace(stripComments(readFileString(t,
+		"testdata/upstream/trainer-torch-distributed.yaml"))), "\n", "\n  ") + "\n- " +
+		strings.ReplaceAll(strings.TrimSpace(stripComments(raw)), "\n", "\n  ") + "\n"
+	p := filepath.Join(t.TempDir(), "list.yaml")
+	if err := os.WriteFile(p, []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runBinary(t, nil, "mutate", "--profiles", profiles, "--patched", "-o", "json", p)
+	if res.exitCode != 0 {
+		t.Fatalf("a List: exit %d: %s", res.exitCode, res.stderr)
+	}
+	out := podOf(t, res.stdout)
+	items := pathArr(out, "items")
+	if len(items) != 2 {
+		t.Fatalf("a List: expected 2 items, got %s", cut(res.stdout))
+	}
+	pt := podTemplateNamed(items[1].(obj), "llm-node")
+	if pt == nil || envValue(t, containerByName(pathObj(pt, "template"), "node"), "NCCL_IB_HCA") != hcaOf(t, "roce-8card") {
+		t.Errorf("a List: the TrainJob item is not its mutated PodTemplates: %s", mustMarshal(items[1]))
+	}
+
+	off := writeTemp(t, "off.json", obj{
+		"targets":  obj{"mpijob": true, "volcanojob": true, "trainjob": false, "jobset": false},
+		"profiles": []obj{{"name": "p", "match": obj{"gpus": 8, "nodeLabels": obj{"g": "8"}}, "hca": []string{"mlx5_1"}}},
+	})
+	input := concatFiles(t, "testdata/upstream/trainer-torch-distributed.yaml", "testdata/trainjob-8gpu.yaml")
+	res = runBinary(t, nil, "mutate", "--profiles", off, "--patched", "-o", "json", input)
+	docs := decodeAll(t, res.stdout)
+	if res.exitCode != 0 || !strings.Contains(string(res.stderr), "targets.trainjob") || len(docs) != 2 {
+		t.Fatalf("targets.trainjob off: expected exit 0 naming the switch and 2 documents, got %d: %s", res.exitCode, res.stderr)
+	}
+	node := containerByName(pathObj(podTemplateNamed(docs[1], "llm-node"), "template"), "node")
+	if node == nil || len(envEntries(node, "NCCL_IB_HCA")) != 0 || envValue(t, node, "PET_NNODES") != "4" {
+		t.Errorf("targets.trainjob off: want the PodTemplate built but unmutated: %s", mustMarshal(docs[1]))
+	}
+
+	patched := strings.Replace(raw, "spec:\n  runtimeRef:", "spec:\n  runtimePatches:\n    - manager: kueue\n  runtimeRef:", 1)
+	res = runBinary(t, nil, "mutate", "--profiles", profiles, "--patched", concatFiles(t,
+		"testdata/upstream/trainer-torch-distributed.yaml", writeString(t, "tj.yaml", patched)))
+	if res.exitCode != 0 || !strings.Contains(string(res.stderr), "runtimePatches are not applied offline") {
+		t.Errorf("runtimePatches: expected exit 0 and the note, got %d: %s", res.exitCode, res.stderr)
+	}
+
+	var rjobs []interface{}
+	for i := 0; i < 65; i++ {
+		rjobs = append(rjobs, obj{"name": "r" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + string(rune('a'+i/26)),
+			"template": obj{"spec": obj{"template": obj{"spec": obj{"containers": []obj{{"name": "c", "image": "i"}}}}}}})
+	}
+	big := obj{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+		"metadata": obj{"name": "torch-distributed"}, "spec": obj{"template": obj{"spec": obj{"replicatedJobs": rjobs}}}}
+	bigFile := writeTemp(t, "big.json", big)
+	res = runBinary(t, nil, "mutate", "--profiles", profiles, concatFiles(t, "testdata/trainjob-8gpu.yaml", bigFile))
+	if res.exitCode != 1 || !strings.Contains(string(res.stderr), "more than 64 replicated jobs") {
+		t.Errorf("65 replicated jobs: expected exit 1 naming the bound, got %d: %s", res.exitCode, res.stderr)
+	}
+}
+
+func stripComments(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func writeString(t *testing.T, name, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
