@@ -429,3 +429,43 @@ func writeString(t *testing.T, name, s string) string {
 	}
 	return p
 }
+
+// TestMutateOfflineTrainJobsJobSet: the JobSet Trainer made for a TrainJob
+// (its controlling owner) is the TrainJob's: with targets.trainjob on and
+// targets.jobset off its node template is mutated as a TrainJob pod, its
+// initializer is not, and --explain names the TrainJob.
+func TestMutateOfflineTrainJobsJobSet(t *testing.T) {
+	t.Parallel()
+	profiles := writeTemp(t, "p.json", obj{
+		"gpuResources": []string{"nvidia.com/gpu"},
+		"targets":      obj{"mpijob": true, "volcanojob": true, "trainjob": true, "jobset": false},
+		"profiles":     []obj{{"name": "p8", "match": obj{"gpus": 8, "nodeLabels": obj{"g": "8"}}, "hca": []string{"mlx5_1"}}},
+	})
+	pod := func(name string, gpus int) obj {
+		c := obj{"name": name, "image": "i"}
+		if gpus > 0 {
+			c["resources"] = obj{"limits": obj{"nvidia.com/gpu": gpus}}
+		}
+		return obj{"spec": obj{"template": obj{"spec": obj{"containers": []obj{c}}}}}
+	}
+	js := obj{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": obj{"name": "llm", "namespace": "team-a", "ownerReferences": []obj{{
+			"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "llm", "uid": "u-1", "controller": true}}},
+		"spec": obj{"replicatedJobs": []obj{
+			{"name": "dataset-initializer", "template": pod("dataset-initializer", 0)},
+			{"name": "node", "template": pod("node", 8)}}}}
+	file := writeTemp(t, "js.json", js)
+	out := podOf(t, runBinary(t, nil, "mutate", "--profiles", profiles, "--patched", file).stdout)
+	node := templateAt(t, out, "spec", "replicatedJobs", 1, "template", "spec", "template")
+	if got := envValue(t, containerByName(node, "node"), "NCCL_IB_HCA"); got != "=mlx5_1" {
+		t.Errorf("the node template: NCCL_IB_HCA %q, want =mlx5_1", got)
+	}
+	init := templateAt(t, out, "spec", "replicatedJobs", 0, "template", "spec", "template")
+	if len(envEntries(containerByName(init, "dataset-initializer"), "NCCL_IB_HCA")) != 0 {
+		t.Errorf("the initializer was mutated: %s", mustMarshal(init))
+	}
+	explained := string(runBinary(t, nil, "mutate", "--profiles", profiles, "--explain", file).stdout)
+	if !strings.Contains(explained, "job: TrainJob llm, role node") {
+		t.Errorf("--explain does not name the TrainJob:\n%s", explained)
+	}
+}

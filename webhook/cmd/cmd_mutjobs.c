@@ -34,6 +34,13 @@ static const struct cmd_mutjobs_kind cmd_mutjobs_kinds[] = {
      PROFILES_TARGET_TRAINJOB, "targets.trainjob"},
 };
 
+/* The JobSet Trainer made for a TrainJob (its controlling owner): its pods
+ * are the TrainJob's. */
+static const struct cmd_mutjobs_kind cmd_mutjobs_trainjob_jobset = {
+    "JobSet",          "jobset.x-k8s.io/",  "replicatedJobs",
+    CMD_MUTJOBS_RJOBS, MUTATE_JOB_TRAINJOB, PROFILES_TARGET_TRAINJOB,
+    "targets.trainjob"};
+
 static const cJSON *cmd_mutjobs_at(const cJSON *o, const char *key)
 {
     return cJSON_GetObjectItemCaseSensitive(o, key);
@@ -49,6 +56,23 @@ static int cmd_mutjobs_has_prefix(const char *s, const char *prefix)
     return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* The controlling owner reference of doc when it is a TrainJob, or NULL. */
+static const cJSON *cmd_mutjobs_trainjob_owner(const cJSON *doc)
+{
+    const cJSON *ref;
+
+    cJSON_ArrayForEach(ref, cmd_mutjobs_at(cmd_mutjobs_at(doc, "metadata"), "ownerReferences"))
+    {
+        const char *kind = cmd_mutjobs_str(ref, "kind");
+
+        if (cJSON_IsTrue(cmd_mutjobs_at(ref, "controller")) && kind &&
+            strcmp(kind, "TrainJob") == 0 &&
+            cmd_mutjobs_has_prefix(cmd_mutjobs_str(ref, "apiVersion"), "trainer.kubeflow.org/"))
+            return ref;
+    }
+    return NULL;
+}
+
 const struct cmd_mutjobs_kind *cmd_mutjobs_kind_of(const cJSON *doc, const char *kind)
 {
     const char *api = cmd_mutjobs_str(doc, "apiVersion");
@@ -56,8 +80,11 @@ const struct cmd_mutjobs_kind *cmd_mutjobs_kind_of(const cJSON *doc, const char 
     for (size_t i = 0; i < sizeof(cmd_mutjobs_kinds) / sizeof(cmd_mutjobs_kinds[0]); i++) {
         const struct cmd_mutjobs_kind *k = &cmd_mutjobs_kinds[i];
 
-        if (strcmp(kind, k->kind) == 0 && (!k->group || cmd_mutjobs_has_prefix(api, k->group)))
-            return k;
+        if (strcmp(kind, k->kind) != 0 || (k->group && !cmd_mutjobs_has_prefix(api, k->group)))
+            continue;
+        if (k->layout == CMD_MUTJOBS_RJOBS && cmd_mutjobs_trainjob_owner(doc))
+            return &cmd_mutjobs_trainjob_jobset;
+        return k;
     }
     return NULL;
 }
@@ -187,6 +214,17 @@ static int cmd_mutjobs_one(struct cmd_mutjobs_walk *w, const cJSON *e, int i)
     t.job.api_version = cmd_mutjobs_str(w->owner ? w->owner : w->doc, "apiVersion");
     t.job.uid = cmd_mutjobs_str(meta, "uid");
     t.job.ssh_ranks = w->ssh_ranks;
+    if (w->k->layout == CMD_MUTJOBS_RJOBS && w->k->job == MUTATE_JOB_TRAINJOB) {
+        /* A TrainJob's JobSet: the job is the TrainJob that owns it. */
+        const cJSON *ref = cmd_mutjobs_trainjob_owner(w->doc);
+        const char *rj = cmd_mutjobs_str(e, "name");
+
+        t.job.name = cmd_mutjobs_str(ref, "name");
+        t.job.api_version = cmd_mutjobs_str(ref, "apiVersion");
+        t.job.uid = cmd_mutjobs_str(ref, "uid");
+        t.implicit =
+            rj && (strcmp(rj, CMD_MUTJOBS_NODE) == 0 || strcmp(rj, CMD_MUTJOBS_LAUNCHER) == 0);
+    }
     if (w->k->layout == CMD_MUTJOBS_REPLICAS) {
         t.tmpl = cmd_mutjobs_at(e, "template");
         if (!cJSON_IsObject(t.tmpl) || cmd_mutjobs_replica(w, e, &t))

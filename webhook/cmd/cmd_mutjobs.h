@@ -2,7 +2,8 @@
  * controllers would create. For a PyTorchJob, an MPIJob, a Volcano Job and a
  * JobSet: where each pod template is (a JSON Pointer into the document), the
  * job and role its pods belong to (struct mutate_job, as the controller's
- * labels would say it), and whether it is a target by definition. For a
+ * labels would say it; a JobSet a TrainJob controls is the TrainJob's), and
+ * whether it is a target by definition. For a
  * TrainJob: its runtime found among the input's objects, and the two
  * expanded into a List of v1 PodTemplates, one per replicated job, with the
  * TrainJob's overrides applied as Trainer v2.3 applies them
