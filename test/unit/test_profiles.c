@@ -172,8 +172,8 @@ TEST(test_targets_bits)
     struct profiles *ps =
         support_profiles("{'targets':{'mpijob':true,'volcanojob':true},'profiles':[{'name':'p'}]}");
 
-    assert_int_equal(ps->targets, PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB |
-                                      PROFILES_TARGET_TRAINJOB);
+    assert_int_equal(ps->targets,
+                     PROFILES_TARGET_MPIJOB | PROFILES_TARGET_VOLCANOJOB | PROFILES_TARGET_TRAINJOB);
     profiles_free(ps);
 }
 
