@@ -108,6 +108,7 @@ var docExamples = map[string]func(t *testing.T) string{
 	"nccl-detect-seed-file":   docNcclDetectSeedFile,
 	"nccl-detect-seed-log":    docNcclDetectSeedLog,
 	"explain-mixed-shared":    docExplainMixedShared,
+	"explain-trainjob":        docExplainTrainJob,
 	"events-describe-pytorch": docEventsDescribe,
 	"lookup-forbidden-log":    docLookupForbidden,
 	"report-describe-pod":     docReportDescribePod,
@@ -347,6 +348,17 @@ func docNcclDetectSeedLog(t *testing.T) string {
 func docExplainMixedShared(t *testing.T) string {
 	res := runBinary(t, nil, "mutate", "--explain", "--profiles", mixedProfilesPath,
 		filepath.Join("testdata", "docs", "explain-train-0.yaml"))
+	if res.exitCode != 0 {
+		t.Fatalf("mutate --explain: exit %d: %s", res.exitCode, res.stderr)
+	}
+	return string(res.stdout)
+}
+
+// docExplainTrainJob: mutate --explain of docs/examples/trainjob-torch.yaml
+// (a TrainJob with its runtime) and the shipped profiles.
+func docExplainTrainJob(t *testing.T) string {
+	res := runBinary(t, nil, "mutate", "--explain", "--profiles", profilesPath,
+		filepath.Join(repoRoot, "docs", "examples", "trainjob-torch.yaml"))
 	if res.exitCode != 0 {
 		t.Fatalf("mutate --explain: exit %d: %s", res.exitCode, res.stderr)
 	}

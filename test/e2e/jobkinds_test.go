@@ -165,7 +165,9 @@ func TestMutateOfflineOtherJobKinds(t *testing.T) {
 		t.Errorf("the Worker beside a GPU-less launcher was not mutated")
 	}
 	res = runBinary(t, nil, "mutate", "--profiles", profiles, "--explain", idleFile)
-	if !strings.Contains(string(res.stdout), "replica Launcher (spec.mpiReplicaSpecs.Launcher.template):\n  pod: not a target: an MPIJob's launcher that asks for no GPU") {
+	if !strings.Contains(string(res.stdout), "replica Launcher (spec.mpiReplicaSpecs.Launcher.template):\n") ||
+		!strings.Contains(string(res.stdout), "\n  job: MPIJob mpi, role launcher;") ||
+		!strings.Contains(string(res.stdout), "\n  pod: not a target: an MPIJob's launcher that asks for no GPU") {
 		t.Errorf("--explain of a GPU-less launcher:\n%s", res.stdout)
 	}
 	// A job without its templates is an error (exit 1), as for a PyTorchJob.

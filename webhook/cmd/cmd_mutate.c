@@ -1,4 +1,5 @@
 #include "cmd/cmd.h"
+#include "cmd/cmd_mutjobs.h"
 
 #include "host/docs.h"
 #include "host/fsutil.h"
@@ -61,6 +62,7 @@ struct cmd_mutate_ctx {
     cJSON *node_labels;      /* --node-labels, or NULL */
     cJSON *namespace_labels; /* --namespace-labels, or NULL */
     const char *namespace_;  /* --namespace, or NULL */
+    const struct docs *docs; /* the whole input: a TrainJob's runtime is among them */
     /* The ConfigMaps of the input, which answer the pods' envFrom as the
      * API would (points into the documents; n_configmaps of them). */
     struct cmd_mutate_configmap *configmaps;
@@ -84,11 +86,14 @@ static void cmd_mutate_usage(FILE *f)
             "                           [--ipc-lock auto|never] [FILE|-]\n"
             "\n"
             "Runs the webhook offline on AdmissionReviews, Pods and the pod templates of\n"
-            "PyTorchJobs (and of MPIJobs and Volcano Jobs, with targets.mpijob/.volcanojob on\n"
-            "in the profiles): JSON, or YAML (one document or several, separated by ---),\n"
-            "Lists of them too (kind: List, PodList, ...); stdin when FILE is - or absent.\n"
-            "E.g.\n"
+            "PyTorchJobs, MPIJobs, Volcano Jobs and JobSets (as their targets.* in the\n"
+            "profiles allow), and of TrainJobs given with their ClusterTrainingRuntime or\n"
+            "TrainingRuntime (printed as a List of the PodTemplates their JobSet would\n"
+            "make): JSON, or YAML (one document or several, separated by ---), Lists of\n"
+            "them too (kind: List, PodList, ...); stdin when FILE is - or absent. E.g.\n"
             "  kubectl get pod P -o yaml | rdma-webhook mutate --patched\n"
+            "  (kubectl get trainjob T -o yaml; echo ---; kubectl get clustertrainingruntime\n"
+            "   R -o yaml) | rdma-webhook mutate --explain\n"
             "ConfigMaps in the input answer the pods' envFrom, as the API answers serve.\n"
             "\n"
             "  --profiles FILE           profiles JSON (default %s)\n"
@@ -392,31 +397,59 @@ static int cmd_mutate_replaces_root(const cJSON *ops)
     return 0;
 }
 
-/* Mutates one pod or template inside doc (at base) and applies the patch to
- * doc. With --node-labels the admission reads a bound copy of the object;
- * the patch never touches spec.nodeName, so it applies to doc as it is. */
-static int cmd_mutate_apply_into(struct cmd_mutate_ctx *c, cJSON **doc, const cJSON *object,
-                                 const char *base, const char *ns, int implicit)
+/* A job's template as mutate reads it: the template with the job's labels
+ * the rule reads (an MPIJob launcher's), bound with --node-labels; NULL
+ * when the template itself will do. *copy_failed on out of memory. */
+static cJSON *cmd_mutate_copy(const struct cmd_mutate_ctx *c, const cJSON *object,
+                              const struct cmd_mutjobs_template *t, int *copy_failed)
 {
-    cJSON *bound = c->node_labels ? cJSON_Duplicate(object, 1) : NULL;
-    struct mutate_input in = {.object = bound ? bound : object,
+    cJSON *copy;
+
+    *copy_failed = 0;
+    if (!c->node_labels && !(t && t->labels[0]))
+        return NULL;
+    if (!(copy = cJSON_Duplicate(object, 1)) || cmd_mutate_bind(c, copy) ||
+        (t && cmd_mutjobs_label_copy(copy, t))) {
+        cJSON_Delete(copy);
+        *copy_failed = 1;
+        return NULL;
+    }
+    return copy;
+}
+
+/* Mutates one pod or template inside doc (at base; t: a job's, else NULL)
+ * and applies the patch to doc. The admission may read a copy
+ * (cmd_mutate_copy); the patch never touches spec.nodeName nor the labels,
+ * so it applies to doc as it is, once the template has the metadata the
+ * copy had. */
+static int cmd_mutate_apply_into(struct cmd_mutate_ctx *c, cJSON **doc, const cJSON *object,
+                                 const char *base, const char *ns,
+                                 const struct cmd_mutjobs_template *t)
+{
+    int copy_failed;
+    cJSON *copy = cmd_mutate_copy(c, object, t, &copy_failed);
+    struct mutate_input in = {.object = copy ? copy : object,
                               .base = base,
                               .namespace_ = ns,
-                              .implicit_target = implicit,
+                              .implicit_target = t ? t->implicit : 0,
+                              .job = t ? &t->job : NULL,
                               .opts = &c->opts};
     struct mutate_result res;
     cJSON *ops = NULL;
     char err[ERR_LEN];
     int rc = 0;
 
-    if (c->node_labels && (!bound || cmd_mutate_bind(c, bound))) {
-        cJSON_Delete(bound);
+    if (copy_failed)
         return cmd_mutate_fail(c, "out of memory");
-    }
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     mutate_object(&in, c->ps, &c->hooks, &res);
     cmd_mutate_print_warnings(c, &res.warnings);
-    if (res.outcome == MUTATE_PATCHED) {
+    if (res.outcome == MUTATE_PATCHED && copy &&
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(object, "metadata")) &&
+        cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(copy, "metadata")) &&
+        !cJSON_AddObjectToObject((cJSON *)object, "metadata"))
+        rc = cmd_mutate_fail(c, "out of memory");
+    if (res.outcome == MUTATE_PATCHED && !rc) {
         /* cJSON_Parse says NULL both out of memory and on text it cannot
          * read, which a patch the webhook wrote would be a bug. So would an
          * operation on the whole document: patch_apply() would free *doc,
@@ -431,7 +464,7 @@ static int cmd_mutate_apply_into(struct cmd_mutate_ctx *c, cJSON **doc, const cJ
                         : err);
     }
     cJSON_Delete(ops);
-    cJSON_Delete(bound);
+    cJSON_Delete(copy);
     mutate_result_free(&res);
     return rc;
 }
@@ -466,35 +499,50 @@ static void cmd_mutate_explain_flags(const struct cmd_mutate_ctx *c, struct trac
     dynbuf_free(&l);
 }
 
-/* One pod or template (at base) explained: a title line, then what
- * mutate_object() decided and why, and its warnings. With --node-labels the
- * admission reads a bound copy, as without --explain. */
-static int cmd_mutate_explain_one(struct cmd_mutate_ctx *c, const cJSON *object, const char *base,
-                                  const char *ns, int implicit, const char *title)
+/* The job a template's pods belong to, as the admission is told it. */
+static void cmd_mutate_explain_job(struct trace *tr, const struct cmd_mutjobs_template *t)
 {
-    cJSON *bound = c->node_labels ? cJSON_Duplicate(object, 1) : NULL;
-    struct trace t;
-    struct mutate_input in = {.object = bound ? bound : object,
+    const struct mutate_job *j = &t->job;
+
+    trace_add(tr, "job: %s %s%s%s%s, role %s%s%s", mutate_job_kind_name(j->kind),
+              j->name ? j->name : "(no name)", j->runtime ? " (runtime " : "",
+              j->runtime ? j->runtime : "", j->runtime ? ")" : "", j->role ? j->role : "(none)",
+              j->ssh_ranks ? "; its ranks may be started over ssh (mpirun)" : "",
+              t->implicit ? "" : "; the target rule decides for this role");
+}
+
+/* One pod or template (at base; t: a job's, else NULL) explained: a title
+ * line, then what mutate_object() decided and why, and its warnings. The
+ * admission reads the copy it reads without --explain. */
+static int cmd_mutate_explain_one(struct cmd_mutate_ctx *c, const cJSON *object, const char *base,
+                                  const char *ns, const struct cmd_mutjobs_template *t,
+                                  const char *title)
+{
+    int copy_failed;
+    cJSON *copy = cmd_mutate_copy(c, object, t, &copy_failed);
+    struct trace tr;
+    struct mutate_input in = {.object = copy ? copy : object,
                               .base = base,
                               .namespace_ = ns,
-                              .implicit_target = implicit,
+                              .implicit_target = t ? t->implicit : 0,
+                              .job = t ? &t->job : NULL,
                               .opts = &c->opts,
-                              .trace = &t};
+                              .trace = &tr};
     struct mutate_result res;
 
-    if (c->node_labels && (!bound || cmd_mutate_bind(c, bound))) {
-        cJSON_Delete(bound);
+    if (copy_failed)
         return cmd_mutate_fail(c, "out of memory");
-    }
-    trace_init(&t, CMD_MUTATE_EXPLAIN_LINES, CMD_MUTATE_EXPLAIN_BYTES);
-    t.indent = 1;
-    cmd_mutate_explain_flags(c, &t, object, ns);
+    trace_init(&tr, CMD_MUTATE_EXPLAIN_LINES, CMD_MUTATE_EXPLAIN_BYTES);
+    tr.indent = 1;
+    cmd_mutate_explain_flags(c, &tr, object, ns);
+    if (t)
+        cmd_mutate_explain_job(&tr, t);
     mutate_result_init(&res, REVIEW_PATCH_MAX);
     mutate_object(&in, c->ps, &c->hooks, &res);
-    printf("%s%s:\n%s", c->printed++ ? "\n" : "", title, trace_finish(&t));
+    printf("%s%s:\n%s", c->printed++ ? "\n" : "", title, trace_finish(&tr));
     mutate_result_free(&res);
-    trace_free(&t);
-    cJSON_Delete(bound);
+    trace_free(&tr);
+    cJSON_Delete(copy);
     return 0;
 }
 
@@ -523,7 +571,7 @@ static int cmd_mutate_explain_review(struct cmd_mutate_ctx *c, const cJSON *doc)
         return (ns = cmd_mutate_ns(c, ns)) == NULL
                    ? 1
                    : cmd_mutate_explain_one(c, cJSON_GetObjectItemCaseSensitive(req, "object"),
-                                            "/request/object", ns, 0, c->title);
+                                            "/request/object", ns, NULL, c->title);
     printf("%s%s:\n  ignored: the webhook mutates only a Pod CREATE (request.kind Pod, operation "
            "CREATE, no subResource)\n",
            c->printed++ ? "\n" : "", c->title);
@@ -540,141 +588,126 @@ static int cmd_mutate_left(struct cmd_mutate_ctx *c, const char *why)
     return 0;
 }
 
-/* A job kind whose pod templates are mutated offline, each as a pod the job
- * would create: where the templates are (spec.FIELD, a map of replica specs
- * or, for a Volcano Job, a list of tasks), and the targets bit without which
- * its pods are no targets (0: always, a PyTorchJob). */
-struct cmd_mutate_job {
-    const char *kind;
-    const char *group; /* apiVersion's start; NULL: any */
-    const char *field;
-    int tasks; /* spec.tasks: [{name, template}] */
-    unsigned target_bit;
-    const char *target_name; /* "targets.mpijob" */
-};
-
-/* "replica Worker (spec.mpiReplicaSpecs.Worker.template)", in a title. */
-#define CMD_MUTATE_WHAT_MAX 192
-
-static const struct cmd_mutate_job cmd_mutate_jobs[] = {
-    {"PyTorchJob", NULL, "pytorchReplicaSpecs", 0, 0, NULL},
-    {"MPIJob", "kubeflow.org/", "mpiReplicaSpecs", 0, PROFILES_TARGET_MPIJOB, "targets.mpijob"},
-    {"Job", "batch.volcano.sh/", "tasks", 1, PROFILES_TARGET_VOLCANOJOB, "targets.volcanojob"},
-};
-
-static const struct cmd_mutate_job *cmd_mutate_job_of(const cJSON *doc, const char *kind)
+/* The input's runtime a TrainJob names, or NULL. */
+static const cJSON *cmd_mutate_find_runtime(const struct cmd_mutate_ctx *c, const cJSON *trainjob,
+                                            const char *ns)
 {
-    const char *api = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "apiVersion"));
+    const char *default_ns = c->namespace_ ? c->namespace_ : "default";
 
-    for (size_t i = 0; i < sizeof(cmd_mutate_jobs) / sizeof(cmd_mutate_jobs[0]); i++) {
-        const struct cmd_mutate_job *j = &cmd_mutate_jobs[i];
+    for (size_t i = 0; i < c->docs->n; i++) {
+        char kind[64];
+        const cJSON *items = docs_list_items(c->docs->v[i], kind, sizeof(kind)), *it;
 
-        if (strcmp(kind, j->kind) == 0 &&
-            (!j->group || (api && strncmp(api, j->group, strlen(j->group)) == 0)))
-            return j;
+        if (!items) {
+            if (cmd_mutjobs_is_runtime(c->docs->v[i], NULL, trainjob, ns, default_ns))
+                return c->docs->v[i];
+            continue;
+        }
+        cJSON_ArrayForEach(it, items)
+        {
+            if (cmd_mutjobs_is_runtime(it, kind, trainjob, ns, default_ns))
+                return it;
+        }
     }
     return NULL;
 }
 
-/* One template of the job, at base, titled for --explain by what. */
-static int cmd_mutate_job_template(struct cmd_mutate_ctx *c, cJSON **doc, const cJSON *tmpl,
-                                   const char *base, const char *ns, const char *what)
+/* What each template of a job is mutated in. */
+struct cmd_mutate_jobrun {
+    struct cmd_mutate_ctx *c;
+    cJSON **doc;
+    const char *ns;
+};
+
+/* One template of the job, at t->base, titled for --explain by t->what. */
+static int cmd_mutate_job_template(void *ctx, struct cmd_mutjobs_template *t)
 {
-    char title[sizeof(c->title) + CMD_MUTATE_WHAT_MAX + 2];
+    const struct cmd_mutate_jobrun *r = ctx;
+    struct cmd_mutate_ctx *c = r->c;
+    char title[sizeof(c->title) + CMD_MUTJOBS_WHAT_MAX + 2];
 
     if (!c->explain)
-        return cmd_mutate_apply_into(c, doc, tmpl, base, ns, 1);
-    snprintf(title, sizeof(title), "%s, %s", c->title, what);
-    return cmd_mutate_explain_one(c, tmpl, base, ns, 1, title);
+        return cmd_mutate_apply_into(c, r->doc, t->tmpl, t->base, r->ns, t);
+    snprintf(title, sizeof(title), "%s, %s", c->title, t->what);
+    return cmd_mutate_explain_one(c, t->tmpl, t->base, r->ns, t, title);
 }
 
-/* An MPIJob's Launcher template none of whose containers asks for a GPU or
- * RDMA device: its pod only starts mpirun and is no target (target.h), so
- * the template is left as the webhook would leave that pod, silently;
- * --explain says why. Returns 1 when it is such a template. */
-static int cmd_mutate_idle_launcher(struct cmd_mutate_ctx *c, const struct cmd_mutate_job *j,
-                                    const char *name, const cJSON *tmpl, const char *what)
+/* Each template of doc (owner: the TrainJob of a List of PodTemplates)
+ * mutated as a pod the job would create. */
+static int cmd_mutate_job_walk(struct cmd_mutate_ctx *c, cJSON **doc,
+                               const struct cmd_mutjobs_kind *k, const cJSON *owner, const char *ns)
 {
-    struct podjson r;
-    const cJSON *ct;
+    struct cmd_mutate_jobrun r = {c, doc, ns};
+    char err[ERR_LEN];
+    int rc = cmd_mutjobs_each(*doc, k, owner, cmd_mutate_job_template, &r, err, sizeof(err));
 
-    if (j->target_bit != PROFILES_TARGET_MPIJOB || !name || strcmp(name, "Launcher") != 0)
-        return 0;
-    podjson_init(&r);
-    cJSON_ArrayForEach(ct, podjson_arr(&r, podjson_obj(&r, tmpl, "spec"), "containers"))
-    {
-        if (target_container_wants_devices(&r, ct, c->ps))
-            return 0;
-    }
-    if (c->explain)
-        printf("%s%s, %s:\n  pod: not a target: an MPIJob's launcher that asks for no GPU or "
-               "RDMA device (it only starts mpirun)\n",
-               c->printed++ ? "\n" : "", c->title, what);
-    return 1;
+    return rc < 0 ? cmd_mutate_fail(c, err) : rc;
 }
 
-/* The templates of spec.tasks (a Volcano Job), or of the map of replica
- * specs (the Kubeflow jobs). */
-static int cmd_mutate_job_templates(struct cmd_mutate_ctx *c, cJSON **doc,
-                                    const struct cmd_mutate_job *j, const cJSON *specs,
-                                    const char *ns)
+/* Whether the profiles make k's pods targets; says so when not. */
+static int cmd_mutate_job_on(struct cmd_mutate_ctx *c, const struct cmd_mutjobs_kind *k,
+                             const char *then)
 {
-    char base[PATCH_PATH_MAX / 2], tok[128], what[CMD_MUTATE_WHAT_MAX], shown[64];
-    const cJSON *rs;
-    int i = 0;
+    char why[192];
 
-    for (rs = specs->child; rs; rs = rs->next, i++) {
-        const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(rs, "template");
-        const char *name = j->tasks
-                               ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rs, "name"))
-                               : rs->string;
-
-        if (!cJSON_IsObject(tmpl) ||
-            (!j->tasks && patch_escape_token(rs->string, tok, sizeof(tok))))
-            continue;
-        cmd_mutate_shown(name ? name : "?", shown, sizeof(shown));
-        if (j->tasks) {
-            snprintf(base, sizeof(base), "/spec/tasks/%d/template", i);
-            snprintf(what, sizeof(what), "task %s (spec.tasks[%d].template)", shown, i);
-        } else {
-            snprintf(base, sizeof(base), "/spec/%s/%s/template", j->field, tok);
-            snprintf(what, sizeof(what), "replica %s (spec.%s.%s.template)", shown, j->field,
-                     shown);
-        }
-        if (cmd_mutate_idle_launcher(c, j, name, tmpl, what))
-            continue;
-        if (cmd_mutate_job_template(c, doc, tmpl, base, ns, what))
-            return 1;
-    }
+    if (!k->target_bit || (c->ps->targets & k->target_bit))
+        return 1;
+    snprintf(why, sizeof(why), "a %s's pods are targets only with %s true in the profiles%s",
+             k->kind, k->target_name, then);
+    cmd_mutate_left(c, why);
     return 0;
+}
+
+/* A TrainJob with its runtime: a List of the PodTemplates its JobSet would
+ * stamp out, each mutated, in the TrainJob's place (the caller frees it). */
+static int cmd_mutate_trainjob(struct cmd_mutate_ctx *c, cJSON **doc,
+                               const struct cmd_mutjobs_kind *k, const char *ns)
+{
+    const cJSON *runtime = cmd_mutate_find_runtime(c, *doc, ns);
+    const char *notes;
+    char err[ERR_LEN], named[96];
+    cJSON *list;
+    int rc = 0;
+
+    if (!runtime) {
+        cmd_mutjobs_runtime_named(*doc, named, sizeof(named));
+        snprintf(
+            err, sizeof(err),
+            "its runtime (%s) is not in the input: pass it too, e.g. kubectl get "
+            "clustertrainingruntime NAME -o yaml (or trainingruntime -n NS) into the same file "
+            "or stream",
+            named);
+        return cmd_mutate_fail(c, err);
+    }
+    if (cmd_mutjobs_trainjob(*doc, runtime, ns, &list, &notes, err, sizeof(err)))
+        return cmd_mutate_fail(c, err);
+    if (notes)
+        fprintf(stderr, "rdma-webhook: %snote: %s\n", c->where, notes);
+    if (cmd_mutate_job_on(c, k, ": its PodTemplates come out unmutated"))
+        rc = cmd_mutate_job_walk(c, &list, k, *doc, ns);
+    if (rc) {
+        cJSON_Delete(list);
+        return rc;
+    }
+    *doc = list;
+    return c->patched || c->explain ? 0 : cmd_mutate_print(c, *doc);
 }
 
 /* Each template of the job is mutated as a pod the job would create, when
  * the profiles make that kind's pods targets. */
-static int cmd_mutate_job(struct cmd_mutate_ctx *c, cJSON **doc, const struct cmd_mutate_job *j)
+static int cmd_mutate_job(struct cmd_mutate_ctx *c, cJSON **doc, const struct cmd_mutjobs_kind *k)
 {
-    const cJSON *specs =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*doc, "spec"), j->field);
     const char *ns =
         cmd_mutate_ns(c, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
                              cJSON_GetObjectItemCaseSensitive(*doc, "metadata"), "namespace")));
 
     if (!ns)
         return 1;
-    if (j->target_bit && !(c->ps->targets & j->target_bit)) {
-        char why[128];
-
-        snprintf(why, sizeof(why), "a %s's pods are targets only with %s true in the profiles",
-                 j->kind, j->target_name);
-        return cmd_mutate_left(c, why);
-    }
-    if (j->tasks ? !cJSON_IsArray(specs) : !cJSON_IsObject(specs)) {
-        char what[128];
-
-        snprintf(what, sizeof(what), "%s has no spec.%s", j->kind, j->field);
-        return cmd_mutate_fail(c, what);
-    }
-    if (cmd_mutate_job_templates(c, doc, j, specs, ns))
+    if (k->layout == CMD_MUTJOBS_TRAINJOB)
+        return cmd_mutate_trainjob(c, doc, k, ns);
+    if (!cmd_mutate_job_on(c, k, ""))
+        return 0;
+    if (cmd_mutate_job_walk(c, doc, k, NULL, ns))
         return 1;
     return c->patched || c->explain ? 0 : cmd_mutate_print(c, *doc);
 }
@@ -709,7 +742,7 @@ static int cmd_mutate_review(struct cmd_mutate_ctx *c, cJSON **doc)
     if (c->patched) {
         if (!cJSON_IsObject(object))
             return cmd_mutate_fail(c, "the AdmissionReview has no request.object to patch");
-        if (cmd_mutate_apply_into(c, doc, object, "/request/object", ns, 0))
+        if (cmd_mutate_apply_into(c, doc, object, "/request/object", ns, NULL))
             return 1;
         *doc = cJSON_DetachItemFromObjectCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(*doc, "request"), "object");
@@ -745,7 +778,7 @@ static int cmd_mutate_pod(struct cmd_mutate_ctx *c, cJSON **doc)
     if (!ns)
         return 1;
     if (c->patched)
-        return cmd_mutate_apply_into(c, doc, *doc, "", in.namespace_, 0);
+        return cmd_mutate_apply_into(c, doc, *doc, "", in.namespace_, NULL);
     if (cmd_mutate_bind(c, *doc))
         return cmd_mutate_fail(c, "out of memory");
     in.object = *doc;
@@ -802,7 +835,7 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
                              size_t doc, size_t item)
 {
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*obj, "kind"));
-    const struct cmd_mutate_job *job;
+    const struct cmd_mutjobs_kind *job;
     char why[192], shown[65];
 
     if (!kind && list_kind && *list_kind)
@@ -820,21 +853,24 @@ static int cmd_mutate_object(struct cmd_mutate_ctx *c, cJSON **obj, const char *
             return cmd_mutate_pod(c, obj);
         return (ns = cmd_mutate_ns(c, ns)) == NULL
                    ? 1
-                   : cmd_mutate_explain_one(c, *obj, "", ns, 0, c->title);
+                   : cmd_mutate_explain_one(c, *obj, "", ns, NULL, c->title);
     }
-    if (kind && (job = cmd_mutate_job_of(*obj, kind)) != NULL)
+    if (kind && (job = cmd_mutjobs_kind_of(*obj, kind)) != NULL)
         return cmd_mutate_job(c, obj, job);
     if (!kind || !*kind)
         return cmd_mutate_fail(c,
                                "no kind: an AdmissionReview, a Pod or a job (PyTorchJob, MPIJob, "
-                               "Volcano Job) says which it is in \"kind\"");
+                               "Volcano Job, JobSet, TrainJob) says which it is in \"kind\"");
     /* A ConfigMap was read before any pod (cmd_mutate_keep_configmaps). */
     if (strcmp(kind, "ConfigMap") == 0)
         return cmd_mutate_left(c, "its data answers the envFrom of the input's pods, as the API "
                                   "would");
+    if (strcmp(kind, "ClusterTrainingRuntime") == 0 || strcmp(kind, "TrainingRuntime") == 0)
+        return cmd_mutate_left(c, "a runtime: its pod templates come out mutated as the "
+                                  "PodTemplates of each TrainJob of the input that uses it");
     snprintf(why, sizeof(why),
-             "the webhook mutates Pods (and, offline, the pod templates of PyTorchJobs, MPIJobs "
-             "and Volcano Jobs), not a %s",
+             "the webhook mutates Pods (and, offline, the pod templates of PyTorchJobs, MPIJobs, "
+             "Volcano Jobs, JobSets and TrainJobs), not a %s",
              cmd_mutate_shown(kind, shown, sizeof(shown)));
     return cmd_mutate_left(c, why);
 }
@@ -951,6 +987,7 @@ static int cmd_mutate_docs(struct cmd_mutate_ctx *c, struct docs *d)
 {
     int rc = 0;
 
+    c->docs = d;
     c->objects = cmd_mutate_count(d);
     if (c->objects == 0) {
         fprintf(stderr, "rdma-webhook: no object in the input\n");
