@@ -113,6 +113,13 @@ TEST(test_trainjob_node_and_launcher_are_targets)
     run(SHIPPEDLIKE, PODOF(TRAINER("launcher"), "{'name':'node'," GPU8 "}"), &f, &res);
     assert_int_equal(res.outcome, MUTATE_PATCHED);
     mutate_result_free(&res);
+    /* an MPI runtime's launcher that asks for no device only starts
+     * mpirun: no target, and silent, as an MPIJob's */
+    run(SHIPPEDLIKE, PODOF(TRAINER("launcher"), "{'name':'node'}"), &f, &res);
+    assert_int_equal(res.outcome, MUTATE_SKIPPED);
+    assert_int_equal(res.reason, MUTATE_R_NOT_TARGET);
+    assert_int_equal(res.warnings.n, 0);
+    mutate_result_free(&res);
 }
 
 TEST(test_trainjob_initializer_never)

@@ -112,7 +112,17 @@ static enum target_verdict target_jobset(const struct profiles *ps, const struct
     return as_jobset ? TARGET_YES : TARGET_NO;
 }
 
-static enum target_verdict target_trainjob(const struct profiles *ps, const struct mutate_job *job,
+/* A launcher (an MPIJob's, an MPI runtime's replicated job "launcher") that
+ * asks for no device itself: it only starts mpirun, so no RDMA resource is
+ * wasted on it and it is no target, without a warning. */
+static int target_idle_launcher(struct podjson *r, const cJSON *spec, const struct profiles *ps,
+                                const struct mutate_job *job)
+{
+    return target_role_is(job, "launcher") && !target_any_wants_devices(r, spec, ps);
+}
+
+static enum target_verdict target_trainjob(struct podjson *r, const cJSON *spec,
+                                           const struct profiles *ps, const struct mutate_job *job,
                                            const char **why)
 {
     if (!(ps->targets & PROFILES_TARGET_TRAINJOB)) {
@@ -124,10 +134,14 @@ static enum target_verdict target_trainjob(const struct profiles *ps, const stru
                "initializer): never a target";
         return TARGET_NO;
     }
+    if (target_idle_launcher(r, spec, ps, job)) {
+        *why = "a TrainJob's launcher that asks for no GPU or RDMA device (it only starts mpirun)";
+        return TARGET_NO;
+    }
     *why = strcmp(job->role, "node") == 0
                ? "a TrainJob's trainer pod (replicated job \"node\"), and targets.trainjob is on"
-               : "a TrainJob's launcher pod (replicated job \"launcher\"), and targets.trainjob "
-                 "is on";
+               : "a TrainJob's launcher pod (replicated job \"launcher\") that asks for a GPU or "
+                 "RDMA device, and targets.trainjob is on";
     return TARGET_YES;
 }
 
@@ -145,7 +159,7 @@ static enum target_verdict target_mpijob(struct podjson *r, const cJSON *spec,
         *why = "an MPIJob's pod, and targets.mpijob is on";
         return TARGET_YES;
     }
-    if (target_any_wants_devices(r, spec, ps)) {
+    if (!target_idle_launcher(r, spec, ps, job)) {
         *why = "an MPIJob's launcher that asks for a GPU or RDMA device, and targets.mpijob is on";
         return TARGET_YES;
     }
@@ -165,7 +179,7 @@ static enum target_verdict target_by_job(struct podjson *r, const cJSON *metadat
                    ? "its controlling owner is a PyTorchJob"
                    : "label " TARGET_LABEL_OPERATOR ": pytorchjob-controller";
         return TARGET_YES;
-    case MUTATE_JOB_TRAINJOB: return target_trainjob(ps, job, why);
+    case MUTATE_JOB_TRAINJOB: return target_trainjob(r, spec, ps, job, why);
     case MUTATE_JOB_JOBSET: return target_jobset(ps, job, job_unknown, why);
     case MUTATE_JOB_MPIJOB: return target_mpijob(r, spec, ps, job, why);
     case MUTATE_JOB_VOLCANOJOB:
