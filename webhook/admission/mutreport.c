@@ -75,26 +75,6 @@ static enum report_mode mutreport_mode(struct mutate_ctx *m)
     return d.mode;
 }
 
-/* Writes REPORT_ANNOTATION=value, making metadata.annotations (and
- * metadata) when the pod has none. */
-static void mutreport_annotate(struct mutate_ctx *m, const cJSON *annotations, const char *value)
-{
-    struct patch *p = &m->res->patch;
-    char path[PATCH_PATH_MAX];
-
-    if (annotations || m->annotations_made) {
-        mutannot_one(m, REPORT_ANNOTATION, value);
-        return;
-    }
-    mutpath_pod(m, path, m->metadata ? "/metadata/annotations" : "/metadata", NULL);
-    patch_op_begin(p, "add", path);
-    jsonw_raw(&p->w, m->metadata ? "{" : "{\"annotations\":{");
-    jsonw_key(&p->w, REPORT_ANNOTATION);
-    jsonw_str(&p->w, value);
-    jsonw_raw(&p->w, m->metadata ? "}" : "}}");
-    patch_op_end(p);
-}
-
 /* The summary of the patch made so far (the changes: the annotations come
  * after this) and of the warnings, into value: ERR_OK, or ERR_TOO_BIG or
  * ERR_NOMEM with the pod failed. */
@@ -157,7 +137,7 @@ int mutreport_apply(struct mutate_ctx *m)
         if (have && strcmp(have, dynbuf_ptr(value)) == 0)
             res->reason = res->reason == MUTATE_R_MUTATED ? MUTATE_R_NOTHING_MISSING : res->reason;
         else
-            mutreport_annotate(m, annotations, dynbuf_ptr(value));
+            mutannot_set(m, REPORT_ANNOTATION, dynbuf_ptr(value));
         if (res->reason == MUTATE_R_MUTATED)
             res->reason = MUTATE_R_REPORTED;
     }
