@@ -8,7 +8,8 @@
 # training-operator from BINDIR (test/cluster/up.sh), installs manifests/ and
 # runs the webhook on the host (install-webhook.sh), then adds to DIR/env
 # what a user needs and prints how to use it. Returns once a PyTorchJob can
-# be submitted. `make cluster-down` (test/cluster/down.sh DIR) stops it all.
+# be submitted. CLUSTER_JOBS=1 (passed on to up.sh) also starts the JobSet,
+# Trainer v2 and mpi-operator controllers (test/cluster/jobs.sh). `make cluster-down` (test/cluster/down.sh DIR) stops it all.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 die() {
