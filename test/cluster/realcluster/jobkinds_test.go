@@ -156,7 +156,7 @@ func requireNoWebhookTrace(t testing.TB, p *corev1.Pod) {
 			t.Errorf("%s/%s: annotation %s=%q, want none of the webhook's", p.Namespace, p.Name, k, v)
 		}
 	}
-	for _, line := range admissionLines(t, p.Namespace, p.Name) {
+	for _, line := range admissionLines(t, p.Namespace, logName(p)) {
 		if w, ok := line["warnings"]; ok && w != float64(0) {
 			t.Errorf("%s/%s: the webhook's log line counts %v warnings, want none: %v", p.Namespace, p.Name, w, line)
 		}
@@ -183,7 +183,7 @@ func TestTrainJobPods(t *testing.T) {
 			continue
 		}
 		requireMutated(t, p, "node", want{profile: "roce-8card", hca: hca8})
-		if line := waitAdmissionLine(t, ns, p.Name); line["result"] != "mutated" {
+		if line := waitAdmissionLine(t, ns, logName(p)); line["result"] != "mutated" {
 			t.Errorf("%s: log line %v, want result mutated", p.Name, line)
 		}
 	}
@@ -259,6 +259,7 @@ func TestJobSetPods(t *testing.T) {
 		g := webhookMetric(t, "rdma_webhook_profiles_generation")
 		return g != gen1, "generation " + g
 	})
+	enableJobSetRouting(t, ns)
 
 	const job = "js-8gpu"
 	mustKubectl(t, jobSetYAML(job), "apply", "-n", ns, "-f", "-")
@@ -325,7 +326,7 @@ func TestMPIJobPods(t *testing.T) {
 	}
 	for _, p := range workers {
 		requireMutated(t, p, "tensorflow-benchmarks", want{profile: "roce-8card", hca: hca8})
-		if line := waitAdmissionLine(t, ns, p.Name); line["result"] != "mutated" {
+		if line := waitAdmissionLine(t, ns, logName(p)); line["result"] != "mutated" {
 			t.Errorf("%s: log line %v, want result mutated", p.Name, line)
 		}
 	}
@@ -371,6 +372,78 @@ func TestMPIJobPods(t *testing.T) {
 	}
 }
 
+// logName is the name the webhook's log line gives pod p: a pod the Job
+// controller makes has only its generateName at admission, and the
+// apiserver picks the rest after the webhooks.
+func logName(p *corev1.Pod) string {
+	if p.GenerateName != "" && strings.HasPrefix(p.Name, p.GenerateName) {
+		return p.GenerateName
+	}
+	return p.Name
+}
+
+// enableJobSetRouting applies manifests/components/jobset's patches of the
+// MutatingWebhookConfiguration to the installed one, as an admin who adds
+// that component does (plain JobSets' pods are sent to the webhook only
+// then), and puts the webhooks back as they were when the test ends.
+func enableJobSetRouting(t *testing.T, ns string) {
+	t.Helper()
+	path := filepath.Join(root, "manifests", "components", "jobset", "kustomization.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the jobset component: %v", err)
+	}
+	var k struct {
+		Patches []struct {
+			Target struct{ Kind, Name string }
+			Patch  string
+		}
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	n := 0
+	for _, p := range k.Patches {
+		if p.Target.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		var ops []any
+		if err := yaml.Unmarshal([]byte(p.Patch), &ops); err != nil || len(ops) == 0 {
+			t.Fatalf("%s: the patch of %s: %v", path, p.Target.Name, err)
+		}
+		before, _ := mustKubectl(t, "", "get", "mutatingwebhookconfiguration", p.Target.Name, "-o", "json")
+		var cfg struct {
+			Webhooks []any `json:"webhooks"`
+		}
+		if err := json.Unmarshal([]byte(before), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		name := p.Target.Name
+		t.Cleanup(func() {
+			mustKubectl(t, "", "patch", "mutatingwebhookconfiguration", name, "--type=json",
+				"-p", toJSON(t, []any{map[string]any{"op": "replace", "path": "/webhooks", "value": cfg.Webhooks}}))
+		})
+		mustKubectl(t, "", "patch", "mutatingwebhookconfiguration", name, "--type=json", "-p", toJSON(t, ops))
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("%s patches no MutatingWebhookConfiguration", path)
+	}
+	// The apiserver sees the change within a moment: until a dry-run pod of
+	// a JobSet reaches the webhook.
+	i := 0
+	waitFor(t, 10*time.Second, "a JobSet's pod to reach the webhook", func() (bool, string) {
+		i++
+		p := gpuPod(fmt.Sprintf("jsprobe-%d", i), 8)
+		delete(p.Labels, "rdma-webhook.io/inject")
+		p.Labels["jobset.sigs.k8s.io/jobset-name"] = "probe"
+		p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] = "workers"
+		mustKubectl(t, toJSON(t, p), "create", "-n", ns, "--dry-run=server", "-f", "-")
+		time.Sleep(200 * time.Millisecond) // the log queue writes within 100 ms
+		return len(admissionLines(t, ns, p.Name)) > 0, "no log line"
+	})
+}
+
 func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
@@ -402,24 +475,38 @@ func offlineMutate(t testing.TB, profiles, ns, input string) string {
 	return out
 }
 
-// offlinePodTemplates: `mutate --patched` of a TrainJob and its runtime is
-// a List of v1 PodTemplates, one per replicated job, named TRAINJOB-RJOB.
+// offlinePodTemplates: `mutate --patched` of a List of a TrainJob and its
+// runtime prints, in the TrainJob's place, a List of v1 PodTemplates, one
+// per replicated job, named TRAINJOB-RJOB (the runtime comes out as it
+// went in).
 func offlinePodTemplates(t testing.TB, ns, input string) map[string]*corev1.PodTemplateSpec {
 	t.Helper()
 	out := offlineMutate(t, filepath.Join(root, "manifests", "profiles.json"), ns, input)
-	var list struct {
-		Kind  string               `json:"kind"`
-		Items []corev1.PodTemplate `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" {
-		t.Fatalf("mutate --patched of a TrainJob and its runtime: want a List of PodTemplates (%v)\n%s", err, out)
+	type item struct {
+		Kind     string                 `json:"kind"`
+		Metadata struct{ Name string }  `json:"metadata"`
+		Template corev1.PodTemplateSpec `json:"template"`
+		Items    []json.RawMessage      `json:"items"`
 	}
 	m := map[string]*corev1.PodTemplateSpec{}
-	for i := range list.Items {
-		if list.Items[i].Kind != "PodTemplate" {
-			t.Errorf("mutate --patched: item %d is a %q, want PodTemplate", i, list.Items[i].Kind)
+	var walk func(raw []byte, depth int)
+	walk = func(raw []byte, depth int) {
+		var it item
+		if err := json.Unmarshal(raw, &it); err != nil {
+			t.Fatalf("mutate --patched of a TrainJob and its runtime: %v\n%s", err, out)
 		}
-		m[list.Items[i].Name] = &list.Items[i].Template
+		switch {
+		case it.Kind == "PodTemplate":
+			m[it.Metadata.Name] = &it.Template
+		case strings.HasSuffix(it.Kind, "List") && depth < 2:
+			for _, r := range it.Items {
+				walk(r, depth+1)
+			}
+		}
+	}
+	walk([]byte(out), 0)
+	if len(m) == 0 {
+		t.Fatalf("mutate --patched of a TrainJob and its runtime printed no PodTemplate:\n%s", out)
 	}
 	return m
 }
@@ -462,8 +549,8 @@ func compareOffline(t testing.TB, p *corev1.Pod, declared, predicted *corev1.Pod
 		for _, g := range p.Spec.Volumes {
 			if g.Name == v.Name {
 				found = true
-				if !reflect.DeepEqual(g.VolumeSource, v.VolumeSource) {
-					t.Errorf("%s: volume %s is %s, mutate --patched predicts %s", what, v.Name, toJSON(t, g.VolumeSource), toJSON(t, v.VolumeSource))
+				if want := withDefaults(v.VolumeSource); !reflect.DeepEqual(g.VolumeSource, want) {
+					t.Errorf("%s: volume %s is %s, mutate --patched predicts %s", what, v.Name, toJSON(t, g.VolumeSource), toJSON(t, want))
 				}
 			}
 		}
@@ -507,6 +594,7 @@ func compareContainer(t testing.TB, what string, got, declared, predicted *corev
 		if declEnv[name] {
 			continue
 		}
+		e = envWithDefaults(e)
 		if g, ok := gotEnv[name]; !ok || !reflect.DeepEqual(g, e) {
 			t.Errorf("%s: env %s = %s, mutate --patched predicts %s", what, name, toJSON(t, g), toJSON(t, e))
 		}
@@ -617,7 +705,7 @@ func TestTrainJobInitializerUntouched(t *testing.T) {
 		case "node":
 			nodes++
 			requireMutated(t, p, "node", want{profile: "roce-8card", hca: hca8})
-			waitAdmissionLine(t, ns, p.Name)
+			waitAdmissionLine(t, ns, logName(p))
 		case "dataset-initializer":
 			init = append(init, p)
 		default:
@@ -672,4 +760,52 @@ func TestEventsOnTrainJob(t *testing.T) {
 	if i := strings.Index(out, "Events:"); i < 0 || !strings.Contains(out[i:], "MutatedWithWarnings") {
 		t.Errorf("kubectl describe trainjob %s shows no MutatedWithWarnings Event:\n%s", job, out)
 	}
+}
+
+// withDefaults: a volume source as the apiserver stores it (its defaults,
+// for the kinds the webhook writes), so that a template printed by `mutate
+// --patched` compares to a stored pod's.
+func withDefaults(v corev1.VolumeSource) corev1.VolumeSource {
+	v = *v.DeepCopy()
+	mode := int32(0o644)
+	fieldRefs := func(items []corev1.DownwardAPIVolumeFile) {
+		for i := range items {
+			if items[i].FieldRef != nil && items[i].FieldRef.APIVersion == "" {
+				items[i].FieldRef.APIVersion = "v1"
+			}
+		}
+	}
+	switch {
+	case v.DownwardAPI != nil:
+		if v.DownwardAPI.DefaultMode == nil {
+			v.DownwardAPI.DefaultMode = &mode
+		}
+		fieldRefs(v.DownwardAPI.Items)
+	case v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil:
+		v.ConfigMap.DefaultMode = &mode
+	case v.Secret != nil && v.Secret.DefaultMode == nil:
+		v.Secret.DefaultMode = &mode
+	case v.Projected != nil:
+		if v.Projected.DefaultMode == nil {
+			v.Projected.DefaultMode = &mode
+		}
+		for _, src := range v.Projected.Sources {
+			if src.DownwardAPI != nil {
+				fieldRefs(src.DownwardAPI.Items)
+			}
+		}
+	case v.HostPath != nil && v.HostPath.Type == nil:
+		unset := corev1.HostPathUnset
+		v.HostPath.Type = &unset
+	}
+	return v
+}
+
+// envWithDefaults: an env entry as the apiserver stores it.
+func envWithDefaults(e corev1.EnvVar) corev1.EnvVar {
+	if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.APIVersion == "" {
+		e = *e.DeepCopy()
+		e.ValueFrom.FieldRef.APIVersion = "v1"
+	}
+	return e
 }
