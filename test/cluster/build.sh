@@ -170,10 +170,33 @@ build_trainer() {
 	timed "go build trainer-controller-manager" go build -ldflags="$ldflags" \
 		-o "$out/trainer-controller-manager" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
 }
+# mpi-operator v0.7.0 serves its health check on *:8080, a constant, so two
+# clusters on one machine (two suites, or a suite beside `make cluster-up`)
+# could not both run it, and anything else on 8080 stops it. It is built
+# from a copy of the module with that constant 0 (a free port; up.sh reads
+# its readiness from its Lease instead): the one change, checked below.
 build_mpi() {
 	cd "$here/mpi"
-	timed "go build mpi-operator" go build -ldflags="$ldflags" \
-		-o "$out/mpi-operator" github.com/kubeflow/mpi-operator/cmd/mpi-operator
+	_src=$(go mod download -json github.com/kubeflow/mpi-operator |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$_src" ] || return 1
+	_tmp=$(mktemp -d) || return 1
+	cp -R "$_src" "$_tmp/mpi-operator" && chmod -R u+w "$_tmp/mpi-operator" || return 1
+	_srv=$_tmp/mpi-operator/cmd/mpi-operator/app/server.go
+	sed 's/^\([[:space:]]*healthCheckPort[[:space:]]*=[[:space:]]*\)8080$/\10/' "$_srv" >"$_srv.new" &&
+		mv "$_srv.new" "$_srv" || return 1
+	if [ "$(grep -c 'healthCheckPort *= *0$' "$_srv")" != 1 ]; then
+		echo "build.sh: $_srv: found no healthCheckPort = 8080 to change" >&2
+		rm -rf "$_tmp"
+		return 1
+	fi
+	cp go.mod go.sum "$_tmp/" &&
+		go mod edit -replace "github.com/kubeflow/mpi-operator=$_tmp/mpi-operator" "$_tmp/go.mod" || return 1
+	_rc=0
+	timed "go build mpi-operator" go build -modfile="$_tmp/go.mod" -ldflags="$ldflags" \
+		-o "$out/mpi-operator" github.com/kubeflow/mpi-operator/cmd/mpi-operator || _rc=$?
+	rm -rf "$_tmp"
+	return "$_rc"
 }
 # build_jobs: the three, one after the other (JobSet and Trainer share most
 # packages, so the second is mostly a link).
