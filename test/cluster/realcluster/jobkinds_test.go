@@ -809,3 +809,38 @@ func envWithDefaults(e corev1.EnvVar) corev1.EnvVar {
 	}
 	return e
 }
+
+// TestJobControllersWebhooks: the JobSet and Trainer webhooks that up.sh
+// installs (URL clientConfig, gen-certs' certificates) are called: a
+// JobSet's Job is Indexed by JobSet's defaulting and its pods pass JobSet's
+// pod webhooks beside ours; JobSet's and Trainer's validation refuse what
+// they refuse upstream.
+func TestJobControllersWebhooks(t *testing.T) {
+	ns := newNamespace(t, nil)
+	const job = "js-defaulted"
+	doc := strings.Replace(jobSetYAML(job), "                  nvidia.com/gpu: 8\n", "                  cpu: 1\n", 1)
+	mustKubectl(t, doc, "apply", "-n", ns, "-f", "-")
+	pods := waitJobPods(t, ns, "jobset.sigs.k8s.io/jobset-name="+job, 2)
+	j, err := clientset.BatchV1().Jobs(ns).Get(context.Background(), job+"-workers-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.CompletionMode == nil || *j.Spec.CompletionMode != "Indexed" {
+		t.Errorf("Job %s: completionMode %v, want JobSet's webhook's default Indexed", j.Name, j.Spec.CompletionMode)
+	}
+	for i := range pods {
+		if pods[i].Annotations["batch.kubernetes.io/job-completion-index"] == "" {
+			t.Errorf("%s: no completion index: not a pod of an Indexed Job", pods[i].Name)
+		}
+	}
+
+	bad := strings.Replace(jobSetYAML("js-bad"), "spec:\n  replicatedJobs:",
+		"spec:\n  successPolicy:\n    operator: All\n    targetReplicatedJobs: [nope]\n  replicatedJobs:", 1)
+	if _, errs, err := kubectl(bad, "apply", "-n", ns, "-f", "-"); err == nil || !strings.Contains(errs, "'nope' does not appear") {
+		t.Errorf("a JobSet whose successPolicy names no replicated job of it: err %v, stderr %s; want JobSet's webhook's refusal", err, errs)
+	}
+	tj := strings.Replace(trainJobYAML("tj-bad", 1), "name: torch-distributed", "name: no-such-runtime", 1)
+	if _, errs, err := kubectl(tj, "apply", "-n", ns, "-f", "-"); err == nil || !strings.Contains(errs, "validator.trainjob.trainer.kubeflow.org") {
+		t.Errorf("a TrainJob on a runtime that does not exist: err %v, stderr %s; want Trainer's webhook's refusal", err, errs)
+	}
+}
