@@ -61,3 +61,14 @@ admission), with rdma-webhook installed from manifests/ and serving on the host.
 
   make cluster-down        # stops every process cluster-up started
 EOF
+if [ "${CLUSTER_JOBS:-0}" = 1 ]; then
+    cat <<EOF
+
+With CLUSTER_JOBS=1: JobSet, Kubeflow Trainer v2 (ClusterTrainingRuntime torch-distributed) and
+mpi-operator run too (docs/development.md, "The job controllers"):
+
+  \$KUBECTL apply -f my-trainjob.yaml     # e.g. spec.runtimeRef.name: torch-distributed
+  \$KUBECTL get pods -l jobset.sigs.k8s.io/jobset-name=NAME    # a TrainJob's or JobSet's pods
+  \$KUBECTL get pods -l training.kubeflow.org/job-name=NAME    # an MPIJob's
+EOF
+fi
