@@ -2,6 +2,8 @@
 # build.sh OUTDIR -- build the local control plane's binaries into OUTDIR:
 #   kube-apiserver kube-controller-manager kubectl etcd   (module ./)
 #   training-operator                                     (module ./operator)
+#   jobset-controller trainer-controller-manager          (module ./jobs)
+#   mpi-operator                                          (module ./mpi)
 #
 # Only missing binaries are built (delete one, or set CLUSTER_REBUILD=1, to
 # rebuild).  The caller's Go caches are used as they are: GOCACHE and
@@ -9,7 +11,7 @@
 #
 # Built binaries are also kept beside Go's own caches, in
 # ${CLUSTER_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdma-webhook/cluster-bin}/KEY,
-# where KEY hashes everything that decides them (the two modules' go.mod and
+# where KEY hashes everything that decides them (the four modules' go.mod and
 # go.sum, the etcd command, this script, the Go version and platform).  A
 # fresh clone on a machine that built them once copies them from there
 # instead of linking five ~100 MB binaries again (about 2 minutes on 2
@@ -62,13 +64,14 @@ missing() {
 	[ "${CLUSTER_REBUILD:-0}" = 1 ] || [ ! -x "$out/$1" ]
 }
 
-all_bins="kube-apiserver kube-controller-manager kubectl etcd training-operator"
+all_bins="kube-apiserver kube-controller-manager kubectl etcd training-operator jobset-controller trainer-controller-manager mpi-operator"
 
 # The binary cache (see the header).
 cache_root=${CLUSTER_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdma-webhook/cluster-bin}
 cache_key() {
 	{
 		cat "$here/go.mod" "$here/go.sum" "$here/operator/go.mod" "$here/operator/go.sum" \
+			"$here/jobs/go.mod" "$here/jobs/go.sum" "$here/mpi/go.mod" "$here/mpi/go.sum" \
 			"$here/cmd/etcd/main.go" "$here/build.sh"
 		go env GOVERSION GOOS GOARCH CGO_ENABLED
 		echo "$ldflags"
@@ -153,6 +156,62 @@ build_operator() {
 		-o "$out/training-operator" github.com/kubeflow/training-operator/cmd/training-operator.v1
 }
 
+# The job controllers of issue 24 (up.sh starts them with CLUSTER_JOBS=1):
+# JobSet and Kubeflow Trainer v2 share module ./jobs (Trainer needs that
+# JobSet version), mpi-operator is on older libraries in ./mpi.  One
+# `go build` per binary, so each one's time is reported on its own.
+build_jobset() {
+	cd "$here/jobs"
+	timed "go build jobset-controller" go build -ldflags="$ldflags" \
+		-o "$out/jobset-controller" sigs.k8s.io/jobset
+}
+build_trainer() {
+	cd "$here/jobs"
+	timed "go build trainer-controller-manager" go build -ldflags="$ldflags" \
+		-o "$out/trainer-controller-manager" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+}
+# mpi-operator v0.7.0 serves its health check on *:8080, a constant, so two
+# clusters on one machine (two suites, or a suite beside `make cluster-up`)
+# could not both run it, and anything else on 8080 stops it. It is built
+# from a copy of the module with that constant 0 (a free port; up.sh reads
+# its readiness from its Lease instead): the one change, checked below.
+build_mpi() {
+	cd "$here/mpi"
+	_src=$(go mod download -json github.com/kubeflow/mpi-operator |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$_src" ] || return 1
+	_tmp=$(mktemp -d) || return 1
+	cp -R "$_src" "$_tmp/mpi-operator" && chmod -R u+w "$_tmp/mpi-operator" || return 1
+	_srv=$_tmp/mpi-operator/cmd/mpi-operator/app/server.go
+	sed 's/^\([[:space:]]*healthCheckPort[[:space:]]*=[[:space:]]*\)8080$/\10/' "$_srv" >"$_srv.new" &&
+		mv "$_srv.new" "$_srv" || return 1
+	if [ "$(grep -c 'healthCheckPort *= *0$' "$_srv")" != 1 ]; then
+		echo "build.sh: $_srv: found no healthCheckPort = 8080 to change" >&2
+		rm -rf "$_tmp"
+		return 1
+	fi
+	cp go.mod go.sum "$_tmp/" &&
+		go mod edit -replace "github.com/kubeflow/mpi-operator=$_tmp/mpi-operator" "$_tmp/go.mod" || return 1
+	_rc=0
+	timed "go build mpi-operator" go build -modfile="$_tmp/go.mod" -ldflags="$ldflags" \
+		-o "$out/mpi-operator" github.com/kubeflow/mpi-operator/cmd/mpi-operator || _rc=$?
+	rm -rf "$_tmp"
+	return "$_rc"
+}
+# build_jobs: the three, one after the other (JobSet and Trainer share most
+# packages, so the second is mostly a link).
+build_jobs() {
+	if missing jobset-controller; then build_jobset || return 1; fi
+	if missing trainer-controller-manager; then build_trainer || return 1; fi
+	if missing mpi-operator; then build_mpi || return 1; fi
+}
+want_jobs=0
+for b in jobset-controller trainer-controller-manager mpi-operator; do
+	if missing "$b"; then
+		want_jobs=1
+	fi
+done
+
 total0=$(date +%s)
 
 # Downloads first, one after the other: they are network-bound and short,
@@ -168,6 +227,10 @@ fi
 if [ "$want_operator" = 1 ]; then
 	(cd "$here/operator" && timed "download (training-operator module graph)" go mod download)
 fi
+if [ "$want_jobs" = 1 ]; then
+	(cd "$here/jobs" && timed "download (jobset + trainer module graph)" go mod download)
+	(cd "$here/mpi" && timed "download (mpi-operator module graph)" go mod download)
+fi
 
 # The two modules share no compiled packages (the operator is on older k8s
 # libraries), so build them concurrently: the Kubernetes build has long
@@ -178,8 +241,14 @@ jobs=""
 # interrupt on to the builds instead of leaving them running.
 trap 'kill $jobs 2>/dev/null; exit 130' INT
 trap 'kill $jobs 2>/dev/null; exit 143' TERM
-if [ "$want_operator" = 1 ]; then
-	build_operator &
+# The job controllers go after the training-operator, in the same lane: the
+# Kubernetes build keeps one core busy on its own, and a third concurrent
+# lane would only make the three slower (and need more memory).
+if [ "$want_operator" = 1 ] || [ "$want_jobs" = 1 ]; then
+	{
+		if [ "$want_operator" = 1 ]; then build_operator || exit 1; fi
+		if [ "$want_jobs" = 1 ]; then build_jobs || exit 1; fi
+	} &
 	op_job=$!
 	jobs="$jobs $op_job"
 fi

@@ -8,7 +8,8 @@
 # training-operator from BINDIR (test/cluster/up.sh), installs manifests/ and
 # runs the webhook on the host (install-webhook.sh), then adds to DIR/env
 # what a user needs and prints how to use it. Returns once a PyTorchJob can
-# be submitted. `make cluster-down` (test/cluster/down.sh DIR) stops it all.
+# be submitted. CLUSTER_JOBS=1 (passed on to up.sh) also starts the JobSet,
+# Trainer v2 and mpi-operator controllers (test/cluster/jobs.sh). `make cluster-down` (test/cluster/down.sh DIR) stops it all.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 die() {
@@ -60,3 +61,14 @@ admission), with rdma-webhook installed from manifests/ and serving on the host.
 
   make cluster-down        # stops every process cluster-up started
 EOF
+if [ "${CLUSTER_JOBS:-0}" = 1 ]; then
+    cat <<EOF
+
+With CLUSTER_JOBS=1: JobSet, Kubeflow Trainer v2 (ClusterTrainingRuntime torch-distributed) and
+mpi-operator run too (docs/development.md, "The job controllers"):
+
+  \$KUBECTL apply -f my-trainjob.yaml     # e.g. spec.runtimeRef.name: torch-distributed
+  \$KUBECTL get pods -l jobset.sigs.k8s.io/jobset-name=NAME    # a TrainJob's or JobSet's pods
+  \$KUBECTL get pods -l training.kubeflow.org/job-name=NAME    # an MPIJob's
+EOF
+fi

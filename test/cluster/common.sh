@@ -3,7 +3,7 @@
 
 # Components in start order; down.sh stops them in reverse, so etcd goes
 # last and the apiserver can finish its in-flight writes.
-CLUSTER_COMPONENTS="etcd kube-apiserver kube-controller-manager training-operator"
+CLUSTER_COMPONENTS="etcd kube-apiserver kube-controller-manager training-operator jobset-controller trainer-controller-manager mpi-operator"
 
 die() {
 	echo "$(basename "$0"): $*" >&2

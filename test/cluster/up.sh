@@ -4,6 +4,8 @@
 #   etcd (embedded, cmd/etcd), kube-apiserver, kube-controller-manager and the
 #   Kubeflow training-operator (PyTorchJob only), all on 127.0.0.1.  No
 #   kubelet and no scheduler: Pods are admitted and stored but stay Pending.
+#   With CLUSTER_JOBS=1 also the JobSet controller, Kubeflow Trainer v2 and
+#   mpi-operator, with their CRDs and admission webhooks (jobs.sh).
 #
 # BINDIR holds the binaries from build.sh; default $CLUSTER_BIN, else
 # <repo>/build/cluster-bin.  The processes run detached (own session, output
@@ -18,7 +20,10 @@
 # Use it with:  set -a; . DIR/env; set +a; "$KUBECTL" get ns
 #
 # Environment knobs:
-#   CLUSTER_PORT_BASE  use ports BASE..BASE+6 exactly (fails if one is busy);
+#   CLUSTER_JOBS       1: also start the job controllers of jobs.sh (their
+#                      binaries from build.sh; RDMA_WEBHOOK_BIN, default
+#                      build/rdma-webhook, makes their certificates).
+#   CLUSTER_PORT_BASE  use ports BASE..BASE+10 exactly (fails if one is busy);
 #                      default: a random base in 20000-31000, skipping busy
 #                      ports (below the kernel's ephemeral range).
 #   CLUSTER_TIMEOUT    seconds each readiness wait may take (default 180; a
@@ -43,6 +48,8 @@ BIN=$(abs_dir "${2:-${CLUSTER_BIN:-$here/../../build/cluster-bin}}")
 check_path_chars "$DIR"
 check_path_chars "$BIN"
 TIMEOUT=${CLUSTER_TIMEOUT:-180}
+JOBS=${CLUSTER_JOBS:-0}
+case $JOBS in 0 | 1) ;; *) die "CLUSTER_JOBS=$JOBS: 0 or 1" ;; esac
 KUBECTL=$BIN/kubectl
 
 for b in etcd kube-apiserver kube-controller-manager kubectl training-operator; do
@@ -99,7 +106,8 @@ is_listening() {
 		END { exit !found }' "$@"
 }
 
-PORT_NAMES="ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT OPERATOR_METRICS_PORT OPERATOR_HEALTH_PORT OPERATOR_WEBHOOK_PORT"
+PORT_NAMES="ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT OPERATOR_METRICS_PORT OPERATOR_HEALTH_PORT OPERATOR_WEBHOOK_PORT
+JOBSET_HEALTH_PORT JOBSET_WEBHOOK_PORT TRAINER_HEALTH_PORT TRAINER_WEBHOOK_PORT"
 pick_ports() {
 	if [ -n "${CLUSTER_PORT_BASE:-}" ]; then
 		_p=$CLUSTER_PORT_BASE
@@ -367,7 +375,7 @@ crd=$(pytorchjob_crd)
 
 pick_ports
 # Only our own files: other tools (e.g. webhook.sh) keep theirs in DIR too.
-rm -rf "$DIR/etcd" "$DIR/env" "$DIR/kcm"
+rm -rf "$DIR/etcd" "$DIR/env" "$DIR/kcm" "$DIR/jobset" "$DIR/trainer"
 mkdir -p "$DIR/logs" "$DIR/pids"
 for n in $CLUSTER_COMPONENTS; do
 	rm -f "$DIR/logs/$n.log" "$DIR/pids/$n.pid"
@@ -377,7 +385,8 @@ write_admission_config
 write_kubeconfig "$DIR/kubeconfig" admin
 write_kubeconfig "$DIR/kcm.kubeconfig" kcm
 echo "ports: etcd $ETCD_CLIENT_PORT/$ETCD_PEER_PORT apiserver $APISERVER_PORT" \
-	"controller-manager $KCM_PORT operator $OPERATOR_METRICS_PORT/$OPERATOR_HEALTH_PORT/$OPERATOR_WEBHOOK_PORT"
+	"controller-manager $KCM_PORT operator $OPERATOR_METRICS_PORT/$OPERATOR_HEALTH_PORT/$OPERATOR_WEBHOOK_PORT" \
+	"jobset $JOBSET_HEALTH_PORT/$JOBSET_WEBHOOK_PORT trainer $TRAINER_HEALTH_PORT/$TRAINER_WEBHOOK_PORT"
 
 # etcd: our embed wrapper prints this line once e.Server.ReadyNotify() fires.
 start etcd "$BIN/etcd" \
@@ -529,6 +538,12 @@ start training-operator env TMPDIR=/tmp MY_POD_NAMESPACE=kubeflow \
 	--webhook-server-port="$OPERATOR_WEBHOOK_PORT"
 wait_for "training-operator /readyz" http_ok "http://127.0.0.1:$OPERATOR_HEALTH_PORT" /readyz
 
+if [ "$JOBS" = 1 ]; then
+	# shellcheck source=jobs.sh
+	. "$here/jobs.sh"
+	jobs_up
+fi
+
 # ------------------------------------------------------------------- done
 write_env() {
 	cat >"$DIR/env.tmp" <<EOF
@@ -546,7 +561,14 @@ SERVICE_ACCOUNT_ISSUER=https://kubernetes.default.svc.cluster.local
 ETCD_URL=http://127.0.0.1:$ETCD_CLIENT_PORT
 TRAINING_OPERATOR_HEALTH=http://127.0.0.1:$OPERATOR_HEALTH_PORT
 PYTORCHJOB_CRD=$crd
+CLUSTER_JOBS=$JOBS
 EOF
+	if [ "$JOBS" = 1 ]; then
+		cat >>"$DIR/env.tmp" <<EOF
+JOBSET_HEALTH=http://127.0.0.1:$JOBSET_HEALTH_PORT
+TRAINER_HEALTH=http://127.0.0.1:$TRAINER_HEALTH_PORT
+EOF
+	fi
 	mv "$DIR/env.tmp" "$DIR/env"
 }
 write_env

@@ -1,7 +1,8 @@
 // Package realcluster drives rdma-webhook through a real control plane: an
 // embedded etcd, kube-apiserver and kube-controller-manager built from
-// k8s.io/kubernetes, and the Kubeflow training-operator v1, all on
-// 127.0.0.1 (test/cluster/up.sh). The webhook is installed from manifests/
+// k8s.io/kubernetes, the Kubeflow training-operator v1, and the JobSet,
+// Kubeflow Trainer v2 and mpi-operator controllers, all on 127.0.0.1
+// (test/cluster/up.sh with CLUSTER_JOBS=1). The webhook is installed from manifests/
 // with kubectl exactly as an admin installs it (install-webhook.sh) and runs
 // on the host with the Deployment's flags and its service account's token.
 //
@@ -116,7 +117,9 @@ func stopOnSignal() {
 }
 
 func startCluster() error {
-	if err := script("up.sh", nil, clusterDir); err != nil {
+	// CLUSTER_JOBS=1: JobSet, Kubeflow Trainer v2 and mpi-operator too, for
+	// jobkinds_test.go's TrainJobs, JobSets and MPIJobs.
+	if err := script("up.sh", []string{"CLUSTER_JOBS=1"}, clusterDir); err != nil {
 		return err
 	}
 	env, err := readEnv(filepath.Join(clusterDir, "env"))
