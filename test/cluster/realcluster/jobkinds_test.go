@@ -326,6 +326,7 @@ func TestMPIJobPods(t *testing.T) {
 	}
 	for _, p := range workers {
 		requireMutated(t, p, "tensorflow-benchmarks", want{profile: "roce-8card", hca: hca8})
+		requireNcclConf(t, p, "tensorflow-benchmarks")
 		if line := waitAdmissionLine(t, ns, logName(p)); line["result"] != "mutated" {
 			t.Errorf("%s: log line %v, want result mutated", p.Name, line)
 		}
@@ -842,5 +843,56 @@ func TestJobControllersWebhooks(t *testing.T) {
 	tj := strings.Replace(trainJobYAML("tj-bad", 1), "name: torch-distributed", "name: no-such-runtime", 1)
 	if _, errs, err := kubectl(tj, "apply", "-n", ns, "-f", "-"); err == nil || !strings.Contains(errs, "validator.trainjob.trainer.kubeflow.org") {
 		t.Errorf("a TrainJob on a runtime that does not exist: err %v, stderr %s; want Trainer's webhook's refusal", err, errs)
+	}
+}
+
+// requireNcclConf: the stored pod's container c reads /etc/nccl.conf (a
+// read-only subPath mount of the downwardAPI volume that projects an
+// rdma-webhook.io/nccl-conf annotation), and the file holds exactly the
+// container's NCCL_* environment: the ranks mpirun starts over ssh, which
+// inherit none of it, see the same settings.
+func requireNcclConf(t testing.TB, p *corev1.Pod, c string) {
+	t.Helper()
+	ct := container(t, p, c)
+	var mount *corev1.VolumeMount
+	for i := range ct.VolumeMounts {
+		if ct.VolumeMounts[i].MountPath == "/etc/nccl.conf" {
+			mount = &ct.VolumeMounts[i]
+		}
+	}
+	if mount == nil || !mount.ReadOnly || mount.SubPath == "" {
+		t.Errorf("%s/%s: no read-only subPath mount at /etc/nccl.conf: %s", p.Name, c, toJSON(t, ct.VolumeMounts))
+		return
+	}
+	var annotation string
+	for _, v := range p.Spec.Volumes {
+		if v.Name != mount.Name || v.DownwardAPI == nil {
+			continue
+		}
+		for _, it := range v.DownwardAPI.Items {
+			if it.Path == mount.SubPath && it.FieldRef != nil {
+				annotation = it.FieldRef.FieldPath
+			}
+		}
+	}
+	key := strings.TrimSuffix(strings.TrimPrefix(annotation, "metadata.annotations['"), "']")
+	if key == annotation || !strings.HasPrefix(key, "rdma-webhook.io/nccl-conf") {
+		t.Errorf("%s: volume %s does not project an rdma-webhook.io/nccl-conf annotation to %s (field %q)", p.Name, mount.Name, mount.SubPath, annotation)
+		return
+	}
+	file := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(p.Annotations[key]), "\n") {
+		if name, value, ok := strings.Cut(line, "="); ok {
+			file[name] = value
+		}
+	}
+	env := map[string]string{}
+	for _, e := range ct.Env {
+		if strings.HasPrefix(e.Name, "NCCL_") && e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	if len(env) == 0 || !reflect.DeepEqual(file, env) {
+		t.Errorf("%s/%s: annotation %s holds %v; the container's NCCL environment is %v", p.Name, c, key, file, env)
 	}
 }
