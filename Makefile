@@ -29,11 +29,16 @@ LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now -pthread
 # on every header.
 DEPFLAGS := -MMD -MP
 
-# `make VERSION=1.2.3` stamps that version (webhook/base/version.h has the
-# default). The stamp file changes only when the version does, so the objects
-# that include version.h are rebuilt then and only then.
-VERSION ?=
-VERSION_DEF := $(if $(VERSION),-DRDMA_WEBHOOK_VERSION='"$(VERSION)"')
+# The version's one source is the file VERSION; `make VERSION=1.2.3` stamps
+# another (the Dockerfile passes its VERSION build argument so). The stamp
+# file changes only when the version does, so the objects that include
+# webhook/base/version.h are rebuilt then and only then.
+VERSION ?= $(shell cat VERSION 2>/dev/null)
+$(if $(VERSION),,$(error the file VERSION is missing or empty: it holds the version, e.g. 0.1.0))
+# It becomes a C string, a metric's label and an image label: no quotes,
+# spaces or backslashes.
+$(if $(shell printf '%s\n' '$(VERSION)' | grep -Ex '[0-9A-Za-z][0-9A-Za-z.+~_-]*'),,$(error VERSION "$(VERSION)": use letters, digits and . + ~ _ - only))
+VERSION_DEF := -DRDMA_WEBHOOK_VERSION='"$(VERSION)"'
 VERSION_USERS := $(basename $(notdir $(shell grep -l '"base/version.h"' webhook/*/*.c)))
 
 # One folder per layer (webhook/README.md, "Layers"). Module names are unique
