@@ -421,3 +421,58 @@ func TestMonitoringRulesPromtool(t *testing.T) {
 	}
 	t.Logf("promtool on %d alerts, %d test files: %v", len(rules), len(files), time.Since(start).Round(time.Millisecond))
 }
+
+// TestMonitoringDashboardLoads: what Grafana needs of the dashboard to load
+// it the same on every install: a fixed uid and title, a data source
+// variable of type prometheus that every panel and target uses (no
+// data source uid of the author's Grafana), panel ids unique, and every
+// panel placed on the grid.
+func TestMonitoringDashboardLoads(t *testing.T) {
+	t.Parallel()
+	dash, _ := dashboardQueries(t, monitoringObjects(t))
+	if uid, _ := pathStr(dash, "uid"); uid != "rdma-webhook" {
+		t.Errorf("dashboard uid %q, want rdma-webhook (a fixed uid: links and re-imports find it)", uid)
+	}
+	if title, _ := pathStr(dash, "title"); title == "" {
+		t.Error("the dashboard has no title")
+	}
+	hasVar := false
+	for _, v := range pathArr(dash, "templating", "list") {
+		n, _ := pathStr(v, "name")
+		ty, _ := pathStr(v, "type")
+		q, _ := pathStr(v, "query")
+		hasVar = hasVar || (n == "datasource" && ty == "datasource" && q == "prometheus")
+	}
+	if !hasVar {
+		t.Error("the dashboard has no variable datasource of type datasource, query prometheus")
+	}
+	ids := map[float64]string{}
+	var walk func(panels []interface{})
+	walk = func(panels []interface{}) {
+		for _, p := range panels {
+			title, _ := pathStr(p, "title")
+			id, _ := path(p, "id").(float64)
+			if id == 0 || ids[id] != "" {
+				t.Errorf("panel %q: id %v missing or also %q's", title, path(p, "id"), ids[id])
+			}
+			ids[id] = title
+			for _, k := range []string{"h", "w", "x", "y"} {
+				if _, ok := path(p, "gridPos", k).(float64); !ok {
+					t.Errorf("panel %q: no gridPos.%s", title, k)
+				}
+			}
+			if ty, _ := pathStr(p, "type"); ty != "row" {
+				if uid, _ := pathStr(p, "datasource", "uid"); uid != "${datasource}" {
+					t.Errorf("panel %q: data source uid %q, want ${datasource}", title, uid)
+				}
+				for _, tg := range pathArr(p, "targets") {
+					if uid, _ := pathStr(tg, "datasource", "uid"); uid != "${datasource}" {
+						t.Errorf("panel %q: a target's data source uid %q, want ${datasource}", title, uid)
+					}
+				}
+			}
+			walk(pathArr(p, "panels"))
+		}
+	}
+	walk(pathArr(dash, "panels"))
+}
