@@ -5,9 +5,11 @@ package e2e
 // as an admin would: every query of the alerts and of the dashboard parses
 // as PromQL and reads only metrics that exist (the running binary's /metrics
 // for rdma_webhook_*, a short list for the apiserver's and
-// kube-state-metrics'); every alert has a runbook in docs/operations.md; and
+// kube-state-metrics'); every alert has a runbook in docs/operations.md;
 // promtool runs test/monitoring/'s tests on the rules as rendered, which
-// hold, for every alert, series that fire it and series that do not.
+// hold, for every alert, series that fire it and series that do not; the
+// ServiceMonitor scrapes the Service's metrics port as the job the rules
+// read; and the dashboard has what Grafana needs to load it anywhere.
 
 import (
 	"bytes"
@@ -475,4 +477,65 @@ func TestMonitoringDashboardLoads(t *testing.T) {
 		}
 	}
 	walk(pathArr(dash, "panels"))
+}
+
+// TestMonitoringServiceMonitorScrapesTheMetricsPort: the ServiceMonitor
+// selects the webhook's Service (labels and namespace), scrapes its port
+// named metrics (the container's metrics port, where /metrics is) over
+// plain HTTP, and leaves the job label at the Service's name, the job
+// `rdma-webhook` the alerts and the dashboard read. Every monitoring
+// object lives in the webhook's namespace with its name label.
+func TestMonitoringServiceMonitorScrapesTheMetricsPort(t *testing.T) {
+	t.Parallel()
+	objs := monitoringObjects(t)
+	sm := findObject(t, objs, "ServiceMonitor", webhookName)
+	svc := findObject(t, objs, "Service", webhookName)
+	svcLabels := stringMap(path(svc, "metadata", "labels"))
+	sel := stringMap(path(sm, "spec", "selector", "matchLabels"))
+	if len(sel) == 0 || path(sm, "spec", "selector", "matchExpressions") != nil {
+		t.Errorf("ServiceMonitor selector %v: expected matchLabels only", path(sm, "spec", "selector"))
+	}
+	for k, v := range sel {
+		if svcLabels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%s, which the Service's labels %v lack", k, v, svcLabels)
+		}
+	}
+	if got := stringsOf(path(sm, "spec", "namespaceSelector", "matchNames")); len(got) != 1 || got[0] != webhookNamespace {
+		t.Errorf("ServiceMonitor namespaceSelector.matchNames %v, want [%s]", got, webhookNamespace)
+	}
+	if jl, ok := pathStr(sm, "spec", "jobLabel"); ok {
+		t.Errorf("ServiceMonitor jobLabel %q: the rules read job=%q, the Service's name", jl, webhookName)
+	}
+	eps := pathArr(sm, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("ServiceMonitor: %d endpoints, want 1 (the metrics port)", len(eps))
+	}
+	port, _ := pathStr(eps[0], "port")
+	p, _ := pathStr(eps[0], "path")
+	scheme, _ := pathStr(eps[0], "scheme")
+	if port != "metrics" || p != "/metrics" || scheme != "http" {
+		t.Errorf("ServiceMonitor endpoint port %q path %q scheme %q, want metrics, /metrics, http", port, p, scheme)
+	}
+	found := false
+	for _, sp := range pathArr(svc, "spec", "ports") {
+		n, _ := pathStr(sp, "name")
+		tp, _ := pathStr(sp, "targetPort")
+		found = found || (n == port && tp == "metrics")
+	}
+	if !found {
+		t.Errorf("the Service has no port %q with targetPort metrics", port)
+	}
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap"} {
+		for _, o := range findObjects(objs, kind) {
+			if n, _ := pathStr(o, "metadata", "name"); kind == "ConfigMap" && n != dashboardConfigMap {
+				continue
+			}
+			if ns, _ := pathStr(o, "metadata", "namespace"); ns != webhookNamespace {
+				t.Errorf("%s: namespace %q, want %s", objKey(o), ns, webhookNamespace)
+			}
+			if l, _ := pathStr(o, "metadata", "labels", "app.kubernetes.io/name"); l != "rdma-webhook" {
+				t.Errorf("%s: no label app.kubernetes.io/name=rdma-webhook", objKey(o))
+			}
+		}
+	}
 }
