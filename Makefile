@@ -78,7 +78,7 @@ go_check = @need=$$(sed -n 's/^go[[:space:]]\{1,\}\([0-9][0-9.]*\).*/\1/p' $(1)/
 .PRECIOUS: build/%.o build-asan/%.o build-fuzz/%.o
 
 .PHONY: all build build-asan deps deps-test certs run test test-build unit-build unit-asan-build \
-        unit unit-asan e2e e2e-asan e2e-native fuzz-replay \
+        unit unit-asan e2e e2e-asan e2e-native fuzz-replay monitoring \
         validator valgrind fuzz fuzz-build format check-format clean bench go-check \
         cluster-bins cluster-up cluster-down realcluster realcluster-asan
 
@@ -169,6 +169,12 @@ E2E_NATIVE_TESTS := ^(TestCertificateReloadOnlyOnChange|TestYAMLAliasBombsRefuse
 
 e2e-native: build/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -run '$(E2E_NATIVE_TESTS)' .
+
+# The monitoring components' tests alone (test/e2e/monitoring_test.go:
+# promtool on the alerts, the queries against /metrics, the runbook); the
+# e2e steps run them too.
+monitoring: build/rdma-webhook validator go-check
+	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -run '^TestMonitoring' .
 
 e2e-asan: build-asan/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \
