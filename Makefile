@@ -29,11 +29,16 @@ LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now -pthread
 # on every header.
 DEPFLAGS := -MMD -MP
 
-# `make VERSION=1.2.3` stamps that version (webhook/base/version.h has the
-# default). The stamp file changes only when the version does, so the objects
-# that include version.h are rebuilt then and only then.
-VERSION ?=
-VERSION_DEF := $(if $(VERSION),-DRDMA_WEBHOOK_VERSION='"$(VERSION)"')
+# The version's one source is the file VERSION; `make VERSION=1.2.3` stamps
+# another (the Dockerfile passes its VERSION build argument so). The stamp
+# file changes only when the version does, so the objects that include
+# webhook/base/version.h are rebuilt then and only then.
+VERSION ?= $(shell cat VERSION 2>/dev/null)
+$(if $(VERSION),,$(error the file VERSION is missing or empty: it holds the version, e.g. 0.1.0))
+# It becomes a C string, a metric's label and an image label: no quotes,
+# spaces or backslashes.
+$(if $(shell printf '%s\n' '$(VERSION)' | grep -Ex '[0-9A-Za-z][0-9A-Za-z.+~_-]*'),,$(error VERSION "$(VERSION)": use letters, digits and . + ~ _ - only))
+VERSION_DEF := -DRDMA_WEBHOOK_VERSION='"$(VERSION)"'
 VERSION_USERS := $(basename $(notdir $(shell grep -l '"base/version.h"' webhook/*/*.c)))
 
 # One folder per layer (webhook/README.md, "Layers"). Module names are unique
@@ -73,7 +78,7 @@ go_check = @need=$$(sed -n 's/^go[[:space:]]\{1,\}\([0-9][0-9.]*\).*/\1/p' $(1)/
 .PRECIOUS: build/%.o build-asan/%.o build-fuzz/%.o
 
 .PHONY: all build build-asan deps deps-test certs run test test-build unit-build unit-asan-build \
-        unit unit-asan e2e e2e-asan e2e-native fuzz-replay \
+        unit unit-asan e2e e2e-asan e2e-native fuzz-replay monitoring \
         validator valgrind fuzz fuzz-build format check-format clean bench go-check \
         cluster-bins cluster-up cluster-down realcluster realcluster-asan
 
@@ -164,6 +169,12 @@ E2E_NATIVE_TESTS := ^(TestCertificateReloadOnlyOnChange|TestYAMLAliasBombsRefuse
 
 e2e-native: build/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -run '$(E2E_NATIVE_TESTS)' .
+
+# The monitoring components' tests alone (test/e2e/monitoring_test.go:
+# promtool on the alerts, the queries against /metrics, the runbook); the
+# e2e steps run them too.
+monitoring: build/rdma-webhook validator go-check
+	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -run '^TestMonitoring' .
 
 e2e-asan: build-asan/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -165,28 +164,5 @@ func TestCheckProfilesStrictJSON(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestVersionIsOneValue: webhook/base/version.h defines the version; --version
-// and the build_info metric both say it.
-func TestVersionIsOneValue(t *testing.T) {
-	t.Parallel()
-	src, err := os.ReadFile("../../webhook/base/version.h")
-	if err != nil {
-		t.Fatalf("the version's one definition: %v", err)
-	}
-	m := regexp.MustCompile(`#define RDMA_WEBHOOK_VERSION "([^"]+)"`).FindSubmatch(src)
-	if m == nil {
-		t.Fatalf("webhook/base/version.h defines no RDMA_WEBHOOK_VERSION")
-	}
-	want := string(m[1])
-	res := runBinary(t, nil, "--version")
-	if got := strings.TrimSpace(string(res.stdout)); got != "rdma-webhook "+want {
-		t.Errorf("--version: expected %q, got %q", "rdma-webhook "+want, got)
-	}
-	sample := fmt.Sprintf("rdma_webhook_build_info{version=%q}", want)
-	if v, ok := scrape(t)[sample]; !ok || v != 1 {
-		t.Errorf("/metrics: expected %s 1, got %v (present %v)", sample, v, ok)
 	}
 }
