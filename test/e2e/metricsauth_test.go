@@ -1,0 +1,212 @@
+package e2e
+
+// --metrics-auth kubernetes against the fake API (fakeapi_reviews_test.go):
+// the metrics port speaks TLS with the serving certificate; /metrics
+// answers 401 without a token or with one the TokenReview rejects, 403 to a
+// user the SubjectAccessReview denies, 200 to a reader, 503 when the API
+// fails (never open), and a decision is reused for a while (two API calls,
+// not two per scrape). /healthz and /readyz stay open for the probes. It is
+// the default whenever the webhook uses the API.
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	readerToken = "reader-token-1"
+	readerUser  = "system:serviceaccount:monitoring:prometheus"
+	otherToken  = "other-token-1"
+	otherUser   = "system:serviceaccount:default:nobody"
+)
+
+// startAuthedMetrics is a fake API with a reader and a non-reader, and a
+// serve on it with the default --metrics-auth (kubernetes, as the API is
+// used), plus extra flags.
+func startAuthedMetrics(t *testing.T, extra ...string) (*fakeAPI, *instance) {
+	t.Helper()
+	a := startFakeAPI(t)
+	a.addReviewToken(readerToken, fakeUser{Username: readerUser, UID: "u-1",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:monitoring", "system:authenticated"}})
+	a.addReviewToken(otherToken, fakeUser{Username: otherUser, Groups: []string{"system:authenticated"}})
+	a.allowMetrics(readerUser)
+	in := startInstance(t, profilesPath, append(a.apiFlags(), extra...)...)
+	return a, in
+}
+
+func (in *instance) metricsHTTPS(p string) string { return "https://" + in.metrics + p }
+
+// scrape is GET url with "Authorization: Bearer token" (none for "").
+func (in *instance) scrape(t *testing.T, url, token string) (int, http.Header, string) {
+	t.Helper()
+	req := newRequest(t, http.MethodGet, url, "", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := in.client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v%s", url, err, in.state())
+	}
+	return resp.StatusCode, resp.Header, string(readAll(resp))
+}
+
+func reviews(a *fakeAPI, from int) (tokenReviews, sars int) {
+	tokenReviews = a.count(from, func(r apiRequest) bool { return r.Kind == "create-tokenreview" })
+	sars = a.count(from, func(r apiRequest) bool { return r.Kind == "create-subjectaccessreview" })
+	return
+}
+
+func TestMetricsAuthDecidesByTheAPI(t *testing.T) {
+	a, in := startAuthedMetrics(t)
+	if !strings.Contains(tail(in.stderrPath), `"metrics_auth":"kubernetes"`) {
+		t.Errorf("the serving line should say metrics_auth kubernetes (the default with the API); stderr:\n%s", tail(in.stderrPath))
+	}
+	// Probes need no token, over the same TLS.
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, _, body := in.scrape(t, in.metricsHTTPS(p), ""); code != http.StatusOK {
+			t.Errorf("GET %s without a token: %d %q, want 200 (the kubelet's probes carry none)", p, code, body)
+		}
+	}
+	mark := a.requestMark()
+	code, h, body := in.scrape(t, in.metricsHTTPS("/metrics"), "")
+	if code != http.StatusUnauthorized || h.Get("WWW-Authenticate") != "Bearer" || !strings.Contains(body, "Bearer") {
+		t.Errorf("no token: %d %v %q, want 401 with WWW-Authenticate: Bearer", code, h, body)
+	}
+	if tr, sar := reviews(a, mark); tr+sar != 0 {
+		t.Errorf("no token should ask the API nothing; it made %d TokenReviews, %d SARs", tr, sar)
+	}
+	if code, _, body = in.scrape(t, in.metricsHTTPS("/metrics"), "made-up-token"); code != http.StatusUnauthorized {
+		t.Errorf("a token the TokenReview rejects: %d %q, want 401", code, body)
+	}
+	if code, _, body = in.scrape(t, in.metricsHTTPS("/metrics"), otherToken); code != http.StatusForbidden ||
+		!strings.Contains(body, "rdma-webhook-metrics-reader") {
+		t.Errorf("a user without get on /metrics: %d %q, want 403 naming the reader role", code, body)
+	}
+	if code, _, body = in.scrape(t, in.metricsHTTPS("/metrics"), readerToken); code != http.StatusOK ||
+		!strings.Contains(body, "rdma_webhook_") {
+		t.Errorf("a reader: %d %q, want 200 with the metrics", code, body)
+	}
+	// The SAR the webhook sent carried the reader's identity and the URL.
+	found := false
+	for _, r := range a.requests()[mark:] {
+		if r.Kind == "create-subjectaccessreview" && strings.Contains(string(r.Body), readerUser) {
+			found = true
+			for _, want := range []string{`"uid":"u-1"`, `"system:serviceaccounts:monitoring"`, `"path":"/metrics"`, `"verb":"get"`} {
+				if !strings.Contains(string(r.Body), want) {
+					t.Errorf("the SubjectAccessReview lacks %s: %s", want, r.Body)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no SubjectAccessReview for %s was sent", readerUser)
+	}
+}
+
+func TestMetricsAuthIsCached(t *testing.T) {
+	a, in := startAuthedMetrics(t)
+	mark := a.requestMark()
+	for i := 0; i < 3; i++ {
+		if code, _, body := in.scrape(t, in.metricsHTTPS("/metrics"), readerToken); code != http.StatusOK {
+			t.Fatalf("scrape %d: %d %q", i, code, body)
+		}
+		if code, _, _ := in.scrape(t, in.metricsHTTPS("/metrics"), otherToken); code != http.StatusForbidden {
+			t.Fatalf("denied scrape %d: %d", i, code)
+		}
+	}
+	if tr, sar := reviews(a, mark); tr != 2 || sar != 2 {
+		t.Errorf("3 scrapes each of two tokens within the cache's 10 s made %d TokenReviews and %d SARs, want 2 and 2", tr, sar)
+	}
+}
+
+func TestMetricsAuthAPIDownIs503(t *testing.T) {
+	a, in := startAuthedMetrics(t)
+	a.setFailure("/apis/authentication.k8s.io/", http.StatusInternalServerError)
+	if code, _, body := in.scrape(t, in.metricsHTTPS("/metrics"), readerToken); code != http.StatusServiceUnavailable {
+		t.Errorf("TokenReview failing: %d %q, want 503 (never open)", code, body)
+	}
+	a.setFailure("/apis/authentication.k8s.io/", 0)
+	a.setFailure("/apis/authorization.k8s.io/", http.StatusForbidden)
+	if code, _, body := in.scrape(t, in.metricsHTTPS("/metrics"), readerToken); code != http.StatusServiceUnavailable {
+		t.Errorf("SubjectAccessReview refused to the webhook: %d %q, want 503", code, body)
+	}
+	in.waitLog(t, 0, 5*time.Second, "the cannot-authorize warning", func(l obj) bool {
+		msg, _ := l["msg"].(string)
+		return strings.HasPrefix(msg, "cannot authorize a /metrics request")
+	})
+	// A 503 is not remembered: once the API answers, so does /metrics.
+	a.setFailure("/apis/authorization.k8s.io/", 0)
+	if code, _, body := in.scrape(t, in.metricsHTTPS("/metrics"), readerToken); code != http.StatusOK {
+		t.Errorf("API back: %d %q, want 200", code, body)
+	}
+	// And the API down entirely: still 503, not open.
+	a.stop()
+	if code, _, body := in.scrape(t, in.metricsHTTPS("/metrics"), "yet-another-token"); code != http.StatusServiceUnavailable {
+		t.Errorf("API down: %d %q, want 503", code, body)
+	}
+}
+
+func TestMetricsAuthPlainHTTPIsRefused(t *testing.T) {
+	_, in := startAuthedMetrics(t)
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + in.metrics + "/metrics")
+	if err == nil {
+		body := readAll(resp)
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP to the TLS metrics port got 200: %q", body)
+		}
+	}
+}
+
+func TestMetricsAuthNoneKeepsPlainHTTP(t *testing.T) {
+	a := startFakeAPI(t)
+	in := startInstance(t, profilesPath, append(a.apiFlags(), "--metrics-auth", "none")...)
+	if got := in.metric(t, "rdma_webhook_patch_operations_total"); got == "" {
+		t.Errorf("--metrics-auth none: no rdma_webhook_patch_operations_total over plain HTTP")
+	}
+	if n := a.count(0, func(r apiRequest) bool { return r.Kind == "create-tokenreview" }); n != 0 {
+		t.Errorf("--metrics-auth none made %d TokenReviews", n)
+	}
+}
+
+func TestMetricsAuthFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	if err := copyCerts(dir); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--profiles", profilesPath,
+		"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-private-key-file", filepath.Join(dir, "tls.key")}
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "KUBERNETES_SERVICE_") {
+			env = append(env, e)
+		}
+	}
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"bad mode", []string{"--metrics-auth", "open"}, []string{"--metrics-auth", "kubernetes or none"}},
+		{"with --no-kube-api", []string{"--metrics-auth", "kubernetes", "--no-kube-api"}, []string{"--no-kube-api", "--metrics-auth none"}},
+		{"no API", []string{"--metrics-auth", "kubernetes"}, []string{"--kube-api", "--metrics-auth none"}},
+	}
+	for _, c := range cases {
+		c := c
+		t.Run(c.name, func(t *testing.T) {
+			res, exited := runBinaryWithin(t, env, 5*time.Second, append(append([]string{}, base...), c.args...)...)
+			if !exited || (res.exitCode != 1 && res.exitCode != 2) {
+				t.Fatalf("want exit 1 or 2, got exited=%v %d; stderr:\n%s", exited, res.exitCode, res.stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(res.stderr), w) {
+					t.Errorf("the message should name %s:\n%s", w, res.stderr)
+				}
+			}
+		})
+	}
+}
