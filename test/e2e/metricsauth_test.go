@@ -90,6 +90,14 @@ func TestMetricsAuthDecidesByTheAPI(t *testing.T) {
 		!strings.Contains(body, "rdma_webhook_") {
 		t.Errorf("a reader: %d %q, want 200 with the metrics", code, body)
 	}
+	// Each verdict is counted, this very scrape among the allowed.
+	for _, want := range []string{`rdma_webhook_metrics_auth_total{result="allowed"} 1`,
+		`rdma_webhook_metrics_auth_total{result="no_token"} 1`, `rdma_webhook_metrics_auth_total{result="bad_token"} 1`,
+		`rdma_webhook_metrics_auth_total{result="forbidden"} 1`, `rdma_webhook_metrics_auth_total{result="unavailable"} 0`} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	// The SAR the webhook sent carried the reader's identity and the URL.
 	found := false
 	for _, r := range a.requests()[mark:] {

@@ -267,6 +267,8 @@ static void server_gauges(struct server *s, struct metrics_gauges *g)
     g->events.failed = st.failed;
     for (int v = CLIENTAUTH_NO_CERT; s->clientauth && v < CLIENTAUTH_VERDICTS; v++)
         g->client_auth_refused[v] = clientauth_refused(s->clientauth, (enum clientauth_verdict)v);
+    for (int v = 0; s->cfg.metrics_auth && v < METRICSAUTH_VERDICTS; v++)
+        g->metrics_auth[v] = metricsauth_count(s->cfg.metrics_auth, (enum metricsauth_verdict)v);
 }
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
