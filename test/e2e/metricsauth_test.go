@@ -218,3 +218,74 @@ func TestMetricsAuthFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsAuthSlowAPIKeepsProbes: checks waiting for a slow API hold a
+// thread each, at most two at once; a third new token is 503 at once, and
+// the probes and a cached token are answered meanwhile (the kubelet gives a
+// probe 1 s).
+func TestMetricsAuthSlowAPIKeepsProbes(t *testing.T) {
+	a, in := startAuthedMetrics(t)
+	if code, _, _ := in.scrape(t, in.metricsHTTPS("/metrics"), readerToken); code != http.StatusOK {
+		t.Fatalf("warming the cache: %d", code)
+	}
+	for _, tok := range []string{"slow-1", "slow-2", "slow-3"} {
+		a.addReviewToken(tok, fakeUser{Username: readerUser})
+	}
+	const delay = 1500 * time.Millisecond
+	a.setDelay("/apis/authentication.k8s.io/", delay)
+	codes := make(chan int, 2)
+	for _, tok := range []string{"slow-1", "slow-2"} {
+		tok := tok
+		go func() {
+			c := in.newClient(10 * time.Second)
+			defer c.CloseIdleConnections()
+			req, _ := http.NewRequest(http.MethodGet, in.metricsHTTPS("/metrics"), nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := c.Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			readAll(resp)
+			codes <- resp.StatusCode
+		}()
+	}
+	// Both are waiting for the fake once it has their TokenReviews.
+	mark := 0
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if n, _ := reviews(a, mark); n >= 3 { // the warm-up's and the two slow ones
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the two slow checks never reached the fake API")
+		}
+	}
+	fresh := func(what, url, token string, want int) {
+		c := in.newClient(5 * time.Second)
+		defer c.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		start := time.Now()
+		resp, err := c.Do(req)
+		took := time.Since(start)
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+			return
+		}
+		readAll(resp)
+		if resp.StatusCode != want || took > 700*time.Millisecond {
+			t.Errorf("%s while two checks wait for the API: %d after %v, want %d at once", what, resp.StatusCode, took, want)
+		}
+	}
+	fresh("/healthz", in.metricsHTTPS("/healthz"), "", http.StatusOK)
+	fresh("/readyz", in.metricsHTTPS("/readyz"), "", http.StatusOK)
+	fresh("a cached token", in.metricsHTTPS("/metrics"), readerToken, http.StatusOK)
+	fresh("a third new token", in.metricsHTTPS("/metrics"), "slow-3", http.StatusServiceUnavailable)
+	for i := 0; i < 2; i++ {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a slow check: %d, want 200 once the API answered", code)
+		}
+	}
+}

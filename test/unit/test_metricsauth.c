@@ -31,6 +31,12 @@ struct fake {
 
 static struct fake fake;
 static long long fake_now_ns;
+/* For the concurrency bound: a TokenReview of a "nest-" token checks the
+ * next one from inside the call, as another thread would meanwhile. */
+static struct metricsauth *nest_ma;
+static enum metricsauth_verdict nest_verdicts[4];
+static const char *nest_why;
+static int nest_depth;
 
 static long long fake_clock(void)
 {
@@ -47,13 +53,21 @@ static int fake_tokenreview(const struct kubeapi_request *req, struct dynbuf *re
     char body[512];
 
     assert_non_null(tok);
+    if (strncmp(tok, "nest-", 5) == 0 && nest_depth < 3) {
+        char next[32];
+
+        snprintf(next, sizeof(next), "Bearer nest-%d", nest_depth + 1);
+        nest_depth++;
+        nest_verdicts[nest_depth] = metricsauth_check(nest_ma, next, &nest_why);
+    }
     if (fake.tr_body)
         snprintf(body, sizeof(body), "%s", fake.tr_body);
-    else if (strncmp(tok, "reader-", 7) == 0 || strncmp(tok, "other-", 6) == 0)
+    else if (strncmp(tok, "reader-", 7) == 0 || strncmp(tok, "other-", 6) == 0 ||
+             strncmp(tok, "nest-", 5) == 0)
         snprintf(body, sizeof(body),
                  "{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"%s\",\"uid\":\"u1\","
                  "\"groups\":[\"g1\",\"g\\\"2\"],\"extra\":{\"scopes\":[\"a\",\"b\"]}}}}",
-                 tok[0] == 'r' ? "reader" : "other");
+                 tok[0] == 'o' ? "other" : "reader");
     else
         snprintf(body, sizeof(body), "{\"status\":{\"error\":\"invalid token\"}}");
     cJSON_Delete(doc);
@@ -378,6 +392,31 @@ TEST(test_full_cache_evicts_the_oldest)
     metricsauth_stop(&ma);
 }
 
+/* At most METRICSAUTH_CONCURRENT_MAX checks ask the API at once; one more
+ * is 503 at once, without a call, and is not remembered. */
+TEST(test_concurrent_checks_are_bounded)
+{
+    struct metricsauth *ma = new_auth(10000);
+
+    nest_ma = ma;
+    nest_depth = 0;
+    nest_why = NULL;
+    assert_int_equal(metricsauth_check(ma, "Bearer nest-0", NULL), METRICSAUTH_ALLOWED);
+    /* nest-0 and nest-1 were asking; nest-2 was refused, so never called. */
+    assert_int_equal(nest_verdicts[1], METRICSAUTH_ALLOWED);
+    assert_int_equal(nest_verdicts[2], METRICSAUTH_UNAVAILABLE);
+    assert_non_null(nest_why);
+    assert_contains(nest_why, "busy");
+    assert_int_equal(nest_depth, 2);
+    assert_int_equal(fake.tokenreviews, 2);
+    /* With nobody asking, nest-2 is asked. */
+    nest_depth = 3;
+    assert_int_equal(metricsauth_check(ma, "Bearer nest-2", NULL), METRICSAUTH_ALLOWED);
+    assert_int_equal(fake.tokenreviews, 3);
+    nest_ma = NULL;
+    metricsauth_stop(&ma);
+}
+
 TEST(test_init_needs_a_call)
 {
     struct metricsauth_config cfg = {0};
@@ -403,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_cache_holds_for_the_ttl),
         cmocka_unit_test(test_no_ttl_caches_nothing),
         cmocka_unit_test(test_full_cache_evicts_the_oldest),
+        cmocka_unit_test(test_concurrent_checks_are_bounded),
         cmocka_unit_test(test_init_needs_a_call),
     };
 

@@ -32,6 +32,7 @@ struct metricsauth {
     struct metricsauth_entry cache[METRICSAUTH_CACHE_MAX];
     atomic_ullong counts[METRICSAUTH_VERDICTS];
     atomic_ullong api_calls;
+    atomic_int asking; /* checks waiting for the API now */
 };
 
 static long long metricsauth_now(const struct metricsauth *ma)
@@ -353,7 +354,14 @@ static enum metricsauth_verdict metricsauth_decide(struct metricsauth *ma,
     v = ma->cfg.ttl_ms > 0 ? metricsauth_cached(ma, hash, now) : METRICSAUTH_VERDICTS;
     if (v != METRICSAUTH_VERDICTS)
         return v;
+    if (atomic_fetch_add(&ma->asking, 1) >= METRICSAUTH_CONCURRENT_MAX) {
+        atomic_fetch_sub(&ma->asking, 1);
+        reason = "busy: two checks already wait for the API";
+        v = METRICSAUTH_UNAVAILABLE;
+        goto out;
+    }
     v = metricsauth_ask(ma, tok, len, &reason);
+    atomic_fetch_sub(&ma->asking, 1);
     /* An unavailable API is asked again next time: it may be back. */
     if (v != METRICSAUTH_UNAVAILABLE && ma->cfg.ttl_ms > 0)
         metricsauth_keep(ma, hash, v, now);

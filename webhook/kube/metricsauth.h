@@ -21,7 +21,9 @@
  *
  * The API call and the clock are injectable (metricsauth_config), so the
  * unit tests use a fake API and a fake clock. Checks may run on several
- * threads: the cache has a lock, held for no API call.
+ * threads: the cache has a lock, held for no API call, and at most
+ * METRICSAUTH_CONCURRENT_MAX checks ask the API at once (another is
+ * METRICSAUTH_UNAVAILABLE, "busy", at once).
  *
  * Errors (err.h): metricsauth_init as an object's init; metricsauth_check
  * is a verdict. Lifecycle: an object (webhook/README.md).
@@ -46,6 +48,10 @@
 /* Groups, and extra values in all, a user may have for the review. */
 #define METRICSAUTH_GROUPS_MAX 256
 #define METRICSAUTH_EXTRA_MAX  256
+/* Checks waiting for the API at once; one more is METRICSAUTH_UNAVAILABLE at
+ * once: tokens no cache holds (a scraper misconfigured, or someone trying
+ * tokens) must not take every thread of the port the probes use. */
+#define METRICSAUTH_CONCURRENT_MAX 2
 /* serve's defaults: each API call, and how long a decision is kept. */
 #define METRICSAUTH_DEFAULT_TIMEOUT_MS 2000
 #define METRICSAUTH_DEFAULT_TTL_MS     10000

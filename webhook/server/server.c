@@ -56,6 +56,15 @@
  * and oldObject, each with at most 1 MiB of data (the apiserver's limit),
  * JSON-escaped. Anything larger is no edit the apiserver can store. */
 #define SERVER_PROFILES_BODY_MAX ((size_t)4 << 20)
+/* With --metrics-auth the metrics port runs a thread per connection: a
+ * check waiting for the API (at most METRICSAUTH_CONCURRENT_MAX at once)
+ * holds only its own connection's thread, and the kubelet's probes and
+ * cached scrapes go on (one event loop would make them wait behind it, and
+ * a pool's thread accepts connections in bursts, some of which would wait
+ * behind the check too). The threads are bounded by this many connections
+ * (at the limit the one waiting longest gives way, connguard.h): scrapers
+ * and probes keep a handful open. */
+#define SERVER_METRICS_AUTH_CONNS 64u
 /* A /metrics the API could not authorize (503) is logged at most this often:
  * Prometheus retries every scrape, and the line says all there is to say. */
 #define SERVER_METRICS_AUTH_LOG_NS (60LL * 1000000000LL)
@@ -1091,6 +1100,9 @@ static int server_daemon(struct server *s, struct server_listener *ls,
     ls->conns = connguard_add_list(s->guard, conn_limit);
     if (!ls->conns)
         return -1;
+    if (!webhook && s->cfg.metrics_auth)
+        flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+                MHD_USE_ERROR_LOG;
     if (addr->ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (tls)
@@ -1200,12 +1212,15 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
 {
     struct sockaddr_storage addr;
     unsigned addrlen;
+    unsigned limit = s->cfg.metrics_auth && s->cfg.conn_limit > SERVER_METRICS_AUTH_CONNS
+                         ? SERVER_METRICS_AUTH_CONNS
+                         : s->cfg.conn_limit;
 
     if (server_parse_listen(s->cfg.metrics_listen, &addr, &addrlen, err, errlen))
         return ERR_FAIL;
     /* With --metrics-auth, the metrics port speaks TLS with the serving
      * pair: a bearer token must not cross the network in the clear. */
-    if (server_daemon(s, &s->plain, &addr, 0, s->cfg.metrics_auth != NULL, 0, s->cfg.conn_limit))
+    if (server_daemon(s, &s->plain, &addr, 0, s->cfg.metrics_auth != NULL, 0, limit))
         return err_set(err, errlen, ERR_FAIL, "cannot listen on %s (in use, or no permission?)",
                        s->cfg.metrics_listen);
     return ERR_OK;

@@ -8,14 +8,15 @@
  * (reloaded with it, never asking for a client certificate), and /metrics
  * answers only a caller the API authorizes (metricsauth.h: 401 without or
  * with a bad token, 403 without get on the non-resource URL /metrics, 503
- * when the API cannot say; the check blocks the port's one thread for at
- * most its API calls' timeouts); /healthz and /readyz stay open there, for
- * the kubelet's probes. Without it the port is plain HTTP and open.
+ * when the API cannot say); /healthz and /readyz stay open there, for the
+ * kubelet's probes. The port then runs a thread per connection (at most 64
+ * connections), so a check that waits for the API (at most two at once)
+ * holds only its own, and the probes are answered while the API is slow.
+ * Without it the port is plain HTTP and open, on one thread.
  *
  * HTTPS runs one epoll thread per configured thread, each a libmicrohttpd
  * daemon with its own listening socket on the same port (SO_REUSEPORT), so
- * the kernel spreads new connections over the threads; the metrics port has
- * one thread. Both use keep-alive and a connection
+ * the kernel spreads new connections over the threads. Both use keep-alive and a connection
  * timeout. Request bodies grow with the bytes received, capped at max_body
  * and charged to one budget for the server (bodybuf); the profiles snapshot
  * is acquired once per admission. Nothing a client sends is fatal: every bad
