@@ -319,21 +319,25 @@ TEST(test_api_failures_are_503_and_not_cached)
     fake.tr_status = 0;
     assert_int_equal(metricsauth_check(ma, "Bearer reader-1", &why), METRICSAUTH_UNAVAILABLE);
     assert_non_null(why);
-    assert_contains(why, "tokenreviews");
+    assert_contains(why, "TokenReview failed");
     fake.tr_status = 403;
     assert_int_equal(metricsauth_check(ma, "Bearer reader-1", &why), METRICSAUTH_UNAVAILABLE);
+    assert_contains(why, "create on authentication.k8s.io tokenreviews");
     fake.tr_status = 201;
     fake.sar_status = 500;
     why = NULL;
     assert_int_equal(metricsauth_check(ma, "Bearer reader-1", &why), METRICSAUTH_UNAVAILABLE);
-    assert_contains(why, "subjectaccessreviews");
+    assert_contains(why, "SubjectAccessReview failed");
+    fake.sar_status = 403;
+    assert_int_equal(metricsauth_check(ma, "Bearer reader-1", &why), METRICSAUTH_UNAVAILABLE);
+    assert_contains(why, "create on authorization.k8s.io subjectaccessreviews");
     fake.sar_status = 201;
     fake.sar_body = "{\"status\":7}";
     assert_int_equal(metricsauth_check(ma, "Bearer reader-1", &why), METRICSAUTH_UNAVAILABLE);
     fake.sar_body = NULL;
     /* Nothing of the above was kept: the API is asked again, and answers. */
     assert_int_equal(metricsauth_check(ma, "Bearer reader-1", &why), METRICSAUTH_ALLOWED);
-    assert_int_equal(fake.tokenreviews, 5);
+    assert_int_equal(fake.tokenreviews, 6);
     metricsauth_stop(&ma);
 }
 

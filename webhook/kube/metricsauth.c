@@ -212,10 +212,26 @@ enum metricsauth_verdict metricsauth_read_sar(const char *body, size_t len)
 
 /* ---- the API ----------------------------------------------------------- */
 
+/* What to tell the admin when a review's POST fails: refused (401, 403: the
+ * webhook's own token or RBAC) or failed (anything else). */
+struct metricsauth_reasons {
+    const char *refused, *failed;
+};
+
+static const struct metricsauth_reasons metricsauth_tokenreview_reasons = {
+    "TokenReview refused (401/403): the webhook's ClusterRole needs create on "
+    "authentication.k8s.io tokenreviews (manifests/rbac.yaml)",
+    "TokenReview failed: the API did not answer (timeout, transport, or a 5xx)"};
+static const struct metricsauth_reasons metricsauth_sar_reasons = {
+    "SubjectAccessReview refused (401/403): the webhook's ClusterRole needs create on "
+    "authorization.k8s.io subjectaccessreviews (manifests/rbac.yaml)",
+    "SubjectAccessReview failed: the API did not answer (timeout, transport, or a 5xx)"};
+
 /* One POST; ERR_OK with the answer in resp when the API created the review
  * (201, or 200). */
 static int metricsauth_post(struct metricsauth *ma, const char *path, const struct dynbuf *body,
-                            struct dynbuf *resp, const char **why, const char *failed)
+                            struct dynbuf *resp, const char **why,
+                            const struct metricsauth_reasons *reasons)
 {
     const struct kubeapi_request req = {.method = "POST",
                                         .path = path,
@@ -227,10 +243,11 @@ static int metricsauth_post(struct metricsauth *ma, const char *path, const stru
 
     atomic_fetch_add(&ma->api_calls, 1);
     dynbuf_reset(resp);
-    if (ma->cfg.call(ma->cfg.call_ctx, &req, resp, &status, err, sizeof(err)) == ERR_OK &&
-        (status == 200 || status == 201))
+    if (ma->cfg.call(ma->cfg.call_ctx, &req, resp, &status, err, sizeof(err)) != ERR_OK)
+        status = 0;
+    if (status == 200 || status == 201)
         return ERR_OK;
-    *why = failed;
+    *why = status == 401 || status == 403 ? reasons->refused : reasons->failed;
     return ERR_FAIL;
 }
 
@@ -258,8 +275,7 @@ static enum metricsauth_verdict metricsauth_ask(struct metricsauth *ma, const ch
     *why = "out of memory";
     if (metricsauth_tokenreview_body(tok, len, &body) != ERR_OK ||
         metricsauth_post(ma, METRICSAUTH_TOKENREVIEW_PATH, &body, &resp, why,
-                         "TokenReview failed (does the webhook's ClusterRole grant create on "
-                         "tokenreviews?)") != ERR_OK)
+                         &metricsauth_tokenreview_reasons) != ERR_OK)
         goto cleanup;
     dynbuf_reset(&body);
     v = metricsauth_read_tokenreview(dynbuf_ptr(&resp), dynbuf_len(&resp), ma->cfg.path, &body);
@@ -268,9 +284,8 @@ static enum metricsauth_verdict metricsauth_ask(struct metricsauth *ma, const ch
     if (v != METRICSAUTH_ALLOWED)
         goto cleanup;
     v = METRICSAUTH_UNAVAILABLE;
-    if (metricsauth_post(ma, METRICSAUTH_SAR_PATH, &body, &resp, why,
-                         "SubjectAccessReview failed (does the webhook's ClusterRole grant create "
-                         "on subjectaccessreviews?)") != ERR_OK)
+    if (metricsauth_post(ma, METRICSAUTH_SAR_PATH, &body, &resp, why, &metricsauth_sar_reasons) !=
+        ERR_OK)
         goto cleanup;
     v = metricsauth_read_sar(dynbuf_ptr(&resp), dynbuf_len(&resp));
     if (v == METRICSAUTH_UNAVAILABLE)
