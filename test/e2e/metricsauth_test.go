@@ -289,3 +289,33 @@ func TestMetricsAuthSlowAPIKeepsProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAuthPortFollowsCertRotation: the metrics port presents the
+// serving pair, and a rotated pair (the files rewritten, as cert-manager
+// renews a Secret) is what new handshakes get there too.
+func TestMetricsAuthPortFollowsCertRotation(t *testing.T) {
+	gens, roots := certGenerations(t, 2)
+	crt, key := liveCopyOf(t, gens[0])
+	a := startFakeAPI(t)
+	in := startOwn(t, instanceOptions{profiles: profilesPath, roots: roots,
+		args: append(a.apiFlags(), "--reload-interval-ms", "100", "--tls-cert-file", crt, "--tls-private-key-file", key)})
+	first, second := certSerial(t, filepath.Join(gens[0], "tls.crt")), certSerial(t, filepath.Join(gens[1], "tls.crt"))
+	if got := servedSerial(t, in.metrics); got != first {
+		t.Fatalf("the metrics port presents serial %q, want the serving certificate's %q", got, first)
+	}
+	for _, f := range []string{"tls.key", "tls.crt"} {
+		tmp := filepath.Join(filepath.Dir(crt), "."+f)
+		copyFile(t, filepath.Join(gens[1], f), tmp)
+		if err := os.Rename(tmp, filepath.Join(filepath.Dir(crt), f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); servedSerial(t, in.metrics) != second; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics port still presents %q 10 s after the rotation, want %q", servedSerial(t, in.metrics), second)
+		}
+	}
+	if got := servedSerial(t, in.addr); got != second {
+		t.Errorf("the HTTPS port presents %q after the rotation, want %q", got, second)
+	}
+}
