@@ -18,6 +18,10 @@ package e2e
 //	PUT /api/v1/namespaces/NS/configmaps/NAME                            update-configmap
 //	POST /apis/events.k8s.io/v1/namespaces/NS/events                     create-event
 //	PATCH /apis/events.k8s.io/v1/namespaces/NS/events/NAME (merge patch) patch-event
+//	POST /apis/authentication.k8s.io/v1/tokenreviews                     create-tokenreview
+//	POST /apis/authorization.k8s.io/v1/subjectaccessreviews              create-subjectaccessreview
+//
+// (the reviews: fakeapi_reviews_test.go)
 //
 // A ConfigMap's create is refused 409 AlreadyExists when the name is
 // taken; an update 404 when there is none, and 409 Conflict when its
