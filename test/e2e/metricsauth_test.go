@@ -93,7 +93,9 @@ func TestMetricsAuthDecidesByTheAPI(t *testing.T) {
 	// Each verdict is counted, this very scrape among the allowed.
 	for _, want := range []string{`rdma_webhook_metrics_auth_total{result="allowed"} 1`,
 		`rdma_webhook_metrics_auth_total{result="no_token"} 1`, `rdma_webhook_metrics_auth_total{result="bad_token"} 1`,
-		`rdma_webhook_metrics_auth_total{result="forbidden"} 1`, `rdma_webhook_metrics_auth_total{result="unavailable"} 0`} {
+		`rdma_webhook_metrics_auth_total{result="forbidden"} 1`, `rdma_webhook_metrics_auth_total{result="unavailable"} 0`,
+		`rdma_webhook_http_errors_total{code="401"} 2`, `rdma_webhook_http_errors_total{code="403"} 1`,
+		`rdma_webhook_http_errors_total{code="500"} 0`} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}

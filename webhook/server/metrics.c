@@ -15,7 +15,8 @@ _Static_assert(LOOKUPS_REASONS <= METRICS_LOOKUP_REASONS_MAX, "raise METRICS_LOO
 _Static_assert(CLIENTAUTH_VERDICTS <= METRICS_CLIENT_AUTH_MAX, "raise METRICS_CLIENT_AUTH_MAX");
 _Static_assert(METRICSAUTH_VERDICTS <= METRICS_METRICS_AUTH_MAX, "raise METRICS_METRICS_AUTH_MAX");
 
-static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
+static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 401, 403, 404, 405,
+                                                                413, 415, 503, 500};
 
 /* Upper bounds in nanoseconds: an admission is expected in well under a
  * millisecond, and the apiserver gives up at the webhook's timeout. */

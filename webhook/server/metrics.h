@@ -20,6 +20,8 @@
 
 enum metrics_http {
     METRICS_400,
+    METRICS_401, /* /metrics without a token the API authenticates (--metrics-auth) */
+    METRICS_403, /* /metrics for a user the API does not allow */
     METRICS_404,
     METRICS_405,
     METRICS_413,
