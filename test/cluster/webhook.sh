@@ -103,9 +103,13 @@ start() {
     setsid "$bin" "$@" >>"$log" 2>&1 </dev/null &
     echo $! >"$pidfile"
 
-    # Ready once the profiles came through the API: /readyz is 200 then.
+    # Ready once the profiles came through the API: /readyz is 200 then,
+    # over HTTPS with the serving certificate (--metrics-auth kubernetes, the
+    # default with the API) or plain HTTP (--metrics-auth none).
     i=0
-    until curl -fsS -o /dev/null "http://127.0.0.1:$mport/readyz" 2>/dev/null; do
+    until curl -fsS --cacert "$dir/certs/ca.crt" --resolve "localhost:$mport:127.0.0.1" \
+        -o /dev/null "https://localhost:$mport/readyz" 2>/dev/null ||
+        curl -fsS -o /dev/null "http://127.0.0.1:$mport/readyz" 2>/dev/null; do
         running || { tail -20 "$log" >&2; die "the webhook exited at start (log: $log)"; }
         [ $i -lt 300 ] || { tail -20 "$log" >&2; stop; die "the webhook was not ready within 30 s"; }
         sleep 0.1

@@ -18,6 +18,10 @@ package e2e
 //	PUT /api/v1/namespaces/NS/configmaps/NAME                            update-configmap
 //	POST /apis/events.k8s.io/v1/namespaces/NS/events                     create-event
 //	PATCH /apis/events.k8s.io/v1/namespaces/NS/events/NAME (merge patch) patch-event
+//	POST /apis/authentication.k8s.io/v1/tokenreviews                     create-tokenreview
+//	POST /apis/authorization.k8s.io/v1/subjectaccessreviews              create-subjectaccessreview
+//
+// (the reviews: fakeapi_reviews_test.go)
 //
 // A ConfigMap's create is refused 409 AlreadyExists when the name is
 // taken; an update 404 when there is none, and 409 Conflict when its
@@ -156,6 +160,9 @@ type fakeAPI struct {
 	writeFailure   int                      // answer every ConfigMap create/update with this
 	raceWrites     int                      // the next N ConfigMap writes lose a race (see raceNextWrites)
 	http2          bool
+	// TokenReview and SubjectAccessReview (fakeapi_reviews_test.go).
+	reviewUsers    map[string]fakeUser // bearer token -> the user a TokenReview vouches for
+	metricsReaders map[string]bool     // usernames allowed get on /metrics
 }
 
 // startFakeAPI serves on a fresh loopback port with a certificate from
@@ -207,8 +214,17 @@ func withHTTP2(a *fakeAPI) { a.http2 = true }
 
 func (a *fakeAPI) url() string { return "https://" + a.addr }
 
-// kubeFlags are the serve flags that point the webhook at this fake.
+// kubeFlags are the serve flags that point the webhook at this fake, with
+// --metrics-auth none: the suites that use them read /metrics over plain
+// HTTP for what they test (lookups, Events, the last good copy), and the
+// access to /metrics itself is metricsauth_test.go's (which takes
+// apiFlags, the default's --metrics-auth kubernetes).
 func (a *fakeAPI) kubeFlags() []string {
+	return append(a.apiFlags(), "--metrics-auth", "none")
+}
+
+// apiFlags point the webhook at this fake and nothing else.
+func (a *fakeAPI) apiFlags() []string {
 	return []string{"--kube-api", a.url(), "--kube-ca", a.caFile, "--kube-token-file", a.tokenFile}
 }
 
@@ -851,6 +867,10 @@ func requestKind(r *http.Request) string {
 	events := len(parts) >= 6 && parts[0] == "apis" && parts[1] == "events.k8s.io" && parts[2] == "v1" &&
 		parts[3] == "namespaces" && parts[5] == "events"
 	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/apis/authentication.k8s.io/v1/tokenreviews":
+		return "create-tokenreview"
+	case r.Method == http.MethodPost && r.URL.Path == "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+		return "create-subjectaccessreview"
 	case events && len(parts) == 6 && r.Method == http.MethodPost:
 		return "create-event"
 	case events && len(parts) == 7 && r.Method == http.MethodPatch:
@@ -933,6 +953,12 @@ func (a *fakeAPI) handle(rw http.ResponseWriter, r *http.Request) {
 		return
 	case "update-configmap":
 		a.writeConfigMap(w, rec, parts[3], parts[5])
+		return
+	case "create-tokenreview":
+		a.tokenReview(w, rec)
+		return
+	case "create-subjectaccessreview":
+		a.subjectAccessReview(w, rec)
 		return
 	}
 	if r.Method != http.MethodGet {

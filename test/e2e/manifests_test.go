@@ -37,7 +37,7 @@ var wantServeArgs = []string{
 
 // The kinds `kubectl apply -k manifests/` must install, with how many of each.
 var wantBaseKinds = map[string]int{
-	"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ClusterRole": 1,
+	"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ClusterRole": 2,
 	"ClusterRoleBinding": 1, "ConfigMap": 1, "Service": 1, "Deployment": 1,
 	"PodDisruptionBudget": 1, "NetworkPolicy": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
 }
@@ -328,12 +328,13 @@ func checkProbes(t *testing.T, c obj, ports map[string]int64) {
 		if got, _ := pathStr(p, "httpGet", "path"); got != want {
 			t.Errorf("%s: path %q, expected %q", probe, got, want)
 		}
-		// The plain metrics port: probes need no TLS.
+		// The metrics port, HTTPS (--metrics-auth kubernetes, the default
+		// in a cluster); the probes' paths need no token there.
 		if port := probePort(p, ports); port != 9090 {
 			t.Errorf("%s: port %d, expected the metrics port 9090", probe, port)
 		}
-		if s, _ := pathStr(p, "httpGet", "scheme"); s != "" && s != "HTTP" {
-			t.Errorf("%s: scheme %s, expected HTTP", probe, s)
+		if s, _ := pathStr(p, "httpGet", "scheme"); s != "HTTPS" {
+			t.Errorf("%s: scheme %q, expected HTTPS (the metrics port speaks TLS)", probe, s)
 		}
 	}
 }
@@ -619,11 +620,17 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				// in the Role, the last good copy of the profiles (checked
 				// below).
 				events := sameStrings(r.groups, []string{"events.k8s.io"}) && sameStrings(r.resources, []string{"events"})
+				// And the reviews behind --metrics-auth: create, which
+				// stores nothing.
+				review := kind == "ClusterRole" && len(r.resources) == 1 &&
+					((sameStrings(r.groups, []string{"authentication.k8s.io"}) && r.resources[0] == "tokenreviews") ||
+						(sameStrings(r.groups, []string{"authorization.k8s.io"}) && r.resources[0] == "subjectaccessreviews"))
 				copyRule := kind == "Role" && sameStrings(r.resources, []string{"configmaps"}) &&
 					(sameStrings(r.names, []string{lastGoodCMName}) || len(r.names) == 0)
 				for _, v := range r.verbs {
 					if v != "get" && v != "list" && v != "watch" && !(events && (v == "create" || v == "patch")) &&
-						!(copyRule && (v == "update" || (v == "create" && len(r.names) == 0))) {
+						!(copyRule && (v == "update" || (v == "create" && len(r.names) == 0))) &&
+						!(review && v == "create") {
 						t.Errorf("%s: write verb %q in %+v", objKey(o), v, r)
 					}
 				}
@@ -651,12 +658,13 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		t.Errorf("Role: expected get/list/watch of configmaps by one resourceName, get/update of %s, create of "+
 			"configmaps, and get of deployment %s; got %+v", lastGoodCMName, webhookName, rs)
 	}
-	cr := findObject(t, objs, "ClusterRole", "")
+	cr := findObject(t, objs, "ClusterRole", webhookName)
 	// The JobSet a pod names and the TrainJob controlling it (issue 24's
 	// jobset_owner lookup): get only, like the other lookups.
 	want := map[string][]string{"/nodes": {"get"}, "/namespaces": {"get"}, "/configmaps": {"get"},
 		"jobset.x-k8s.io/jobsets": {"get"}, "trainer.kubeflow.org/trainjobs": {"get"},
-		"events.k8s.io/events": {"create", "patch"}}
+		"events.k8s.io/events": {"create", "patch"},
+		"authentication.k8s.io/tokenreviews": {"create"}, "authorization.k8s.io/subjectaccessreviews": {"create"}}
 	got := map[string][]string{}
 	for _, r := range rulesOf(cr) {
 		if len(r.names) != 0 {
@@ -671,10 +679,18 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	if !jsonEqual(normalize(want), normalize(got)) {
 		t.Errorf("ClusterRole: grants %v, expected %v", got, want)
 	}
-	// Each role is bound to the webhook's ServiceAccount.
-	for _, pair := range [][2]string{{"RoleBinding", "Role"}, {"ClusterRoleBinding", "ClusterRole"}} {
+	// The metrics reader, for a Prometheus to bind: get on /metrics, a
+	// non-resource URL, and nothing else; nothing in the manifests binds it.
+	reader := findObject(t, objs, "ClusterRole", "rdma-webhook-metrics-reader")
+	if rs := pathArr(reader, "rules"); len(rs) != 1 || !sameStrings(stringsOf(path(rs[0], "nonResourceURLs")), []string{"/metrics"}) ||
+		!sameStrings(stringsOf(path(rs[0], "verbs")), []string{"get"}) || path(rs[0], "resources") != nil ||
+		path(rs[0], "apiGroups") != nil {
+		t.Errorf("ClusterRole rdma-webhook-metrics-reader: expected only get on nonResourceURLs [/metrics], got %s", compact(rs))
+	}
+	// Each role of the webhook is bound to its ServiceAccount.
+	for _, pair := range [][3]string{{"RoleBinding", "Role", ""}, {"ClusterRoleBinding", "ClusterRole", webhookName}} {
 		b := findObject(t, objs, pair[0], "")
-		roleName, _ := pathStr(findObject(t, objs, pair[1], ""), "metadata", "name")
+		roleName, _ := pathStr(findObject(t, objs, pair[1], pair[2]), "metadata", "name")
 		if k, _ := pathStr(b, "roleRef", "kind"); k != pair[1] {
 			t.Errorf("%s: roleRef kind %q, expected %s", objKey(b), k, pair[1])
 		}

@@ -9,6 +9,7 @@
 #include "kube/lastgood.h"
 #include "host/logq.h"
 #include "kube/lookups.h"
+#include "kube/metricsauth.h"
 #include "host/podsecconf.h"
 #include "host/reloader.h"
 #include "server/server.h"
@@ -58,6 +59,7 @@ struct cmd_serve_app {
     char fix[600];       /* what the stale signal tells the admin to fix */
     struct kubeapi *api; /* NULL: no API */
     struct lookups *lookups;
+    struct metricsauth *metrics_auth;     /* --metrics-auth kubernetes; NULL: /metrics is open */
     struct events *events;                /* NULL: no API, or the queue could not be made */
     struct reloader *reloader;            /* SIGHUP's reloads; NULL: on the main thread */
     const char *profiles_path;            /* NULL with a ConfigMap */
@@ -163,6 +165,27 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
     if (lookups_init(&app->lookups, &app->log, &lc, err, errlen) != ERR_OK)
         return ERR_FAIL;
     cmd_serve_start_events(app);
+    return ERR_OK;
+}
+
+/* --metrics-auth: kubernetes by default when there is an API to ask, and an
+ * error when asked for without one. ERR_OK, or ERR_FAIL with why in err. */
+static int cmd_serve_start_metrics_auth(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
+                                        struct server_config *cfg, char *err, size_t errlen)
+{
+    struct metricsauth_config mc = {
+        .call = kubeapi_call, .call_ctx = app->api, .ttl_ms = METRICSAUTH_DEFAULT_TTL_MS};
+
+    if (o->metrics_auth == CMD_SERVE_METRICS_AUTH_NONE || !o->cfg.metrics_listen ||
+        !*o->cfg.metrics_listen || (o->metrics_auth == CMD_SERVE_METRICS_AUTH_DEFAULT && !app->api))
+        return ERR_OK;
+    if (!app->api)
+        return err_set(err, errlen, ERR_FAIL,
+                       "--metrics-auth kubernetes needs the API: pass --kube-api (or run in a "
+                       "cluster), or --metrics-auth none");
+    if (metricsauth_init(&app->metrics_auth, &mc, err, errlen) != ERR_OK)
+        return ERR_FAIL;
+    cfg->metrics_auth = app->metrics_auth;
     return ERR_OK;
 }
 
@@ -363,6 +386,7 @@ static void cmd_serve_stop(struct cmd_serve_app *app)
     lastgood_stop(&app->lastgood);
     cmd_serve_step(g, "lookups");
     lookups_stop(&app->lookups);
+    metricsauth_stop(&app->metrics_auth);
     /* The last of the API's users is gone: the client goes (a free, no step
      * of its own: nothing there can hang). */
     kubeapi_stop(&app->api);
@@ -389,8 +413,10 @@ static void cmd_serve_log_serving(struct cmd_serve_app *app, const struct cmd_se
     log_begin(&l, &app->log, LOG_INFO, "serving");
     log_str(&l, "listen", o->cfg.listen);
     log_int(&l, "port", server_https_port(app->srv));
-    if (o->cfg.metrics_listen && *o->cfg.metrics_listen)
+    if (o->cfg.metrics_listen && *o->cfg.metrics_listen) {
         log_int(&l, "metrics_port", server_metrics_port(app->srv));
+        log_str(&l, "metrics_auth", app->metrics_auth ? "kubernetes" : "none");
+    }
     log_end(&l);
 }
 
@@ -417,7 +443,8 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
                 o->pod_security_config);
     }
     cfg.podsec = &app->podsec.cfg;
-    if (cmd_serve_start_api(app, o, err, sizeof(err)))
+    if (cmd_serve_start_api(app, o, err, sizeof(err)) ||
+        cmd_serve_start_metrics_auth(app, o, &cfg, err, sizeof(err)))
         goto cannot;
     cmd_serve_detect_image(app, o, &cfg);
     if (cmd_serve_start_profiles(app, o, err, sizeof(err)))

@@ -20,8 +20,13 @@ static void cmd_serve_flags_usage(FILE *f)
         "Flags:\n"
         "  --listen ADDR:PORT            HTTPS address for /mutate, /healthz, /readyz "
         "(default :8443)\n"
-        "  --metrics-listen ADDR:PORT    plain-HTTP address for /metrics, /healthz, /readyz;\n"
-        "                                \"\" turns it off (default :9090)\n"
+        "  --metrics-listen ADDR:PORT    address for /metrics, /healthz, /readyz; \"\" turns\n"
+        "                                it off (default :9090)\n"
+        "  --metrics-auth MODE           kubernetes: the metrics port speaks HTTPS with the\n"
+        "                                serving certificate and /metrics needs a bearer\n"
+        "                                token allowed get on the URL /metrics (TokenReview,\n"
+        "                                SubjectAccessReview); none: plain HTTP, open\n"
+        "                                (default: kubernetes when the API is used, else none)\n"
         "  --tls-cert-file FILE          serving certificate, PEM (default %s)\n"
         "  --tls-private-key-file FILE   its private key, PEM (default %s)\n"
         "  --client-ca FILE              require a TLS client certificate signed by a CA of\n"
@@ -151,6 +156,7 @@ enum cmd_serve_flags_flag {
     CMD_SERVE_FLAGS_IPC_LOCK,
     CMD_SERVE_FLAGS_CLIENT_CA,
     CMD_SERVE_FLAGS_CLIENT_NAMES,
+    CMD_SERVE_FLAGS_METRICS_AUTH,
 };
 
 static const struct option cmd_serve_flags_options[] = {
@@ -190,6 +196,7 @@ static const struct option cmd_serve_flags_options[] = {
     {"ipc-lock", required_argument, NULL, CMD_SERVE_FLAGS_IPC_LOCK},
     {"client-ca", required_argument, NULL, CMD_SERVE_FLAGS_CLIENT_CA},
     {"client-names", required_argument, NULL, CMD_SERVE_FLAGS_CLIENT_NAMES},
+    {"metrics-auth", required_argument, NULL, CMD_SERVE_FLAGS_METRICS_AUTH},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -265,6 +272,17 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case CMD_SERVE_FLAGS_POD_SECURITY_CONFIG: o->pod_security_config = optarg; break;
         case CMD_SERVE_FLAGS_CLIENT_CA: o->cfg.client_ca_file = optarg; break;
         case CMD_SERVE_FLAGS_CLIENT_NAMES: o->cfg.client_names = optarg; break;
+        case CMD_SERVE_FLAGS_METRICS_AUTH:
+            o->metrics_auth = strcmp(optarg, "kubernetes") == 0 ? CMD_SERVE_METRICS_AUTH_KUBERNETES
+                              : strcmp(optarg, "none") == 0     ? CMD_SERVE_METRICS_AUTH_NONE
+                                                                : CMD_SERVE_METRICS_AUTH_DEFAULT;
+            if (o->metrics_auth == CMD_SERVE_METRICS_AUTH_DEFAULT) {
+                fprintf(stderr,
+                        "rdma-webhook serve: --metrics-auth takes kubernetes or none, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case CMD_SERVE_FLAGS_MODE:
             if ((o->cfg.mode = report_mode_parse(optarg)) == REPORT_MODE_UNSET) {
                 fprintf(stderr, "rdma-webhook serve: --mode takes enforce or report, not \"%s\"\n",
@@ -371,6 +389,9 @@ static int cmd_serve_flags_check(const struct cmd_serve_flags *o, char *err, siz
               "certificate)";
     else if (o->cfg.client_ca_file && !*o->cfg.client_ca_file)
         why = "--client-ca takes a file of PEM CA certificates";
+    else if (o->metrics_auth == CMD_SERVE_METRICS_AUTH_KUBERNETES && o->no_kube_api)
+        why = "--metrics-auth kubernetes asks the API who may read /metrics; drop --no-kube-api "
+              "or pass --metrics-auth none";
     else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
         why = "--kube-api needs --kube-ca and --kube-token-file";
     else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)

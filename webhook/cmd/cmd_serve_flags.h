@@ -11,6 +11,14 @@
 #include "host/log.h"
 #include "server/server.h"
 
+/* --metrics-auth: unset (kubernetes when the process has an API client, else
+ * none), kubernetes, none. */
+enum cmd_serve_metrics_auth {
+    CMD_SERVE_METRICS_AUTH_DEFAULT,
+    CMD_SERVE_METRICS_AUTH_KUBERNETES,
+    CMD_SERVE_METRICS_AUTH_NONE
+};
+
 struct cmd_serve_flags {
     struct server_config cfg;
     const char *profiles;
@@ -32,6 +40,7 @@ struct cmd_serve_flags {
      * that Deployment at start (cmd_serve.c). */
     const char *detect_deployment;
     const char *pod_security_config; /* --pod-security-config FILE; NULL: none */
+    enum cmd_serve_metrics_auth metrics_auth;
 };
 
 /* Fills *o from the defaults and argv, and *level from --log-level. Returns 0

@@ -2,6 +2,7 @@
 
 #include "wire/clientauth.h"
 #include "kube/lookups.h"
+#include "kube/metricsauth.h"
 #include "admission/mutate.h"
 
 #include <stdarg.h>
@@ -12,8 +13,10 @@ _Static_assert(MUTATE_W_KINDS <= METRICS_WARNING_KINDS_MAX, "raise METRICS_WARNI
 _Static_assert(LOOKUPS_KINDS <= METRICS_LOOKUP_KINDS_MAX, "raise METRICS_LOOKUP_KINDS_MAX");
 _Static_assert(LOOKUPS_REASONS <= METRICS_LOOKUP_REASONS_MAX, "raise METRICS_LOOKUP_REASONS_MAX");
 _Static_assert(CLIENTAUTH_VERDICTS <= METRICS_CLIENT_AUTH_MAX, "raise METRICS_CLIENT_AUTH_MAX");
+_Static_assert(METRICSAUTH_VERDICTS <= METRICS_METRICS_AUTH_MAX, "raise METRICS_METRICS_AUTH_MAX");
 
-static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 404, 405, 413, 415, 503, 500};
+static const unsigned metrics_http_codes[METRICS_HTTP_CODES] = {400, 401, 403, 404, 405,
+                                                                413, 415, 503, 500};
 
 /* Upper bounds in nanoseconds: an admission is expected in well under a
  * millisecond, and the apiserver gives up at the webhook's timeout. */
@@ -338,6 +341,18 @@ static void metrics_render_client_auth(const struct metrics_gauges *g, struct me
                     clientauth_verdict_name((enum clientauth_verdict)v), g->client_auth_refused[v]);
 }
 
+/* Who asked for /metrics with --metrics-auth kubernetes, by verdict; this
+ * request, being answered, is among the "allowed". */
+static void metrics_render_metrics_auth(const struct metrics_gauges *g, struct metrics_out *out)
+{
+    metrics_puts(out, "# HELP rdma_webhook_metrics_auth_total Requests for /metrics by what the "
+                      "API said of their bearer token (--metrics-auth kubernetes).\n"
+                      "# TYPE rdma_webhook_metrics_auth_total counter\n");
+    for (int v = 0; v < METRICSAUTH_VERDICTS; v++)
+        metrics_put(out, "rdma_webhook_metrics_auth_total{result=\"%s\"} %llu\n",
+                    metricsauth_verdict_name((enum metricsauth_verdict)v), g->metrics_auth[v]);
+}
+
 int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dynbuf *out)
 {
     struct metrics_out o = {out, ERR_OK};
@@ -351,6 +366,7 @@ int metrics_render(struct metrics *m, const struct metrics_gauges *g, struct dyn
     metrics_render_limits(g, &o);
     metrics_render_events(g, &o);
     metrics_render_client_auth(g, &o);
+    metrics_render_metrics_auth(g, &o);
     /* Half an exposition would read as counters gone back to zero. */
     if (o.err)
         dynbuf_truncate(out, before);

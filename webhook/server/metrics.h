@@ -20,6 +20,8 @@
 
 enum metrics_http {
     METRICS_400,
+    METRICS_401, /* /metrics without a token the API authenticates (--metrics-auth) */
+    METRICS_403, /* /metrics for a user the API does not allow */
     METRICS_404,
     METRICS_405,
     METRICS_413,
@@ -43,6 +45,8 @@ enum metrics_http {
 #define METRICS_LOOKUP_REASONS_MAX 16
 /* Room for clientauth's verdicts, checked the same way. */
 #define METRICS_CLIENT_AUTH_MAX 4
+/* Room for metricsauth's verdicts (metrics.c checks). */
+#define METRICS_METRICS_AUTH_MAX 8
 
 struct metrics_profile {
     char name[METRICS_PROFILE_NAME_MAX];
@@ -103,6 +107,9 @@ struct metrics_gauges {
     /* TLS clients refused by enum clientauth_verdict (clientauth_refused);
      * all 0 without --client-ca. */
     unsigned long long client_auth_refused[METRICS_CLIENT_AUTH_MAX];
+    /* /metrics requests by enum metricsauth_verdict (metricsauth_count);
+     * all 0 without --metrics-auth kubernetes. */
+    unsigned long long metrics_auth[METRICS_METRICS_AUTH_MAX];
     long long cert_not_after; /* unix seconds; 0 when no certificate */
     unsigned long cert_generation;
     unsigned long long log_dropped;

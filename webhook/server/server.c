@@ -12,6 +12,7 @@
 #include "host/log.h"
 #include "host/logq.h"
 #include "kube/lookups.h"
+#include "kube/metricsauth.h"
 #include "server/metrics.h"
 #include "host/monotime.h"
 #include "admission/review.h"
@@ -55,6 +56,18 @@
  * and oldObject, each with at most 1 MiB of data (the apiserver's limit),
  * JSON-escaped. Anything larger is no edit the apiserver can store. */
 #define SERVER_PROFILES_BODY_MAX ((size_t)4 << 20)
+/* With --metrics-auth the metrics port runs a thread per connection: a
+ * check waiting for the API (at most METRICSAUTH_CONCURRENT_MAX at once)
+ * holds only its own connection's thread, and the kubelet's probes and
+ * cached scrapes go on (one event loop would make them wait behind it, and
+ * a pool's thread accepts connections in bursts, some of which would wait
+ * behind the check too). The threads are bounded by this many connections
+ * (at the limit the one waiting longest gives way, connguard.h): scrapers
+ * and probes keep a handful open. */
+#define SERVER_METRICS_AUTH_CONNS 64u
+/* A /metrics the API could not authorize (503) is logged at most this often:
+ * Prometheus retries every scrape, and the line says all there is to say. */
+#define SERVER_METRICS_AUTH_LOG_NS (60LL * 1000000000LL)
 
 /* Set by server_init, cleared by server_stop: a use of a stopped or foreign
  * pointer fails an assert instead of corrupting memory. */
@@ -65,7 +78,8 @@ struct server_listener {
     struct MHD_Daemon *daemon;
     struct server *s;
     struct connguard_list *conns;
-    int tls;
+    int webhook; /* the admission port (--listen); else the metrics port */
+    int tls;     /* speaks TLS: the admission port, and the metrics port with --metrics-auth */
 };
 
 struct server {
@@ -81,6 +95,7 @@ struct server {
     struct tlscreds *creds;
     struct clientauth *clientauth; /* NULL: any TLS client is served (no --client-ca) */
     atomic_llong refused_logged_ns[CLIENTAUTH_VERDICTS]; /* monotime of each verdict's last line */
+    atomic_llong metrics_auth_logged_ns; /* monotime of the last "cannot authorize" line */
     struct server_listener https[SERVER_MAX_THREADS];
     unsigned n_https;
     struct server_listener plain;
@@ -214,17 +229,17 @@ static enum MHD_Result server_reply_early(struct server *s, struct MHD_Connectio
                              "out of memory while reading the body\n");
 }
 
-static enum server_route server_route_of(const char *url, int tls)
+static enum server_route server_route_of(const char *url, int webhook)
 {
-    if (tls && strcmp(url, "/mutate") == 0)
+    if (webhook && strcmp(url, "/mutate") == 0)
         return ROUTE_MUTATE;
-    if (tls && strcmp(url, "/validate-profiles") == 0)
+    if (webhook && strcmp(url, "/validate-profiles") == 0)
         return ROUTE_VALIDATE_PROFILES;
     if (strcmp(url, "/healthz") == 0)
         return ROUTE_HEALTHZ;
     if (strcmp(url, "/readyz") == 0)
         return ROUTE_READYZ;
-    if (!tls && strcmp(url, "/metrics") == 0)
+    if (!webhook && strcmp(url, "/metrics") == 0)
         return ROUTE_METRICS;
     return ROUTE_NONE;
 }
@@ -261,6 +276,8 @@ static void server_gauges(struct server *s, struct metrics_gauges *g)
     g->events.failed = st.failed;
     for (int v = CLIENTAUTH_NO_CERT; s->clientauth && v < CLIENTAUTH_VERDICTS; v++)
         g->client_auth_refused[v] = clientauth_refused(s->clientauth, (enum clientauth_verdict)v);
+    for (int v = 0; s->cfg.metrics_auth && v < METRICSAUTH_VERDICTS; v++)
+        g->metrics_auth[v] = metricsauth_count(s->cfg.metrics_auth, (enum metricsauth_verdict)v);
 }
 
 static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *conn)
@@ -315,6 +332,50 @@ static enum MHD_Result server_metrics(struct server *s, struct MHD_Connection *c
                             len);
 }
 
+/* The API could not say who may read /metrics: one line a minute. */
+static void server_log_metrics_auth(struct server *s, const char *why)
+{
+    long long now = monotime_now(), last = atomic_load(&s->metrics_auth_logged_ns);
+
+    if ((last && now - last < SERVER_METRICS_AUTH_LOG_NS) ||
+        !atomic_compare_exchange_strong(&s->metrics_auth_logged_ns, &last, now))
+        return;
+    log_msg(s->log, LOG_WARN, "cannot authorize a /metrics request through the API: 503", "reason",
+            why ? why : "unknown");
+}
+
+/* With --metrics-auth kubernetes: the caller's token, judged by the API
+ * (metricsauth.h). 401 says how to authenticate (RFC 6750). */
+static enum MHD_Result server_metrics_authorized(struct server *s, struct MHD_Connection *conn)
+{
+    const char *why = NULL;
+    enum metricsauth_verdict v = metricsauth_check(
+        s->cfg.metrics_auth,
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &why);
+    struct server_header bearer = {MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer"};
+    static const char no_token[] = "/metrics needs Authorization: Bearer TOKEN, a token the "
+                                   "apiserver authenticates (--metrics-auth kubernetes)\n";
+    static const char bad_token[] = "the apiserver did not authenticate this token\n";
+
+    switch (v) {
+    case METRICSAUTH_ALLOWED: return server_metrics(s, conn);
+    case METRICSAUTH_NO_TOKEN:
+    case METRICSAUTH_BAD_TOKEN:
+        return server_reply(
+            s, conn, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8",
+            (char *)(v == METRICSAUTH_NO_TOKEN ? no_token : bad_token),
+            v == METRICSAUTH_NO_TOKEN ? sizeof(no_token) - 1 : sizeof(bad_token) - 1, 0, &bearer);
+    case METRICSAUTH_FORBIDDEN:
+        return server_reply_text(s, conn, MHD_HTTP_FORBIDDEN,
+                                 "forbidden: bind the ClusterRole rdma-webhook-metrics-reader "
+                                 "(get on the non-resource URL /metrics)\n");
+    default:
+        server_log_metrics_auth(s, why);
+        return server_reply_text(s, conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                 "cannot authorize through the API now; retry shortly\n");
+    }
+}
+
 static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connection *conn,
                                            enum server_route route, const char *method)
 {
@@ -323,7 +384,7 @@ static enum MHD_Result server_simple_route(struct server *s, struct MHD_Connecti
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return server_reply_405(s, conn, "use GET\n", "GET, HEAD");
     if (route == ROUTE_METRICS)
-        return server_metrics(s, conn);
+        return s->cfg.metrics_auth ? server_metrics_authorized(s, conn) : server_metrics(s, conn);
     if (route == ROUTE_HEALTHZ)
         return server_reply_text(s, conn, MHD_HTTP_OK, "ok\n");
     ready = store_ready(s->store) && !atomic_load(&s->draining);
@@ -528,9 +589,9 @@ static struct server_request *server_new_request(struct server *s, enum server_r
  * reading the body (framing, path, method, content type, declared size,
  * no room in the body budget). */
 static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *conn, const char *url,
-                                    const char *method, int tls, void **req_cls)
+                                    const char *method, int webhook, void **req_cls)
 {
-    enum server_route route = server_route_of(url, tls);
+    enum server_route route = server_route_of(url, webhook);
     const char *type, *clen, *why = NULL;
     unsigned long long declared;
     struct server_request *req;
@@ -540,9 +601,9 @@ static enum MHD_Result server_begin(struct server *s, struct MHD_Connection *con
         return server_reply_text(s, conn, refused, why);
     if (route == ROUTE_NONE)
         return server_reply_text(s, conn, MHD_HTTP_NOT_FOUND,
-                                 tls ? "not found; the webhook paths are /mutate and "
-                                       "/validate-profiles\n"
-                                     : "not found; try /metrics, /healthz or /readyz\n");
+                                 webhook ? "not found; the webhook paths are /mutate and "
+                                           "/validate-profiles\n"
+                                         : "not found; try /metrics, /healthz or /readyz\n");
     if (route != ROUTE_MUTATE && route != ROUTE_VALIDATE_PROFILES)
         return server_simple_route(s, conn, route, method);
     if (strcmp(method, "POST") != 0)
@@ -617,7 +678,7 @@ static struct connguard_conn *server_guard_of(struct MHD_Connection *conn)
 /* The headers are in: the body deadline starts, unless the request is
  * answered from its headers alone. */
 static enum MHD_Result server_first(struct server *s, struct MHD_Connection *conn, const char *url,
-                                    const char *method, int tls, void **req_cls)
+                                    const char *method, int webhook, void **req_cls)
 {
     struct connguard_conn *guard = server_guard_of(conn);
     struct server_conn *sc = server_conn_of(conn);
@@ -626,10 +687,10 @@ static enum MHD_Result server_first(struct server *s, struct MHD_Connection *con
     /* The handshake refused every client --client-ca does not admit; this
      * only closes a path where GnuTLS would skip its verification (a resumed
      * session: libmicrohttpd issues no session tickets). */
-    if (tls && s->clientauth && !(sc && sc->client_ok))
+    if (webhook && s->clientauth && !(sc && sc->client_ok))
         return MHD_NO;
     connguard_headers_in(guard);
-    rc = server_begin(s, conn, url, method, tls, req_cls);
+    rc = server_begin(s, conn, url, method, webhook, req_cls);
     if (*req_cls)
         ((struct server_request *)*req_cls)->guard = guard;
     else
@@ -638,14 +699,14 @@ static enum MHD_Result server_first(struct server *s, struct MHD_Connection *con
 }
 
 static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, const char *url,
-                                     const char *method, int tls, const char *upload_data,
+                                     const char *method, int webhook, const char *upload_data,
                                      size_t *upload_size, void **req_cls)
 {
     struct server *s = cls;
     struct server_request *req = *req_cls;
 
     if (!req)
-        return server_first(s, conn, url, method, tls, req_cls);
+        return server_first(s, conn, url, method, webhook, req_cls);
     if (*upload_size)
         return server_body(s, req, upload_data, upload_size);
     connguard_request_in(req->guard);
@@ -656,19 +717,19 @@ static enum MHD_Result server_handle(void *cls, struct MHD_Connection *conn, con
     return server_admit(s, conn, req);
 }
 
-static enum MHD_Result server_handle_tls(void *cls, struct MHD_Connection *conn, const char *url,
-                                         const char *method, const char *version,
-                                         const char *upload_data, size_t *upload_size,
-                                         void **req_cls)
+static enum MHD_Result server_handle_webhook(void *cls, struct MHD_Connection *conn,
+                                             const char *url, const char *method,
+                                             const char *version, const char *upload_data,
+                                             size_t *upload_size, void **req_cls)
 {
     (void)version;
     return server_handle(cls, conn, url, method, 1, upload_data, upload_size, req_cls);
 }
 
-static enum MHD_Result server_handle_plain(void *cls, struct MHD_Connection *conn, const char *url,
-                                           const char *method, const char *version,
-                                           const char *upload_data, size_t *upload_size,
-                                           void **req_cls)
+static enum MHD_Result server_handle_metrics_port(void *cls, struct MHD_Connection *conn,
+                                                  const char *url, const char *method,
+                                                  const char *version, const char *upload_data,
+                                                  size_t *upload_size, void **req_cls)
 {
     (void)version;
     return server_handle(cls, conn, url, method, 0, upload_data, upload_size, req_cls);
@@ -702,7 +763,7 @@ static int server_ask_client_cert(struct server_listener *ls, struct MHD_Connect
 {
     const union MHD_ConnectionInfo *tls;
 
-    if (!ls->tls || !ls->s->clientauth)
+    if (!ls->webhook || !ls->s->clientauth)
         return 0;
     tls = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (!tls || !tls->tls_session)
@@ -983,7 +1044,7 @@ static enum MHD_Result server_accept_policy(void *cls, const struct sockaddr *ad
     struct server_listener *ls = cls;
 
     (void)addr, (void)addrlen;
-    if (ls->tls && atomic_load(&ls->s->draining))
+    if (ls->webhook && atomic_load(&ls->s->draining))
         return MHD_NO;
     return connguard_admit(ls->conns) ? MHD_YES : MHD_NO;
 }
@@ -1024,7 +1085,8 @@ static void server_options(struct server_listener *ls, int reuse, unsigned conn_
 
 /* One daemon with one epoll thread on addr, for ls. */
 static int server_daemon(struct server *s, struct server_listener *ls,
-                         struct sockaddr_storage *addr, int tls, int reuse, unsigned conn_limit)
+                         struct sockaddr_storage *addr, int webhook, int tls, int reuse,
+                         unsigned conn_limit)
 {
     struct MHD_OptionItem opts[SERVER_MAX_OPTIONS];
     /* No MHD_USE_TURBO: with it, libmicrohttpd 0.9.75 never times out a
@@ -1033,17 +1095,21 @@ static int server_daemon(struct server *s, struct server_listener *ls,
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 
     ls->s = s;
+    ls->webhook = webhook;
     ls->tls = tls;
     ls->conns = connguard_add_list(s->guard, conn_limit);
     if (!ls->conns)
         return -1;
+    if (!webhook && s->cfg.metrics_auth)
+        flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+                MHD_USE_ERROR_LOG;
     if (addr->ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (tls)
         flags |= MHD_USE_TLS;
     server_options(ls, reuse, conn_limit, addr, opts);
     ls->daemon = MHD_start_daemon(flags, 0, server_accept_policy, ls,
-                                  tls ? server_handle_tls : server_handle_plain, s,
+                                  webhook ? server_handle_webhook : server_handle_metrics_port, s,
                                   MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     return ls->daemon ? 0 : -1;
 }
@@ -1130,7 +1196,7 @@ static int server_start_https(struct server *s, char *err, size_t errlen)
         unsigned share = limit / n + (s->n_https < limit % n);
         struct server_listener *ls = &s->https[s->n_https];
 
-        if (server_daemon(s, ls, &addr, 1, reuse, share))
+        if (server_daemon(s, ls, &addr, 1, 1, reuse, share))
             goto in_use;
         s->n_https++;
         if (reuse && s->n_https == 1 && server_same_port(ls->daemon, &addr))
@@ -1146,10 +1212,15 @@ static int server_start_plain(struct server *s, char *err, size_t errlen)
 {
     struct sockaddr_storage addr;
     unsigned addrlen;
+    unsigned limit = s->cfg.metrics_auth && s->cfg.conn_limit > SERVER_METRICS_AUTH_CONNS
+                         ? SERVER_METRICS_AUTH_CONNS
+                         : s->cfg.conn_limit;
 
     if (server_parse_listen(s->cfg.metrics_listen, &addr, &addrlen, err, errlen))
         return ERR_FAIL;
-    if (server_daemon(s, &s->plain, &addr, 0, 0, s->cfg.conn_limit))
+    /* With --metrics-auth, the metrics port speaks TLS with the serving
+     * pair: a bearer token must not cross the network in the clear. */
+    if (server_daemon(s, &s->plain, &addr, 0, s->cfg.metrics_auth != NULL, 0, limit))
         return err_set(err, errlen, ERR_FAIL, "cannot listen on %s (in use, or no permission?)",
                        s->cfg.metrics_listen);
     return ERR_OK;

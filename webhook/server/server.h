@@ -1,12 +1,22 @@
-/* server: the HTTPS admission endpoint and the plain-HTTP health port, on
+/* server: the HTTPS admission endpoint and the health and metrics port, on
  * libmicrohttpd.
  *
  * HTTPS (TLS 1.2 and 1.3 only, through libmicrohttpd's GnuTLS build) serves
- * POST /mutate, GET /healthz and GET /readyz; the plain port serves /healthz,
- * /readyz and /metrics. HTTPS runs one epoll thread per configured thread,
- * each a libmicrohttpd daemon with its own listening socket on the same port
- * (SO_REUSEPORT), so the kernel spreads new connections over the threads;
- * the plain port has one thread. Both use keep-alive and a connection
+ * POST /mutate, GET /healthz and GET /readyz; the metrics port serves
+ * /healthz, /readyz and /metrics. With cfg.metrics_auth (--metrics-auth
+ * kubernetes) the metrics port speaks TLS too, with the same serving pair
+ * (reloaded with it, never asking for a client certificate), and /metrics
+ * answers only a caller the API authorizes (metricsauth.h: 401 without or
+ * with a bad token, 403 without get on the non-resource URL /metrics, 503
+ * when the API cannot say); /healthz and /readyz stay open there, for the
+ * kubelet's probes. The port then runs a thread per connection (at most 64
+ * connections), so a check that waits for the API (at most two at once)
+ * holds only its own, and the probes are answered while the API is slow.
+ * Without it the port is plain HTTP and open, on one thread.
+ *
+ * HTTPS runs one epoll thread per configured thread, each a libmicrohttpd
+ * daemon with its own listening socket on the same port (SO_REUSEPORT), so
+ * the kernel spreads new connections over the threads. Both use keep-alive and a connection
  * timeout. Request bodies grow with the bytes received, capped at max_body
  * and charged to one budget for the server (bodybuf); the profiles snapshot
  * is acquired once per admission. Nothing a client sends is fatal: every bad
@@ -52,6 +62,7 @@ struct events;
 struct lastgood;
 struct log;
 struct lookups;
+struct metricsauth;
 struct podsec_config;
 struct server;
 struct store;
@@ -105,7 +116,11 @@ static inline unsigned server_default_threads(void)
 
 struct server_config {
     const char *listen;         /* "ADDR:PORT"; an empty ADDR means every address */
-    const char *metrics_listen; /* "" disables the plain-HTTP port */
+    const char *metrics_listen; /* "" disables the metrics port */
+    /* --metrics-auth kubernetes: TLS on the metrics port and /metrics for
+     * callers this authorizes; NULL: plain HTTP, /metrics open. Outlives the
+     * server. */
+    struct metricsauth *metrics_auth;
     const char *cert_file;
     const char *key_file;
     /* --client-ca: PEM CAs a TLS client's certificate must chain to, watched
@@ -166,7 +181,7 @@ void server_stop(struct server **s);
  * binds). 0 before server_start. */
 unsigned server_https_port(const struct server *s);
 
-/* The plain-HTTP (metrics) port, as server_https_port() reads its own; 0
+/* The metrics port, as server_https_port() reads its own; 0
  * when there is none (--metrics-listen "") or before server_start. */
 unsigned server_metrics_port(const struct server *s);
 

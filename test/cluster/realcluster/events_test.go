@@ -3,7 +3,6 @@ package realcluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -120,16 +119,16 @@ func TestEventsOnPyTorchJob(t *testing.T) {
 }
 
 // webhookMetric is the value of an unlabelled sample of the webhook's
-// /metrics.
+// /metrics, read over HTTPS with a token of the reader role
+// (metricsauth_test.go), as a Prometheus reads it.
 func webhookMetric(t testing.TB, name string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
+	reader, _ := metricsTokens(t)
+	code, body := metricsGet(t, "/metrics", reader)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics with the reader's token: %d %q", code, body)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == name {
 			return f[1]
 		}
