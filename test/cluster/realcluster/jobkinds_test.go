@@ -896,3 +896,46 @@ func requireNcclConf(t testing.TB, p *corev1.Pod, c string) {
 		t.Errorf("%s/%s: annotation %s holds %v; the container's NCCL environment is %v", p.Name, c, key, file, env)
 	}
 }
+
+// TestEventsOnMPIJob: an MPIJob whose 2 workers get the same warning
+// (NCCL_IB_TIMEOUT=022 in the worker's env, octal to NCCL): one Event
+// regarding the MPIJob, the workers' controlling owner, counts both, where
+// `kubectl describe mpijob` shows it; the GPU-less launcher adds none.
+func TestEventsOnMPIJob(t *testing.T) {
+	ns := newNamespace(t, nil)
+	job, doc := mpiJobYAML(t)
+	var m map[string]any
+	fromJSON(t, doc, &m)
+	worker := m["spec"].(map[string]any)["mpiReplicaSpecs"].(map[string]any)["Worker"].(map[string]any)
+	c := worker["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	c["env"] = []any{map[string]any{"name": "NCCL_IB_TIMEOUT", "value": "022"}}
+	mustKubectl(t, toJSON(t, m), "apply", "-n", ns, "-f", "-")
+	waitJobPods(t, ns, "training.kubeflow.org/job-name="+job, 3)
+	uid, _ := mustKubectl(t, "", "get", "mpijob", "-n", ns, job, "-o", "jsonpath={.metadata.uid}")
+	var evs []eventsv1.Event
+	waitFor(t, eventsWithin, "Events counting the 2 workers of "+job, func() (bool, string) {
+		evs = eventsAbout(t, ns, "MPIJob", job)
+		var total int32
+		for _, e := range evs {
+			total += seriesCount(e)
+		}
+		return total == 2, fmt.Sprintf("%d Events counting %d pods", len(evs), total)
+	})
+	if len(evs) != 1 {
+		t.Fatalf("2 workers with the same warning: expected 1 Event, got %d", len(evs))
+	}
+	e := evs[0]
+	if string(e.Regarding.UID) != uid || e.Regarding.APIVersion != "kubeflow.org/v2beta1" || e.Regarding.Namespace != ns {
+		t.Errorf("regarding %+v, expected kubeflow.org/v2beta1 MPIJob %s/%s uid %s", e.Regarding, ns, job, uid)
+	}
+	if e.Type != corev1.EventTypeWarning || e.Reason != "MutatedWithWarnings" || !strings.Contains(e.Note, "NCCL_IB_TIMEOUT") {
+		t.Errorf("Event %s: type %q reason %q note %q", e.Name, e.Type, e.Reason, e.Note)
+	}
+	if others := eventsAbout(t, ns, "Job", job+"-launcher"); len(others) != 0 {
+		t.Errorf("the GPU-less launcher's Job got Events: %+v", others)
+	}
+	out, _ := mustKubectl(t, "", "describe", "mpijob", "-n", ns, job)
+	if i := strings.Index(out, "Events:"); i < 0 || !strings.Contains(out[i:], "MutatedWithWarnings") {
+		t.Errorf("kubectl describe mpijob %s shows no MutatedWithWarnings Event:\n%s", job, out)
+	}
+}
