@@ -1,0 +1,363 @@
+package e2e
+
+// serve --cert-secret (webhook/kube/selfcert.h) against a small fake API of
+// its own: Secrets and the two webhook configurations, with
+// resourceVersions and 409s as the apiserver has them. Whatever a replica
+// serves must verify against the caBundle the configurations hold at that
+// moment: that is what the apiserver checks.
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	scNS     = "rdma-webhook"
+	scSecret = "rdma-webhook-tls"
+	scMWC    = "rdma-webhook"
+	scVWC    = "rdma-webhook-profiles"
+)
+
+// scAPI is the fake: objects by path, each a JSON object with
+// metadata.resourceVersion.
+type scAPI struct {
+	mu      sync.Mutex
+	objs    map[string]map[string]any
+	rv      int
+	posts   int
+	puts    map[string]int
+	pool    *x509.CertPool // gets every ca.crt a write of the Secret carries
+	addr    string
+	caFile  string
+	tokFile string
+}
+
+func startSCAPI(t *testing.T) *scAPI {
+	t.Helper()
+	dir := t.TempDir()
+	if err := copyCerts(dir, "--service", "kubernetes", "--namespace", "default"); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &scAPI{objs: map[string]map[string]any{}, puts: map[string]int{}, pool: x509.NewCertPool(),
+		caFile: filepath.Join(dir, "ca.crt"), tokFile: filepath.Join(dir, "token")}
+	if err := os.WriteFile(a.tokFile, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{a.mwcPath(), a.vwcPath()} {
+		a.objs[p] = map[string]any{
+			"metadata": map[string]any{"name": filepath.Base(p), "resourceVersion": "1"},
+			"webhooks": []any{
+				map[string]any{"name": "a.rdma-webhook.io", "clientConfig": map[string]any{"service": map[string]any{"name": "x"}}},
+				map[string]any{"name": "b.rdma-webhook.io", "clientConfig": map[string]any{"caBundle": ""}},
+			},
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.addr = ln.Addr().String()
+	srv := &http.Server{Handler: http.HandlerFunc(a.handle),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return a
+}
+
+func (a *scAPI) secretPath() string {
+	return "/api/v1/namespaces/" + scNS + "/secrets/" + scSecret
+}
+func (a *scAPI) mwcPath() string {
+	return "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/" + scMWC
+}
+func (a *scAPI) vwcPath() string {
+	return "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/" + scVWC
+}
+
+func (a *scAPI) flags() []string {
+	return []string{"--kube-api", "https://" + a.addr, "--kube-ca", a.caFile, "--kube-token-file", a.tokFile,
+		"--metrics-auth", "none", "--cert-secret", scNS + "/" + scSecret,
+		"--webhook-configs", scMWC + "," + scVWC, "--cert-sync-seconds", "1", "--ca-overlap-seconds", "3"}
+}
+
+func scStatus(w http.ResponseWriter, code int, reason string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "status": "Failure", "reason": reason, "code": code})
+}
+
+func scRV(o map[string]any) string {
+	m, _ := o["metadata"].(map[string]any)
+	s, _ := m["resourceVersion"].(string)
+	return s
+}
+
+func (a *scAPI) storeLocked(path string, o map[string]any) {
+	a.rv++
+	o["metadata"].(map[string]any)["resourceVersion"] = strconv.Itoa(a.rv)
+	a.objs[path] = o
+	if path == a.secretPath() {
+		if data, ok := o["data"].(map[string]any); ok {
+			if s, ok := data["ca.crt"].(string); ok {
+				if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+					a.pool.AppendCertsFromPEM(b)
+				}
+			}
+		}
+	}
+}
+
+func (a *scAPI) handle(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer t0ken" {
+		scStatus(w, 401, "Unauthorized")
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	path := r.URL.Path
+	switch r.Method {
+	case http.MethodGet:
+		o, ok := a.objs[path]
+		if !ok {
+			scStatus(w, 404, "NotFound")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(o)
+	case http.MethodPost:
+		var o map[string]any
+		if json.Unmarshal(body, &o) != nil {
+			scStatus(w, 400, "BadRequest")
+			return
+		}
+		name, _ := o["metadata"].(map[string]any)["name"].(string)
+		full := path + "/" + name
+		if _, ok := a.objs[full]; ok {
+			scStatus(w, 409, "AlreadyExists")
+			return
+		}
+		a.posts++
+		a.storeLocked(full, o)
+		w.WriteHeader(201)
+		_ = json.NewEncoder(w).Encode(o)
+	case http.MethodPut:
+		var o map[string]any
+		cur, ok := a.objs[path]
+		if json.Unmarshal(body, &o) != nil || !ok {
+			scStatus(w, 404, "NotFound")
+			return
+		}
+		if scRV(o) != scRV(cur) {
+			scStatus(w, 409, "Conflict")
+			return
+		}
+		a.puts[path]++
+		a.storeLocked(path, o)
+		_ = json.NewEncoder(w).Encode(o)
+	default:
+		scStatus(w, 405, "MethodNotAllowed")
+	}
+}
+
+// secretData is the Secret's data, decoded; nil when there is none.
+func (a *scAPI) secretData(t *testing.T) map[string][]byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o, ok := a.objs[a.secretPath()]
+	if !ok {
+		return nil
+	}
+	out := map[string][]byte{}
+	for k, v := range o["data"].(map[string]any) {
+		b, err := base64.StdEncoding.DecodeString(v.(string))
+		if err != nil {
+			t.Fatalf("data.%s is not base64: %v", k, err)
+		}
+		out[k] = b
+	}
+	return out
+}
+
+// bundles are the caBundles of every webhook of both configurations.
+func (a *scAPI) bundles() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, p := range []string{a.mwcPath(), a.vwcPath()} {
+		for _, h := range a.objs[p]["webhooks"].([]any) {
+			cc := h.(map[string]any)["clientConfig"].(map[string]any)
+			s, _ := cc["caBundle"].(string)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (a *scAPI) annotate(key, value string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := a.objs[a.secretPath()]
+	m := o["metadata"].(map[string]any)
+	ann, _ := m["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		m["annotations"] = ann
+	}
+	ann[key] = value
+	a.rv++
+	m["resourceVersion"] = strconv.Itoa(a.rv)
+}
+
+func pemCount(b []byte) int {
+	n := 0
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return n
+		}
+		n++
+	}
+}
+
+// scServed is the leaf instance in presents, verified against bundle
+// (PEM): an error when the apiserver would refuse it.
+func scServed(addr string, bundle []byte) (*x509.Certificate, error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
+		&tls.Config{RootCAs: pool, ServerName: scMWC + "." + scNS + ".svc"})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+func startSelfCert(t *testing.T, a *scAPI) *instance {
+	t.Helper()
+	return startOwn(t, instanceOptions{profiles: profilesPath, args: a.flags(), roots: a.pool})
+}
+
+func TestSelfCertNoSecretIsCreatedAndServed(t *testing.T) {
+	a := startSCAPI(t)
+	in := startSelfCert(t, a)
+	d := a.secretData(t)
+	if d == nil || len(d["tls.crt"]) == 0 || len(d["ca.key"]) == 0 || pemCount(d["ca.crt"]) != 1 {
+		t.Fatalf("no complete Secret: %v", d)
+	}
+	want := base64.StdEncoding.EncodeToString(d["ca.crt"])
+	for i, b := range a.bundles() {
+		if b != want {
+			t.Fatalf("webhook %d's caBundle is %.40q, not the Secret's ca.crt", i, b)
+		}
+	}
+	leaf, err := scServed(in.addr, d["ca.crt"])
+	if err != nil {
+		t.Fatalf("the served certificate does not verify against the caBundle: %v", err)
+	}
+	blk, _ := pem.Decode(d["tls.crt"])
+	if blk == nil || string(blk.Bytes) != string(leaf.Raw) {
+		t.Fatal("the served certificate is not the Secret's tls.crt")
+	}
+	if got := in.readyz(t, false); got != 200 {
+		t.Fatalf("/readyz %d", got)
+	}
+}
+
+// Two replicas starting together agree on one Secret: one create, and both
+// serve its pair.
+func TestSelfCertReplicasAgreeOnOneSecret(t *testing.T) {
+	a := startSCAPI(t)
+	var wg sync.WaitGroup
+	ins := make([]*instance, 2)
+	for i := range ins {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); ins[i] = startSelfCert(t, a) }(i)
+	}
+	wg.Wait()
+	a.mu.Lock()
+	posts := a.posts
+	a.mu.Unlock()
+	if posts != 1 {
+		t.Fatalf("%d creates of the Secret, want 1", posts)
+	}
+	d := a.secretData(t)
+	for i, in := range ins {
+		if in == nil {
+			t.Fatalf("replica %d did not start", i)
+		}
+		leaf, err := scServed(in.addr, d["ca.crt"])
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+		blk, _ := pem.Decode(d["tls.crt"])
+		if string(blk.Bytes) != string(leaf.Raw) {
+			t.Fatalf("replica %d serves another pair than the Secret's", i)
+		}
+	}
+	// A later start uses the Secret as it is.
+	before := a.puts[a.secretPath()]
+	startSelfCert(t, a)
+	if a.posts != 1 || a.puts[a.secretPath()] != before {
+		t.Fatalf("a start with the Secret present wrote it (posts %d, puts %d -> %d)", a.posts, before,
+			a.puts[a.secretPath()])
+	}
+}
+
+// A forced CA rotation (rdma-webhook.io/rotate=ca) while handshakes run
+// against whatever caBundle the configurations hold: none fails, the new CA
+// joins the bundle before it signs, the old one goes at the end.
+func TestSelfCertForcedRotationNeverBreaksTrust(t *testing.T) {
+	a := startSCAPI(t)
+	in := startSelfCert(t, a)
+	first := a.secretData(t)
+	a.annotate("rdma-webhook.io/rotate", "ca")
+	deadline := time.Now().Add(30 * time.Second)
+	sawTwo, handshakes := false, 0
+	for time.Now().Before(deadline) {
+		bundle, _ := base64.StdEncoding.DecodeString(a.bundles()[0])
+		if _, err := scServed(in.addr, bundle); err != nil {
+			t.Fatalf("after %d handshakes, one failed against the configurations' caBundle: %v", handshakes, err)
+		}
+		handshakes++
+		d := a.secretData(t)
+		n := pemCount(d["ca.crt"])
+		if n == 2 {
+			sawTwo = true
+		}
+		if sawTwo && n == 1 && string(d["signer.crt"]) != string(first["signer.crt"]) &&
+			a.bundles()[0] == base64.StdEncoding.EncodeToString(d["ca.crt"]) {
+			leaf, err := scServed(in.addr, d["ca.crt"])
+			if err != nil {
+				t.Fatalf("the rotated pair does not verify against the new CA alone: %v", err)
+			}
+			blk, _ := pem.Decode(first["signer.crt"])
+			old, err := x509.ParseCertificate(blk.Bytes)
+			if err != nil || leaf.CheckSignatureFrom(old) == nil {
+				t.Fatalf("the served certificate is still the old CA's (%v)", err)
+			}
+			t.Logf("rotated with %d handshakes, none failed", handshakes)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no complete rotation within 30 s (saw two CAs: %v)", sawTwo)
+}
