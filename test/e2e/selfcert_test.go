@@ -12,12 +12,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -360,4 +362,62 @@ func TestSelfCertForcedRotationNeverBreaksTrust(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("no complete rotation within 30 s (saw two CAs: %v)", sawTwo)
+}
+
+// manifests/components/self-signed: the Deployment runs with --cert-secret
+// naming the Secret its Role grants, --webhook-configs naming the two
+// configurations rendered and granted, and writes the pair into an emptyDir
+// instead of mounting a Secret; every object passes the schemas.
+func TestSelfSignedComponent(t *testing.T) {
+	objs := krustyWithComponent(t, filepath.Join(manifestsDir, "components", "self-signed"))
+	checkSchemas(t, namedObjects("components/self-signed: ", objs))
+	dep := findObject(t, objs, "Deployment", webhookName)
+	c := path(dep, "spec", "template", "spec", "containers").([]interface{})[0]
+	var args []string
+	for _, a := range path(c, "args").([]interface{}) {
+		args = append(args, a.(string))
+	}
+	flag := func(name string) string {
+		for i, a := range args {
+			if a == name && i+1 < len(args) {
+				return args[i+1]
+			}
+		}
+		t.Fatalf("no %s in %v", name, args)
+		return ""
+	}
+	secret := flag("--cert-secret")
+	configs := flag("--webhook-configs")
+	mwc, _ := pathStr(findObjects(objs, "MutatingWebhookConfiguration")[0], "metadata", "name")
+	vwc, _ := pathStr(findObjects(objs, "ValidatingWebhookConfiguration")[0], "metadata", "name")
+	if configs != mwc+","+vwc {
+		t.Errorf("--webhook-configs %q, the rendered configurations are %s and %s", configs, mwc, vwc)
+	}
+	vols := path(dep, "spec", "template", "spec", "volumes").([]interface{})
+	if path(vols[0], "emptyDir") == nil || path(vols[0], "secret") != nil {
+		t.Errorf("the tls volume should be an emptyDir: %v", vols[0])
+	}
+	if ro := path(c, "volumeMounts").([]interface{})[0].(map[string]interface{})["readOnly"]; ro != false {
+		t.Errorf("the tls mount must be writable, readOnly %v", ro)
+	}
+	granted := func(kind, resource, name string, verbs ...string) {
+		for _, o := range findObjects(objs, kind) {
+			for _, r := range path(o, "rules").([]interface{}) {
+				rm := r.(map[string]interface{})
+				if !strings.Contains(fmt.Sprint(rm["resources"]), resource) || !strings.Contains(fmt.Sprint(rm["resourceNames"]), name) {
+					continue
+				}
+				if got := fmt.Sprint(rm["verbs"]); got == fmt.Sprint(verbs) {
+					return
+				}
+			}
+		}
+		t.Errorf("no %s grants %v on %s %s", kind, verbs, resource, name)
+	}
+	granted("Role", "secrets", filepath.Base(secret), "get", "update")
+	granted("ClusterRole", "mutatingwebhookconfigurations", mwc, "get", "update")
+	granted("ClusterRole", "validatingwebhookconfigurations", vwc, "get", "update")
+	if ns := strings.SplitN(secret, "/", 2)[0]; ns != webhookNamespace {
+		t.Errorf("--cert-secret in namespace %s, want %s", ns, webhookNamespace)
+	}
 }
