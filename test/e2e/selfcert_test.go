@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -419,5 +420,71 @@ func TestSelfSignedComponent(t *testing.T) {
 	granted("ClusterRole", "validatingwebhookconfigurations", vwc, "get", "update")
 	if ns := strings.SplitN(secret, "/", 2)[0]; ns != webhookNamespace {
 		t.Errorf("--cert-secret in namespace %s, want %s", ns, webhookNamespace)
+	}
+}
+
+// rdma-webhook.io/rotate=leaf: a new serving certificate from the same CA,
+// served, with the caBundle unchanged; and a caBundle blanked by a
+// re-applied manifest is written again.
+func TestSelfCertLeafRenewalAndMendedBundle(t *testing.T) {
+	a := startSCAPI(t)
+	in := startSelfCert(t, a)
+	first := a.secretData(t)
+	bundle := a.bundles()[0]
+	a.annotate("rdma-webhook.io/rotate", "leaf")
+	waitSC(t, "a new serving certificate served", func() bool {
+		d := a.secretData(t)
+		if string(d["tls.crt"]) == string(first["tls.crt"]) {
+			return false
+		}
+		leaf, err := scServed(in.addr, first["ca.crt"])
+		blk, _ := pem.Decode(d["tls.crt"])
+		return err == nil && string(leaf.Raw) == string(blk.Bytes)
+	})
+	if got := a.bundles()[0]; got != bundle {
+		t.Fatal("a serving certificate's renewal changed the caBundle")
+	}
+	if d := a.secretData(t); string(d["ca.crt"]) != string(first["ca.crt"]) {
+		t.Fatal("a serving certificate's renewal changed ca.crt")
+	}
+
+	a.mu.Lock()
+	a.objs[a.mwcPath()]["webhooks"].([]any)[0].(map[string]any)["clientConfig"] = map[string]any{}
+	a.rv++
+	a.objs[a.mwcPath()]["metadata"].(map[string]any)["resourceVersion"] = strconv.Itoa(a.rv)
+	a.mu.Unlock()
+	waitSC(t, "the blanked caBundle written again", func() bool { return a.bundles()[0] == bundle })
+}
+
+func waitSC(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not within 15 s: %s", what)
+}
+
+// The flags' checks: exit 2 with what to do, before anything starts.
+func TestSelfCertFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cert-secret", "no-slash"}, "--cert-secret takes NAMESPACE/NAME"},
+		{[]string{"--cert-secret", "a/b", "--no-kube-api"}, "--cert-secret needs the API"},
+		{[]string{"--cert-secret", "a/b", "--webhook-configs", "one"}, "--webhook-configs takes MUTATING,VALIDATING"},
+		{[]string{"--cert-secret", "a/b", "--cert-service", "Not_A_Label"}, "--cert-service takes a Service name"},
+		{[]string{"--cert-secret", "a/b", "--ca-days", "30", "--cert-days", "30"}, "--ca-days must be more than --cert-days"},
+		{[]string{"--cert-sync-seconds", "0"}, "cert-sync-seconds"},
+	} {
+		cmd := exec.Command(binaryPath(), append([]string{"serve"}, c.args...)...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("serve %v: %v, %q; want exit 2 and %q", c.args, err, out, c.want)
+		}
 	}
 }
