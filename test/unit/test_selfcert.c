@@ -30,6 +30,7 @@ static struct selfcert_view healthy(void)
                                   .ca_not_before = NOW - 86400,
                                   .ca_not_after = NOW + 3650 * 86400LL,
                                   .leaf_ok = 1,
+                                  .leaf_usable = 1,
                                   .leaf_not_before = NOW - 86400,
                                   .leaf_not_after = NOW + 364 * 86400LL,
                                   .bundle_count = 1,
@@ -59,6 +60,7 @@ TEST(test_plan_creates_without_a_usable_ca)
     assert_int_equal(selfcert_plan(&v, NOW, OVERLAP), SELFCERT_CREATE);
     v = healthy();
     v.signer_ok = 0;
+    v.leaf_usable = 0;
     assert_int_equal(selfcert_plan(&v, NOW, OVERLAP), SELFCERT_CREATE);
 }
 
@@ -109,6 +111,23 @@ TEST(test_plan_rotates_the_ca_in_steps)
 }
 
 /* A leaf due while a new CA waits is renewed under the CA that signs. */
+TEST(test_plan_adopts_a_pair_without_our_ca)
+{
+    struct selfcert_view v = healthy();
+
+    v.signer_ok = 0;
+    v.leaf_usable = 1;
+    assert_int_equal(selfcert_plan(&v, NOW, OVERLAP), SELFCERT_ADD_CA);
+    v.has_next = 1;
+    v.bundle_count = 2;
+    v.bundle_at = NOW - 10;
+    assert_int_equal(selfcert_plan(&v, NOW, OVERLAP), SELFCERT_KEEP);
+    v.bundle_at = NOW - OVERLAP;
+    assert_int_equal(selfcert_plan(&v, NOW, OVERLAP), SELFCERT_SWITCH_CA);
+    v.leaf_usable = 0; /* nothing serves: nothing to keep trusted */
+    assert_int_equal(selfcert_plan(&v, NOW, OVERLAP), SELFCERT_CREATE);
+}
+
 TEST(test_plan_renews_the_leaf_while_a_ca_waits)
 {
     struct selfcert_view v = healthy();
@@ -255,11 +274,16 @@ TEST(test_view_of_real_certificates)
     selfcert_view_of(&pki, &s, now, &v);
     assert_true(v.signer_ok);
     assert_false(v.leaf_ok);
-    /* A signer missing from the bundle is no signer. */
+    /* A signer missing from the bundle is no signer: the pair that serves
+     * (trusted through the bundle) is adopted, not replaced at once. */
     dynbuf_reset(&s.ca_crt);
     dynbuf_add(&s.ca_crt, other_crt.mem, other_crt.len);
     selfcert_view_of(&pki, &s, now, &v);
     assert_false(v.signer_ok);
+    assert_true(v.leaf_usable);
+    assert_int_equal(selfcert_plan(&v, now, OVERLAP), SELFCERT_ADD_CA);
+    dynbuf_reset(&s.tls_key); /* and without a usable pair, a new CA at once */
+    selfcert_view_of(&pki, &s, now, &v);
     assert_int_equal(selfcert_plan(&v, now, OVERLAP), SELFCERT_CREATE);
     dynbuf_free(&other_crt);
     dynbuf_free(&other_key);
@@ -559,6 +583,73 @@ TEST(test_forced_ca_rotation_keeps_the_old_ca_meanwhile)
     selfcert_secret_free(&s0);
 }
 
+static void add_b64(struct dynbuf *j, const char *key, const struct dynbuf *v, int comma)
+{
+    dynbuf_printf(j, "%s\"%s\":\"", comma ? "," : "", key);
+    base64_append(j, v->mem, v->len);
+    dynbuf_addc(j, '"');
+}
+
+/* A Secret as gen-certs' install script makes it (a pair and ca.crt, no CA
+ * key): adopted through the CA rotation's steps, the old pair serving until
+ * the new CA is in the bundle. */
+TEST(test_adopts_a_secret_made_elsewhere)
+{
+    struct fixture *fx = *state;
+    struct dynbuf ca, cak, crt, key, j;
+    struct selfcert_secret s;
+    struct timespec pause = {1, 100 * 1000000L};
+    char err[ERR_LEN];
+
+    dynbuf_init(&ca, SELFCERT_PEM_MAX);
+    dynbuf_init(&cak, SELFCERT_PEM_MAX);
+    dynbuf_init(&crt, SELFCERT_PEM_MAX);
+    dynbuf_init(&key, SELFCERT_PEM_MAX);
+    dynbuf_init(&j, 1 << 20);
+    assert_int_equal(certs_make_ca_pem(NULL, 86400 * 30, &ca, &cak, err, sizeof(err)), ERR_OK);
+    assert_int_equal(certs_make_leaf_pem(ca.mem, ca.len, cak.mem, cak.len, "svc", "ns", 86400, &crt,
+                                         &key, err, sizeof(err)),
+                     ERR_OK);
+    dynbuf_addstr(&j, "{\"metadata\":{\"name\":\"tls\",\"resourceVersion\":\"7\"},"
+                      "\"type\":\"kubernetes.io/tls\",\"data\":{");
+    add_b64(&j, "tls.crt", &crt, 0);
+    add_b64(&j, "tls.key", &key, 1);
+    add_b64(&j, "ca.crt", &ca, 1);
+    dynbuf_addstr(&j, "}}");
+    fx->api.secret = dynbuf_steal(&j);
+    fx->api.rv = 7;
+
+    one_round(fx);
+    stored(fx, &s);
+    assert_int_equal(fx->api.posts, 0);
+    assert_int_equal(selfcert_bundle_count(s.ca_crt.mem, s.ca_crt.len), 2);
+    assert_memory_equal(s.ca_crt.mem, ca.mem, ca.len); /* the old CA first, still there */
+    assert_memory_equal(s.tls_crt.mem, crt.mem, crt.len);
+    assert_file_is(fx->crt, &crt);
+    assert_bundles(fx, &s);
+    selfcert_secret_free(&s);
+
+    nanosleep(&pause, NULL);
+    one_round(fx);
+    stored(fx, &s);
+    assert_true(s.ca_key.len > 0 && s.next_key.len == 0);
+    assert_false(s.tls_crt.len == crt.len && memcmp(s.tls_crt.mem, crt.mem, crt.len) == 0);
+    assert_int_equal(selfcert_bundle_count(s.ca_crt.mem, s.ca_crt.len), 2);
+    selfcert_secret_free(&s);
+
+    nanosleep(&pause, NULL);
+    one_round(fx);
+    stored(fx, &s);
+    assert_int_equal(selfcert_bundle_count(s.ca_crt.mem, s.ca_crt.len), 1);
+    assert_false(memcmp(s.ca_crt.mem, ca.mem, ca.len) == 0);
+    assert_bundles(fx, &s);
+    selfcert_secret_free(&s);
+    dynbuf_free(&ca);
+    dynbuf_free(&cak);
+    dynbuf_free(&crt);
+    dynbuf_free(&key);
+}
+
 int main(void)
 {
 #define T_(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -568,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_plan_creates_without_a_usable_ca),
         cmocka_unit_test(test_plan_renews_the_leaf),
         cmocka_unit_test(test_plan_rotates_the_ca_in_steps),
+        cmocka_unit_test(test_plan_adopts_a_pair_without_our_ca),
         cmocka_unit_test(test_plan_renews_the_leaf_while_a_ca_waits),
         cmocka_unit_test(test_bundle_blocks),
         cmocka_unit_test(test_base64_decode),
@@ -577,6 +669,7 @@ int main(void)
         T_(test_no_secret_creates_one_and_serves_it),
         T_(test_lost_create_uses_the_winner),
         T_(test_forced_ca_rotation_keeps_the_old_ca_meanwhile),
+        T_(test_adopts_a_secret_made_elsewhere),
     };
 #undef T_
 

@@ -60,13 +60,31 @@ static enum selfcert_action selfcert_plan_ca(const struct selfcert_view *v, long
     return SELFCERT_KEEP;
 }
 
+/* A Secret with a serving pair but no CA key of ours (made by gen-certs or
+ * cert-manager before this mode): adopted without a moment of distrust, by
+ * the CA rotation's steps: a new CA joins the bundle that trusts the pair
+ * serving now, then signs. */
+static enum selfcert_action selfcert_plan_adopt(const struct selfcert_view *v, long long now,
+                                                long long overlap_s)
+{
+    long long since = v->bundle_at < 0 ? overlap_s : now - v->bundle_at;
+
+    if (!v->leaf_usable || v->bundle_count < 1)
+        return SELFCERT_CREATE;
+    if (!v->has_next)
+        return SELFCERT_ADD_CA;
+    return since >= overlap_s && v->configs_in_sync ? SELFCERT_SWITCH_CA : SELFCERT_KEEP;
+}
+
 enum selfcert_action selfcert_plan(const struct selfcert_view *v, long long now,
                                    long long overlap_s)
 {
     enum selfcert_action a;
 
-    if (!v->exists || !v->signer_ok)
+    if (!v->exists)
         return SELFCERT_CREATE;
+    if (!v->signer_ok)
+        return selfcert_plan_adopt(v, now, overlap_s);
     /* A serving pair that cannot serve is fixed first, under the CA that
      * signs now: the bundle already holds it. */
     if (!v->leaf_ok)
@@ -283,6 +301,13 @@ void selfcert_view_of(const struct selfcert_pki *pki, const struct selfcert_secr
     v->bundle_count = selfcert_bundle_count(dynbuf_ptr(&s->ca_crt), s->ca_crt.len);
     if (!s->exists)
         return;
+    v->leaf_usable = s->tls_key.len > 0 &&
+                     selfcert_facts_of(pki, &s->tls_crt, NULL, &s->tls_key, &leaf) == ERR_OK &&
+                     leaf.key_ok && selfcert_valid_now(&leaf, now);
+    v->has_next = s->next_key.len > 0 &&
+                  selfcert_facts_of(pki, &s->next_crt, NULL, &s->next_key, &next) == ERR_OK &&
+                  next.key_ok && selfcert_valid_now(&next, now) &&
+                  selfcert_bundle_has(&s->ca_crt, &s->next_crt);
     v->signer_ok =
         s->ca_key.len > 0 &&
         selfcert_facts_of(pki, &s->signer_crt, &s->signer_crt, &s->ca_key, &ca) == ERR_OK &&
@@ -298,10 +323,6 @@ void selfcert_view_of(const struct selfcert_pki *pki, const struct selfcert_secr
         leaf.key_ok && leaf.signed_by && selfcert_valid_now(&leaf, now);
     v->leaf_not_before = leaf.not_before;
     v->leaf_not_after = leaf.not_after;
-    v->has_next = s->next_key.len > 0 &&
-                  selfcert_facts_of(pki, &s->next_crt, NULL, &s->next_key, &next) == ERR_OK &&
-                  next.key_ok && selfcert_valid_now(&next, now) &&
-                  selfcert_bundle_has(&s->ca_crt, &s->next_crt);
 }
 
 /* ---- acting on a plan ---- */
@@ -355,6 +376,10 @@ static int selfcert_apply(struct selfcert *sc, enum selfcert_action a, struct se
         selfcert_ca_cn(sc, cn, sizeof(cn));
         dynbuf_reset(&s->next_crt);
         dynbuf_reset(&s->next_key);
+        /* A bundle from elsewhere may lack its last newline. */
+        if (s->ca_crt.len > 0 && s->ca_crt.mem[s->ca_crt.len - 1] != '\n' &&
+            (rc = dynbuf_addc(&s->ca_crt, '\n')))
+            break;
         if ((rc = sc->cfg.pki.make_ca(cn, ca_secs, &s->next_crt, &s->next_key, err, errlen)) ||
             (rc = dynbuf_add(&s->ca_crt, s->next_crt.mem, s->next_crt.len)))
             break;
@@ -680,7 +705,7 @@ static int selfcert_attempt(struct selfcert *sc, struct selfcert_secret *s, char
     if ((rc = selfcert_get(sc, s, &doc, &resp, err, errlen)) != ERR_OK)
         goto out;
     selfcert_view_of(&sc->cfg.pki, s, now, &v);
-    if (v.signer_ok)
+    if (v.signer_ok || v.leaf_usable)
         v.configs_in_sync = selfcert_sync_configs(sc, &s->ca_crt);
     a = selfcert_plan(&v, now, sc->cfg.overlap_s);
     if (a == SELFCERT_KEEP)

@@ -30,7 +30,9 @@
  * loaded the new serving pair. A serving certificate is due when a third of
  * its life is left, a CA the same; the annotation SELFCERT_ANN_ROTATE on the
  * Secret ("leaf" or "ca") asks for one now, and the write that acts on it
- * removes it.
+ * removes it. A Secret made before this mode (gen-certs, cert-manager: a
+ * serving pair and ca.crt, no ca.key) is adopted the same way: a new CA
+ * joins the bundle that trusts the pair serving now, and signs later.
  *
  * The certificate making is wire's (certs.h), injected (selfcert_pki): kube
  * does not include wire. The API call is injectable too (kubeapi_call_fn).
@@ -71,7 +73,8 @@ struct selfcert_view {
     int exists;
     int signer_ok; /* signer.crt and ca.key a pair, valid now, in ca.crt */
     long long ca_not_before, ca_not_after;
-    int leaf_ok; /* tls.crt and tls.key a pair signed by the signer, valid now */
+    int leaf_ok;     /* tls.crt and tls.key a pair signed by the signer, valid now */
+    int leaf_usable; /* tls.crt and tls.key a pair valid now, whoever signed it */
     long long leaf_not_before, leaf_not_after;
     int has_next;        /* next-ca.crt and next-ca.key a pair, in ca.crt */
     int bundle_count;    /* certificates in ca.crt */
