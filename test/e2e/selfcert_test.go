@@ -488,3 +488,19 @@ func TestSelfCertFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// A pair that cannot be written (where the Secret used to be mounted
+// read-only; here a directory that does not exist) stops the start, after
+// its 30 s of tries, with what to do.
+func TestSelfCertUnwritablePairSaysWhy(t *testing.T) {
+	t.Parallel() // 30 s of waiting, overlapped with the other tests
+	a := startSCAPI(t)
+	dir := filepath.Join(t.TempDir(), "missing")
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--profiles", profilesPath,
+		"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-private-key-file", filepath.Join(dir, "tls.key")},
+		a.flags()...)
+	out, err := exec.Command(binaryPath(), args...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "must be in a writable directory") {
+		t.Fatalf("serve with an unwritable pair: %v\n%s", err, out)
+	}
+}

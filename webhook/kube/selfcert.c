@@ -653,6 +653,18 @@ out:
     return rc;
 }
 
+/* A Secret mounted read-only where the pair goes is the likely cause. */
+static void selfcert_write_hint(char *err, size_t errlen, int rc)
+{
+    char why[ERR_LEN];
+
+    snprintf(why, sizeof(why), "%s", err);
+    err_set(err, errlen, rc,
+            "%.300s: --tls-cert-file and --tls-private-key-file must be in a writable directory "
+            "with --cert-secret (an emptyDir: manifests/components/self-signed)",
+            why);
+}
+
 /* The pair on disk, key first: the server's reload retries a mismatch. */
 static int selfcert_write_files(struct selfcert *sc, const struct selfcert_secret *s, char *err,
                                 size_t errlen)
@@ -677,6 +689,8 @@ static int selfcert_write_files(struct selfcert *sc, const struct selfcert_secre
     if (rc == ERR_OK)
         log_msg(sc->log, LOG_INFO, "serving pair written from the Secret", "file",
                 sc->cfg.cert_file);
+    else
+        selfcert_write_hint(err, errlen, rc);
     return rc;
 }
 
