@@ -23,6 +23,7 @@
 #include <openssl/x509v3.h>
 
 #include "wire/certs.h"
+#include "base/dynbuf.h"
 #include "base/err.h"
 
 #define DAY     (24LL * 60 * 60)
@@ -843,6 +844,59 @@ static void test_small_error_buffer(void **state)
     assert_string_equal(err, "");
 }
 
+/* The in-memory PKI of serve --cert-secret: a CA and a leaf it signed, the
+ * facts of each, and the bounds and bad input refused with a message. */
+TEST(test_pem_pki_in_memory)
+{
+    struct dynbuf ca, cak, crt, key, ca2, cak2;
+    struct certs_facts f;
+    char err[ERR_LEN] = "";
+    long long now = (long long)time(NULL);
+
+    dynbuf_init(&ca, 1 << 16);
+    dynbuf_init(&cak, 1 << 16);
+    dynbuf_init(&crt, 1 << 16);
+    dynbuf_init(&key, 1 << 16);
+    dynbuf_init(&ca2, 1 << 16);
+    dynbuf_init(&cak2, 1 << 16);
+    assert_int_equal(certs_make_ca_pem("ca-one", 3600, &ca, &cak, err, sizeof(err)), ERR_OK);
+    assert_int_equal(certs_make_ca_pem(NULL, 3600, &ca2, &cak2, err, sizeof(err)), ERR_OK);
+    assert_int_equal(certs_make_leaf_pem(ca.mem, ca.len, cak.mem, cak.len, "svc", "ns", 600, &crt,
+                                         &key, err, sizeof(err)),
+                     ERR_OK);
+    assert_int_equal(
+        certs_pem_facts(crt.mem, crt.len, ca.mem, ca.len, key.mem, key.len, &f, err, sizeof(err)),
+        ERR_OK);
+    assert_true(f.signed_by && f.key_ok);
+    assert_true(f.not_after - now > 590 && f.not_after - now <= 600);
+    assert_true(now - f.not_before >= 5 * 60 - 2); /* backdated for skew */
+    assert_int_equal(
+        certs_pem_facts(crt.mem, crt.len, ca2.mem, ca2.len, cak.mem, cak.len, &f, err, sizeof(err)),
+        ERR_OK);
+    assert_false(f.signed_by); /* another CA */
+    assert_false(f.key_ok);    /* the CA's key is not the leaf's */
+
+    err[0] = '\0';
+    assert_int_equal(certs_make_ca_pem(NULL, 59, &ca2, &cak2, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "60 seconds");
+    assert_int_equal(certs_make_leaf_pem(ca.mem, ca.len, cak2.mem, cak2.len, "svc", "ns", 600, &crt,
+                                         &key, err, sizeof(err)),
+                     ERR_FAIL);
+    assert_contains(err, "does not match");
+    assert_int_equal(certs_make_leaf_pem(ca.mem, ca.len, cak.mem, cak.len, "Bad_Name", "ns", 600,
+                                         &crt, &key, err, sizeof(err)),
+                     ERR_FAIL);
+    assert_int_equal(certs_pem_facts("junk", 4, NULL, 0, NULL, 0, &f, err, sizeof(err)), ERR_FAIL);
+    assert_contains(err, "PEM certificate");
+    assert_int_equal(ERR_peek_error(), 0);
+    dynbuf_free(&ca);
+    dynbuf_free(&cak);
+    dynbuf_free(&crt);
+    dynbuf_free(&key);
+    dynbuf_free(&ca2);
+    dynbuf_free(&cak2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -868,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_regenerate_replaces_files),
         cmocka_unit_test(test_existing_files_need_force),
         cmocka_unit_test(test_unwritable_out_dir),
+        cmocka_unit_test(test_pem_pki_in_memory),
         cmocka_unit_test(test_check_pem_in_memory),
         cmocka_unit_test(test_invalid_options_write_nothing),
         cmocka_unit_test(test_small_error_buffer),

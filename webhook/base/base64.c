@@ -61,3 +61,56 @@ int base64_append(struct dynbuf *out, const void *data, size_t len)
     }
     return ERR_OK;
 }
+
+/* The 6-bit value of c, or -1 outside the standard alphabet. */
+static int base64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* One group of four characters into up to three bytes; *n the count, 0 when
+ * the group is not valid (padding only at the end: last says it may be). */
+static void base64_group(const char *g, int last, unsigned char out[3], int *n)
+{
+    int v[4], pad = 0;
+
+    *n = 0;
+    for (int i = 0; i < 4; i++) {
+        v[i] = base64_value((unsigned char)g[i]);
+        if (g[i] == '=' && last && i >= 2 && (i == 3 || g[3] == '=')) {
+            v[i] = 0;
+            pad++;
+        } else if (v[i] < 0) {
+            return;
+        }
+    }
+    out[0] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+    out[1] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
+    out[2] = (unsigned char)((v[2] & 3) << 6 | v[3]);
+    *n = 3 - pad;
+}
+
+int base64_decode_append(struct dynbuf *out, const char *text, size_t len)
+{
+    size_t start = out->len;
+    unsigned char b[3];
+    int n, rc;
+
+    if (len % 4 != 0)
+        return ERR_FAIL;
+    for (size_t i = 0; i < len; i += 4) {
+        base64_group(text + i, i + 4 == len, b, &n);
+        rc = n == 0 ? ERR_FAIL : dynbuf_add(out, b, (size_t)n);
+        if (rc != ERR_OK) {
+            dynbuf_truncate(out, start);
+            return rc;
+        }
+    }
+    return ERR_OK;
+}

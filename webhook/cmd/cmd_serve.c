@@ -10,6 +10,8 @@
 #include "host/logq.h"
 #include "kube/lookups.h"
 #include "kube/metricsauth.h"
+#include "kube/selfcert.h"
+#include "wire/certs.h"
 #include "host/podsecconf.h"
 #include "host/reloader.h"
 #include "server/server.h"
@@ -66,6 +68,8 @@ struct cmd_serve_app {
     struct store_source profiles_src;     /* the file at profiles_path */
     char detect_image[CMD_IMAGE_MAX + 1]; /* read by --detect-image-from-deployment */
     struct podsecconf podsec;             /* --pod-security-config */
+    struct selfcert *selfcert;            /* --cert-secret; NULL: files made elsewhere */
+    char cert_ns[64], cert_name[254], mwc[254], vwc[254];
 };
 
 /* Reads the profiles file and publishes it; the old snapshot stays on error.
@@ -150,8 +154,8 @@ static int cmd_serve_start_api(struct cmd_serve_app *app, const struct cmd_serve
                                 .job_ttl_s = o->job_cache_s,
                                 .call = kubeapi_call};
 
-    if (o->no_kube_api ||
-        (!o->kube_api && !in_cluster && !o->profiles_configmap && !o->detect_deployment)) {
+    if (o->no_kube_api || (!o->kube_api && !in_cluster && !o->profiles_configmap &&
+                           !o->detect_deployment && !o->cert_secret)) {
         log_msg(&app->log, LOG_INFO,
                 "no Kubernetes API: no Events for warnings (pass --kube-api, or run in a cluster)",
                 NULL, NULL);
@@ -266,6 +270,66 @@ static void cmd_serve_detect_image(struct cmd_serve_app *app, const struct cmd_s
     }
     cfg->detect_image = app->detect_image;
     log_msg(&app->log, LOG_INFO, "detect image", "image", app->detect_image);
+}
+
+/* certs_pem_facts as kube/selfcert.h takes it (kube does not include wire). */
+static int cmd_serve_cert_facts(const char *pem, size_t len, const char *issuer, size_t issuer_len,
+                                const char *key, size_t key_len, struct selfcert_facts *f,
+                                char *err, size_t errlen)
+{
+    struct certs_facts cf;
+    int rc = certs_pem_facts(pem, len, issuer, issuer_len, key, key_len, &cf, err, errlen);
+
+    *f = (struct selfcert_facts){cf.not_before, cf.not_after, cf.signed_by, cf.key_ok};
+    return rc;
+}
+
+/* "A,B" of --webhook-configs (checked by the flags) and "NS/NAME" of
+ * --cert-secret into the app's buffers. */
+static void cmd_serve_split(const char *s, char sep, char *a, size_t alen, char *b, size_t blen)
+{
+    const char *p = strchr(s, sep);
+
+    snprintf(a, alen, "%.*s", (int)(p - s), s);
+    snprintf(b, blen, "%s", p + 1);
+}
+
+/* --cert-secret: the Secret's pair on disk before the server reads it, and
+ * the loop that keeps it (kube/selfcert.h). ERR_OK, or ERR_FAIL with why. */
+static int cmd_serve_start_selfcert(struct cmd_serve_app *app, const struct cmd_serve_flags *o,
+                                    char *err, size_t errlen)
+{
+    struct selfcert_config sc;
+
+    if (!o->cert_secret)
+        return ERR_OK;
+    if (!app->api)
+        return err_set(err, errlen, ERR_FAIL,
+                       "--cert-secret needs the API: pass --kube-api or run in a cluster");
+    cmd_serve_split(o->cert_secret, '/', app->cert_ns, sizeof(app->cert_ns), app->cert_name,
+                    sizeof(app->cert_name));
+    cmd_serve_split(o->webhook_configs, ',', app->mwc, sizeof(app->mwc), app->vwc,
+                    sizeof(app->vwc));
+    sc = (struct selfcert_config){
+        .call = kubeapi_call,
+        .call_ctx = app->api,
+        .ns = app->cert_ns,
+        .name = app->cert_name,
+        .mutating = app->mwc,
+        .validating = app->vwc,
+        .service = o->cert_service,
+        .service_ns = app->cert_ns,
+        .cert_file = o->cfg.cert_file,
+        .key_file = o->cfg.key_file,
+        .leaf_days = o->cert_days,
+        .ca_days = o->ca_days,
+        .sync_s = o->cert_sync_s,
+        .overlap_s = o->ca_overlap_s,
+        .pki = {.make_ca = certs_make_ca_pem,
+                .make_leaf = certs_make_leaf_pem,
+                .facts = cmd_serve_cert_facts},
+    };
+    return selfcert_init(&app->selfcert, &app->log, &sc, err, errlen);
 }
 
 /* The last good copy (with a ConfigMap and a copy name) and the stale
@@ -384,6 +448,8 @@ static void cmd_serve_stop(struct cmd_serve_app *app)
     cmwatch_stop(&app->cmwatch);
     cmd_serve_step(g, "lastgood");
     lastgood_stop(&app->lastgood);
+    cmd_serve_step(g, "selfcert");
+    selfcert_stop(&app->selfcert);
     cmd_serve_step(g, "lookups");
     lookups_stop(&app->lookups);
     metricsauth_stop(&app->metrics_auth);
@@ -444,7 +510,8 @@ static int cmd_serve_run(struct cmd_serve_app *app, const struct cmd_serve_flags
     }
     cfg.podsec = &app->podsec.cfg;
     if (cmd_serve_start_api(app, o, err, sizeof(err)) ||
-        cmd_serve_start_metrics_auth(app, o, &cfg, err, sizeof(err)))
+        cmd_serve_start_metrics_auth(app, o, &cfg, err, sizeof(err)) ||
+        cmd_serve_start_selfcert(app, o, err, sizeof(err)))
         goto cannot;
     cmd_serve_detect_image(app, o, &cfg);
     if (cmd_serve_start_profiles(app, o, err, sizeof(err)))

@@ -112,6 +112,26 @@ static void cmd_serve_flags_usage(FILE *f)
         "                                the PodSecurityConfiguration it names, read at start\n"
         "                                (default: PodSecurity's own, privileged, no\n"
         "                                exemptions)\n"
+        "  --cert-secret NS/NAME         certificates that look after themselves: keep the CA\n"
+        "                                and serving pair in Secret NS/NAME (made when\n"
+        "                                missing), write the CA bundle into the webhook\n"
+        "                                configurations, renew both before they expire, and\n"
+        "                                serve the Secret's pair (written to --tls-cert-file\n"
+        "                                and --tls-private-key-file, which must be writable)\n"
+        "  --webhook-configs MWC,VWC     with --cert-secret: the Mutating and Validating\n"
+        "                                WebhookConfigurations whose caBundle it writes; an\n"
+        "                                empty name skips one (default rdma-webhook,rdma-webhook)\n"
+        "  --cert-service NAME           with --cert-secret: the Service the certificate names,\n"
+        "                                in the Secret's namespace (default rdma-webhook)\n"
+        "  --cert-days N                 with --cert-secret: serving certificate validity,\n"
+        "                                renewed with a third left (default 365)\n"
+        "  --ca-days N                   with --cert-secret: CA validity, renewed with a third\n"
+        "                                left (default 3650)\n"
+        "  --cert-sync-seconds N         with --cert-secret: how often the Secret and the\n"
+        "                                caBundles are checked (default 60)\n"
+        "  --ca-overlap-seconds N        with --cert-secret: how long a new CA sits in the\n"
+        "                                bundle before it signs, and the old one after\n"
+        "                                (default 3600)\n"
         "  -h, --help                    show this help\n"
         "\n"
         "The certificate and key files are watched too and swapped without a restart.\n"
@@ -157,6 +177,13 @@ enum cmd_serve_flags_flag {
     CMD_SERVE_FLAGS_CLIENT_CA,
     CMD_SERVE_FLAGS_CLIENT_NAMES,
     CMD_SERVE_FLAGS_METRICS_AUTH,
+    CMD_SERVE_FLAGS_CERT_SECRET,
+    CMD_SERVE_FLAGS_WEBHOOK_CONFIGS,
+    CMD_SERVE_FLAGS_CERT_SERVICE,
+    CMD_SERVE_FLAGS_CERT_DAYS,
+    CMD_SERVE_FLAGS_CA_DAYS,
+    CMD_SERVE_FLAGS_CERT_SYNC,
+    CMD_SERVE_FLAGS_CA_OVERLAP,
 };
 
 static const struct option cmd_serve_flags_options[] = {
@@ -197,6 +224,13 @@ static const struct option cmd_serve_flags_options[] = {
     {"client-ca", required_argument, NULL, CMD_SERVE_FLAGS_CLIENT_CA},
     {"client-names", required_argument, NULL, CMD_SERVE_FLAGS_CLIENT_NAMES},
     {"metrics-auth", required_argument, NULL, CMD_SERVE_FLAGS_METRICS_AUTH},
+    {"cert-secret", required_argument, NULL, CMD_SERVE_FLAGS_CERT_SECRET},
+    {"webhook-configs", required_argument, NULL, CMD_SERVE_FLAGS_WEBHOOK_CONFIGS},
+    {"cert-service", required_argument, NULL, CMD_SERVE_FLAGS_CERT_SERVICE},
+    {"cert-days", required_argument, NULL, CMD_SERVE_FLAGS_CERT_DAYS},
+    {"ca-days", required_argument, NULL, CMD_SERVE_FLAGS_CA_DAYS},
+    {"cert-sync-seconds", required_argument, NULL, CMD_SERVE_FLAGS_CERT_SYNC},
+    {"ca-overlap-seconds", required_argument, NULL, CMD_SERVE_FLAGS_CA_OVERLAP},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -226,6 +260,10 @@ static int cmd_serve_flags_numeric(struct cmd_serve_flags *o, int flag, char *er
         {CMD_SERVE_FLAGS_BODY_TIMEOUT, 1, 3600, &o->cfg.body_timeout_s},
         {CMD_SERVE_FLAGS_BODY_BUDGET, 65536, 0xffffffffu, &o->cfg.body_budget},
         {CMD_SERVE_FLAGS_STALE_LOG, 1, 86400, &o->stale_log_s},
+        {CMD_SERVE_FLAGS_CERT_DAYS, 1, 36500, &o->cert_days},
+        {CMD_SERVE_FLAGS_CA_DAYS, 1, 36500, &o->ca_days},
+        {CMD_SERVE_FLAGS_CERT_SYNC, 1, 86400, &o->cert_sync_s},
+        {CMD_SERVE_FLAGS_CA_OVERLAP, 1, 31536000, &o->ca_overlap_s},
     };
     const struct option *opt = cmd_serve_flags_options;
     unsigned long long v;
@@ -272,6 +310,9 @@ static int cmd_serve_flags_getopt(int argc, char **argv, struct cmd_serve_flags 
         case CMD_SERVE_FLAGS_POD_SECURITY_CONFIG: o->pod_security_config = optarg; break;
         case CMD_SERVE_FLAGS_CLIENT_CA: o->cfg.client_ca_file = optarg; break;
         case CMD_SERVE_FLAGS_CLIENT_NAMES: o->cfg.client_names = optarg; break;
+        case CMD_SERVE_FLAGS_CERT_SECRET: o->cert_secret = optarg; break;
+        case CMD_SERVE_FLAGS_WEBHOOK_CONFIGS: o->webhook_configs = optarg; break;
+        case CMD_SERVE_FLAGS_CERT_SERVICE: o->cert_service = optarg; break;
         case CMD_SERVE_FLAGS_METRICS_AUTH:
             o->metrics_auth = strcmp(optarg, "kubernetes") == 0 ? CMD_SERVE_METRICS_AUTH_KUBERNETES
                               : strcmp(optarg, "none") == 0     ? CMD_SERVE_METRICS_AUTH_NONE
@@ -341,6 +382,12 @@ static void cmd_serve_flags_defaults(struct cmd_serve_flags *o)
     o->log_level = "info";
     o->reload_interval_ms = 1000;
     o->grace_s = 10;
+    o->webhook_configs = "rdma-webhook,rdma-webhook";
+    o->cert_service = "rdma-webhook";
+    o->cert_days = 365;
+    o->ca_days = 3650;
+    o->cert_sync_s = 60;
+    o->ca_overlap_s = 3600;
 }
 
 /* 1 when s is NAMESPACE/NAME: a DNS label and a DNS subdomain. */
@@ -392,6 +439,18 @@ static int cmd_serve_flags_check(const struct cmd_serve_flags *o, char *err, siz
     else if (o->metrics_auth == CMD_SERVE_METRICS_AUTH_KUBERNETES && o->no_kube_api)
         why = "--metrics-auth kubernetes asks the API who may read /metrics; drop --no-kube-api "
               "or pass --metrics-auth none";
+    else if (o->cert_secret && !cmd_serve_flags_ns_name(o->cert_secret))
+        why = "--cert-secret takes NAMESPACE/NAME, e.g. rdma-webhook/rdma-webhook-tls";
+    else if (o->cert_secret && o->no_kube_api)
+        why = "--cert-secret needs the API; drop --no-kube-api";
+    else if (o->cert_secret && !k8sname_label(o->cert_service))
+        why = "--cert-service takes a Service name (a DNS label)";
+    else if (o->cert_secret &&
+             (!strchr(o->webhook_configs, ',') ||
+              strchr(strchr(o->webhook_configs, ',') + 1, ',') || strlen(o->webhook_configs) > 507))
+        why = "--webhook-configs takes MUTATING,VALIDATING (either may be empty)";
+    else if (o->cert_secret && o->ca_days <= o->cert_days)
+        why = "--ca-days must be more than --cert-days (a CA outlives what it signs)";
     else if (o->kube_api && (!o->kube_ca || !o->kube_token_file))
         why = "--kube-api needs --kube-ca and --kube-token-file";
     else if (o->cfg.body_budget && o->cfg.body_budget / 2 < o->cfg.max_body)

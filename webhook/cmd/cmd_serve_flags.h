@@ -41,6 +41,12 @@ struct cmd_serve_flags {
     const char *detect_deployment;
     const char *pod_security_config; /* --pod-security-config FILE; NULL: none */
     enum cmd_serve_metrics_auth metrics_auth;
+    /* --cert-secret NS/NAME (kube/selfcert.h); NULL: the files are made
+     * elsewhere (gen-certs, cert-manager). */
+    const char *cert_secret;
+    const char *webhook_configs; /* --webhook-configs MWC,VWC */
+    const char *cert_service;    /* --cert-service */
+    unsigned cert_days, ca_days, cert_sync_s, ca_overlap_s;
 };
 
 /* Fills *o from the defaults and argv, and *level from --log-level. Returns 0

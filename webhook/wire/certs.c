@@ -43,6 +43,7 @@ struct certs_params {
     const char *service;
     const char *ns;
     int days;
+    long long secs; /* the validity, of days or of certs_make_leaf_pem's seconds */
 };
 
 struct certs_staged {
@@ -96,6 +97,7 @@ static int certs_resolve_opts(const struct certs_gen_opts *o, struct certs_param
     p->service = o->service != NULL ? o->service : CERTS_DEFAULT_NAME;
     p->ns = o->namespace_ != NULL ? o->namespace_ : CERTS_DEFAULT_NAME;
     p->days = o->days != 0 ? o->days : CERTS_DEFAULT_DAYS;
+    p->secs = (long long)p->days * 86400;
     if (!k8sname_label(p->service) || !k8sname_label(p->ns))
         return err_set(err, errlen, ERR_FAIL,
                        "invalid service '%s' or namespace '%s': use lowercase "
@@ -134,7 +136,7 @@ static int certs_add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
 }
 
 /* What both certificates share; the caller adds issuer, extensions, signature. */
-static X509 *certs_new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
+static X509 *certs_new_cert(EVP_PKEY *key, const char *cn, long long secs, time_t now)
 {
     X509 *x = X509_new();
     int ok = 0;
@@ -145,7 +147,8 @@ static X509 *certs_new_cert(EVP_PKEY *key, const char *cn, int days, time_t now)
         goto out;
     /* Backdated so that a node whose clock runs behind accepts it at once. */
     if (X509_time_adj_ex(X509_getm_notBefore(x), 0, -CERTS_SKEW_SECONDS, &now) == NULL ||
-        X509_time_adj_ex(X509_getm_notAfter(x), days, 0, &now) == NULL)
+        X509_time_adj_ex(X509_getm_notAfter(x), (int)(secs / 86400), (long)(secs % 86400), &now) ==
+            NULL)
         goto out;
     if (!X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
                                     (const unsigned char *)cn, -1, -1, 0) ||
@@ -170,10 +173,10 @@ static X509 *certs_signed(X509 *x, EVP_PKEY *signer, int built)
     return NULL;
 }
 
-static X509 *certs_make_ca(EVP_PKEY *key, int days, time_t now)
+static X509 *certs_make_ca(EVP_PKEY *key, const char *cn, long long secs, time_t now)
 {
     X509V3_CTX ctx;
-    X509 *x = certs_new_cert(key, CERTS_CA_CN, days, now);
+    X509 *x = certs_new_cert(key, cn, secs, now);
     int ok = 0;
 
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(x)))
@@ -222,7 +225,7 @@ static X509 *certs_make_leaf(EVP_PKEY *key, X509 *ca, EVP_PKEY *ca_key,
     certs_leaf_cn(p, cn, sizeof cn);
     if (!certs_leaf_sans(p, san, sizeof san))
         goto out;
-    x = certs_new_cert(key, cn, p->days, now);
+    x = certs_new_cert(key, cn, p->secs, now);
     if (x == NULL || !X509_set_issuer_name(x, X509_get_subject_name(ca)))
         goto out;
     X509V3_set_ctx_nodb(&ctx);
@@ -468,7 +471,7 @@ int certs_generate(const struct certs_gen_opts *o, char *err, size_t errlen)
         (ret = certs_make_key(&ca_key, err, errlen)) != ERR_OK ||
         (ret = certs_make_key(&tls_key, err, errlen)) != ERR_OK)
         goto out;
-    if ((ca = certs_make_ca(ca_key, p.days, now)) == NULL ||
+    if ((ca = certs_make_ca(ca_key, CERTS_CA_CN, p.secs, now)) == NULL ||
         (tls = certs_make_leaf(tls_key, ca, ca_key, &p, now)) == NULL) {
         ret = certs_ssl_err(err, errlen, "build the certificates");
         goto out;
@@ -827,6 +830,161 @@ int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *
         memset(info, 0, sizeof *info);
 out:
     EVP_PKEY_free(key);
+    X509_free(x);
+    ERR_clear_error();
+    return ret;
+}
+
+/* The PEM of cert or key appended to out: ERR_OK, dynbuf's code, or an
+ * OpenSSL failure with a message. */
+static int certs_append_pem(struct dynbuf *out, X509 *cert, EVP_PKEY *key, char *err, size_t errlen)
+{
+    BIO *pem = certs_pem_of(cert, key);
+    char *data = NULL;
+    long len;
+    int rc;
+
+    if (pem == NULL)
+        return certs_ssl_err(err, errlen, "encode a certificate or key as PEM");
+    len = BIO_get_mem_data(pem, &data);
+    rc = len < 0 ? ERR_FAIL : dynbuf_add(out, data, (size_t)len);
+    BIO_free(pem);
+    if (rc != ERR_OK)
+        return err_set(err, errlen, rc, "cannot hold the new certificate or key (%s)",
+                       err_name(rc));
+    return ERR_OK;
+}
+
+static int certs_check_secs(long long secs, char *err, size_t errlen)
+{
+    if (secs < 60 || secs > (long long)CERTS_MAX_DAYS * 86400)
+        return err_set(err, errlen, ERR_FAIL,
+                       "invalid validity of %lld seconds: use 60 seconds to %d days", secs,
+                       CERTS_MAX_DAYS);
+    return ERR_OK;
+}
+
+int certs_make_ca_pem(const char *cn, long long seconds, struct dynbuf *crt, struct dynbuf *key,
+                      char *err, size_t errlen)
+{
+    EVP_PKEY *k = NULL;
+    X509 *ca = NULL;
+    int ret;
+
+    if ((ret = certs_check_secs(seconds, err, errlen)) != ERR_OK ||
+        (ret = certs_make_key(&k, err, errlen)) != ERR_OK)
+        goto out;
+    if ((ca = certs_make_ca(k, cn != NULL ? cn : CERTS_CA_CN, seconds, time(NULL))) == NULL) {
+        ret = certs_ssl_err(err, errlen, "build the CA certificate");
+        goto out;
+    }
+    if ((ret = certs_append_pem(crt, ca, NULL, err, errlen)) == ERR_OK)
+        ret = certs_append_pem(key, NULL, k, err, errlen);
+out:
+    X509_free(ca);
+    EVP_PKEY_free(k);
+    ERR_clear_error();
+    return ret;
+}
+
+/* The CA of certs_make_leaf_pem from memory. */
+static int certs_read_ca_pem(const char *crt, size_t crt_len, const char *key, size_t key_len,
+                             X509 **ca, EVP_PKEY **ca_key, char *err, size_t errlen)
+{
+    BIO *b;
+    int rc = certs_mem_bio(crt, crt_len, "the CA certificate", &b, err, errlen);
+
+    if (rc == ERR_OK)
+        rc = certs_cert_from_bio(b, "the CA certificate", ca, err, errlen);
+    if (rc == ERR_OK)
+        rc = certs_mem_bio(key, key_len, "the CA key", &b, err, errlen);
+    if (rc == ERR_OK)
+        rc = certs_key_from_bio(b, "the CA key", ca_key, err, errlen);
+    if (rc == ERR_OK && X509_check_private_key(*ca, *ca_key) != 1)
+        rc = err_set(err, errlen, ERR_FAIL, "the CA key does not match the CA certificate");
+    return rc;
+}
+
+int certs_make_leaf_pem(const char *ca_crt, size_t ca_crt_len, const char *ca_key,
+                        size_t ca_key_len, const char *service, const char *namespace_,
+                        long long seconds, struct dynbuf *crt, struct dynbuf *key, char *err,
+                        size_t errlen)
+{
+    struct certs_params p = {.dir = "", .service = service, .ns = namespace_, .secs = seconds};
+    EVP_PKEY *ck = NULL, *k = NULL;
+    X509 *ca = NULL, *leaf = NULL;
+    int ret;
+
+    if (service == NULL || namespace_ == NULL || !k8sname_label(service) ||
+        !k8sname_label(namespace_)) {
+        ret = err_set(err, errlen, ERR_FAIL,
+                      "invalid service or namespace: use DNS labels (--service, --namespace)");
+        goto out;
+    }
+    if ((ret = certs_check_secs(seconds, err, errlen)) != ERR_OK ||
+        (ret = certs_read_ca_pem(ca_crt, ca_crt_len, ca_key, ca_key_len, &ca, &ck, err, errlen)) !=
+            ERR_OK ||
+        (ret = certs_make_key(&k, err, errlen)) != ERR_OK)
+        goto out;
+    if ((leaf = certs_make_leaf(k, ca, ck, &p, time(NULL))) == NULL) {
+        ret = certs_ssl_err(err, errlen, "build the serving certificate");
+        goto out;
+    }
+    if ((ret = certs_append_pem(crt, leaf, NULL, err, errlen)) == ERR_OK)
+        ret = certs_append_pem(key, NULL, k, err, errlen);
+out:
+    X509_free(leaf);
+    X509_free(ca);
+    EVP_PKEY_free(k);
+    EVP_PKEY_free(ck);
+    ERR_clear_error();
+    return ret;
+}
+
+/* The optional comparisons of certs_pem_facts. */
+static int certs_facts_relations(X509 *x, const char *issuer_pem, size_t issuer_len,
+                                 const char *key_pem, size_t key_len, struct certs_facts *f,
+                                 char *err, size_t errlen)
+{
+    X509 *issuer = NULL;
+    EVP_PKEY *key = NULL, *ipub;
+    BIO *b;
+    int rc = ERR_OK;
+
+    if (issuer_pem != NULL &&
+        (rc = certs_mem_bio(issuer_pem, issuer_len, "the issuer", &b, err, errlen)) == ERR_OK &&
+        (rc = certs_cert_from_bio(b, "the issuer", &issuer, err, errlen)) == ERR_OK) {
+        ipub = X509_get0_pubkey(issuer);
+        f->signed_by = ipub != NULL && X509_verify(x, ipub) == 1;
+    }
+    if (rc == ERR_OK && key_pem != NULL &&
+        (rc = certs_mem_bio(key_pem, key_len, "the key", &b, err, errlen)) == ERR_OK &&
+        (rc = certs_key_from_bio(b, "the key", &key, err, errlen)) == ERR_OK)
+        f->key_ok = X509_check_private_key(x, key) == 1;
+    X509_free(issuer);
+    EVP_PKEY_free(key);
+    return rc;
+}
+
+int certs_pem_facts(const char *pem, size_t len, const char *issuer_pem, size_t issuer_len,
+                    const char *key_pem, size_t key_len, struct certs_facts *facts, char *err,
+                    size_t errlen)
+{
+    X509 *x = NULL;
+    BIO *b;
+    int ret;
+
+    memset(facts, 0, sizeof *facts);
+    if ((ret = certs_mem_bio(pem, len, "the certificate", &b, err, errlen)) != ERR_OK ||
+        (ret = certs_cert_from_bio(b, "the certificate", &x, err, errlen)) != ERR_OK)
+        goto out;
+    if (!certs_unix_time(X509_get0_notBefore(x), &facts->not_before) ||
+        !certs_unix_time(X509_get0_notAfter(x), &facts->not_after)) {
+        ret = err_set(err, errlen, ERR_FAIL, "the certificate has an unreadable validity");
+        goto out;
+    }
+    ret = certs_facts_relations(x, issuer_pem, issuer_len, key_pem, key_len, facts, err, errlen);
+out:
     X509_free(x);
     ERR_clear_error();
     return ret;

@@ -19,6 +19,7 @@
 #ifndef RDMA_WEBHOOK_CERTS_H
 #define RDMA_WEBHOOK_CERTS_H
 
+#include "base/dynbuf.h"
 #include "base/err.h"
 
 #include <stddef.h>
@@ -109,5 +110,34 @@ struct certs_pem {
  * slip a mismatched pair past the check.
  */
 int certs_check_pem(const struct certs_pem *pem, struct certs_info *info, char *err, size_t errlen);
+
+/*
+ * The same PKI made in memory, for `serve --cert-secret` (kube/selfcert.h
+ * takes these through its config: kube does not include wire). PEM text is
+ * appended to the caller's dynbufs (their caps bound it); keys are PKCS#8.
+ * Validity is from 5 minutes ago to `seconds` from now (60..36500 days).
+ *  - certs_make_ca_pem: a CA as certs_generate's ca.crt, CN cn (NULL:
+ *    "rdma-webhook-ca"; a rotation names its CA apart from the old one).
+ *  - certs_make_leaf_pem: a serving certificate as certs_generate's tls.crt,
+ *    signed by the CA ca_crt/ca_key (PEM in memory).
+ */
+int certs_make_ca_pem(const char *cn, long long seconds, struct dynbuf *crt, struct dynbuf *key,
+                      char *err, size_t errlen);
+int certs_make_leaf_pem(const char *ca_crt, size_t ca_crt_len, const char *ca_key,
+                        size_t ca_key_len, const char *service, const char *namespace_,
+                        long long seconds, struct dynbuf *crt, struct dynbuf *key, char *err,
+                        size_t errlen);
+
+/* What kube/selfcert.h decides on, of the first certificate of pem (len
+ * bytes): its validity in unix seconds. With issuer_pem non-NULL, *signed_by
+ * is 1 when issuer_pem's first certificate signed it; with key_pem non-NULL,
+ * *key_ok is 1 when key_pem's private key belongs to it. */
+struct certs_facts {
+    long long not_before, not_after;
+    int signed_by, key_ok;
+};
+int certs_pem_facts(const char *pem, size_t len, const char *issuer_pem, size_t issuer_len,
+                    const char *key_pem, size_t key_len, struct certs_facts *facts, char *err,
+                    size_t errlen);
 
 #endif
