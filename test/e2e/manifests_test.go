@@ -663,7 +663,7 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	// jobset_owner lookup): get only, like the other lookups.
 	want := map[string][]string{"/nodes": {"get"}, "/namespaces": {"get"}, "/configmaps": {"get"},
 		"jobset.x-k8s.io/jobsets": {"get"}, "trainer.kubeflow.org/trainjobs": {"get"},
-		"events.k8s.io/events": {"create", "patch"},
+		"events.k8s.io/events":               {"create", "patch"},
 		"authentication.k8s.io/tokenreviews": {"create"}, "authorization.k8s.io/subjectaccessreviews": {"create"}}
 	got := map[string][]string{}
 	for _, r := range rulesOf(cr) {
