@@ -1,0 +1,438 @@
+package e2e
+
+// The Helm chart (charts/rdma-webhook), with no cluster: `helm lint`, `helm
+// template` with the default values and with each option set of its ci/
+// folder, every rendered object against the Kubernetes schemas, the drift
+// tests (the default chart renders what `kustomize build manifests/` does,
+// each option what its component of manifests/components does, modulo
+// Helm's labels and the differences listed in helmAllowedDifferences), the
+// schema's refusals, the version and the generated README.
+//
+// Helm is the one test/cluster/helm pins, built by `make helm-bin` into
+// build/cluster-bin/helm (or $HELM).
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+const (
+	chartDir        = "../../charts/rdma-webhook"
+	chartReadme     = "../../charts/rdma-webhook/README.md"
+	chartValues     = "../../charts/rdma-webhook/values.yaml"
+	helmReleaseName = "rdma-webhook"
+)
+
+// The labels the chart adds to what manifests/ writes; the drift tests
+// remove them before comparing.
+var helmLabels = []string{"app.kubernetes.io/instance", "app.kubernetes.io/managed-by",
+	"app.kubernetes.io/version", "helm.sh/chart"}
+
+// helmAllowedDifferences: the only ways the default chart may differ from
+// manifests/, each with its reason.
+var helmAllowedDifferences = map[string]string{
+	"Namespace/rdma-webhook": "Helm installs into a namespace that exists (helm install --create-namespace); a chart " +
+		"that made its own release namespace could not be installed into it",
+	"ConfigMap/rdma-webhook/rdma-webhook-profiles: label app.kubernetes.io/name": "every object of the chart carries " +
+		"its labels; kustomize's configMapGenerator adds only the rdma-webhook.io/profiles label",
+}
+
+func helmBin(t testing.TB) string {
+	t.Helper()
+	if h := os.Getenv("HELM"); h != "" {
+		return h
+	}
+	h, err := filepath.Abs("../../build/cluster-bin/helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h); err != nil {
+		t.Fatalf("no helm at %s: run `make helm-bin` (or set HELM): %v", h, err)
+	}
+	return h
+}
+
+// runHelm runs helm with args (no cluster, no repositories: a fresh HOME
+// for its caches) and returns stdout, stderr and the error.
+func runHelm(t testing.TB, args ...string) ([]byte, []byte, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(helmBin(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config",
+		"HELM_DATA_HOME="+home+"/data", "KUBECONFIG="+home+"/none")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.Bytes(), stderr.Bytes(), err
+}
+
+// helmTemplate renders the chart into objects as kubectl reads them.
+func helmTemplate(t testing.TB, args ...string) []obj {
+	t.Helper()
+	all := append([]string{"template", helmReleaseName, chartDir, "--namespace", webhookNamespace}, args...)
+	out, stderr, err := runHelm(t, all...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(all, " "), err, stderr)
+	}
+	return yamlObjects(t, out)
+}
+
+// chartOptionSets: the default values, then each values file of ci/.
+func chartOptionSets(t *testing.T) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("expected at least 3 values files in %s/ci: %v %v", chartDir, files, err)
+	}
+	sets := map[string][]string{"default": nil}
+	for _, f := range files {
+		sets[filepath.Base(f)] = []string{"--values", f}
+	}
+	return sets
+}
+
+func TestHelmChartVersion(t *testing.T) {
+	t.Parallel()
+	v, err := os.ReadFile(filepath.Join(repoRoot, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(v))
+	data, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&chart); err != nil {
+		t.Fatal(err)
+	}
+	if chart.Version != want || chart.AppVersion != want {
+		t.Errorf("Chart.yaml: version %q, appVersion %q; expected both to be VERSION's %q", chart.Version, chart.AppVersion, want)
+	}
+}
+
+func TestHelmLint(t *testing.T) {
+	t.Parallel()
+	for name, args := range chartOptionSets(t) {
+		all := append([]string{"lint", "--strict", chartDir}, args...)
+		out, stderr, err := runHelm(t, all...)
+		if err != nil {
+			t.Errorf("%s: helm lint: %v\n%s%s", name, err, out, stderr)
+		}
+	}
+}
+
+// The kinds the schema validator (test/validate) knows; the monitoring
+// kinds are checked by TestHelmChartMatchesComponents against the
+// components' own objects instead.
+var helmUnvalidatedKinds = map[string]bool{"PrometheusRule": true, "ServiceMonitor": true}
+
+func TestHelmChartOptions(t *testing.T) {
+	t.Parallel()
+	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true,
+		"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
+	var objects []namedObject
+	for name, args := range chartOptionSets(t) {
+		objs := helmTemplate(t, args...)
+		replicas := int64(0)
+		for _, o := range objs {
+			kind, _ := pathStr(o, "kind")
+			ns, hasNS := pathStr(o, "metadata", "namespace")
+			if clusterScoped[kind] == hasNS || (hasNS && ns != webhookNamespace) {
+				t.Errorf("%s: %s: expected the release namespace on namespaced objects only", name, objKey(o))
+			}
+			if l, _ := pathStr(o, "metadata", "labels", "app.kubernetes.io/managed-by"); l != "Helm" {
+				t.Errorf("%s: %s: expected Helm's labels", name, objKey(o))
+			}
+			if kind == "Deployment" {
+				replicas, _ = jsonInt(path(o, "spec", "replicas"))
+			}
+			if !helmUnvalidatedKinds[kind] {
+				objects = append(objects, namedObject{name: name + ": " + objKey(o), obj: o})
+			}
+		}
+		// A PodDisruptionBudget exactly when there is more than one replica.
+		if pdbs := len(findObjects(objs, "PodDisruptionBudget")); (replicas > 1) != (pdbs == 1) || pdbs > 1 {
+			t.Errorf("%s: %d replicas and %d PodDisruptionBudgets", name, replicas, pdbs)
+		}
+	}
+	checkSchemas(t, objects)
+}
+
+// jsonInt reads a whole number from kubectl's JSON (json.Number).
+func jsonInt(v interface{}) (int64, bool) {
+	s, ok := scalarString(v)
+	if !ok {
+		return 0, false
+	}
+	var n int64
+	_, err := fmt.Sscan(s, &n)
+	return n, err == nil
+}
+
+// stripHelmLabels removes the chart's own labels (helmLabels) from an object.
+func stripHelmLabels(o obj) obj {
+	o = copyObject(o)
+	if l := pathObj(o, "metadata", "labels"); l != nil {
+		for _, k := range helmLabels {
+			delete(l, k)
+		}
+	}
+	return o
+}
+
+// compareRendered compares the chart's objects of the given kinds (all when
+// kinds is nil) with kustomize's, after stripHelmLabels, and returns each
+// difference: an object only one side has, or a JSON Pointer that differs.
+func compareRendered(chart, kust []obj, kinds map[string]bool) []string {
+	index := func(objs []obj) map[string]obj {
+		m := map[string]obj{}
+		for _, o := range objs {
+			if k, _ := pathStr(o, "kind"); kinds == nil || kinds[k] {
+				m[objKey(o)] = stripHelmLabels(o)
+			}
+		}
+		return m
+	}
+	c, k := index(chart), index(kust)
+	var diffs []string
+	for key, ko := range k {
+		co, ok := c[key]
+		if !ok {
+			diffs = append(diffs, key+": only in kustomize's")
+			continue
+		}
+		var d []string
+		diffObjects("", ko, co, &d)
+		for _, line := range d {
+			diffs = append(diffs, key+": "+line)
+		}
+	}
+	for key := range c {
+		if _, ok := k[key]; !ok {
+			diffs = append(diffs, key+": only in the chart's")
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+// TestHelmChartMatchesManifests: the default chart is manifests/, less what
+// helmAllowedDifferences names. A change to either side that the other
+// lacks fails here.
+func TestHelmChartMatchesManifests(t *testing.T) {
+	t.Parallel()
+	chart := helmTemplate(t)
+	kust := kustomize(t, manifestsDir)
+	// The allowed differences, applied to kustomize's side so that each one
+	// is checked to exist (an allowance that no longer applies fails too).
+	var kept []obj
+	removedNS := false
+	for _, o := range kust {
+		if objKey(o) == "Namespace/"+webhookNamespace {
+			removedNS = true
+			continue
+		}
+		if objKey(o) == "ConfigMap/"+webhookNamespace+"/"+profilesCMName {
+			o = copyObject(o)
+			labels := pathObj(o, "metadata", "labels")
+			if _, ok := labels["app.kubernetes.io/name"]; ok {
+				t.Errorf("the allowance for %s's label is stale: kustomize's has it now", profilesCMName)
+			}
+			labels["app.kubernetes.io/name"] = webhookName
+		}
+		kept = append(kept, o)
+	}
+	if !removedNS {
+		t.Errorf("manifests/ no longer has the Namespace: drop its allowance")
+	}
+	for _, d := range compareRendered(chart, kept, nil) {
+		t.Errorf("the chart's default rendering differs from manifests/ (keep them equal, or list the difference in "+
+			"helmAllowedDifferences with its reason): %s", d)
+	}
+	for what, why := range helmAllowedDifferences {
+		if why == "" {
+			t.Errorf("%s: an allowed difference needs its reason", what)
+		}
+	}
+}
+
+// TestHelmChartMatchesComponents: each option that stands for a component
+// of manifests/components (or certs/cert-manager) renders that component's
+// objects.
+func TestHelmChartMatchesComponents(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		values    []string
+		component string
+		kinds     map[string]bool
+	}{
+		{[]string{"webhook.namespaces=opt-in"}, "../../manifests/components/namespace-opt-in",
+			map[string]bool{"MutatingWebhookConfiguration": true}},
+		{[]string{"profiles.jobset=true"}, "../../manifests/components/jobset",
+			map[string]bool{"MutatingWebhookConfiguration": true}},
+		{[]string{"monitoring.serviceMonitor=true", "monitoring.alerts=true", "monitoring.dashboard=true"},
+			"../../manifests/components/monitoring",
+			map[string]bool{"PrometheusRule": true, "ServiceMonitor": true}},
+		{[]string{"monitoring.failOpenAlert=true"}, "../../manifests/components/fail-open-alert",
+			map[string]bool{"PrometheusRule": true}},
+		{[]string{"certificates.mode=cert-manager"}, "",
+			map[string]bool{"Issuer": true, "Certificate": true, "MutatingWebhookConfiguration": true,
+				"ValidatingWebhookConfiguration": true}},
+	}
+	for _, c := range cases {
+		chart := helmTemplate(t, "--set", strings.Join(c.values, ","))
+		var kust []obj
+		if c.component == "" {
+			kust = kustomize(t, certManagerDir)
+		} else {
+			kust = yamlObjects(t, mustMarshalList(krustyWithComponent(t, c.component)))
+		}
+		for _, d := range compareRendered(chart, kust, c.kinds) {
+			t.Errorf("--set %s vs %s: %s", strings.Join(c.values, ","), c.component, d)
+		}
+		if c.component == "../../manifests/components/monitoring" {
+			checkDashboard(t, chart, kust)
+		}
+		if c.component == "../../manifests/components/jobset" {
+			checkJobSetProfiles(t, chart, kust)
+		}
+	}
+}
+
+// mustMarshalList writes objects as one JSON List, for yamlObjects.
+func mustMarshalList(objs []obj) []byte {
+	items := make([]interface{}, len(objs))
+	for i, o := range objs {
+		items[i] = o
+	}
+	return mustMarshal(obj{"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+func checkDashboard(t *testing.T, chart, kust []obj) {
+	t.Helper()
+	name := webhookName + "-dashboard"
+	c := stripHelmLabels(findObject(t, chart, "ConfigMap", name))
+	k := findObject(t, kust, "ConfigMap", name)
+	if d := jsonDiff(k, c); d != "" {
+		t.Errorf("the dashboard ConfigMap differs from manifests/components/dashboard's: %s", d)
+	}
+}
+
+// The jobset option turns targets.jobset on in the default profiles: the
+// same JSON as the component's profiles.json (the text is re-indented).
+func checkJobSetProfiles(t *testing.T, chart, kust []obj) {
+	t.Helper()
+	read := func(objs []obj) interface{} {
+		text, _ := pathStr(findObject(t, objs, "ConfigMap", profilesCMName), "data", "profiles.json")
+		v, err := decodeJSON([]byte(text))
+		if err != nil {
+			t.Fatalf("profiles.json: %v", err)
+		}
+		return v
+	}
+	if d := jsonDiff(read(kust), read(chart)); d != "" {
+		t.Errorf("profiles.jobset=true: the profiles differ from manifests/components/jobset's: %s", d)
+	}
+}
+
+// The chart's files/ are copies of manifests/' (a chart cannot read files
+// outside its folder): byte for byte.
+func TestHelmChartFilesMatchManifests(t *testing.T) {
+	t.Parallel()
+	copies := map[string]string{
+		"files/profiles.json":                 "manifests/profiles.json",
+		"files/alerts-prometheusrule.yaml":    "manifests/components/alerts/prometheusrule.yaml",
+		"files/fail-open-prometheusrule.yaml": "manifests/components/fail-open-alert/prometheusrule.yaml",
+		"files/rdma-webhook-dashboard.json":   "manifests/components/dashboard/rdma-webhook-dashboard.json",
+	}
+	entries, err := os.ReadDir(filepath.Join(chartDir, "files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(copies) {
+		t.Errorf("%s/files holds %d files, expected the %d copies listed here", chartDir, len(entries), len(copies))
+	}
+	for copyPath, src := range copies {
+		a, err1 := os.ReadFile(filepath.Join(chartDir, copyPath))
+		b, err2 := os.ReadFile(filepath.Join(repoRoot, src))
+		if err1 != nil || err2 != nil {
+			t.Errorf("%s, %s: %v %v", copyPath, src, err1, err2)
+			continue
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("charts/rdma-webhook/%s differs from %s: cp %s charts/rdma-webhook/%s", copyPath, src, src, copyPath)
+		}
+	}
+}
+
+// A typo in a key or a value of the wrong type fails the install with a
+// message naming the value (values.schema.json).
+func TestHelmChartSchemaRefuses(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ set, want string }{
+		{"replica=2", "'replica' not allowed"},
+		{"replicas=two", "'/replicas': got string, want integer"},
+		{"webhook.failurPolicy=Fail", "'failurPolicy' not allowed"},
+		{"webhook.failurePolicy=Never", "'/webhook/failurePolicy'"},
+		{"webhook.timeoutSeconds=31", "'/webhook/timeoutSeconds'"},
+		{"certificates.mode=selfsigned", "'/certificates/mode'"},
+		{"monitoring.alerts=yes", "'/monitoring/alerts': got string, want boolean"},
+		{"webhook.url=http://127.0.0.1:8443/mutate", "'/webhook/url'"},
+		{"name=Rdma_Webhook", "'/name'"},
+	}
+	for _, c := range cases {
+		out, stderr, err := runHelm(t, "template", helmReleaseName, chartDir, "--set", c.set)
+		if err == nil {
+			t.Errorf("--set %s: helm template succeeded, expected the schema to refuse it:\n%s", c.set, cut(out))
+			continue
+		}
+		if !strings.Contains(string(stderr), c.want) {
+			t.Errorf("--set %s: expected a message with %q, got:\n%s", c.set, c.want, stderr)
+		}
+	}
+}
+
+// TestHelmChartReadme: charts/rdma-webhook/README.md's values table is
+// generated from values.yaml's `# --` comments:
+//
+//	HELM_README_UPDATE=1 go test -run TestHelmChartReadme .
+func TestHelmChartReadme(t *testing.T) {
+	t.Parallel()
+	values, err := os.ReadFile(chartValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := helmValuesRows(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(chartReadme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := helmReadmeWithTable(string(doc), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("HELM_README_UPDATE") != "" {
+		if err := os.WriteFile(chartReadme, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != string(doc) {
+		t.Errorf("%s is not current with values.yaml: HELM_README_UPDATE=1 go test -run TestHelmChartReadme .", chartReadme)
+	}
+}
