@@ -9,7 +9,7 @@ package e2e
 // schema's refusals, the version and the generated README.
 //
 // Helm is the one test/cluster/helm pins, built by `make helm-bin` into
-// build/cluster-bin/helm (or $HELM).
+// build/helm-bin/helm (or $HELM).
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func helmBin(t testing.TB) string {
 	if h := os.Getenv("HELM"); h != "" {
 		return h
 	}
-	h, err := filepath.Abs("../../build/cluster-bin/helm")
+	h, err := filepath.Abs("../../build/helm-bin/helm")
 	if err != nil {
 		t.Fatal(err)
 	}
