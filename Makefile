@@ -159,12 +159,13 @@ test/validate/node_modules/.package-lock.json: test/validate/package.json test/v
 go-check:
 	$(call go_check,test/e2e)
 
-# Helm for the chart's e2e tests (test/e2e/helm_test.go), from the module
-# test/cluster/helm pins; a directory of its own, so that e2e and the
+# Helm 4 and 3 for the chart's e2e tests (test/e2e/helm_test.go), from the modules
+# test/cluster/helm and helm3 pin; a directory of its own, so that e2e and the
 # suite's cluster-bins (which builds it into build/cluster-bin for
-# realcluster) never write one file at once. ~100 s cold, then nothing.
+# realcluster) never write one file at once. ~210 s cold, then nothing.
 helm-bin:
 	$(call go_check,test/cluster/helm)
+	$(call go_check,test/cluster/helm3)
 	test/cluster/build.sh build/helm-bin helm
 
 e2e: build/rdma-webhook validator go-check helm-bin

@@ -4,10 +4,10 @@
 #   training-operator                                     (module ./operator)
 #   jobset-controller trainer-controller-manager          (module ./jobs)
 #   mpi-operator                                          (module ./mpi)
-#   helm                                                  (module ./helm)
+#   helm helm3                                            (modules ./helm, ./helm3)
 #
-# build.sh OUTDIR helm -- only Helm (the e2e chart tests need it, not the
-# control plane): built when missing, not copied into the binary cache.
+# build.sh OUTDIR helm -- only the two Helms (the e2e chart tests need them,
+# not the control plane): built when missing, not copied into the binary cache.
 #
 # Only missing binaries are built (delete one, or set CLUSTER_REBUILD=1, to
 # rebuild).  The caller's Go caches are used as they are: GOCACHE and
@@ -68,7 +68,7 @@ missing() {
 	[ "${CLUSTER_REBUILD:-0}" = 1 ] || [ ! -x "$out/$1" ]
 }
 
-all_bins="kube-apiserver kube-controller-manager kubectl etcd training-operator jobset-controller trainer-controller-manager mpi-operator helm"
+all_bins="kube-apiserver kube-controller-manager kubectl etcd training-operator jobset-controller trainer-controller-manager mpi-operator helm helm3"
 
 # Helm (charts/rdma-webhook's tests: helm lint/template in test/e2e, helm
 # install/upgrade/uninstall in realcluster), from its Go module pinned in
@@ -80,12 +80,23 @@ build_helm() {
 	timed "go build helm" go build -ldflags="$ldflags -X helm.sh/helm/v4/internal/version.version=$hv" \
 		-o "$out/helm" helm.sh/helm/v4/cmd/helm
 }
+# Helm 3, the same way (the chart is for both); about 110 s cold.
+build_helm3() {
+	cd "$here/helm3"
+	hv=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
+	timed "go build helm3" go build -ldflags="$ldflags -X helm.sh/helm/v3/internal/version.version=$hv" \
+		-o "$out/helm3" helm.sh/helm/v3/cmd/helm
+}
 if [ $# -eq 2 ]; then
 	if missing helm; then
 		(cd "$here/helm" && timed "download (helm module graph)" go mod download) || exit 1
 		(build_helm) || exit 1
 	fi
-	echo "build.sh: $out/helm"
+	if missing helm3; then
+		(cd "$here/helm3" && timed "download (helm3 module graph)" go mod download) || exit 1
+		(build_helm3) || exit 1
+	fi
+	echo "build.sh: $out/helm $out/helm3"
 	exit 0
 fi
 
@@ -95,7 +106,7 @@ cache_key() {
 	{
 		cat "$here/go.mod" "$here/go.sum" "$here/operator/go.mod" "$here/operator/go.sum" \
 			"$here/jobs/go.mod" "$here/jobs/go.sum" "$here/mpi/go.mod" "$here/mpi/go.sum" \
-			"$here/helm/go.mod" "$here/helm/go.sum" \
+			"$here/helm/go.mod" "$here/helm/go.sum" "$here/helm3/go.mod" "$here/helm3/go.sum" \
 			"$here/cmd/etcd/main.go" "$here/build.sh"
 		go env GOVERSION GOOS GOARCH CGO_ENABLED
 		echo "$ldflags"
@@ -256,9 +267,10 @@ if [ "$want_jobs" = 1 ]; then
 	(cd "$here/mpi" && timed "download (mpi-operator module graph)" go mod download)
 fi
 want_helm=0
-if missing helm; then
+if missing helm || missing helm3; then
 	want_helm=1
 	(cd "$here/helm" && timed "download (helm module graph)" go mod download)
+	(cd "$here/helm3" && timed "download (helm3 module graph)" go mod download)
 fi
 
 # The two modules share no compiled packages (the operator is on older k8s
@@ -277,7 +289,10 @@ if [ "$want_operator" = 1 ] || [ "$want_jobs" = 1 ] || [ "$want_helm" = 1 ]; the
 	{
 		if [ "$want_operator" = 1 ]; then build_operator || exit 1; fi
 		if [ "$want_jobs" = 1 ]; then build_jobs || exit 1; fi
-		if [ "$want_helm" = 1 ]; then build_helm || exit 1; fi
+		if [ "$want_helm" = 1 ]; then
+			if missing helm; then build_helm || exit 1; fi
+			if missing helm3; then build_helm3 || exit 1; fi
+		fi
 	} &
 	op_job=$!
 	jobs="$jobs $op_job"

@@ -8,8 +8,8 @@ package e2e
 // Helm's labels and the differences listed in helmAllowedDifferences), the
 // schema's refusals, the version and the generated README.
 //
-// Helm is the one test/cluster/helm pins, built by `make helm-bin` into
-// build/helm-bin/helm (or $HELM).
+// With Helm 4 and Helm 3 (test/cluster/helm and helm3 pin them), built by
+// `make helm-bin` into build/helm-bin/helm and helm3 (or $HELM, $HELM3).
 
 import (
 	"bytes"
@@ -29,6 +29,7 @@ const (
 	chartReadme     = "../../charts/rdma-webhook/README.md"
 	chartValues     = "../../charts/rdma-webhook/values.yaml"
 	helmReleaseName = "rdma-webhook"
+	helmKubeVersion = "v1.37.0"
 )
 
 // The labels the chart adds to what manifests/ writes; the drift tests
@@ -45,27 +46,40 @@ var helmAllowedDifferences = map[string]string{
 		"its labels; kustomize's configMapGenerator adds only the rdma-webhook.io/profiles label",
 }
 
-func helmBin(t testing.TB) string {
+// helmBins: the Helms the chart is tested with, Helm 4 and Helm 3, by name
+// ($HELM and $HELM3 override each).
+func helmBins(t testing.TB) map[string]string {
 	t.Helper()
-	if h := os.Getenv("HELM"); h != "" {
-		return h
+	out := map[string]string{}
+	for name, env := range map[string]string{"helm": "HELM", "helm3": "HELM3"} {
+		h := os.Getenv(env)
+		if h == "" {
+			var err error
+			if h, err = filepath.Abs("../../build/helm-bin/" + name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := os.Stat(h); err != nil {
+			t.Fatalf("no %s at %s: run `make helm-bin` (or set %s): %v", name, h, env, err)
+		}
+		out[name] = h
 	}
-	h, err := filepath.Abs("../../build/helm-bin/helm")
-	if err != nil {
-		t.Fatal(err)
+	return out
+}
+
+// eachHelm runs f once with each Helm, as a subtest named after it.
+func eachHelm(t *testing.T, f func(t *testing.T, helm string)) {
+	for name, bin := range helmBins(t) {
+		t.Run(name, func(t *testing.T) { f(t, bin) })
 	}
-	if _, err := os.Stat(h); err != nil {
-		t.Fatalf("no helm at %s: run `make helm-bin` (or set HELM): %v", h, err)
-	}
-	return h
 }
 
 // runHelm runs helm with args (no cluster, no repositories: a fresh HOME
 // for its caches) and returns stdout, stderr and the error.
-func runHelm(t testing.TB, args ...string) ([]byte, []byte, error) {
+func runHelm(t testing.TB, helm string, args ...string) ([]byte, []byte, error) {
 	t.Helper()
 	home := t.TempDir()
-	cmd := exec.Command(helmBin(t), args...)
+	cmd := exec.Command(helm, args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config",
 		"HELM_DATA_HOME="+home+"/data", "KUBECONFIG="+home+"/none")
 	var stdout, stderr bytes.Buffer
@@ -75,10 +89,13 @@ func runHelm(t testing.TB, args ...string) ([]byte, []byte, error) {
 }
 
 // helmTemplate renders the chart into objects as kubectl reads them.
-func helmTemplate(t testing.TB, args ...string) []obj {
+func helmTemplate(t testing.TB, helm string, args ...string) []obj {
 	t.Helper()
-	all := append([]string{"template", helmReleaseName, chartDir, "--namespace", webhookNamespace}, args...)
-	out, stderr, err := runHelm(t, all...)
+	// A current Kubernetes: Helm 3's default (1.20) is older than the
+	// chart's kubeVersion.
+	all := append([]string{"template", helmReleaseName, chartDir, "--namespace", webhookNamespace,
+		"--kube-version", helmKubeVersion}, args...)
+	out, stderr, err := runHelm(t, helm, all...)
 	if err != nil {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(all, " "), err, stderr)
 	}
@@ -124,13 +141,15 @@ func TestHelmChartVersion(t *testing.T) {
 
 func TestHelmLint(t *testing.T) {
 	t.Parallel()
-	for name, args := range chartOptionSets(t) {
-		all := append([]string{"lint", "--strict", chartDir}, args...)
-		out, stderr, err := runHelm(t, all...)
-		if err != nil {
-			t.Errorf("%s: helm lint: %v\n%s%s", name, err, out, stderr)
+	eachHelm(t, func(t *testing.T, helm string) {
+		for name, args := range chartOptionSets(t) {
+			all := append([]string{"lint", "--strict", "--kube-version", helmKubeVersion, chartDir}, args...)
+			out, stderr, err := runHelm(t, helm, all...)
+			if err != nil {
+				t.Errorf("%s: helm lint: %v\n%s%s", name, err, out, stderr)
+			}
 		}
-	}
+	})
 }
 
 // The kinds the schema validator (test/validate) knows; the monitoring
@@ -140,11 +159,15 @@ var helmUnvalidatedKinds = map[string]bool{"PrometheusRule": true, "ServiceMonit
 
 func TestHelmChartOptions(t *testing.T) {
 	t.Parallel()
+	eachHelm(t, checkChartOptions)
+}
+
+func checkChartOptions(t *testing.T, helm string) {
 	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true,
 		"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
 	var objects []namedObject
 	for name, args := range chartOptionSets(t) {
-		objs := helmTemplate(t, args...)
+		objs := helmTemplate(t, helm, args...)
 		replicas := int64(0)
 		for _, o := range objs {
 			kind, _ := pathStr(o, "kind")
@@ -233,7 +256,11 @@ func compareRendered(chart, kust []obj, kinds map[string]bool) []string {
 // lacks fails here.
 func TestHelmChartMatchesManifests(t *testing.T) {
 	t.Parallel()
-	chart := helmTemplate(t)
+	eachHelm(t, checkChartMatchesManifests)
+}
+
+func checkChartMatchesManifests(t *testing.T, helm string) {
+	chart := helmTemplate(t, helm)
 	kust := kustomize(t, manifestsDir)
 	// The allowed differences, applied to kustomize's side so that each one
 	// is checked to exist (an allowance that no longer applies fails too).
@@ -273,6 +300,10 @@ func TestHelmChartMatchesManifests(t *testing.T) {
 // objects.
 func TestHelmChartMatchesComponents(t *testing.T) {
 	t.Parallel()
+	eachHelm(t, checkChartMatchesComponents)
+}
+
+func checkChartMatchesComponents(t *testing.T, helm string) {
 	cases := []struct {
 		values    []string
 		component string
@@ -292,7 +323,7 @@ func TestHelmChartMatchesComponents(t *testing.T) {
 				"ValidatingWebhookConfiguration": true}},
 	}
 	for _, c := range cases {
-		chart := helmTemplate(t, "--set", strings.Join(c.values, ","))
+		chart := helmTemplate(t, helm, "--set", strings.Join(c.values, ","))
 		var kust []obj
 		if c.component == "" {
 			kust = kustomize(t, certManagerDir)
@@ -392,16 +423,18 @@ func TestHelmChartSchemaRefuses(t *testing.T) {
 		{"webhook.url=http://127.0.0.1:8443/mutate", "'/webhook/url'"},
 		{"name=Rdma_Webhook", "'/name'"},
 	}
-	for _, c := range cases {
-		out, stderr, err := runHelm(t, "template", helmReleaseName, chartDir, "--set", c.set)
-		if err == nil {
-			t.Errorf("--set %s: helm template succeeded, expected the schema to refuse it:\n%s", c.set, cut(out))
-			continue
+	eachHelm(t, func(t *testing.T, helm string) {
+		for _, c := range cases {
+			out, stderr, err := runHelm(t, helm, "template", helmReleaseName, chartDir, "--kube-version", helmKubeVersion, "--set", c.set)
+			if err == nil {
+				t.Errorf("--set %s: helm template succeeded, expected the schema to refuse it:\n%s", c.set, cut(out))
+				continue
+			}
+			if !strings.Contains(string(stderr), c.want) {
+				t.Errorf("--set %s: expected a message with %q, got:\n%s", c.set, c.want, stderr)
+			}
 		}
-		if !strings.Contains(string(stderr), c.want) {
-			t.Errorf("--set %s: expected a message with %q, got:\n%s", c.set, c.want, stderr)
-		}
-	}
+	})
 }
 
 // TestHelmChartReadme: charts/rdma-webhook/README.md's values table is
