@@ -39,18 +39,22 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// helmRun is one Helm's run of the test: its binary's name beside kubectl,
+// and the release, which names the namespace and every object too.
+type helmRun struct {
+	bin, release string
+}
+
 const (
-	helmRelease   = "rdma-webhook-helm"
-	helmNamespace = "rdma-webhook-helm"
 	// The label the chart's webhook.namespaceLabels asks of a namespace:
 	// this install is called for the test's own namespace only.
 	helmTestLabel = "rdma-webhook.io/helm-test"
 )
 
 // helmCmd runs the pinned helm against the cluster, with caches of its own.
-func helmCmd(t *testing.T, args ...string) string {
+func (h helmRun) helmCmd(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := filepath.Join(filepath.Dir(kubectlBin), "helm")
+	bin := filepath.Join(filepath.Dir(kubectlBin), h.bin)
 	home := filepath.Join(clusterDir, "helm-home")
 	env := []string{"KUBECONFIG=" + kubeconfig, "HELM_CACHE_HOME=" + home + "/cache",
 		"HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
@@ -66,7 +70,7 @@ type helmWebhook struct {
 	mport string
 }
 
-func startHelmWebhook(t *testing.T, port string) *helmWebhook {
+func (h helmRun) startHelmWebhook(t *testing.T, port string) *helmWebhook {
 	t.Helper()
 	env, err := readEnv(filepath.Join(clusterDir, "env"))
 	if err != nil {
@@ -76,9 +80,9 @@ func startHelmWebhook(t *testing.T, port string) *helmWebhook {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argsText, _ := mustKubectl(t, "", "-n", helmNamespace, "get", "deployment", helmRelease,
+	argsText, _ := mustKubectl(t, "", "-n", h.release, "get", "deployment", h.release,
 		"-o", `jsonpath={range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}`)
-	token, _ := mustKubectl(t, "", "-n", helmNamespace, "create", "token", helmRelease, "--duration=1h")
+	token, _ := mustKubectl(t, "", "-n", h.release, "create", "token", h.release, "--duration=1h")
 	tokenFile := filepath.Join(clusterDir, "helm-webhook.token")
 	if err := os.WriteFile(tokenFile, []byte(strings.TrimSpace(token)), 0o600); err != nil {
 		t.Fatal(err)
@@ -230,6 +234,13 @@ func requireJobMutated(t *testing.T, w *helmWebhook, ns string, byType map[strin
 }
 
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
+	// Helm 4, then Helm 3, each with a release and a namespace of its own.
+	for _, h := range []helmRun{{"helm", "rdma-webhook-helm"}, {"helm3", "rdma-webhook-helm3"}} {
+		t.Run(h.bin, h.lifecycle)
+	}
+}
+
+func (h helmRun) lifecycle(t *testing.T) {
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
@@ -238,16 +249,16 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	createNamespace(t, helmNamespace, nil)
+	createNamespace(t, h.release, nil)
 	ns := newNamespace(t, map[string]string{helmTestLabel: "true"})
 	excludeFromSuiteWebhook(t, ns)
 
 	chart := filepath.Join(root, "charts", "rdma-webhook")
-	sets := strings.Join([]string{"name=" + helmRelease, "webhook.url=https://127.0.0.1:" + port,
+	sets := strings.Join([]string{"name=" + h.release, "webhook.url=https://127.0.0.1:" + port,
 		"certificates.caBundle=" + base64.StdEncoding.EncodeToString(ca)}, ",")
-	helmCmd(t, "install", helmRelease, chart, "-n", helmNamespace, "--set", sets,
+	h.helmCmd(t, "install", h.release, chart, "-n", h.release, "--set", sets,
 		"--set-string", "webhook.namespaceLabels."+strings.ReplaceAll(helmTestLabel, ".", `\.`)+"=true")
-	w := startHelmWebhook(t, port)
+	w := h.startHelmWebhook(t, port)
 
 	// The PyTorchJob checks of TestPyTorchJobsMutated, through the chart.
 	doc, j := readJob(t, filepath.Join(root, "test", "e2e", "testdata", "pytorchjob-swin.json"))
@@ -268,7 +279,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	if err := os.WriteFile(pfile, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	helmCmd(t, "upgrade", helmRelease, chart, "-n", helmNamespace, "--reuse-values", "--set-file", "profiles.inline="+pfile)
+	h.helmCmd(t, "upgrade", h.release, chart, "-n", h.release, "--reuse-values", "--set-file", "profiles.inline="+pfile)
 	waitFor(t, 30*time.Second, "the chart's webhook serving the upgraded profiles", func() (bool, string) {
 		got := dryRunProfile(t, ns)
 		return got == "helm-8card", "a dry-run 8-GPU pod got " + got
@@ -278,8 +289,14 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 
 	// helm uninstall, watched: the order of the deletions is the order of
 	// their etcd revisions (a deleted object's resourceVersion).
-	order := watchDeletions(t)
-	helmCmd(t, "uninstall", helmRelease, "-n", helmNamespace, "--wait", "--timeout", "60s")
+	order := h.watchDeletions(t)
+	if h.bin == "helm3" {
+		// Helm 3 deletes the webhook configurations last (its
+		// UninstallOrder lists no webhook kind): first, as the chart's
+		// README says to.
+		mustKubectl(t, "", "delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", h.release)
+	}
+	h.helmCmd(t, "uninstall", h.release, "-n", h.release, "--wait", "--timeout", "60s")
 	got := order()
 	t.Logf("uninstall: the deletions' etcd revisions: %v", got)
 	for _, hook := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
@@ -294,16 +311,16 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		}
 	}
 	w.stop(t)
-	requireNothingLeft(t)
+	h.requireNothingLeft(t)
 }
 
 // watchDeletions watches the webhook configurations, Deployments and
 // Services of the chart and returns a function that stops and returns each
 // kind's deletion revision.
-func watchDeletions(t *testing.T) func() map[string]int64 {
+func (h helmRun) watchDeletions(t *testing.T) func() map[string]int64 {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + helmRelease}
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + h.release}
 	var ws []watch.Interface
 	add := func(kind string, wi watch.Interface, err error) {
 		if err != nil {
@@ -320,10 +337,10 @@ func watchDeletions(t *testing.T) func() map[string]int64 {
 	wi, err = a.ValidatingWebhookConfigurations().Watch(ctx, sel)
 	add("ValidatingWebhookConfiguration", wi, err)
 	kinds = append(kinds, "ValidatingWebhookConfiguration")
-	wi, err = clientset.AppsV1().Deployments(helmNamespace).Watch(ctx, sel)
+	wi, err = clientset.AppsV1().Deployments(h.release).Watch(ctx, sel)
 	add("Deployment", wi, err)
 	kinds = append(kinds, "Deployment")
-	wi, err = clientset.CoreV1().Services(helmNamespace).Watch(ctx, sel)
+	wi, err = clientset.CoreV1().Services(h.release).Watch(ctx, sel)
 	add("Service", wi, err)
 	kinds = append(kinds, "Service")
 	var mu sync.Mutex
@@ -371,10 +388,10 @@ func watchDeletions(t *testing.T) func() map[string]int64 {
 // release's label, namespaced and cluster-wide, and the release's own
 // Secrets: only the last good copy of the profiles, which the webhook
 // wrote itself (not Helm's to delete), may be left.
-func requireNothingLeft(t *testing.T) {
+func (h helmRun) requireNothingLeft(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + helmRelease}
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + h.release}
 	var left []string
 	note := func(kind string, names []string) {
 		for _, n := range names {
@@ -389,15 +406,15 @@ func requireNothingLeft(t *testing.T) {
 		return out
 	}
 	waitFor(t, deletedWithin, "the garbage collector to delete the ReplicaSets and pods", func() (bool, string) {
-		rs, err1 := clientset.AppsV1().ReplicaSets(helmNamespace).List(ctx, metav1.ListOptions{})
-		pods, err2 := clientset.CoreV1().Pods(helmNamespace).List(ctx, metav1.ListOptions{})
+		rs, err1 := clientset.AppsV1().ReplicaSets(h.release).List(ctx, metav1.ListOptions{})
+		pods, err2 := clientset.CoreV1().Pods(h.release).List(ctx, metav1.ListOptions{})
 		if err1 != nil || err2 != nil {
 			return false, fmt.Sprint(err1, err2)
 		}
 		return len(rs.Items)+len(pods.Items) == 0, fmt.Sprintf("%d ReplicaSets, %d pods", len(rs.Items), len(pods.Items))
 	})
 	c := clientset
-	if l, err := c.CoreV1().ServiceAccounts(helmNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+	if l, err := c.CoreV1().ServiceAccounts(h.release).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, o := range l.Items {
 			if o.Name != "default" { // the namespace's own
 				note("ServiceAccount", []string{o.Name})
@@ -406,11 +423,11 @@ func requireNothingLeft(t *testing.T) {
 	} else {
 		t.Error(err)
 	}
-	if l, err := c.CoreV1().ConfigMaps(helmNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+	if l, err := c.CoreV1().ConfigMaps(h.release).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, o := range l.Items {
 			switch o.Name {
 			case "kube-root-ca.crt": // the namespace's own
-			case helmRelease + "-profiles-last-good": // the webhook's own (README: "Uninstall")
+			case h.release + "-profiles-last-good": // the webhook's own (README: "Uninstall")
 			default:
 				note("ConfigMap", []string{o.Name})
 			}
@@ -418,7 +435,7 @@ func requireNothingLeft(t *testing.T) {
 	} else {
 		t.Error(err)
 	}
-	if l, err := c.CoreV1().Secrets(helmNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+	if l, err := c.CoreV1().Secrets(h.release).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, o := range l.Items {
 			note("Secret", []string{o.Name}) // Helm's release records among them
 		}
@@ -428,27 +445,27 @@ func requireNothingLeft(t *testing.T) {
 	type lister func() ([]metav1.Object, error)
 	listers := map[string]lister{
 		"Service": func() ([]metav1.Object, error) {
-			l, err := c.CoreV1().Services(helmNamespace).List(ctx, metav1.ListOptions{})
+			l, err := c.CoreV1().Services(h.release).List(ctx, metav1.ListOptions{})
 			return objs(l, err, func() []metav1.Object { return itemsOf(l.Items) })
 		},
 		"Deployment": func() ([]metav1.Object, error) {
-			l, err := c.AppsV1().Deployments(helmNamespace).List(ctx, metav1.ListOptions{})
+			l, err := c.AppsV1().Deployments(h.release).List(ctx, metav1.ListOptions{})
 			return objs(l, err, func() []metav1.Object { return itemsOf(l.Items) })
 		},
 		"Role": func() ([]metav1.Object, error) {
-			l, err := c.RbacV1().Roles(helmNamespace).List(ctx, metav1.ListOptions{})
+			l, err := c.RbacV1().Roles(h.release).List(ctx, metav1.ListOptions{})
 			return objs(l, err, func() []metav1.Object { return itemsOf(l.Items) })
 		},
 		"RoleBinding": func() ([]metav1.Object, error) {
-			l, err := c.RbacV1().RoleBindings(helmNamespace).List(ctx, metav1.ListOptions{})
+			l, err := c.RbacV1().RoleBindings(h.release).List(ctx, metav1.ListOptions{})
 			return objs(l, err, func() []metav1.Object { return itemsOf(l.Items) })
 		},
 		"PodDisruptionBudget": func() ([]metav1.Object, error) {
-			l, err := c.PolicyV1().PodDisruptionBudgets(helmNamespace).List(ctx, metav1.ListOptions{})
+			l, err := c.PolicyV1().PodDisruptionBudgets(h.release).List(ctx, metav1.ListOptions{})
 			return objs(l, err, func() []metav1.Object { return itemsOf(l.Items) })
 		},
 		"NetworkPolicy": func() ([]metav1.Object, error) {
-			l, err := c.NetworkingV1().NetworkPolicies(helmNamespace).List(ctx, metav1.ListOptions{})
+			l, err := c.NetworkingV1().NetworkPolicies(h.release).List(ctx, metav1.ListOptions{})
 			return objs(l, err, func() []metav1.Object { return itemsOf(l.Items) })
 		},
 		// Cluster-wide: by the release's label.
@@ -478,16 +495,20 @@ func requireNothingLeft(t *testing.T) {
 		note(kind, names(items))
 	}
 	// And by name, cluster-wide: a label the chart forgot would hide one.
-	for _, n := range []string{helmRelease, helmRelease + "-metrics-reader"} {
+	for _, n := range []string{h.release, h.release + "-metrics-reader"} {
 		if _, err := c.RbacV1().ClusterRoles().Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			note("ClusterRole(by name)", []string{n})
 		}
 	}
-	if _, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, helmRelease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		note("MutatingWebhookConfiguration(by name)", []string{helmRelease})
+	if _, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, h.release, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		note("MutatingWebhookConfiguration(by name)", []string{h.release})
 	}
-	// Helm 4 lists releases in every status by default (Helm 3 needs -a).
-	if out := helmCmd(t, "list", "-n", helmNamespace, "-q"); strings.TrimSpace(out) != "" {
+	// Helm 4 lists releases in every status by default; Helm 3 with -a.
+	list := []string{"list", "-n", h.release, "-q"}
+	if h.bin == "helm3" {
+		list = append(list, "-a")
+	}
+	if out := h.helmCmd(t, list...); strings.TrimSpace(out) != "" {
 		note("helm release", strings.Fields(out))
 	}
 	if len(left) != 0 {
