@@ -422,6 +422,8 @@ func TestHelmChartSchemaRefuses(t *testing.T) {
 		{"monitoring.alerts=yes", "'/monitoring/alerts': got string, want boolean"},
 		{"webhook.url=http://127.0.0.1:8443/mutate", "'/webhook/url'"},
 		{"name=Rdma_Webhook", "'/name'"},
+		// Not the schema's: the templates' own check.
+		{"profiles.inline=x,profiles.existingConfigMap=mine", "profiles.inline and profiles.existingConfigMap are both set"},
 	}
 	eachHelm(t, func(t *testing.T, helm string) {
 		for _, c := range cases {
