@@ -471,3 +471,45 @@ func TestHelmChartReadme(t *testing.T) {
 		t.Errorf("%s is not current with values.yaml: HELM_README_UPDATE=1 go test -run TestHelmChartReadme .", chartReadme)
 	}
 }
+
+// certificates.mode self-signed (PENDING the webhook's --cert-secret, on
+// h-selfcerts as manifests/components/self-signed): the flags, the
+// emptyDir the webhook writes the pair into, and the RBAC by name; and no
+// Secret access at all in the other modes.
+func TestHelmChartSelfSigned(t *testing.T) {
+	t.Parallel()
+	eachHelm(t, func(t *testing.T, helm string) {
+		for _, mode := range []string{"self-signed", "existing", "cert-manager"} {
+			objs := helmTemplate(t, helm, "--set", "certificates.mode="+mode)
+			dep := findObject(t, objs, "Deployment", webhookName)
+			spec := pathObj(dep, "spec", "template", "spec")
+			var args []string
+			ctr, _ := pathArr(spec, "containers")[0].(obj)
+			for _, a := range pathArr(ctr, "args") {
+				s, _ := a.(string)
+				args = append(args, s)
+			}
+			on := mode == "self-signed"
+			if got := argAfter(args, "--cert-secret"); (got == webhookNamespace+"/"+tlsSecretName) != on {
+				t.Errorf("%s: --cert-secret %q", mode, got)
+			}
+			if got := argAfter(args, "--webhook-configs"); (got == webhookName+","+webhookName) != on {
+				t.Errorf("%s: --webhook-configs %q", mode, got)
+			}
+			vol, _ := pathArr(spec, "volumes")[0].(obj)
+			if _, empty := vol["emptyDir"]; empty != on {
+				t.Errorf("%s: the tls volume %s", mode, compact(vol))
+			}
+			secrets, hooks := false, false
+			for _, r := range append(pathArr(findObject(t, objs, "Role", webhookName+"-profiles"), "rules"),
+				pathArr(findObject(t, objs, "ClusterRole", webhookName), "rules")...) {
+				text := compact(r)
+				secrets = secrets || strings.Contains(text, `"secrets"`)
+				hooks = hooks || strings.Contains(text, `webhookconfigurations`)
+			}
+			if secrets != on || hooks != on {
+				t.Errorf("%s: RBAC on secrets %v, on webhook configurations %v; expected %v", mode, secrets, hooks, on)
+			}
+		}
+	})
+}
