@@ -7,7 +7,8 @@
 #   helm helm3                                            (modules ./helm, ./helm3)
 #
 # build.sh OUTDIR helm -- only the two Helms (the e2e chart tests need them,
-# not the control plane): built when missing, not copied into the binary cache.
+# not the control plane): copied from the binary cache when a full build
+# filled it, else built when missing (and not stored there).
 #
 # Only missing binaries are built (delete one, or set CLUSTER_REBUILD=1, to
 # rebuild).  The caller's Go caches are used as they are: GOCACHE and
@@ -87,18 +88,6 @@ build_helm3() {
 	timed "go build helm3" go build -ldflags="$ldflags -X helm.sh/helm/v3/internal/version.version=$hv" \
 		-o "$out/helm3" helm.sh/helm/v3/cmd/helm
 }
-if [ $# -eq 2 ]; then
-	if missing helm; then
-		(cd "$here/helm" && timed "download (helm module graph)" go mod download) || exit 1
-		(build_helm) || exit 1
-	fi
-	if missing helm3; then
-		(cd "$here/helm3" && timed "download (helm3 module graph)" go mod download) || exit 1
-		(build_helm3) || exit 1
-	fi
-	echo "build.sh: $out/helm $out/helm3"
-	exit 0
-fi
 
 # The binary cache (see the header).
 cache_root=${CLUSTER_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdma-webhook/cluster-bin}
@@ -115,6 +104,26 @@ cache_key() {
 cache_dir=""
 if [ "$cache_root" != off ] && [ "${CLUSTER_REBUILD:-0}" != 1 ]; then
 	cache_dir=$cache_root/$(cache_key)
+fi
+if [ $# -eq 2 ]; then
+	# From the binary cache when a full build left them there (CI restores it).
+	for b in helm helm3; do
+		if missing "$b" && [ -n "$cache_dir" ] && [ -f "$cache_dir/complete" ]; then
+			cp "$cache_dir/$b" "$out/$b.tmp" && mv "$out/$b.tmp" "$out/$b"
+		fi
+	done
+	if missing helm; then
+		(cd "$here/helm" && timed "download (helm module graph)" go mod download) || exit 1
+		(build_helm) || exit 1
+	fi
+	if missing helm3; then
+		(cd "$here/helm3" && timed "download (helm3 module graph)" go mod download) || exit 1
+		(build_helm3) || exit 1
+	fi
+	echo "build.sh: $out/helm $out/helm3"
+	exit 0
+fi
+if [ -n "$cache_dir" ]; then
 	if [ -f "$cache_dir/complete" ]; then
 		for b in $all_bins; do
 			missing "$b" && cp "$cache_dir/$b" "$out/$b.tmp" && mv "$out/$b.tmp" "$out/$b"
