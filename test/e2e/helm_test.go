@@ -513,3 +513,47 @@ func TestHelmChartSelfSigned(t *testing.T) {
 		}
 	})
 }
+
+// What the chart hands the binary loads: the profiles of every option set
+// (the default file, the jobset option's re-indented copy, inline ones)
+// pass check-profiles, and the podSecurity.config one is read by
+// --pod-security-config as serve reads it at start.
+func TestHelmChartRenderedInputsLoad(t *testing.T) {
+	t.Parallel()
+	helm := helmBins(t)["helm"]
+	checked := 0
+	for name, args := range chartOptionSets(t) {
+		objs := helmTemplate(t, helm, args...)
+		dir := t.TempDir()
+		for _, cm := range findObjects(objs, "ConfigMap") {
+			cmName, _ := pathStr(cm, "metadata", "name")
+			if text, ok := pathStr(cm, "data", "profiles.json"); ok {
+				f := filepath.Join(dir, "profiles.json")
+				if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if r := runBinary(t, nil, "check-profiles", f); r.exitCode != 0 {
+					t.Errorf("%s: ConfigMap %s: check-profiles exit %d: %s", name, cmName, r.exitCode, r.stderr)
+				}
+				checked++
+			}
+			if text, ok := pathStr(cm, "data", "config.yaml"); ok {
+				f := filepath.Join(dir, "pod-security.yaml")
+				if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				r := runBinary(t, nil, "mutate", "--profiles", filepath.Join(chartDir, "files", "profiles.json"),
+					"--pod-security-config", f, filepath.Join(repoRoot, "test", "example-review.json"))
+				if r.exitCode != 0 {
+					t.Errorf("%s: ConfigMap %s: mutate --pod-security-config exit %d: %s", name, cmName, r.exitCode, r.stderr)
+				}
+				checked++
+			}
+		}
+	}
+	// The default, all-options (jobset, pod security) and self-signed
+	// (inline) sets; existing-values names a ConfigMap of its own.
+	if checked < 4 {
+		t.Errorf("checked %d rendered inputs, expected at least 4", checked)
+	}
+}
