@@ -254,10 +254,21 @@ func (h helmRun) lifecycle(t *testing.T) {
 	excludeFromSuiteWebhook(t, ns)
 
 	chart := filepath.Join(root, "charts", "rdma-webhook")
-	sets := strings.Join([]string{"name=" + h.release, "webhook.url=https://127.0.0.1:" + port,
-		"certificates.caBundle=" + base64.StdEncoding.EncodeToString(ca)}, ",")
+	// certificates.mode existing without a caBundle: it is patched in
+	// afterwards, as certs/install-dev-certs.sh does, and must survive the
+	// helm upgrade below (values.yaml says it does), or the pods after the
+	// upgrade are admitted unmutated (failurePolicy Ignore, TLS refused).
+	sets := strings.Join([]string{"name=" + h.release, "webhook.url=https://127.0.0.1:" + port}, ",")
 	h.helmCmd(t, "install", h.release, chart, "-n", h.release, "--set", sets,
 		"--set-string", "webhook.namespaceLabels."+strings.ReplaceAll(helmTestLabel, ".", `\.`)+"=true")
+	bundle := base64.StdEncoding.EncodeToString(ca)
+	for kind, n := range map[string]int{"mutatingwebhookconfiguration": 5, "validatingwebhookconfiguration": 1} {
+		var ops []string
+		for i := 0; i < n; i++ {
+			ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":%q}`, i, bundle))
+		}
+		mustKubectl(t, "", "patch", kind, h.release, "--type", "json", "-p", "["+strings.Join(ops, ",")+"]")
+	}
 	w := h.startHelmWebhook(t, port)
 
 	// The PyTorchJob checks of TestPyTorchJobsMutated, through the chart.
@@ -284,6 +295,12 @@ func (h helmRun) lifecycle(t *testing.T) {
 		got := dryRunProfile(t, ns)
 		return got == "helm-8card", "a dry-run 8-GPU pod got " + got
 	})
+	for _, kind := range []string{"mutatingwebhookconfiguration", "validatingwebhookconfiguration"} {
+		out, _ := mustKubectl(t, "", "get", kind, h.release, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")
+		if n := strings.Count(out, bundle); n != map[string]int{"mutatingwebhookconfiguration": 5, "validatingwebhookconfiguration": 1}[kind] {
+			t.Errorf("helm upgrade: %s %s keeps the patched caBundle in %d entries", kind, h.release, n)
+		}
+	}
 	doc2, j2 := renamedJob(t, doc, j, j.Metadata.Name+"-upgraded")
 	requireJobMutated(t, w, ns, submitJob(t, ns, doc2, j2), j2, doc2, want{profile: "helm-8card", hca: hca8, userEnv: userEnv})
 
