@@ -80,7 +80,7 @@ go_check = @need=$$(sed -n 's/^go[[:space:]]\{1,\}\([0-9][0-9.]*\).*/\1/p' $(1)/
 .PHONY: all build build-asan deps deps-test certs run test test-build unit-build unit-asan-build \
         unit unit-asan e2e e2e-asan e2e-native fuzz-replay monitoring \
         validator valgrind fuzz fuzz-build format check-format clean bench go-check \
-        cluster-bins cluster-up cluster-down realcluster realcluster-asan
+        cluster-bins cluster-up cluster-down realcluster realcluster-asan helm-bin
 
 all: build
 
@@ -159,7 +159,16 @@ test/validate/node_modules/.package-lock.json: test/validate/package.json test/v
 go-check:
 	$(call go_check,test/e2e)
 
-e2e: build/rdma-webhook validator go-check
+# Helm 4 and 3 for the chart's e2e tests (test/e2e/helm_test.go), from the modules
+# test/cluster/helm and helm3 pin; a directory of its own, so that e2e and the
+# suite's cluster-bins (which builds it into build/cluster-bin for
+# realcluster) never write one file at once. ~210 s cold, then nothing.
+helm-bin:
+	$(call go_check,test/cluster/helm)
+	$(call go_check,test/cluster/helm3)
+	test/cluster/build.sh build/helm-bin helm
+
+e2e: build/rdma-webhook validator go-check helm-bin
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -parallel 16 .
 
 # The tests whose checks ASan relaxes (RSS budgets, allocation failure,
@@ -176,7 +185,7 @@ e2e-native: build/rdma-webhook validator go-check
 monitoring: build/rdma-webhook validator go-check
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build/rdma-webhook go test -count=1 -run '^TestMonitoring' .
 
-e2e-asan: build-asan/rdma-webhook validator go-check
+e2e-asan: build-asan/rdma-webhook validator go-check helm-bin
 	cd test/e2e && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build-asan/rdma-webhook \
 	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 -parallel 16 .
 
@@ -200,7 +209,7 @@ test: deps-test
 	@test/suite.sh
 
 # Everything the suite's steps run, built in one step before they start.
-test-build: build build-asan unit-build unit-asan-build fuzz-build validator go-check
+test-build: build build-asan unit-build unit-asan-build fuzz-build validator go-check helm-bin
 unit-build: $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRCS))
 unit-asan-build: $(patsubst test/unit/%.c,build-asan/unit/%,$(UNIT_SRCS))
 

@@ -4,6 +4,11 @@
 #   training-operator                                     (module ./operator)
 #   jobset-controller trainer-controller-manager          (module ./jobs)
 #   mpi-operator                                          (module ./mpi)
+#   helm helm3                                            (modules ./helm, ./helm3)
+#
+# build.sh OUTDIR helm -- only the two Helms (the e2e chart tests need them,
+# not the control plane): copied from the binary cache when a full build
+# filled it, else built when missing (and not stored there).
 #
 # Only missing binaries are built (delete one, or set CLUSTER_REBUILD=1, to
 # rebuild).  The caller's Go caches are used as they are: GOCACHE and
@@ -24,8 +29,8 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd -P)
 
-[ $# -eq 1 ] || {
-	echo "usage: $0 OUTDIR" >&2
+[ $# -eq 1 ] || { [ $# -eq 2 ] && [ "$2" = helm ]; } || {
+	echo "usage: $0 OUTDIR [helm]" >&2
 	exit 2
 }
 mkdir -p "$1"
@@ -64,7 +69,25 @@ missing() {
 	[ "${CLUSTER_REBUILD:-0}" = 1 ] || [ ! -x "$out/$1" ]
 }
 
-all_bins="kube-apiserver kube-controller-manager kubectl etcd training-operator jobset-controller trainer-controller-manager mpi-operator"
+all_bins="kube-apiserver kube-controller-manager kubectl etcd training-operator jobset-controller trainer-controller-manager mpi-operator helm helm3"
+
+# Helm (charts/rdma-webhook's tests: helm lint/template in test/e2e, helm
+# install/upgrade/uninstall in realcluster), from its Go module pinned in
+# ./helm/go.mod. The version is stamped as Helm's Makefile does (a plain
+# build reports v4.3, without the patch). About 100 s cold on 2 cores.
+build_helm() {
+	cd "$here/helm"
+	hv=$(go list -m -f '{{.Version}}' helm.sh/helm/v4)
+	timed "go build helm" go build -ldflags="$ldflags -X helm.sh/helm/v4/internal/version.version=$hv" \
+		-o "$out/helm" helm.sh/helm/v4/cmd/helm
+}
+# Helm 3, the same way (the chart is for both); about 110 s cold.
+build_helm3() {
+	cd "$here/helm3"
+	hv=$(go list -m -f '{{.Version}}' helm.sh/helm/v3)
+	timed "go build helm3" go build -ldflags="$ldflags -X helm.sh/helm/v3/internal/version.version=$hv" \
+		-o "$out/helm3" helm.sh/helm/v3/cmd/helm
+}
 
 # The binary cache (see the header).
 cache_root=${CLUSTER_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdma-webhook/cluster-bin}
@@ -72,6 +95,7 @@ cache_key() {
 	{
 		cat "$here/go.mod" "$here/go.sum" "$here/operator/go.mod" "$here/operator/go.sum" \
 			"$here/jobs/go.mod" "$here/jobs/go.sum" "$here/mpi/go.mod" "$here/mpi/go.sum" \
+			"$here/helm/go.mod" "$here/helm/go.sum" "$here/helm3/go.mod" "$here/helm3/go.sum" \
 			"$here/cmd/etcd/main.go" "$here/build.sh"
 		go env GOVERSION GOOS GOARCH CGO_ENABLED
 		echo "$ldflags"
@@ -80,6 +104,26 @@ cache_key() {
 cache_dir=""
 if [ "$cache_root" != off ] && [ "${CLUSTER_REBUILD:-0}" != 1 ]; then
 	cache_dir=$cache_root/$(cache_key)
+fi
+if [ $# -eq 2 ]; then
+	# From the binary cache when a full build left them there (CI restores it).
+	for b in helm helm3; do
+		if missing "$b" && [ -n "$cache_dir" ] && [ -f "$cache_dir/complete" ]; then
+			cp "$cache_dir/$b" "$out/$b.tmp" && mv "$out/$b.tmp" "$out/$b"
+		fi
+	done
+	if missing helm; then
+		(cd "$here/helm" && timed "download (helm module graph)" go mod download) || exit 1
+		(build_helm) || exit 1
+	fi
+	if missing helm3; then
+		(cd "$here/helm3" && timed "download (helm3 module graph)" go mod download) || exit 1
+		(build_helm3) || exit 1
+	fi
+	echo "build.sh: $out/helm $out/helm3"
+	exit 0
+fi
+if [ -n "$cache_dir" ]; then
 	if [ -f "$cache_dir/complete" ]; then
 		for b in $all_bins; do
 			missing "$b" && cp "$cache_dir/$b" "$out/$b.tmp" && mv "$out/$b.tmp" "$out/$b"
@@ -231,6 +275,12 @@ if [ "$want_jobs" = 1 ]; then
 	(cd "$here/jobs" && timed "download (jobset + trainer module graph)" go mod download)
 	(cd "$here/mpi" && timed "download (mpi-operator module graph)" go mod download)
 fi
+want_helm=0
+if missing helm || missing helm3; then
+	want_helm=1
+	(cd "$here/helm" && timed "download (helm module graph)" go mod download)
+	(cd "$here/helm3" && timed "download (helm3 module graph)" go mod download)
+fi
 
 # The two modules share no compiled packages (the operator is on older k8s
 # libraries), so build them concurrently: the Kubernetes build has long
@@ -244,10 +294,14 @@ trap 'kill $jobs 2>/dev/null; exit 143' TERM
 # The job controllers go after the training-operator, in the same lane: the
 # Kubernetes build keeps one core busy on its own, and a third concurrent
 # lane would only make the three slower (and need more memory).
-if [ "$want_operator" = 1 ] || [ "$want_jobs" = 1 ]; then
+if [ "$want_operator" = 1 ] || [ "$want_jobs" = 1 ] || [ "$want_helm" = 1 ]; then
 	{
 		if [ "$want_operator" = 1 ]; then build_operator || exit 1; fi
 		if [ "$want_jobs" = 1 ]; then build_jobs || exit 1; fi
+		if [ "$want_helm" = 1 ]; then
+			if missing helm; then build_helm || exit 1; fi
+			if missing helm3; then build_helm3 || exit 1; fi
+		fi
 	} &
 	op_job=$!
 	jobs="$jobs $op_job"
