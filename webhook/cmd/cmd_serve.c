@@ -439,9 +439,6 @@ static void cmd_serve_stop(struct cmd_serve_app *app)
     reloader_stop(&app->reloader);
     cmd_serve_step(g, "server");
     server_stop(&app->srv);
-    /* No admission runs now: what they reported goes out, within a bound. */
-    cmd_serve_step(g, "events");
-    events_stop(&app->events, CMD_SERVE_EVENTS_STOP_MS, NULL);
     cmd_serve_step(g, "filewatch");
     filewatch_stop(&app->watch);
     cmd_serve_step(g, "cmwatch");
@@ -450,6 +447,11 @@ static void cmd_serve_stop(struct cmd_serve_app *app)
     lastgood_stop(&app->lastgood);
     cmd_serve_step(g, "selfcert");
     selfcert_stop(&app->selfcert);
+    /* No admission runs now, and no watcher (lastgood reports a stale copy
+     * as an Event from its own thread): what they reported goes out, within
+     * a bound, and only then are the events freed. */
+    cmd_serve_step(g, "events");
+    events_stop(&app->events, CMD_SERVE_EVENTS_STOP_MS, NULL);
     cmd_serve_step(g, "lookups");
     lookups_stop(&app->lookups);
     metricsauth_stop(&app->metrics_auth);
