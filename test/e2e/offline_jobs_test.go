@@ -469,3 +469,53 @@ func TestMutateOfflineTrainJobsJobSet(t *testing.T) {
 		t.Errorf("--explain does not name the TrainJob:\n%s", explained)
 	}
 }
+
+// TestMutateOfflineJobKindsReportMode: report mode works for the new kinds
+// as for PyTorchJob pods: a TrainJob's node PodTemplate and an MPIJob's
+// workers get only the report (what would be added, NCCL_IB_HCA among it,
+// /etc/nccl.conf for the MPIJob's ranks), nothing else; the GPU-less
+// launcher gets no report at all.
+func TestMutateOfflineJobKindsReportMode(t *testing.T) {
+	t.Parallel()
+	profiles := profilesAllTargets(t)
+	report := func(input string) []obj {
+		res := runBinary(t, nil, "mutate", "--profiles", profiles, "--mode", "report", "--patched", "-o", "json", input)
+		if res.exitCode != 0 {
+			t.Fatalf("mutate --mode report %s: exit %d: %s", input, res.exitCode, res.stderr)
+		}
+		return decodeAll(t, res.stdout)
+	}
+	onlyReport := func(what string, tmpl obj, phrases ...string) {
+		t.Helper()
+		text, _ := pathStr(tmpl, "metadata", "annotations", "rdma-webhook.io/report")
+		for _, p := range phrases {
+			if !strings.Contains(text, p) {
+				t.Errorf("%s: the report lacks %q:\n%s", what, p, text)
+			}
+		}
+		if _, ok := pathStr(tmpl, "metadata", "annotations", "rdma-webhook.io/injected"); ok {
+			t.Errorf("%s: report mode injected: %v", what, compact(pathObj(tmpl, "metadata")))
+		}
+		for _, c := range pathArr(tmpl, "spec", "containers") {
+			if len(envEntries(c.(obj), "NCCL_IB_HCA")) != 0 {
+				t.Errorf("%s: report mode added NCCL_IB_HCA to container %v", what, c.(obj)["name"])
+			}
+		}
+	}
+	docs := report(concatFiles(t, "testdata/upstream/trainer-torch-distributed.yaml", "testdata/trainjob-8gpu.yaml"))
+	if len(docs) != 2 || podTemplateNamed(docs[1], "llm-node") == nil {
+		t.Fatalf("expected the runtime and a List with llm-node, got %d documents", len(docs))
+	}
+	onlyReport("TrainJob llm-node", pathObj(podTemplateNamed(docs[1], "llm-node"), "template"), "NCCL_IB_HCA="+hcaOf(t, "roce-8card"))
+	// Workers at 8 GPUs, as the issue's own run of this example had them.
+	mpi := strings.Replace(readFileString(t, "testdata/upstream/mpi-tensorflow-benchmarks.yaml"), "nvidia.com/gpu: 1", "nvidia.com/gpu: 8", 1)
+	docs = report(writeString(t, "mpi-8gpu.yaml", mpi))
+	if len(docs) != 1 {
+		t.Fatalf("expected the MPIJob, got %d documents", len(docs))
+	}
+	specs := pathObj(docs[0], "spec", "mpiReplicaSpecs")
+	onlyReport("MPIJob Worker", pathObj(specs, "Worker", "template"), "NCCL_IB_HCA=", "nccl-conf")
+	if text, ok := pathStr(pathObj(specs, "Launcher", "template"), "metadata", "annotations", "rdma-webhook.io/report"); ok {
+		t.Errorf("the GPU-less launcher got a report: %s", text)
+	}
+}
