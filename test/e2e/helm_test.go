@@ -3,8 +3,9 @@ package e2e
 // The Helm chart (charts/rdma-webhook), with no cluster: `helm lint`, `helm
 // template` with the default values and with each option set of its ci/
 // folder, every rendered object against the Kubernetes schemas, the drift
-// tests (the default chart renders what `kustomize build manifests/` does,
-// each option what its component of manifests/components does, modulo
+// tests (the default chart renders what manifests/ with the component
+// self-signed renders, certificates.mode existing what manifests/ alone
+// does, each option what its component of manifests/components does, modulo
 // Helm's labels and the differences listed in helmAllowedDifferences), the
 // schema's refusals, the version and the generated README.
 //
