@@ -3,8 +3,9 @@ package e2e
 // The Helm chart (charts/rdma-webhook), with no cluster: `helm lint`, `helm
 // template` with the default values and with each option set of its ci/
 // folder, every rendered object against the Kubernetes schemas, the drift
-// tests (the default chart renders what `kustomize build manifests/` does,
-// each option what its component of manifests/components does, modulo
+// tests (the default chart renders what manifests/ with the component
+// self-signed renders, certificates.mode existing what manifests/ alone
+// does, each option what its component of manifests/components does, modulo
 // Helm's labels and the differences listed in helmAllowedDifferences), the
 // schema's refusals, the version and the generated README.
 //
@@ -251,7 +252,9 @@ func compareRendered(chart, kust []obj, kinds map[string]bool) []string {
 	return diffs
 }
 
-// TestHelmChartMatchesManifests: the default chart is manifests/, less what
+// TestHelmChartMatchesManifests: the default chart (certificates.mode
+// self-signed) is manifests/ with manifests/components/self-signed, and
+// certificates.mode existing is manifests/ alone, less what
 // helmAllowedDifferences names. A change to either side that the other
 // lacks fails here.
 func TestHelmChartMatchesManifests(t *testing.T) {
@@ -260,10 +263,34 @@ func TestHelmChartMatchesManifests(t *testing.T) {
 }
 
 func checkChartMatchesManifests(t *testing.T, helm string) {
-	chart := helmTemplate(t, helm)
-	kust := kustomize(t, manifestsDir)
-	// The allowed differences, applied to kustomize's side so that each one
-	// is checked to exist (an allowance that no longer applies fails too).
+	cases := []struct {
+		what  string
+		chart []obj
+		kust  []obj
+	}{
+		{"the default rendering vs manifests/ with components/self-signed", helmTemplate(t, helm),
+			krustyWithComponent(t, filepath.Join(manifestsDir, "components", "self-signed"))},
+		{"certificates.mode=existing vs manifests/", helmTemplate(t, helm, "--set", "certificates.mode=existing"),
+			kustomize(t, manifestsDir)},
+	}
+	for _, c := range cases {
+		for _, d := range compareRendered(c.chart, withHelmAllowances(t, c.kust), nil) {
+			t.Errorf("%s differs (keep them equal, or list the difference in helmAllowedDifferences with its "+
+				"reason): %s", c.what, d)
+		}
+	}
+	for what, why := range helmAllowedDifferences {
+		if why == "" {
+			t.Errorf("%s: an allowed difference needs its reason", what)
+		}
+	}
+}
+
+// withHelmAllowances applies helmAllowedDifferences to kustomize's side,
+// so that each one is checked to exist (an allowance that no longer
+// applies fails too).
+func withHelmAllowances(t *testing.T, kust []obj) []obj {
+	t.Helper()
 	var kept []obj
 	removedNS := false
 	for _, o := range kust {
@@ -284,15 +311,7 @@ func checkChartMatchesManifests(t *testing.T, helm string) {
 	if !removedNS {
 		t.Errorf("manifests/ no longer has the Namespace: drop its allowance")
 	}
-	for _, d := range compareRendered(chart, kept, nil) {
-		t.Errorf("the chart's default rendering differs from manifests/ (keep them equal, or list the difference in "+
-			"helmAllowedDifferences with its reason): %s", d)
-	}
-	for what, why := range helmAllowedDifferences {
-		if why == "" {
-			t.Errorf("%s: an allowed difference needs its reason", what)
-		}
-	}
+	return kept
 }
 
 // TestHelmChartMatchesComponents: each option that stands for a component
@@ -318,6 +337,10 @@ func checkChartMatchesComponents(t *testing.T, helm string) {
 			map[string]bool{"PrometheusRule": true, "ServiceMonitor": true}},
 		{[]string{"monitoring.failOpenAlert=true"}, "../../manifests/components/fail-open-alert",
 			map[string]bool{"PrometheusRule": true}},
+		{[]string{"certificates.mode=self-signed"}, "../../manifests/components/self-signed",
+			map[string]bool{"Deployment": true, "Role": true, "RoleBinding": true, "ClusterRole": true,
+				"ClusterRoleBinding": true, "MutatingWebhookConfiguration": true,
+				"ValidatingWebhookConfiguration": true}},
 		{[]string{"certificates.mode=cert-manager"}, "",
 			map[string]bool{"Issuer": true, "Certificate": true, "MutatingWebhookConfiguration": true,
 				"ValidatingWebhookConfiguration": true}},
@@ -472,46 +495,86 @@ func TestHelmChartReadme(t *testing.T) {
 	}
 }
 
-// certificates.mode self-signed (PENDING the webhook's --cert-secret, on
-// h-selfcerts as manifests/components/self-signed): the flags, the
-// emptyDir the webhook writes the pair into, and the RBAC by name; and no
-// Secret access at all in the other modes.
+// certificates.mode self-signed (the default; the drift tests compare it
+// with manifests/components/self-signed): the flags, the emptyDir the
+// webhook writes the pair into, the RBAC by name in the NAME-certs roles,
+// and no caBundle; no Secret access at all in the other modes. Under
+// another name (ci/self-signed-values.yaml) every name follows it,
+// --cert-service included.
 func TestHelmChartSelfSigned(t *testing.T) {
 	t.Parallel()
 	eachHelm(t, func(t *testing.T, helm string) {
-		for _, mode := range []string{"self-signed", "existing", "cert-manager"} {
-			objs := helmTemplate(t, helm, "--set", "certificates.mode="+mode)
-			dep := findObject(t, objs, "Deployment", webhookName)
-			spec := pathObj(dep, "spec", "template", "spec")
-			var args []string
-			ctr, _ := pathArr(spec, "containers")[0].(obj)
-			for _, a := range pathArr(ctr, "args") {
-				s, _ := a.(string)
-				args = append(args, s)
-			}
-			on := mode == "self-signed"
-			if got := argAfter(args, "--cert-secret"); (got == webhookNamespace+"/"+tlsSecretName) != on {
-				t.Errorf("%s: --cert-secret %q", mode, got)
-			}
-			if got := argAfter(args, "--webhook-configs"); (got == webhookName+","+webhookName) != on {
-				t.Errorf("%s: --webhook-configs %q", mode, got)
-			}
-			vol, _ := pathArr(spec, "volumes")[0].(obj)
-			if _, empty := vol["emptyDir"]; empty != on {
-				t.Errorf("%s: the tls volume %s", mode, compact(vol))
-			}
-			secrets, hooks := false, false
-			for _, r := range append(pathArr(findObject(t, objs, "Role", webhookName+"-profiles"), "rules"),
-				pathArr(findObject(t, objs, "ClusterRole", webhookName), "rules")...) {
-				text := compact(r)
-				secrets = secrets || strings.Contains(text, `"secrets"`)
-				hooks = hooks || strings.Contains(text, `webhookconfigurations`)
-			}
-			if secrets != on || hooks != on {
-				t.Errorf("%s: RBAC on secrets %v, on webhook configurations %v; expected %v", mode, secrets, hooks, on)
-			}
+		cases := []struct {
+			mode, name string
+			args       []string
+		}{
+			{"self-signed", webhookName, nil},
+			{"self-signed", "rdma-webhook-own", []string{"--values", filepath.Join(chartDir, "ci", "self-signed-values.yaml")}},
+			{"existing", webhookName, []string{"--set", "certificates.mode=existing"}},
+			{"cert-manager", webhookName, []string{"--set", "certificates.mode=cert-manager"}},
+		}
+		for _, c := range cases {
+			checkChartCertMode(t, helmTemplate(t, helm, c.args...), c.mode, c.name)
 		}
 	})
+}
+
+func checkChartCertMode(t *testing.T, objs []obj, mode, name string) {
+	t.Helper()
+	what := mode + " as " + name
+	dep := findObject(t, objs, "Deployment", name)
+	spec := pathObj(dep, "spec", "template", "spec")
+	var args []string
+	ctr, _ := pathArr(spec, "containers")[0].(obj)
+	for _, a := range pathArr(ctr, "args") {
+		s, _ := a.(string)
+		args = append(args, s)
+	}
+	on := mode == "self-signed"
+	if got := argAfter(args, "--cert-secret"); (got == webhookNamespace+"/"+tlsSecretName) != on {
+		t.Errorf("%s: --cert-secret %q", what, got)
+	}
+	if got := argAfter(args, "--webhook-configs"); (got == name+","+name) != on {
+		t.Errorf("%s: --webhook-configs %q", what, got)
+	}
+	// The flag's default is rdma-webhook: given only for another name.
+	if got, want := argAfter(args, "--cert-service"), map[bool]string{true: name}[on && name != webhookName]; got != want {
+		t.Errorf("%s: --cert-service %q, expected %q", what, got, want)
+	}
+	vol, _ := pathArr(spec, "volumes")[0].(obj)
+	if _, empty := vol["emptyDir"]; empty != on {
+		t.Errorf("%s: the tls volume %s", what, compact(vol))
+	}
+	secrets, hooks := false, false
+	for _, o := range objs {
+		kind, _ := pathStr(o, "kind")
+		if kind != "Role" && kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range pathArr(o, "rules") {
+			text := compact(r)
+			s := strings.Contains(text, `"secrets"`)
+			h := strings.Contains(text, `webhookconfigurations`)
+			n, _ := pathStr(o, "metadata", "name")
+			if (s || h) && n != name+"-certs" {
+				t.Errorf("%s: %s grants %s; expected only %s-certs to", what, objKey(o), text, name)
+			}
+			if h && !strings.Contains(text, `"resourceNames":["`+name+`"]`) {
+				t.Errorf("%s: %s: the webhook configurations not by name: %s", what, objKey(o), text)
+			}
+			secrets, hooks = secrets || s, hooks || h
+		}
+	}
+	if secrets != on || hooks != on {
+		t.Errorf("%s: RBAC on secrets %v, on webhook configurations %v; expected %v", what, secrets, hooks, on)
+	}
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		for _, w := range pathArr(findObject(t, objs, kind, name), "webhooks") {
+			if _, ok := pathObj(w.(obj), "clientConfig")["caBundle"]; ok && on {
+				t.Errorf("%s: %s has a caBundle: the webhook writes it", what, kind)
+			}
+		}
+	}
 }
 
 // What the chart hands the binary loads: the profiles of every option set

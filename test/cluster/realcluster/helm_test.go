@@ -8,11 +8,19 @@ package realcluster
 // the chart's Deployment carries (read back from the apiserver) and its
 // token is one of the chart's ServiceAccount, so it has the chart's RBAC.
 //
-// helm install, then the PyTorchJob checks of TestPyTorchJobsMutated;
-// helm upgrade with other profiles, served to the next job's pods; helm
+// helm install with nothing before it (certificates.mode self-signed, the
+// default: no Secret, no caBundle): the host webhook, with the chart's
+// --cert-secret and --webhook-configs, makes the Secret and writes the
+// caBundles through the API, by the chart's NAME-certs roles. Then the
+// PyTorchJob checks of TestPyTorchJobsMutated; helm upgrade with other
+// profiles, served to the next job's pods, the caBundle kept; helm
 // uninstall, watched: the webhook configurations are deleted before the
 // Deployment and the Service (Helm's UninstallOrder), and afterwards
-// nothing of the chart is left but the webhook's own last good copy.
+// nothing of the chart is left but what the webhook wrote itself: the last
+// good copy of the profiles and the certificate Secret (the chart's
+// README, "Certificates": a reinstall serves the same CA). Helm 4 once more
+// with certificates.mode existing (a caBundle patched in afterwards, as
+// certs/install-dev-certs.sh does).
 
 import (
 	"context"
@@ -42,8 +50,11 @@ import (
 // helmRun is one Helm's run of the test: its binary's name beside kubectl,
 // and the release, which names the namespace and every object too.
 type helmRun struct {
-	bin, release string
+	bin, release, certMode string
 }
+
+// selfSigned: the run uses certificates.mode self-signed.
+func (h helmRun) selfSigned() bool { return h.certMode == "self-signed" }
 
 const (
 	// The label the chart's webhook.namespaceLabels asks of a namespace:
@@ -68,6 +79,9 @@ type helmWebhook struct {
 	cmd   *exec.Cmd
 	log   string
 	mport string
+	// caFile: the CA its metrics listener is verified with (the suite's),
+	// or empty: the ca.crt of the Secret ns/secret it makes itself.
+	caFile, ns, secret string
 }
 
 func (h helmRun) startHelmWebhook(t *testing.T, port string) *helmWebhook {
@@ -87,6 +101,12 @@ func (h helmRun) startHelmWebhook(t *testing.T, port string) *helmWebhook {
 	if err := os.WriteFile(tokenFile, []byte(strings.TrimSpace(token)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Mode self-signed writes the pair where --tls-cert-file points: a
+	// directory of its own, never the suite's certs.
+	tlsDir := filepath.Join(clusterDir, "certs")
+	if h.selfSigned() {
+		tlsDir = t.TempDir()
+	}
 	var args []string
 	for _, a := range strings.Split(strings.TrimSpace(argsText), "\n") {
 		switch {
@@ -95,7 +115,7 @@ func (h helmRun) startHelmWebhook(t *testing.T, port string) *helmWebhook {
 		case a == ":9090":
 			a = "127.0.0.1:" + mport
 		case strings.HasPrefix(a, "/etc/rdma-webhook/tls/"):
-			a = filepath.Join(clusterDir, "certs", strings.TrimPrefix(a, "/etc/rdma-webhook/tls/"))
+			a = filepath.Join(tlsDir, strings.TrimPrefix(a, "/etc/rdma-webhook/tls/"))
 		}
 		args = append(args, a)
 	}
@@ -108,7 +128,11 @@ func (h helmRun) startHelmWebhook(t *testing.T, port string) *helmWebhook {
 	if bin == "" {
 		bin = filepath.Join(root, "build", "rdma-webhook")
 	}
-	w := &helmWebhook{log: filepath.Join(clusterDir, "logs", "helm-webhook.log"), mport: mport}
+	w := &helmWebhook{log: filepath.Join(clusterDir, "logs", h.release+"-webhook.log"), mport: mport,
+		caFile: filepath.Join(clusterDir, "certs", "ca.crt"), ns: h.release, secret: helmTLSSecret}
+	if h.selfSigned() {
+		w.caFile = ""
+	}
 	logf, err := os.Create(w.log)
 	if err != nil {
 		t.Fatal(err)
@@ -144,18 +168,29 @@ func (w *helmWebhook) stop(t *testing.T) {
 }
 
 // waitReady: /readyz is 200 once the profiles came through the API, from
-// the chart's ConfigMap, by the chart's Role.
+// the chart's ConfigMap, by the chart's Role (and, in mode self-signed, the
+// pair it served is the Secret's, verified with the Secret's CA).
 func (w *helmWebhook) waitReady(t *testing.T) {
 	t.Helper()
-	pem, err := os.ReadFile(filepath.Join(clusterDir, "certs", "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
-	waitFor(t, 30*time.Second, "the chart's webhook ready", func() (bool, string) {
+	waitFor(t, 60*time.Second, "the chart's webhook ready", func() (bool, string) {
+		var pem []byte
+		var err error
+		if w.caFile != "" {
+			pem, err = os.ReadFile(w.caFile)
+		} else {
+			var s *corev1.Secret
+			s, err = clientset.CoreV1().Secrets(w.ns).Get(context.Background(), w.secret, metav1.GetOptions{})
+			if err == nil {
+				pem = s.Data["ca.crt"]
+			}
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
 		resp, err := c.Get("https://127.0.0.1:" + w.mport + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -234,9 +269,11 @@ func requireJobMutated(t *testing.T, w *helmWebhook, ns string, byType map[strin
 }
 
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
-	// Helm 4, then Helm 3, each with a release and a namespace of its own.
-	for _, h := range []helmRun{{"helm", "rdma-webhook-helm"}, {"helm3", "rdma-webhook-helm3"}} {
-		t.Run(h.bin, h.lifecycle)
+	// Helm 4, then Helm 3, each with a release and a namespace of its own,
+	// with the default certificates; then Helm 4 with mode existing.
+	for _, h := range []helmRun{{"helm", "rdma-webhook-helm", "self-signed"}, {"helm3", "rdma-webhook-helm3", "self-signed"},
+		{"helm", "rdma-webhook-helm-existing", "existing"}} {
+		t.Run(h.bin+"-"+h.certMode, h.lifecycle)
 	}
 }
 
@@ -254,22 +291,46 @@ func (h helmRun) lifecycle(t *testing.T) {
 	excludeFromSuiteWebhook(t, ns)
 
 	chart := filepath.Join(root, "charts", "rdma-webhook")
-	// certificates.mode existing without a caBundle: it is patched in
-	// afterwards, as certs/install-dev-certs.sh does, and must survive the
-	// helm upgrade below (values.yaml says it does), or the pods after the
-	// upgrade are admitted unmutated (failurePolicy Ignore, TLS refused).
-	sets := strings.Join([]string{"name=" + h.release, "webhook.url=https://127.0.0.1:" + port}, ",")
-	h.helmCmd(t, "install", h.release, chart, "-n", h.release, "--set", sets,
-		"--set-string", "webhook.namespaceLabels."+strings.ReplaceAll(helmTestLabel, ".", `\.`)+"=true")
-	bundle := base64.StdEncoding.EncodeToString(ca)
-	for kind, n := range map[string]int{"mutatingwebhookconfiguration": 5, "validatingwebhookconfiguration": 1} {
-		var ops []string
-		for i := 0; i < n; i++ {
-			ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":%q}`, i, bundle))
-		}
-		mustKubectl(t, "", "patch", kind, h.release, "--type", "json", "-p", "["+strings.Join(ops, ",")+"]")
+	// The caBundle, however it got there, must survive the helm upgrade
+	// below (values.yaml says it does), or the pods after the upgrade are
+	// admitted unmutated (failurePolicy Ignore, TLS refused).
+	sets := []string{"name=" + h.release, "webhook.url=https://127.0.0.1:" + port}
+	if !h.selfSigned() {
+		sets = append(sets, "certificates.mode="+h.certMode)
 	}
-	w := h.startHelmWebhook(t, port)
+	h.helmCmd(t, "install", h.release, chart, "-n", h.release, "--set", strings.Join(sets, ","),
+		"--set-string", "webhook.namespaceLabels."+strings.ReplaceAll(helmTestLabel, ".", `\.`)+"=true")
+	var bundle string
+	var w *helmWebhook
+	if h.selfSigned() {
+		// Nothing before it: no Secret, no caBundle; the webhook makes both.
+		if _, err := clientset.CoreV1().Secrets(h.release).Get(context.Background(), helmTLSSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the Secret %s/%s before the webhook started: %v", h.release, helmTLSSecret, err)
+		}
+		requireCABundles(t, h.release, "helm install", "")
+		w = h.startHelmWebhook(t, port)
+		bundle = base64.StdEncoding.EncodeToString(h.tlsSecret(t).Data["ca.crt"])
+		waitFor(t, 30*time.Second, "the webhook writing its CA into the caBundles", func() (bool, string) {
+			n := 0
+			for kind := range helmHookEntries {
+				out, _ := mustKubectl(t, "", "get", kind, h.release, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")
+				n += strings.Count(out, bundle)
+			}
+			return n == 6, fmt.Sprintf("%d of 6 entries have the Secret's CA", n)
+		})
+	} else {
+		// certificates.mode existing without a caBundle: patched in
+		// afterwards, as certs/install-dev-certs.sh does.
+		bundle = base64.StdEncoding.EncodeToString(ca)
+		for kind, n := range helmHookEntries {
+			var ops []string
+			for i := 0; i < n; i++ {
+				ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":%q}`, i, bundle))
+			}
+			mustKubectl(t, "", "patch", kind, h.release, "--type", "json", "-p", "["+strings.Join(ops, ",")+"]")
+		}
+		w = h.startHelmWebhook(t, port)
+	}
 
 	// The PyTorchJob checks of TestPyTorchJobsMutated, through the chart.
 	doc, j := readJob(t, filepath.Join(root, "test", "e2e", "testdata", "pytorchjob-swin.json"))
@@ -295,12 +356,7 @@ func (h helmRun) lifecycle(t *testing.T) {
 		got := dryRunProfile(t, ns)
 		return got == "helm-8card", "a dry-run 8-GPU pod got " + got
 	})
-	for _, kind := range []string{"mutatingwebhookconfiguration", "validatingwebhookconfiguration"} {
-		out, _ := mustKubectl(t, "", "get", kind, h.release, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")
-		if n := strings.Count(out, bundle); n != map[string]int{"mutatingwebhookconfiguration": 5, "validatingwebhookconfiguration": 1}[kind] {
-			t.Errorf("helm upgrade: %s %s keeps the patched caBundle in %d entries", kind, h.release, n)
-		}
-	}
+	requireCABundles(t, h.release, "helm upgrade", bundle)
 	doc2, j2 := renamedJob(t, doc, j, j.Metadata.Name+"-upgraded")
 	requireJobMutated(t, w, ns, submitJob(t, ns, doc2, j2), j2, doc2, want{profile: "helm-8card", hca: hca8, userEnv: userEnv})
 
@@ -328,7 +384,42 @@ func (h helmRun) lifecycle(t *testing.T) {
 		}
 	}
 	w.stop(t)
-	h.requireNothingLeft(t)
+	h.requireNothingLeft(t, bundle)
+}
+
+// helmTLSSecret: certificates.secretName's default.
+const helmTLSSecret = "rdma-webhook-tls"
+
+// helmHookEntries: the entries of the chart's two webhook configurations.
+var helmHookEntries = map[string]int{"mutatingwebhookconfiguration": 5, "validatingwebhookconfiguration": 1}
+
+// requireCABundles: every entry of the release's two webhook
+// configurations has the caBundle bundle (base64), or none when bundle is "".
+func requireCABundles(t *testing.T, release, when, bundle string) {
+	t.Helper()
+	for kind, n := range helmHookEntries {
+		out, _ := mustKubectl(t, "", "get", kind, release, "-o", "jsonpath={.webhooks[*].clientConfig.caBundle}")
+		got := strings.Fields(out)
+		ok := len(got) == 0
+		if bundle != "" {
+			ok = len(got) == n && strings.Count(out, bundle) == n
+		}
+		if !ok {
+			t.Errorf("%s: %s %s has %d caBundles (expected %d, equal to %.20q...): %.80q", when, kind, release,
+				len(got), map[bool]int{true: n}[bundle != ""], bundle, out)
+		}
+	}
+}
+
+// tlsSecret: the certificate Secret the webhook made in the release's
+// namespace.
+func (h helmRun) tlsSecret(t *testing.T) *corev1.Secret {
+	t.Helper()
+	s, err := clientset.CoreV1().Secrets(h.release).Get(context.Background(), helmTLSSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Secret %s/%s: %v", h.release, helmTLSSecret, err)
+	}
+	return s
 }
 
 // watchDeletions watches the webhook configurations, Deployments and
@@ -403,9 +494,11 @@ func (h helmRun) watchDeletions(t *testing.T) func() map[string]int64 {
 
 // requireNothingLeft lists every kind the chart makes, by name and by the
 // release's label, namespaced and cluster-wide, and the release's own
-// Secrets: only the last good copy of the profiles, which the webhook
-// wrote itself (not Helm's to delete), may be left.
-func (h helmRun) requireNothingLeft(t *testing.T) {
+// Secrets: only what the webhook wrote itself (not Helm's to delete) may
+// be left, and must be: the last good copy of the profiles and, in mode
+// self-signed, the certificate Secret, not Helm's, with the CA served
+// (bundle, base64), so that a reinstall serves the same CA.
+func (h helmRun) requireNothingLeft(t *testing.T, bundle string) {
 	t.Helper()
 	ctx := context.Background()
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + h.release}
@@ -440,11 +533,13 @@ func (h helmRun) requireNothingLeft(t *testing.T) {
 	} else {
 		t.Error(err)
 	}
+	lastGood := false
 	if l, err := c.CoreV1().ConfigMaps(h.release).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, o := range l.Items {
 			switch o.Name {
 			case "kube-root-ca.crt": // the namespace's own
 			case h.release + "-profiles-last-good": // the webhook's own (README: "Uninstall")
+				lastGood = true
 			default:
 				note("ConfigMap", []string{o.Name})
 			}
@@ -452,12 +547,30 @@ func (h helmRun) requireNothingLeft(t *testing.T) {
 	} else {
 		t.Error(err)
 	}
+	if !lastGood {
+		t.Errorf("helm uninstall: the webhook's %s-profiles-last-good is gone; the README says it stays", h.release)
+	}
+	certKept := false
 	if l, err := c.CoreV1().Secrets(h.release).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, o := range l.Items {
+			if h.selfSigned() && o.Name == helmTLSSecret {
+				// The webhook's own (README: "Certificates"): not Helm's.
+				certKept = true
+				if by := o.Labels["app.kubernetes.io/managed-by"]; by != "" || o.Type != corev1.SecretTypeTLS {
+					t.Errorf("the Secret %s: managed-by %q, type %q: expected the webhook's kubernetes.io/tls", o.Name, by, o.Type)
+				}
+				if base64.StdEncoding.EncodeToString(o.Data["ca.crt"]) != bundle {
+					t.Errorf("the Secret %s after uninstall holds another CA than the one served", o.Name)
+				}
+				continue
+			}
 			note("Secret", []string{o.Name}) // Helm's release records among them
 		}
 	} else {
 		t.Error(err)
+	}
+	if certKept != h.selfSigned() {
+		t.Errorf("helm uninstall (certificates.mode %s): the certificate Secret %s left: %v", h.certMode, helmTLSSecret, certKept)
 	}
 	type lister func() ([]metav1.Object, error)
 	listers := map[string]lister{
@@ -512,7 +625,7 @@ func (h helmRun) requireNothingLeft(t *testing.T) {
 		note(kind, names(items))
 	}
 	// And by name, cluster-wide: a label the chart forgot would hide one.
-	for _, n := range []string{h.release, h.release + "-metrics-reader"} {
+	for _, n := range []string{h.release, h.release + "-metrics-reader", h.release + "-certs"} {
 		if _, err := c.RbacV1().ClusterRoles().Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			note("ClusterRole(by name)", []string{n})
 		}
