@@ -109,6 +109,7 @@ func TestReferenceFlagsMatchHelp(t *testing.T) {
 		{"`check-profiles`", []string{"check-profiles", "--help"}},
 		{"`gen-certs`", []string{"gen-certs", "--help"}},
 		{"`nccl-detect`", []string{"nccl-detect", "--help"}},
+		{"`unregister`", []string{"unregister", "--help"}},
 	}
 	for _, c := range commands {
 		lines, ok := sections[c.heading]

@@ -21,6 +21,7 @@ int cmd_mutate(int argc, char **argv);
 int cmd_check_profiles(int argc, char **argv);
 int cmd_gen_certs(int argc, char **argv);
 int cmd_nccl_detect(int argc, char **argv);
+int cmd_unregister(int argc, char **argv);
 
 /* Blocks the signals serve takes by sigwait (SIGTERM, SIGINT, SIGHUP) in the
  * calling thread and puts them in set. main calls it first thing for serve:

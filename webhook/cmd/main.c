@@ -22,6 +22,8 @@ static void main_usage(FILE *f)
                "  gen-certs        make a CA and a serving certificate (ECDSA P-256)\n"
                "  nccl-detect      write the NCCL configuration of the RDMA ports this container\n"
                "                   sees (the init container rdma-webhook-detect)\n"
+               "  unregister       delete the webhook configurations before an uninstall\n"
+               "                   (the Helm chart's pre-delete hook)\n"
                "\n"
                "  --help           show this help; COMMAND --help shows a command's flags\n"
                "  --version        print the version\n");
@@ -53,7 +55,8 @@ int main(int argc, char **argv)
                 {"mutate", cmd_mutate},
                 {"check-profiles", cmd_check_profiles},
                 {"gen-certs", cmd_gen_certs},
-                {"nccl-detect", cmd_nccl_detect}};
+                {"nccl-detect", cmd_nccl_detect},
+                {"unregister", cmd_unregister}};
 
     if (argc < 2) {
         main_usage(stderr);
