@@ -14,6 +14,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -274,7 +275,7 @@ func checkChartMatchesManifests(t *testing.T, helm string) {
 			kustomize(t, manifestsDir)},
 	}
 	for _, c := range cases {
-		for _, d := range compareRendered(c.chart, withHelmAllowances(t, c.kust), nil) {
+		for _, d := range compareRendered(withoutHelmHooks(c.chart), withHelmAllowances(t, c.kust), nil) {
 			t.Errorf("%s differs (keep them equal, or list the difference in helmAllowedDifferences with its "+
 				"reason): %s", c.what, d)
 		}
@@ -353,7 +354,7 @@ func checkChartMatchesComponents(t *testing.T, helm string) {
 		} else {
 			kust = yamlObjects(t, mustMarshalList(krustyWithComponent(t, c.component)))
 		}
-		for _, d := range compareRendered(chart, kust, c.kinds) {
+		for _, d := range compareRendered(withoutHelmHooks(chart), kust, c.kinds) {
 			t.Errorf("--set %s vs %s: %s", strings.Join(c.values, ","), c.component, d)
 		}
 		if c.component == "../../manifests/components/monitoring" {
@@ -546,7 +547,8 @@ func checkChartCertMode(t *testing.T, objs []obj, mode, name string) {
 		t.Errorf("%s: the tls volume %s", what, compact(vol))
 	}
 	secrets, hooks := false, false
-	for _, o := range objs {
+	// The uninstall hook's own RBAC (delete) is TestHelmChartUninstallHook's.
+	for _, o := range withoutHelmHooks(objs) {
 		kind, _ := pathStr(o, "kind")
 		if kind != "Role" && kind != "ClusterRole" {
 			continue
@@ -619,4 +621,136 @@ func TestHelmChartRenderedInputsLoad(t *testing.T) {
 	if checked < 4 {
 		t.Errorf("checked %d rendered inputs, expected at least 4", checked)
 	}
+}
+
+// withoutHelmHooks drops the chart's hooks (objects with a helm.sh/hook
+// annotation: the uninstall hook's), which are chart-only: kubectl has no
+// uninstall to hook into. TestHelmChartUninstallHook checks them.
+func withoutHelmHooks(objs []obj) []obj {
+	var kept []obj
+	for _, o := range objs {
+		if _, hook := pathObj(o, "metadata", "annotations")["helm.sh/hook"]; !hook {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+// TestHelmChartUninstallHook: uninstallHook.enabled (the default) renders a
+// pre-delete Job running the chart's image with `unregister` on the
+// release's own two webhook configurations, its ServiceAccount, and RBAC
+// that allows only get and delete on those two by name; each a pre-delete
+// hook deleted once it succeeds, the RBAC weighted before the Job; the Job
+// bounded in time and retries, its pod not labelled as a webhook replica.
+// uninstallHook.enabled=false renders none of it.
+func TestHelmChartUninstallHook(t *testing.T) {
+	t.Parallel()
+	eachHelm(t, func(t *testing.T, helm string) {
+		for _, name := range []string{webhookName, "rdma-webhook-own"} {
+			checkUninstallHook(t, helmTemplate(t, helm, "--set", "name="+name), name)
+		}
+		if n := len(helmTemplate(t, helm)) - len(withoutHelmHooks(helmTemplate(t, helm, "--set",
+			"uninstallHook.enabled=false"))); n != 4 {
+			t.Errorf("uninstallHook.enabled=false removes %d objects, want the hook's 4", n)
+		}
+		for _, o := range helmTemplate(t, helm, "--set", "uninstallHook.enabled=false") {
+			if _, hook := pathObj(o, "metadata", "annotations")["helm.sh/hook"]; hook {
+				t.Errorf("uninstallHook.enabled=false still renders hook %s", objKey(o))
+			}
+		}
+	})
+}
+
+func checkUninstallHook(t *testing.T, objs []obj, name string) {
+	t.Helper()
+	hook := name + "-uninstall"
+	want := map[string]int{"ServiceAccount/" + webhookNamespace + "/" + hook: -10, "ClusterRole/" + hook: -10,
+		"ClusterRoleBinding/" + hook: -5, "Job/" + webhookNamespace + "/" + hook: 0}
+	byKey := map[string]obj{}
+	for _, o := range objs {
+		ann := pathObj(o, "metadata", "annotations")
+		if _, isHook := ann["helm.sh/hook"]; !isHook {
+			continue
+		}
+		key := objKey(o)
+		byKey[key] = o
+		weight, ok := want[key]
+		if !ok {
+			t.Errorf("name=%s: unexpected hook %s", name, key)
+			continue
+		}
+		if ann["helm.sh/hook"] != "pre-delete" ||
+			ann["helm.sh/hook-delete-policy"] != "before-hook-creation,hook-succeeded" ||
+			ann["helm.sh/hook-weight"] != fmt.Sprint(weight) {
+			t.Errorf("name=%s: %s annotations %v, want pre-delete, weight %d, "+
+				"before-hook-creation,hook-succeeded", name, key, ann, weight)
+		}
+	}
+	for key := range want {
+		if _, ok := byKey[key]; !ok {
+			t.Errorf("name=%s: no hook %s", name, key)
+		}
+	}
+	if cr, ok := byKey["ClusterRole/"+hook]; ok {
+		got, _ := json.Marshal(cr["rules"])
+		wantRules := `[{"apiGroups":["admissionregistration.k8s.io"],"resourceNames":["` + name + `"],` +
+			`"resources":["mutatingwebhookconfigurations","validatingwebhookconfigurations"],"verbs":["get","delete"]}]`
+		if string(got) != wantRules {
+			t.Errorf("name=%s: hook ClusterRole rules %s, want %s", name, got, wantRules)
+		}
+	}
+	if crb, ok := byKey["ClusterRoleBinding/"+hook]; ok {
+		got, _ := json.Marshal([]interface{}{crb["roleRef"], crb["subjects"]})
+		wantBind := `[{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"` + hook + `"},` +
+			`[{"kind":"ServiceAccount","name":"` + hook + `","namespace":"` + webhookNamespace + `"}]]`
+		if string(got) != wantBind {
+			t.Errorf("name=%s: hook ClusterRoleBinding %s, want %s", name, got, wantBind)
+		}
+	}
+	job, ok := byKey["Job/"+webhookNamespace+"/"+hook]
+	if !ok {
+		return
+	}
+	spec := pathObj(job, "spec")
+	if d, _ := jsonInt(spec["activeDeadlineSeconds"]); d < 1 || d > 300 {
+		t.Errorf("name=%s: hook Job activeDeadlineSeconds %v: want a small bound", name, spec["activeDeadlineSeconds"])
+	}
+	if b, ok := jsonInt(spec["backoffLimit"]); !ok || b > 3 {
+		t.Errorf("name=%s: hook Job backoffLimit %v: want a small one", name, spec["backoffLimit"])
+	}
+	pod := pathObj(job, "spec", "template", "spec")
+	if pod["serviceAccountName"] != hook || pod["restartPolicy"] != "Never" {
+		t.Errorf("name=%s: hook pod serviceAccountName %v restartPolicy %v", name, pod["serviceAccountName"],
+			pod["restartPolicy"])
+	}
+	if l := pathObj(job, "spec", "template", "metadata", "labels"); l["app.kubernetes.io/name"] == name {
+		t.Errorf("name=%s: the hook pod carries the webhook's selector label %v", name, l)
+	}
+	cs, _ := pod["containers"].([]interface{})
+	if len(cs) != 1 {
+		t.Fatalf("name=%s: hook pod containers %v", name, pod["containers"])
+	}
+	c, _ := cs[0].(map[string]interface{})
+	args, _ := json.Marshal(c["args"])
+	if c["image"] != deploymentImage(t, objs) ||
+		string(args) != `["unregister","--webhook-configs","`+name+`,`+name+`"]` {
+		t.Errorf("name=%s: hook container image %v args %s", name, c["image"], args)
+	}
+}
+
+// deploymentImage is the image of the webhook's container in objs.
+func deploymentImage(t *testing.T, objs []obj) interface{} {
+	t.Helper()
+	for _, o := range objs {
+		if o["kind"] == "Deployment" {
+			cs, _ := pathObj(o, "spec", "template", "spec")["containers"].([]interface{})
+			if len(cs) > 0 {
+				if c, ok := cs[0].(map[string]interface{}); ok && c["image"] != nil {
+					return c["image"]
+				}
+			}
+		}
+	}
+	t.Fatal("no Deployment with an image in the rendering")
+	return nil
 }

@@ -5,6 +5,7 @@
 // Exits 0 whatever the objects hold; only a crash (bad input) exits non-zero.
 import { ConfigMap, Namespace, Pod, PodTemplate, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
+import { Job } from "kubernetes-models/batch/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
@@ -20,6 +21,7 @@ const MODELS = {
   "v1/Service": Service,
   "v1/ServiceAccount": ServiceAccount,
   "apps/v1/Deployment": Deployment,
+  "batch/v1/Job": Job,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "rbac.authorization.k8s.io/v1/Role": Role,
