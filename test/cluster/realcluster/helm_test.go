@@ -15,7 +15,9 @@ package realcluster
 // PyTorchJob checks of TestPyTorchJobsMutated; helm upgrade with other
 // profiles, served to the next job's pods, the caBundle kept; helm
 // uninstall, watched: the webhook configurations are deleted before the
-// Deployment and the Service (Helm's UninstallOrder), and afterwards
+// Deployment and the Service, by the chart's pre-delete hook (run on the
+// host, as the webhook is: there is no kubelet), with Helm 4 and Helm 3
+// (whose UninstallOrder alone would delete them last), and afterwards
 // nothing of the chart is left but what the webhook wrote itself: the last
 // good copy of the profiles and the certificate Secret (the chart's
 // README, "Certificates": a reinstall serves the same CA). Helm 4 once more
@@ -362,14 +364,16 @@ func (h helmRun) lifecycle(t *testing.T) {
 
 	// helm uninstall, watched: the order of the deletions is the order of
 	// their etcd revisions (a deleted object's resourceVersion).
+	// With both Helms the chart's pre-delete hook deletes the webhook
+	// configurations first; Helm 3 alone would delete them last (its
+	// UninstallOrder lists no webhook kind). No kubelet runs the hook's pod:
+	// the test runs its command on the host and completes the Job.
 	order := h.watchDeletions(t)
-	if h.bin == "helm3" {
-		// Helm 3 deletes the webhook configurations last (its
-		// UninstallOrder lists no webhook kind): first, as the chart's
-		// README says to.
-		mustKubectl(t, "", "delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", h.release)
+	uninstalled := h.helmBackground(t, 2*time.Minute, "uninstall", h.release, "-n", h.release, "--wait", "--timeout", "90s")
+	h.runUninstallHook(t)
+	if err := <-uninstalled; err != nil {
+		t.Fatalf("helm uninstall: %v", err)
 	}
-	h.helmCmd(t, "uninstall", h.release, "-n", h.release, "--wait", "--timeout", "60s")
 	got := order()
 	t.Logf("uninstall: the deletions' etcd revisions: %v", got)
 	for _, hook := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
@@ -385,6 +389,92 @@ func (h helmRun) lifecycle(t *testing.T) {
 	}
 	w.stop(t)
 	h.requireNothingLeft(t, bundle)
+}
+
+// helmBackground runs helm as helmCmd does, in the background: the
+// channel gets its error (with its output) once it ends.
+func (h helmRun) helmBackground(t *testing.T, d time.Duration, args ...string) <-chan error {
+	t.Helper()
+	home := filepath.Join(clusterDir, "helm-home")
+	cmd := exec.Command(filepath.Join(filepath.Dir(kubectlBin), h.bin), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HELM_CACHE_HOME="+home+"/cache",
+		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		timer := time.AfterFunc(d, func() { _ = cmd.Process.Kill() })
+		err := cmd.Wait()
+		timer.Stop()
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out.String())
+		}
+		done <- err
+	}()
+	return done
+}
+
+// runUninstallHook does what a kubelet would do with the chart's pre-delete
+// hook Job: waits for it, runs its container's command on the host (the
+// binary, a token of the hook's ServiceAccount, so the hook's RBAC, and the
+// apiserver's address and CA as the host webhook gets them), then marks the
+// Job complete through its status subresource as the Job controller would,
+// which is what Helm waits for before it deletes the rest.
+func (h helmRun) runUninstallHook(t *testing.T) {
+	t.Helper()
+	hook := h.release + "-uninstall"
+	waitFor(t, 60*time.Second, "helm creating the pre-delete hook Job "+hook, func() (bool, string) {
+		_, err := clientset.BatchV1().Jobs(h.release).Get(context.Background(), hook, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	argsText, _ := mustKubectl(t, "", "-n", h.release, "get", "job", hook,
+		"-o", `jsonpath={range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}`)
+	args := strings.Split(strings.TrimSpace(argsText), "\n")
+	if len(args) == 0 || args[0] != "unregister" {
+		t.Fatalf("the hook Job runs %q, not unregister", args)
+	}
+	env, err := readEnv(filepath.Join(clusterDir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ := mustKubectl(t, "", "-n", h.release, "create", "token", hook, "--duration=10m")
+	tokenFile := filepath.Join(clusterDir, "helm-hook.token")
+	if err := os.WriteFile(tokenFile, []byte(strings.TrimSpace(token)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--kube-api", env["APISERVER"], "--kube-ca", env["CLUSTER_CA_CERT"],
+		"--kube-token-file", tokenFile)
+	bin := os.Getenv("RDMA_WEBHOOK_BIN")
+	if bin == "" {
+		bin = filepath.Join(root, "build", "rdma-webhook")
+	}
+	out, _ := mustRun(t, time.Minute, nil, bin, args...)
+	want := fmt.Sprintf("mutatingwebhookconfigurations %s deleted\nvalidatingwebhookconfigurations %s deleted\n",
+		h.release, h.release)
+	if out != want {
+		t.Errorf("the hook's unregister printed %q, want %q", out, want)
+	}
+	// The Job controller sets startTime on its first sync (a finished Job
+	// needs one, and the API refuses to change it on a running Job).
+	startTime := ""
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && startTime == ""; time.Sleep(pollEvery) {
+		startTime, _ = mustKubectl(t, "", "-n", h.release, "get", "job", hook, "-o", "jsonpath={.status.startTime}")
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	start := ""
+	if startTime == "" {
+		start = fmt.Sprintf(`"startTime":%q,`, now)
+	}
+	cond := func(typ string) string {
+		return fmt.Sprintf(`{"type":%q,"status":"True","reason":"RunOnHost","message":"the realcluster test ran it",`+
+			`"lastProbeTime":%q,"lastTransitionTime":%q}`, typ, now, now)
+	}
+	patch := fmt.Sprintf(`{"status":{%s"completionTime":%q,"active":0,"ready":0,"terminating":0,"succeeded":1,`+
+		`"uncountedTerminatedPods":null,"conditions":[%s,%s]}}`, start, now, cond("SuccessCriteriaMet"), cond("Complete"))
+	mustKubectl(t, "", "-n", h.release, "patch", "job", hook, "--subresource=status", "--type=merge", "-p", patch)
 }
 
 // helmTLSSecret: certificates.secretName's default.
@@ -625,10 +715,22 @@ func (h helmRun) requireNothingLeft(t *testing.T, bundle string) {
 		note(kind, names(items))
 	}
 	// And by name, cluster-wide: a label the chart forgot would hide one.
-	for _, n := range []string{h.release, h.release + "-metrics-reader", h.release + "-certs"} {
+	for _, n := range []string{h.release, h.release + "-metrics-reader", h.release + "-certs", h.release + "-uninstall"} {
 		if _, err := c.RbacV1().ClusterRoles().Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			note("ClusterRole(by name)", []string{n})
 		}
+	}
+	// The pre-delete hook's own objects, deleted by Helm once it succeeded
+	// (hook-delete-policy hook-succeeded).
+	if _, err := c.RbacV1().ClusterRoleBindings().Get(ctx, h.release+"-uninstall", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		note("ClusterRoleBinding(by name)", []string{h.release + "-uninstall"})
+	}
+	if l, err := c.BatchV1().Jobs(h.release).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, o := range l.Items {
+			note("Job", []string{o.Name})
+		}
+	} else {
+		t.Error(err)
 	}
 	if _, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, h.release, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		note("MutatingWebhookConfiguration(by name)", []string{h.release})
