@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A Status body is small; more is not read (the message is cut). */
-#define CMD_UNREG_RESP_MAX (64 * 1024)
+/* A 200 answers with the deleted object, caBundles and all: etcd keeps none
+ * over 1.5 MiB, so 2 MiB never refuses the answer of a deletion that took
+ * place (which would report a failure). */
+#define CMD_UNREG_RESP_MAX (2 * 1024 * 1024)
 /* Each DELETE: long enough for a loaded apiserver, short enough that a
  * hook Job with a small activeDeadlineSeconds reports why it failed. */
 #define CMD_UNREG_TIMEOUT_MS 15000L

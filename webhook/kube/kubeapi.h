@@ -30,7 +30,7 @@ struct kubeapi;
 
 /* One request, the whole of what a caller asks of the API. */
 struct kubeapi_request {
-    const char *method; /* "GET", "POST", "PUT" or "PATCH" */
+    const char *method; /* "GET", "POST", "PUT", "PATCH" or "DELETE" (unregister) */
     const char *path;   /* starting with /api, query included */
     const char *body;   /* len bytes; NULL: none (a GET, a watch) */
     size_t len;
