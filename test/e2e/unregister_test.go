@@ -120,3 +120,24 @@ func TestUnregisterUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestUnregisterRefusedToken: a token the API refuses (401) exits 1 and says
+// to check the token; the main usage lists the command.
+func TestUnregisterRefusedToken(t *testing.T) {
+	url, ca, _, reqs := unregisterAPI(t, map[string]int{unregMWC + "m": 200, unregVWC + "v": 200})
+	bad := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(bad, []byte("not-the-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runBinary(t, nil, "unregister", "--webhook-configs", "m,v", "--kube-api", url,
+		"--kube-ca", ca, "--kube-token-file", bad)
+	if res.exitCode != 1 || strings.Count(string(res.stderr), "refused the token (401)") != 2 || len(res.stdout) != 0 {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", res.exitCode, res.stdout, res.stderr)
+	}
+	if len(reqs()) != 2 {
+		t.Errorf("requests %q: want both names tried", reqs())
+	}
+	if help := runBinary(t, nil, "--help"); !strings.Contains(string(help.stdout), "\n  unregister ") {
+		t.Errorf("rdma-webhook --help does not list unregister:\n%s", help.stdout)
+	}
+}
