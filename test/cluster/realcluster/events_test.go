@@ -72,22 +72,7 @@ func TestEventsOnPyTorchJob(t *testing.T) {
 		t.Fatalf("the worker pods have no controller ownerReference")
 	}
 
-	var evs []eventsv1.Event
-	waitFor(t, eventsWithin, "Events counting the 5 pods of "+job, func() (bool, string) {
-		evs = eventsAbout(t, ns, "PyTorchJob", job)
-		var total int32
-		for _, e := range evs {
-			total += seriesCount(e)
-		}
-		return total == 5, fmt.Sprintf("%d Events counting %d pods", len(evs), total)
-	})
-	if len(evs) != 1 {
-		t.Errorf("5 pods with the same warning: expected 1 Event, got %d", len(evs))
-	}
-	e := evs[0]
-	if string(e.Regarding.UID) != uid || e.Regarding.APIVersion != "kubeflow.org/v1" || e.Regarding.Namespace != ns {
-		t.Errorf("regarding %+v, expected kubeflow.org/v1 PyTorchJob %s/%s uid %s", e.Regarding, ns, job, uid)
-	}
+	e := requireOneEvent(t, ns, "kubeflow.org/v1", "PyTorchJob", job, uid, 5)
 	if e.Type != corev1.EventTypeWarning || e.ReportingController != "rdma-webhook.io/webhook" ||
 		e.ReportingInstance == "" || e.Action != "Admit" || e.Reason != "MutatedWithWarnings" {
 		t.Errorf("Event %s: type %q controller %q instance %q action %q reason %q", e.Name, e.Type,
@@ -167,4 +152,29 @@ func TestEventsNotForServerSideDryRun(t *testing.T) {
 	if evs[0].Regarding.APIVersion != "v1" || evs[0].Regarding.Namespace != ns {
 		t.Errorf("regarding %+v, expected v1 Namespace %s", evs[0].Regarding, ns)
 	}
+}
+
+// requireOneEvent waits until the webhook's Events regarding kind/name
+// count n pods, requires that one Event does (the same warning on every
+// pod is one Event with a series) and that it regards exactly the object
+// (apiVersion, namespace, uid), and returns it.
+func requireOneEvent(t testing.TB, ns, apiVersion, kind, name, uid string, n int32) eventsv1.Event {
+	t.Helper()
+	var evs []eventsv1.Event
+	waitFor(t, eventsWithin, fmt.Sprintf("Events counting the %d pods of %s %s", n, kind, name), func() (bool, string) {
+		evs = eventsAbout(t, ns, kind, name)
+		var total int32
+		for _, e := range evs {
+			total += seriesCount(e)
+		}
+		return total == n, fmt.Sprintf("%d Events counting %d pods", len(evs), total)
+	})
+	if len(evs) != 1 {
+		t.Fatalf("%d pods with the same warning: expected 1 Event, got %d", n, len(evs))
+	}
+	e := evs[0]
+	if string(e.Regarding.UID) != uid || e.Regarding.APIVersion != apiVersion || e.Regarding.Namespace != ns {
+		t.Errorf("regarding %+v, expected %s %s %s/%s uid %s", e.Regarding, apiVersion, kind, ns, name, uid)
+	}
+	return e
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -738,22 +737,7 @@ func TestEventsOnTrainJob(t *testing.T) {
 	mustKubectl(t, doc, "apply", "-n", ns, "-f", "-")
 	waitJobPods(t, ns, "jobset.sigs.k8s.io/jobset-name="+job, 2)
 	uid, _ := mustKubectl(t, "", "get", "trainjob", "-n", ns, job, "-o", "jsonpath={.metadata.uid}")
-	var evs []eventsv1.Event
-	waitFor(t, eventsWithin, "Events counting the 2 pods of "+job, func() (bool, string) {
-		evs = eventsAbout(t, ns, "TrainJob", job)
-		var total int32
-		for _, e := range evs {
-			total += seriesCount(e)
-		}
-		return total == 2, fmt.Sprintf("%d Events counting %d pods", len(evs), total)
-	})
-	if len(evs) != 1 {
-		t.Fatalf("2 pods with the same warning: expected 1 Event, got %d", len(evs))
-	}
-	e := evs[0]
-	if string(e.Regarding.UID) != uid || e.Regarding.APIVersion != "trainer.kubeflow.org/v1alpha1" || e.Regarding.Namespace != ns {
-		t.Errorf("regarding %+v, expected trainer.kubeflow.org/v1alpha1 TrainJob %s/%s uid %s", e.Regarding, ns, job, uid)
-	}
+	e := requireOneEvent(t, ns, "trainer.kubeflow.org/v1alpha1", "TrainJob", job, uid, 2)
 	if e.Type != corev1.EventTypeWarning || e.Reason != "MutatedWithWarnings" || !strings.Contains(e.Note, "NCCL_IB_TIMEOUT") {
 		t.Errorf("Event %s: type %q reason %q note %q", e.Name, e.Type, e.Reason, e.Note)
 	}
@@ -912,22 +896,7 @@ func TestEventsOnMPIJob(t *testing.T) {
 	mustKubectl(t, toJSON(t, m), "apply", "-n", ns, "-f", "-")
 	waitJobPods(t, ns, "training.kubeflow.org/job-name="+job, 3)
 	uid, _ := mustKubectl(t, "", "get", "mpijob", "-n", ns, job, "-o", "jsonpath={.metadata.uid}")
-	var evs []eventsv1.Event
-	waitFor(t, eventsWithin, "Events counting the 2 workers of "+job, func() (bool, string) {
-		evs = eventsAbout(t, ns, "MPIJob", job)
-		var total int32
-		for _, e := range evs {
-			total += seriesCount(e)
-		}
-		return total == 2, fmt.Sprintf("%d Events counting %d pods", len(evs), total)
-	})
-	if len(evs) != 1 {
-		t.Fatalf("2 workers with the same warning: expected 1 Event, got %d", len(evs))
-	}
-	e := evs[0]
-	if string(e.Regarding.UID) != uid || e.Regarding.APIVersion != "kubeflow.org/v2beta1" || e.Regarding.Namespace != ns {
-		t.Errorf("regarding %+v, expected kubeflow.org/v2beta1 MPIJob %s/%s uid %s", e.Regarding, ns, job, uid)
-	}
+	e := requireOneEvent(t, ns, "kubeflow.org/v2beta1", "MPIJob", job, uid, 2)
 	if e.Type != corev1.EventTypeWarning || e.Reason != "MutatedWithWarnings" || !strings.Contains(e.Note, "NCCL_IB_TIMEOUT") {
 		t.Errorf("Event %s: type %q reason %q note %q", e.Name, e.Type, e.Reason, e.Note)
 	}
