@@ -94,7 +94,7 @@ func init() { docExamples["ncclconf-stored-pod"] = docNcclConfStoredPod }
 // the annotation, the volume and the container's mount, nothing else.
 func docNcclConfStoredPod(t *testing.T) string {
 	t.Helper()
-	doc, err := readJSONFile(filepath.Join(repoRoot, "test", "pods", "139-mpijob-worker-nccl-conf.json"))
+	doc, err := readJSONFile(filepath.Join(repoRoot, "test", "pods", "145-mpijob-worker-nccl-conf.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
