@@ -1,34 +1,15 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// shippedTargets is how the shipped profiles spell targets: TrainJob, MPIJob
-// and Volcano Job pods on, plain JobSets off (issue 24).
-const shippedTargets = `"targets": {"trainjob": true, "jobset": false, "mpijob": true, "volcanojob": true}`
 
 // profilesWithTargetsOff is the shipped profiles file with targets.mpijob
 // and .volcanojob switched off.
 func profilesWithTargetsOff(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile(profilesPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(data), shippedTargets,
-		`"targets": {"mpijob": false, "volcanojob": false}`, 1)
-	if text == string(data) {
-		t.Fatal("the shipped profiles no longer spell targets as this test expects")
-	}
-	path := filepath.Join(t.TempDir(), "profiles.json")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return profilesWithTargets(t, obj{"mpijob": false, "volcanojob": false})
 }
 
 // podTemplate is an 8-GPU training container's pod template, as a job

@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// profilesAllTargets is the shipped profiles file with every job kind of
-// "targets" set explicitly on, whatever the shipped defaults are.
-func profilesAllTargets(t *testing.T) string {
+// profilesWithTargets is the shipped profiles file with its "targets"
+// replaced by these (a switch left out takes its default).
+func profilesWithTargets(t *testing.T, targets obj) string {
 	t.Helper()
 	data, err := os.ReadFile(profilesPath)
 	if err != nil {
@@ -22,8 +22,15 @@ func profilesAllTargets(t *testing.T) string {
 	if err := json.Unmarshal(data, &p); err != nil {
 		t.Fatal(err)
 	}
-	p["targets"] = obj{"mpijob": true, "volcanojob": true, "trainjob": true, "jobset": true}
+	p["targets"] = targets
 	return writeTemp(t, "profiles.json", p)
+}
+
+// profilesAllTargets: every job kind of "targets" set explicitly on,
+// whatever the shipped defaults are.
+func profilesAllTargets(t *testing.T) string {
+	t.Helper()
+	return profilesWithTargets(t, obj{"mpijob": true, "volcanojob": true, "trainjob": true, "jobset": true})
 }
 
 // concatFiles writes the files into one YAML stream, as `kubectl get a,b
