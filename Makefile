@@ -8,7 +8,9 @@
 #                shipped FORTIFY build; the local control plane (built from Go
 #                modules) with the ASan binary; a replay of the fuzz corpora.
 #                One line per step, a table at the end, logs in build/test-logs.
-#   make fuzz    timed fuzzing (FUZZ_SECONDS each); make bench: the benchmark.
+#   make fuzz    timed fuzzing (FUZZ_SECONDS each); make bench: the server
+#                benchmark; make bench-cluster: the time added to pod creation
+#                through the local control plane (bench/CLUSTER-RESULTS.md).
 #
 # `run` and `test` install missing Debian packages first (as root), or say
 # which to install. docs/development.md says what each step checks and costs.
@@ -79,7 +81,7 @@ go_check = @need=$$(sed -n 's/^go[[:space:]]\{1,\}\([0-9][0-9.]*\).*/\1/p' $(1)/
 
 .PHONY: all build build-asan deps deps-test certs run test test-build unit-build unit-asan-build \
         unit unit-asan e2e e2e-asan e2e-native fuzz-replay monitoring \
-        validator valgrind fuzz fuzz-build format check-format clean bench go-check \
+        validator valgrind fuzz fuzz-build format check-format clean bench bench-cluster go-check \
         cluster-bins cluster-up cluster-down realcluster realcluster-asan helm-bin
 
 all: build
@@ -325,6 +327,20 @@ bench:
 	@.ci/deps bench
 	@$(MAKE) --no-print-directory build certs $(BENCH_BIN)
 	bench/run.sh
+
+# `make bench-cluster`: the time the webhook adds to pod creation through the
+# local control plane's kube-apiserver, beside no mutation, the Go webhook and
+# a MutatingAdmissionPolicy (bench/cluster/run.sh; results in
+# bench/CLUSTER-RESULTS.md and bench/cluster-p99.png). Not part of `make test`.
+build/bench/loadgen: $(wildcard bench/cluster/loadgen/*.go) bench/cluster/loadgen/go.mod | build/
+	$(call go_check,bench/cluster/loadgen)
+	@mkdir -p build/bench
+	cd bench/cluster/loadgen && $(GO_ENV) go build -o $(CURDIR)/$@ .
+
+bench-cluster:
+	@.ci/deps bench
+	@$(MAKE) --no-print-directory build cluster-bins build/bench/gowebhook build/bench/loadgen
+	bench/cluster/run.sh
 
 format:
 	$(CLANG_FORMAT) -i webhook/*/*.c webhook/*/*.h test/unit/*.c test/unit/*.h
