@@ -1,17 +1,52 @@
 #!/bin/sh
-# Writes the two AdmissionReviews `make bench` posts, compact as the apiserver
-# sends them:
+# Writes the three AdmissionReviews `make bench` posts, compact as the
+# apiserver sends them:
 #   OUT/review-8gpu.json   test/example-review.json (an 8-GPU PyTorchJob master
-#                          pod) without the pretty-printing, about 4 KB;
+#                          pod) without the pretty-printing, about 3.4 KB;
+#   OUT/review-worker.json bench/review-worker.json as it is: the review
+#                          kube-apiserver v1.37.2 sent a mutating webhook for
+#                          bench/cluster/worker-pod.json, about 6 KB (below);
 #   OUT/review-large.json  a PyTorchJob pod with 10 containers, each asking for
 #                          a GPU and carrying 200 env entries (about 150 KB);
 #                          nodeSelector picks the roce-8card profile, so every
 #                          container is a target.
 # Usage: bench/gen-reviews.sh REPO_DIR OUT_DIR
+#
+# bench/review-worker.json was recorded once, not built here, so that it holds
+# what the apiserver adds by the time a mutating webhook is called, in the
+# order and form it writes them, rather than our idea of them. It is the body
+# kube-apiserver v1.37.2 (test/cluster/up.sh, default admission plugins) POSTed
+# to a webhook that only wrote bodies to a file, registered for pod CREATE in
+# namespace default, when bench/cluster/worker-pod.json was POSTed there with a
+# User-Agent naming the field manager "training-operator" (as the operator's
+# own pods get in that cluster) and a token of ServiceAccount
+# kubeflow/training-operator bound to an operator pod on a node (`kubectl create
+# token --bound-object-kind Pod`), as an in-cluster operator's is. The wire
+# format is AdmissionReview/AdmissionRequest of k8s.io/api/admission/v1
+# (types.go in k8s.io/api@v0.37.2): uid, kind, resource, requestKind,
+# requestResource, name, namespace, operation, userInfo, object, oldObject,
+# dryRun, options; subResource is omitempty and absent for a pod CREATE. In
+# the object, beside the defaults already in worker-pod.json:
+#   - metadata.namespace (the request's);
+#   - metadata.managedFields, the training-operator's Update entry: the
+#     create handler runs the field manager before mutating admission
+#     (pkg/endpoints/handlers/create.go in k8s.io/apiserver@v0.37.2);
+#   - the ServiceAccount plugin's projected volume kube-api-access-<5 chars>
+#     (token, kube-root-ca.crt, the namespace by downward API) and its
+#     read-only mount in the container and the init container
+#     (plugin/pkg/admission/serviceaccount/admission.go, k8s.io/kubernetes
+#     v1.37.2);
+#   - no uid and no creationTimestamp: the registry sets them after admission.
+# userInfo carries the bound token's extras (credential-id, node and pod name
+# and uid). To record it again: start the webhook capturing bodies, register
+# it, and POST worker-pod.json as above; the random parts (uids, the volume
+# suffix, the managedFields time) differ, nothing else should.
 set -eu
 repo=$1
 out=$2
 mkdir -p "$out"
+
+cp "$repo/bench/review-worker.json" "$out/review-worker.json"
 
 # JSON whitespace outside strings removed; strings (with escapes) kept as is.
 awk '

@@ -8,7 +8,13 @@
 # build/bench/{mhd_responder,gowebhook,ready_probe,lib_floor}. Writes
 # bench/RESULTS.md. Any wrk error, timeout or non-200 response fails the run.
 #
-# All five servers run side by side; each round drives every server at every
+# Two reviews get a table each: the example master pod and the realistic
+# worker pod (bench/review-worker.json, recorded from kube-apiserver). The
+# yardsticks that answer a fixed response get a second instance for the
+# worker pod, answering the webhook's own response to it; rdma-webhook and Go
+# answer both from one process.
+#
+# All servers run side by side; each round drives every server at every
 # connection count, the servers in a rotating order, and the table reports
 # each figure's median over the rounds (with the spread of req/s; memory from
 # round 1), so that drift in a shared machine's speed falls on all servers
@@ -16,7 +22,8 @@
 # is named on stdout and under the table, without failing the run.
 #
 # Environment: BENCH_DURATION (seconds per point, default 5), BENCH_WARMUP
-# (default 1), BENCH_CONNS (default "1 16 64 256"), BENCH_ROUNDS (default 3).
+# (default 1), BENCH_CONNS (default "1 16 64 256"), BENCH_WORKER_CONNS (the
+# worker pod's, default BENCH_CONNS), BENCH_ROUNDS (default 3).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +33,7 @@ run=$out/run
 duration=${BENCH_DURATION:-5}
 warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNS:-"1 16 64 256"}
+wconns=${BENCH_WORKER_CONNS:-$conns}
 rounds=${BENCH_ROUNDS:-3}
 cert=$repo/certs/dev/tls.crt
 key=$repo/certs/dev/tls.key
@@ -36,13 +44,16 @@ port_nginx=18444
 port_mhd=18445
 port_go=18446
 port_parse=18447
+port_nginx_w=18448
+port_mhd_w=18449
+port_parse_w=18450
 results=bench/RESULTS.md
 # The issue's target against the Go webhook: this many times its throughput.
 go_factor=3
 
 LOAD_BEFORE=$(cut -d" " -f1-3 /proc/loadavg)
 rm -rf "$run"
-mkdir -p "$run" "$run/nginx-root"
+mkdir -p "$run" "$run/nginx-root" "$run/worker/nginx-root"
 
 pids=()
 cleanup() {
@@ -77,6 +88,7 @@ webhook_cmd=(build/rdma-webhook serve --listen "127.0.0.1:$port_webhook"
 
 bench/gen-reviews.sh "$repo" "$run"
 small=$run/review-8gpu.json
+worker=$run/review-worker.json
 large=$run/review-large.json
 
 # --- time to ready: exec to the first 200 on /readyz (plain port) ----------
@@ -149,12 +161,13 @@ expect_patch() { # name port review out
         die "$1 did not mutate $(basename "$3") (HTTP $code)"
     fi
 }
-# The yardsticks must send the webhook's own answer, byte for byte, or they
-# would be measured sending something else.
-expect_fixed() { # name port
+# The yardsticks must send the webhook's own answer to the review they are
+# measured with, byte for byte, or they would be measured sending something
+# else.
+expect_fixed() { # name port review response
     local code
-    code=$(post_review "$2" "$small" "$run/$1.first")
-    if [ "$code" != 200 ] || ! cmp -s "$run/$1.first" "$run/response.json"; then
+    code=$(post_review "$2" "$3" "$run/$1.first")
+    if [ "$code" != 200 ] || ! cmp -s "$run/$1.first" "$4"; then
         die "$1 does not answer the fixed response (HTTP $code)"
     fi
 }
@@ -174,14 +187,15 @@ wrk_point() { # name port conns seconds body
     echo "$line"
 }
 declare -A RPS P50 P99 P999 RSS ANON FILE # by name,conns,round (and "large")
-declare -A PORT PID SPREAD RSSMAX
+declare -A PORT PID REVIEW SPREAD RSSMAX
 # A warm-up, then the measured wrk run, whose req/s and latencies go into
 # RPS, P50, P99 and P999 under key. The peak RSS of the given pids is reset
 # in between, so that it is the measured run's.
 measure() { # key name port conns review [pids...]
     local k=$1 name=$2 port=$3 c=$4 review=$5 line
     shift 5
-    wrk_point "$name" "$port" "$c" "$warmup" "$review" >/dev/null
+    # wrk refuses -d0s: BENCH_WARMUP=0 means no warm-up run at all.
+    if [ "$warmup" != 0 ]; then wrk_point "$name" "$port" "$c" "$warmup" "$review" >/dev/null; fi
     reset_hwm "$@"
     line=$(wrk_point "$name" "$port" "$c" "$duration" "$review")
     RPS[$k]=$(field "$line" rps)
@@ -193,14 +207,14 @@ bench_point() { # name conns round
     local name=$1 c=$2 r=$3 k=$1,$2,$3 tp
     tp=$(tree_pids "${PID[$1]}")
     # shellcheck disable=SC2086
-    measure "$k" "$name" "${PORT[$name]}" "$c" "$small" $tp
+    measure "$k" "$name" "${PORT[$name]}" "$c" "${REVIEW[$name]}" $tp
     # shellcheck disable=SC2086
     RSS[$k]=$(status_kb VmHWM $tp)
     # shellcheck disable=SC2086
     ANON[$k]=$(status_kb RssAnon $tp)
     # shellcheck disable=SC2086
     FILE[$k]=$(status_kb RssFile $tp)
-    printf 'round %s  %-12s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
+    printf 'round %s  %-19s c=%-4s %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us  peak RSS %6d kB\n' \
         "$r" "$name" "$c" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${P999[$k]}" "${RSS[$k]}"
 }
 # One metric's values over the rounds for name,conns (an associative
@@ -248,41 +262,57 @@ line=$("$out/ready_probe" "$port_metrics" 5000 "${webhook_cmd[@]}" 2> >(tail -n 
 wpid=$(field "$line" pid)
 pids+=("$wpid")
 expect_patch rdma-webhook "$port_webhook" "$small" "$run/response.json"
+expect_patch rdma-webhook "$port_webhook" "$worker" "$run/response-worker.json"
 expect_patch rdma-webhook "$port_webhook" "$large" "$run/response-large.json"
 resp_bytes=$(wc -c <"$run/response.json")
+wresp_bytes=$(wc -c <"$run/response-worker.json")
 cp "$run/response.json" "$run/nginx-root/mutate"
+cp "$run/response-worker.json" "$run/worker/response.json"
+cp "$run/response-worker.json" "$run/worker/nginx-root/mutate"
 
-PORT[rdma-webhook]=$port_webhook PID[rdma-webhook]=$wpid
+PORT[rdma-webhook]=$port_webhook PID[rdma-webhook]=$wpid REVIEW[rdma-webhook]=$small
+PORT[worker-rdma-webhook]=$port_webhook PID[worker-rdma-webhook]=$wpid REVIEW[worker-rdma-webhook]=$worker
 measure large rdma-webhook-large "$port_webhook" 1 "$large"
 printf '%-12s c=1    %10.0f req/s  p50 %6d us  p99 %6d us  p99.9 %6d us\n' \
     "large pod" "${RPS[large]}" "${P50[large]}" "${P99[large]}" "${P999[large]}"
 # --- nginx -------------------------------------------------------------------
-sed -e "s|@RUN@|$repo/$run|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" \
-    -e "s|@PORT@|$port_nginx|g" bench/nginx.conf.in >"$run/nginx.conf"
-nginx -c "$repo/$run/nginx.conf" -p "$repo/$run" -e "$repo/$run/nginx-error.log" &
-npid=$!
-pids+=("$npid")
-wait_until "nothing ready on port $port_nginx" ready_https "$port_nginx"
-expect_fixed nginx "$port_nginx"
-PORT[nginx]=$port_nginx PID[nginx]=$npid
+# One instance per review, each in its own directory with that review's
+# response.json.
+start_nginx() { # name port dir review
+    local name=$1 port=$2 dir=$repo/$3 pid
+    sed -e "s|@RUN@|$dir|g" -e "s|@CERT@|$cert|g" -e "s|@KEY@|$key|g" \
+        -e "s|@PORT@|$port|g" bench/nginx.conf.in >"$dir/nginx.conf"
+    nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/nginx-error.log" &
+    pid=$!
+    pids+=("$pid")
+    wait_until "nothing ready on port $port" ready_https "$port"
+    expect_fixed "$name" "$port" "$4" "$dir/response.json"
+    PORT[$name]=$port PID[$name]=$pid REVIEW[$name]=$4
+}
+start_nginx nginx "$port_nginx" "$run" "$small"
+start_nginx worker-nginx "$port_nginx_w" "$run/worker" "$worker"
 
 # --- bare libmicrohttpd, and the same parsing each review with cJSON ------------
-start_mhd() { # name port [--parse]
-    local name=$1 port=$2 pid
-    shift 2
-    "$out/mhd_responder" "$port" "$cert" "$key" "$run/response.json" "$@" 2>"$run/$name.log" &
+start_mhd() { # name port review response [--parse]
+    local name=$1 port=$2 review=$3 response=$4 pid
+    shift 4
+    "$out/mhd_responder" "$port" "$cert" "$key" "$response" "$@" 2>"$run/$name.log" &
     pid=$!
     pids+=("$pid")
     # It has no /readyz: the first answered POST says it is up.
     wait_until "$name does not answer on port $port" answers_post "$port"
-    expect_fixed "$name" "$port"
-    PORT[$name]=$port PID[$name]=$pid
+    expect_fixed "$name" "$port" "$review" "$response"
+    PORT[$name]=$port PID[$name]=$pid REVIEW[$name]=$review
 }
-start_mhd mhd "$port_mhd"
-start_mhd mhd+cjson "$port_parse" --parse
+start_mhd mhd "$port_mhd" "$small" "$run/response.json"
+start_mhd mhd+cjson "$port_parse" "$small" "$run/response.json" --parse
+start_mhd worker-mhd "$port_mhd_w" "$worker" "$run/response-worker.json"
+start_mhd worker-mhd+cjson "$port_parse_w" "$worker" "$run/response-worker.json" --parse
 printf '{"not json' >"$run/not-json"
-code=$(post_review "$port_parse" "$run/not-json" /dev/null)
-[ "$code" = 400 ] || die "mhd+cjson answered $code to a body that is not JSON: it is not parsing"
+for port in "$port_parse" "$port_parse_w"; do
+    code=$(post_review "$port" "$run/not-json" /dev/null)
+    [ "$code" = 400 ] || die "mhd+cjson on port $port answered $code to a body that is not JSON: it is not parsing"
+done
 
 # --- the required libraries alone ----------------------------------------------
 floor=$("$out/lib_floor" "$cert" "$key") || die "lib_floor failed"
@@ -295,30 +325,46 @@ gpid=$!
 pids+=("$gpid")
 wait_until "nothing ready on port $port_go" ready_https "$port_go"
 expect_patch gowebhook "$port_go" "$small" "$run/response-go.json"
-PORT[go]=$port_go PID[go]=$gpid
+expect_patch gowebhook "$port_go" "$worker" "$run/response-go-worker.json"
+PORT[go]=$port_go PID[go]=$gpid REVIEW[go]=$small
+PORT[worker-go]=$port_go PID[worker-go]=$gpid REVIEW[worker-go]=$worker
 
 # --- the rounds ------------------------------------------------------------------
 servers=(rdma-webhook nginx mhd mhd+cjson go)
+# The worker pod's table: the same servers, under their names with "worker-".
+wservers=("${servers[@]/#/worker-}")
+# Both tables' points are in every round, so that drift falls on both alike.
 for r in $(seq 1 "$rounds"); do
     for c in $conns; do
         for i in "${!servers[@]}"; do
             bench_point "${servers[$(((i + r - 1) % ${#servers[@]}))]}" "$c" "$r"
         done
     done
-done
-for name in "${servers[@]}"; do
-    for c in $conns; do
-        for m in RPS P50 P99 P999; do
-            declare -n med=$m
-            # shellcheck disable=SC2034,SC2004 # med names an associative array
-            med[$name,$c]=$(median_of "$m" "$name" "$c")
-            unset -n med
+    for c in $wconns; do
+        for i in "${!wservers[@]}"; do
+            bench_point "${wservers[$(((i + r - 1) % ${#wservers[@]}))]}" "$c" "$r"
         done
-        RSSMAX[$name,$c]=$(max_of RSS "$name" "$c")
-        SPREAD[$name,$c]=$(spread_of RPS "$name" "$c")
-        flag_collapsed "$name" "$c"
     done
 done
+# Each table's servers with their connection counts, "name conns".
+points() {
+    local name c
+    for name in "${servers[@]}"; do for c in $conns; do echo "$name $c"; done; done
+    for name in "${wservers[@]}"; do for c in $wconns; do echo "$name $c"; done; done
+}
+# Read from a process substitution, not a pipe, so that the loop runs in this
+# shell and what it stores stays.
+while read -r name c <&3; do
+    for m in RPS P50 P99 P999; do
+        declare -n med=$m
+        # shellcheck disable=SC2034,SC2004 # med names an associative array
+        med[$name,$c]=$(median_of "$m" "$name" "$c")
+        unset -n med
+    done
+    RSSMAX[$name,$c]=$(max_of RSS "$name" "$c")
+    SPREAD[$name,$c]=$(spread_of RPS "$name" "$c")
+    flag_collapsed "$name" "$c"
+done 3< <(points)
 # Every admission must have been logged: a queue that dropped lines would
 # have done less work than a real deployment.
 dropped=$(curl -fsS --max-time 5 "http://127.0.0.1:$port_metrics/metrics" |
@@ -331,42 +377,83 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; 
 ms() { awk -v u="$1" 'BEGIN {printf "%.2f", u / 1000}'; }
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+# One table row per server and connection count; the worker pod's servers
+# are shown under their own names.
+server_table() { # conns names...
+    local cs=$1 name c
+    shift
+    echo "| server | conns | req/s | range | p50 | p99 | p99.9 | peak RSS MiB | anon | file |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for name in "$@"; do
+        for c in $cs; do
+            echo "| ${name#worker-} | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c,1]}") | $(mib "${ANON[$name,$c,1]}") | $(mib "${FILE[$name,$c,1]}") |"
+        done
+    done
+}
+ratio_table() { # conns prefix ("" or "worker-")
+    local c p=$2
+    echo "| conns | / nginx | / bare libmicrohttpd | / Go webhook | / bare + cJSON parse |"
+    echo "|---:|---:|---:|---:|---:|"
+    for c in $1; do
+        echo "| $c | $(ratio "${RPS[${p}rdma-webhook,$c]}" "${RPS[${p}nginx,$c]}") | $(ratio "${RPS[${p}rdma-webhook,$c]}" "${RPS[${p}mhd,$c]}") | $(ratio "${RPS[${p}rdma-webhook,$c]}" "${RPS[${p}go,$c]}") | $(ratio "${RPS[${p}rdma-webhook,$c]}" "${RPS[${p}mhd+cjson,$c]}") |"
+    done
+}
+collapsed_notes() { # worker: 0 or 1
+    local note w
+    for note in "${collapsed[@]}"; do
+        case $note in worker-*) w=1 ;; *) w=0 ;; esac
+        [ "$w" = "$1" ] || continue
+        echo "- collapsed round (under half the best round; the median and range above include it): $note."
+    done
+}
 {
     echo "# Benchmark results"
     echo
     echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), from one run of $rounds rounds."
     echo
+    echo "## The bench pods"
+    echo
+    echo "- **Example master pod** (test/example-review.json, $(wc -c <"$small") bytes compact, answer $resp_bytes bytes):"
+    echo "  the master pod of an 8-GPU PyTorchJob, written by hand in the review's format; the main tables."
+    echo "- **Realistic worker pod** (bench/review-worker.json, $(wc -c <"$worker") bytes, answer $wresp_bytes bytes):"
+    echo "  the worker pod of Kubeflow's public pytorch-deepspeed-demo job at 8 GPUs a node, as the"
+    echo "  training-operator creates it, in the review kube-apiserver v1.37.2 sent a mutating webhook for it"
+    echo "  (with managedFields, the service-account token volume and a bound token's userInfo); its own tables."
+    echo "- **Large synthetic pod** (bench/gen-reviews.sh, $(wc -c <"$large") bytes, answer $(wc -c <"$run/response-large.json") bytes):"
+    echo "  10 containers x 200 env entries, every container a target; rdma-webhook alone, one connection."
+    echo
     echo "## Throughput and latency"
     echo
     echo "8-GPU PyTorchJob master pod review ($(wc -c <"$small") bytes compact, answer $resp_bytes bytes);"
     echo "wrk, keep-alive, TLS 1.3 on loopback, ${duration} s per point after a ${warmup} s warm-up;"
-    echo "all five servers up at once, each round drives each in turn (the order rotates by round);"
+    echo "all servers up at once, each round drives each in turn (the order rotates by round);"
     echo "req/s (with its range) and latency are the median over the rounds; latency in ms."
     echo "Peak RSS is VmHWM (summed over nginx's master and workers), reset before each point; it, and anon"
     echo "and file (RssAnon and RssFile at the end of a point; file: mapped library pages, shared with other"
     echo "processes), are from round 1: later rounds start from what the 256-connection point left."
     echo
-    echo "| server | conns | req/s | range | p50 | p99 | p99.9 | peak RSS MiB | anon | file |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    for name in "${servers[@]}"; do
-        for c in $conns; do
-            echo "| $name | $c | ${RPS[$name,$c]%.*} | ${SPREAD[$name,$c]} | $(ms "${P50[$name,$c]}") | $(ms "${P99[$name,$c]}") | $(ms "${P999[$name,$c]}") | $(mib "${RSS[$name,$c,1]}") | $(mib "${ANON[$name,$c,1]}") | $(mib "${FILE[$name,$c,1]}") |"
-        done
-    done
-    if [ ${#collapsed[@]} -gt 0 ]; then
-        echo
-        for note in "${collapsed[@]}"; do
-            echo "- collapsed round (under half the best round; the median and range above include it): $note."
-        done
-    fi
+    server_table "$conns" "${servers[@]}"
+    notes=$(collapsed_notes 0)
+    [ -z "$notes" ] || printf '\n%s\n' "$notes"
     echo
     echo "## rdma-webhook relative to each yardstick (throughput ratio)"
     echo
-    echo "| conns | / nginx | / bare libmicrohttpd | / Go webhook | / bare + cJSON parse |"
-    echo "|---:|---:|---:|---:|---:|"
-    for c in $conns; do
-        echo "| $c | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[nginx,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[mhd,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[go,$c]}") | $(ratio "${RPS[rdma-webhook,$c]}" "${RPS[mhd+cjson,$c]}") |"
-    done
+    ratio_table "$conns" ""
+    echo
+    echo "## The realistic worker pod"
+    echo
+    echo "Worker pod review ($(wc -c <"$worker") bytes compact, answer $wresp_bytes bytes); the same client, and its points"
+    echo "in the same rounds as the master pod's. rdma-webhook and Go answer both reviews from one process, so their"
+    echo "memory here follows the master pod's points of the round; nginx and the two bare responders are second"
+    echo "instances, answering the webhook's own response to this review."
+    echo
+    server_table "$wconns" "${wservers[@]}"
+    notes=$(collapsed_notes 1)
+    [ -z "$notes" ] || printf '\n%s\n' "$notes"
+    echo
+    echo "rdma-webhook relative to each yardstick (throughput ratio):"
+    echo
+    ratio_table "$wconns" worker-
     echo
     echo "## Floors"
     echo
@@ -437,7 +524,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## Command"
     echo
     echo '```sh'
-    echo "make bench    # BENCH_DURATION=$duration BENCH_WARMUP=$warmup BENCH_CONNS=\"$conns\" BENCH_ROUNDS=$rounds"
+    echo "make bench    # BENCH_DURATION=$duration BENCH_WARMUP=$warmup BENCH_CONNS=\"$conns\" BENCH_WORKER_CONNS=\"$wconns\" BENCH_ROUNDS=$rounds"
     echo '```'
 } >"$results"
 echo "wrote $results"
