@@ -36,7 +36,8 @@
 # Env: BENCH_CLUSTER_ROUNDS (3), BENCH_CLUSTER_PODS (400),
 # BENCH_CLUSTER_CLIENTS ("1 8 32"), BENCH_CLUSTER_DEPLOY (100),
 # BENCH_CLUSTER_WORKERS (511), BENCH_CLUSTER_CONFIGS (all four, in the order
-# of round 1), BENCH_CLUSTER_OUT (directory of the results; default bench/),
+# of round 1), BENCH_CLUSTER_PROFILE_PODS (4000) and _SECONDS (5) for the
+# profiles, BENCH_CLUSTER_OUT (directory of the results; default bench/),
 # CLUSTER_BIN (build/cluster-bin), RDMA_WEBHOOK_BIN (build/rdma-webhook).
 set -euo pipefail
 
@@ -118,6 +119,15 @@ setsid "$gowebhook" -listen "127.0.0.1:$port_go" -cert "$dir/certs/tls.crt" -key
     >"$dir/logs/go-webhook.log" 2>&1 </dev/null &
 go_pid=$!
 
+# A token that may read rdma-webhook's /metrics (--metrics-auth kubernetes,
+# as installed): the ClusterRole manifests/ ships for Prometheus.
+kc -n rdma-webhook create serviceaccount bench-metrics >/dev/null
+kc create clusterrolebinding bench-metrics --clusterrole=rdma-webhook-metrics-reader \
+    --serviceaccount=rdma-webhook:bench-metrics >/dev/null
+kc -n rdma-webhook create token bench-metrics --duration=24h >"$run/metrics.token"
+probes=(-webhook-metrics "https://127.0.0.1:$port_metrics/metrics" -webhook-token "$run/metrics.token"
+    -webhook-ca "$dir/certs/ca.crt" -conn-ports "rdma-webhook=$port_webhook,go-webhook=$port_go")
+
 webhook_pid=$(cat "$dir/pids/webhook.pid")
 pids="apiserver=$(cat "$dir/pids/kube-apiserver.pid"),etcd=$(cat "$dir/pids/etcd.pid")"
 pids="$pids,rdma-webhook=$webhook_pid,go-webhook=$go_pid"
@@ -155,7 +165,7 @@ phase() {
     local config=$1 round=$2 ns=$3 name=$4 expect=$5 cmd=$6
     shift 6
     "$loadgen" "$cmd" "${api[@]}" -namespace "$ns" -config "$config" -round "$round" -phase "$name" \
-        -expect "$expect" -pids "$pids" -out "$run/results/r$round-$config-$name.json" "$@"
+        -expect "$expect" -pids "$pids" "${probes[@]}" -out "$run/results/r$round-$config-$name.json" "$@"
 }
 
 measure_config() {
@@ -198,6 +208,51 @@ for ((r = 1; r <= rounds; r++)); do
     done
 done
 
+# --- where the time goes -----------------------------------------------------------
+# One more pass for each configuration that mutates, not part of the tables:
+# BENCH_CLUSTER_PROFILE_PODS worker pods by 8 clients while the apiserver's
+# CPU profile (its /debug/pprof, on by default) and perf's samples of the
+# webhook process (where perf works) are taken for BENCH_CLUSTER_PROFILE_SECONDS.
+profile_config() {
+    local config=$1 ns=bench-profile-$1 out=$run/profiles/$1 curl_pid perf_pid="" pid
+    log "profile: $config"
+    kc create namespace "$ns" >/dev/null
+    until kc -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
+    config_on "$config"
+    "$loadgen" wait "${api[@]}" -namespace "$ns" -pod "$here/worker-pod.json" -expect mutated
+    "$loadgen" create "${api[@]}" -namespace "$ns" -config "$config" -phase warmup -expect mutated \
+        -pod "$here/worker-pod.json" -prefix warmup -count 50 -clients 8 -out "$out-warmup.json"
+    curl -sS --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
+        -o "$out-apiserver.pprof" "$APISERVER/debug/pprof/profile?seconds=$profile_secs" &
+    curl_pid=$!
+    pid=""
+    case $config in rdma-webhook) pid=$webhook_pid ;; go-webhook) pid=$go_pid ;; esac
+    if [ -n "$pid" ] && [ "$perf_ok" = 1 ]; then
+        perf record -q -F 499 -g -p "$pid" -o "$out-perf.data" -- sleep "$profile_secs" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
+    "$loadgen" create "${api[@]}" -namespace "$ns" -config "$config" -phase profile -expect mutated \
+        -pod "$here/worker-pod.json" -prefix prof -count "$profile_pods" -clients 8 -pids "$pids" \
+        "${probes[@]}" -out "$out-load.json"
+    wait "$curl_pid"
+    [ -z "$perf_pid" ] || wait "$perf_pid" || true
+    go tool pprof -top -cum -nodecount=2000 "$out-apiserver.pprof" >"$out-apiserver.txt" 2>/dev/null
+    if [ -s "$out-perf.data" ]; then
+        perf report -i "$out-perf.data" --stdio --no-children -g none --sort dso,symbol --percent-limit 1 2>/dev/null |
+            grep -v '^#' | grep -v '^$' | grep '%' | head -25 >"$out-perf.txt" || true
+    fi
+    config_off "$config"
+    kc delete namespace "$ns" --wait --timeout=600s >/dev/null
+}
+profile_pods=${BENCH_CLUSTER_PROFILE_PODS:-4000}
+profile_secs=${BENCH_CLUSTER_PROFILE_SECONDS:-5}
+mkdir -p "$run/profiles"
+perf_ok=0
+perf record -q -o "$run/profiles/probe.data" -- true >/dev/null 2>&1 && perf_ok=1
+for c in $configs; do
+    [ "$c" = floor ] || profile_config "$c"
+done
+
 # --- the report ------------------------------------------------------------------
 {
     echo "- CPUs: $(nproc) ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)); the apiserver, etcd, the controllers, the webhooks and the clients share them."
@@ -210,5 +265,6 @@ cat >"$run/command.md" <<EOF
 make bench-cluster    # BENCH_CLUSTER_ROUNDS=$rounds BENCH_CLUSTER_PODS=$pods BENCH_CLUSTER_CLIENTS="$clients" BENCH_CLUSTER_DEPLOY=$deploy BENCH_CLUSTER_WORKERS=$workers
 EOF
 "$loadgen" report -in "$run/results" -machine "$run/machine.md" -command "$run/command.md" \
-    -configs "$configs" -clients "$clients" -out "$out/CLUSTER-RESULTS.md" -png "$out/cluster-p99.png"
+    -profiles "$run/profiles" -configs "$configs" -clients "$clients" \
+    -out "$out/CLUSTER-RESULTS.md" -png "$out/cluster-p99.png"
 log "wrote $out/CLUSTER-RESULTS.md and $out/cluster-p99.png"

@@ -42,12 +42,12 @@ func runCreate(args []string) error {
 			return err
 		}
 	}
-	before, err := takeProbe(c, ph.pids)
+	before, err := takeProbe(c, &ph)
 	if err != nil {
 		return err
 	}
 	r := createAll(c, podPath(*ns), bodies, *clients)
-	after, err := takeProbe(c, ph.pids)
+	after, err := takeProbe(c, &ph)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ func runReport(args []string) error {
 	command := fs.String("command", "", "the command line that made the run")
 	configs := fs.String("configs", "floor rdma-webhook go-webhook policy", "configurations, floor first")
 	clients := fs.String("clients", "1 8 32", "client counts of the create phases")
+	profiles := fs.String("profiles", "", "directory of run.sh's profiling pass (optional)")
 	out := fs.String("out", "", "Markdown file to write")
 	png := fs.String("png", "", "PNG plot to write")
 	fs.Parse(args)
@@ -35,6 +36,7 @@ func runReport(args []string) error {
 	}
 	rep := &report{res: rs, configs: strings.Fields(*configs), clients: strings.Fields(*clients)}
 	rep.rounds = rs.rounds()
+	rep.profiles = *profiles
 	text, err := rep.markdown(readOr(*machine), readOr(*command), filepath.Base(*png))
 	if err != nil {
 		return err
@@ -143,6 +145,7 @@ type report struct {
 	configs  []string
 	clients  []string
 	rounds   []int
+	profiles string
 	failures []string
 }
 
@@ -193,16 +196,21 @@ func serverOf(config string) string {
 func (p *report) markdown(machine, command, png string) (string, error) {
 	var b strings.Builder
 	p.check()
+	rounds := "rounds"
+	if len(p.rounds) == 1 {
+		rounds = "round"
+	}
 	w := func(format string, a ...interface{}) { fmt.Fprintf(&b, format, a...) }
 	w("# Cluster benchmark results\n\n")
-	w("Written by `make bench-cluster` (bench/cluster/run.sh) on %s, from %d rounds.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(p.rounds))
+	w("Written by `make bench-cluster` (bench/cluster/run.sh) on %s, from %d %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(p.rounds), rounds)
 	w("%s\n", intro)
 	p.createTable(w)
 	p.ordinaryTable(w)
 	p.jobTable(w)
 	p.apiserverTable(w)
 	p.targetsTable(w)
+	p.whereTimeGoes(w, p.profiles)
 	w("## Added p99 by configuration and client count\n\n![added p99 per create over the floor](%s)\n\n", png)
 	w("Bars: the median over the rounds of (p99 of the configuration) - (p99 of the floor) in the same round; whiskers: the lowest and highest round.\n\n")
 	p.checksSection(w)

@@ -39,12 +39,18 @@ type Result struct {
 	CPU map[string]float64 `json:"cpu_seconds"`
 	// The apiserver's admission histograms over the phase (deltas).
 	Admission map[string]Series `json:"admission"`
+	// rdma-webhook's own latency histogram over the phase (delta), when
+	// -webhook-metrics is given.
+	Webhook map[string]Series `json:"webhook,omitempty"`
+	// The servers' TCP connections (-conn-ports).
+	Conns map[string]Conns `json:"connections,omitempty"`
 }
 
 // phaseFlags are the labels and probes every measuring subcommand takes.
 type phaseFlags struct {
 	config, phase, expect, out, pids string
 	round                            int
+	server                           serverFlags
 }
 
 func (p *phaseFlags) register(fs *flag.FlagSet) {
@@ -54,6 +60,7 @@ func (p *phaseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.expect, "expect", "mutated", "mutated or unchanged: what the pods should come back as")
 	fs.StringVar(&p.out, "out", "", "result file (JSON)")
 	fs.StringVar(&p.pids, "pids", "", "NAME=PID,... processes whose CPU seconds to record")
+	p.server.register(fs)
 }
 
 func (p *phaseFlags) check() error {
@@ -71,18 +78,26 @@ func (p *phaseFlags) check() error {
 type probe struct {
 	cpu     map[string]float64
 	metrics map[string]Series
+	webhook map[string]Series
+	conns   map[string]Conns
 }
 
-func takeProbe(c *apiClient, pids string) (*probe, error) {
-	m, err := scrapeAdmission(c)
-	if err != nil {
+func takeProbe(c *apiClient, p *phaseFlags) (*probe, error) {
+	var pr probe
+	var err error
+	if pr.metrics, err = scrapeAdmission(c); err != nil {
 		return nil, err
 	}
-	cpu, err := cpuSeconds(pids)
-	if err != nil {
+	if pr.webhook, err = scrapeWebhook(&p.server); err != nil {
 		return nil, err
 	}
-	return &probe{cpu: cpu, metrics: m}, nil
+	if pr.conns, err = countConns(p.server.ports); err != nil {
+		return nil, err
+	}
+	if pr.cpu, err = cpuSeconds(p.pids); err != nil {
+		return nil, err
+	}
+	return &pr, nil
 }
 
 func (r *Result) fill(p *phaseFlags, before, after *probe) {
@@ -92,6 +107,8 @@ func (r *Result) fill(p *phaseFlags, before, after *probe) {
 		r.CPU[k] = v - before.cpu[k]
 	}
 	r.Admission = diffSeries(before.metrics, after.metrics)
+	r.Webhook = diffSeries(before.webhook, after.webhook)
+	r.Conns = diffConns(before.conns, after.conns)
 }
 
 func (r *Result) write(path string) error {

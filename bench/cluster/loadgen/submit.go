@@ -44,7 +44,7 @@ func runSubmit(args []string) error {
 	if err != nil {
 		return err
 	}
-	before, err := takeProbe(c, ph.pids)
+	before, err := takeProbe(c, &ph)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func runSubmit(args []string) error {
 	if err := watch.until(r, *want, start, *timeout); err != nil {
 		return err
 	}
-	after, err := takeProbe(c, ph.pids)
+	after, err := takeProbe(c, &ph)
 	if err != nil {
 		return err
 	}
