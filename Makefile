@@ -239,7 +239,8 @@ cluster-down:
 
 # The real-cluster suite starts its own control plane in build/cluster-test
 # and stops it; down.sh runs again after it for a test binary that was killed.
-realcluster realcluster-asan: realcluster%: build%/rdma-webhook cluster-bins
+# bench_test.go runs the Go webhook of the cluster bench (build/bench/gowebhook).
+realcluster realcluster-asan: realcluster%: build%/rdma-webhook build/bench/gowebhook cluster-bins
 	cd test/cluster && $(GO_ENV) RDMA_WEBHOOK_BIN=$(CURDIR)/build$*/rdma-webhook \
 	  ASAN_OPTIONS=detect_leaks=1 go test -count=1 -v -timeout 20m ./realcluster; \
 	  rc=$$?; ./down.sh $(CURDIR)/$(CLUSTER_TEST_DIR) >/dev/null 2>&1; exit $$rc

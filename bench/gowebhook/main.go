@@ -3,9 +3,10 @@
 // encoding/json, the AdmissionReview decoded into generic maps), applying the
 // same mutation as rdma-webhook's roce-8card profile: the NCCL env, IPC_LOCK,
 // a memory-backed /dev/shm, schedulerName volcano, rdma/hca and the
-// injected annotation, as a JSON Patch. Profile selection and the finer rules
-// (envFrom, hostNetwork, init containers) are left out: it is a yardstick for
-// the serving cost, not a second implementation.
+// annotations rdma-webhook.io/injected and selected-by, as a JSON Patch.
+// Profile selection and the finer rules (envFrom, hostNetwork, init
+// containers) are left out: it is a yardstick for the serving cost, not a
+// second implementation.
 //
 // Standard library only: a module of its own (bench/gowebhook/go.mod).
 // Usage: gowebhook -listen 127.0.0.1:PORT -cert FILE -key FILE
@@ -32,6 +33,7 @@ var profileEnv = [][2]string{
 
 const (
 	profileName = "roce-8card"
+	selectedBy  = "gpus"
 	shmName     = "rdma-webhook-shm"
 	gpuResource = "nvidia.com/gpu"
 	rdmaPrefix  = "rdma/"
@@ -205,11 +207,17 @@ func mutate(pod obj) []op {
 	case "default-scheduler":
 		ops = append(ops, op{"replace", "/spec/schedulerName", "volcano"})
 	}
+	// Both annotations rdma-webhook sets: the profile, and the rule that
+	// chose it (the GPU count, the only rule this yardstick has).
 	meta := m(pod["metadata"])
 	if meta["annotations"] == nil {
-		ops = append(ops, op{"add", "/metadata/annotations", obj{"rdma-webhook.io/injected": profileName}})
+		ops = append(ops, op{"add", "/metadata/annotations", obj{
+			"rdma-webhook.io/injected":    profileName,
+			"rdma-webhook.io/selected-by": selectedBy,
+		}})
 	} else {
 		ops = append(ops, op{"add", "/metadata/annotations/" + esc("rdma-webhook.io/injected"), profileName})
+		ops = append(ops, op{"add", "/metadata/annotations/" + esc("rdma-webhook.io/selected-by"), selectedBy})
 	}
 	return ops
 }
@@ -258,7 +266,7 @@ func handleMutate(w http.ResponseWriter, r *http.Request) {
 			}
 			resp["patchType"] = "JSONPatch"
 			resp["patch"] = patch // []byte: encoding/json writes it base64
-			resp["auditAnnotations"] = obj{"profile": profileName}
+			resp["auditAnnotations"] = obj{"profile": profileName, "selected-by": selectedBy}
 		}
 	}
 	out, err := json.Marshal(obj{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
