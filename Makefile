@@ -147,8 +147,13 @@ run: deps
 build/unit/test_ncdetect: build/cmd_nccl_detect.o
 build-asan/unit/test_ncdetect: build-asan/cmd_nccl_detect.o
 
+# The C unit tests, then the cluster bench's loadgen (its metrics parser, the
+# report's checks): a few seconds, so that `make bench-cluster` is not the
+# first place a broken parser shows.
 unit: $(patsubst test/unit/%.c,build/unit/%,$(UNIT_SRCS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
+	$(call go_check,bench/cluster/loadgen)
+	cd bench/cluster/loadgen && $(GO_ENV) go vet . && $(GO_ENV) go test -count=1 .
 
 unit-asan: $(patsubst test/unit/%.c,build-asan/unit/%,$(UNIT_SRCS))
 	@set -e; for t in $^; do echo "== $$t (asan)"; ASAN_OPTIONS=detect_leaks=1 $$t; done
