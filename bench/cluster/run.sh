@@ -192,7 +192,8 @@ measure_config() {
         -selector "app=guestbook,tier=frontend" -want "$deploy"
     phase "$config" "$round" "$ns" job "$expect" submit \
         -object "$run/objects/pytorchjob.json" -path "/apis/kubeflow.org/v1/namespaces/$ns/pytorchjobs" \
-        -selector "training.kubeflow.org/job-name=deepspeed-$((workers + 1))" -want $((workers + 1))
+        -selector "training.kubeflow.org/job-name=deepspeed-$((workers + 1))" -want $((workers + 1)) \
+        -part training.kubeflow.org/replica-type=worker -part-want "$workers"
     config_off "$config"
     # The next configuration starts from an apiserver and etcd that hold
     # none of these pods.

@@ -34,6 +34,9 @@ type Result struct {
 
 	FirstPodSeconds float64 `json:"first_pod_seconds,omitempty"`
 	AllPodsSeconds  float64 `json:"all_pods_seconds,omitempty"`
+	// The -part pods (a job's workers): the first and the last one.
+	PartFirstSeconds float64 `json:"part_first_seconds,omitempty"`
+	PartAllSeconds   float64 `json:"part_all_seconds,omitempty"`
 
 	// CPU seconds each named process used over the phase.
 	CPU map[string]float64 `json:"cpu_seconds"`

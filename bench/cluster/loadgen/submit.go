@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,8 @@ func runSubmit(args []string) error {
 	path := fs.String("path", "", "API path to POST it to")
 	selector := fs.String("selector", "", "label selector of its pods")
 	want := fs.Int("want", 0, "pods to wait for")
+	part := fs.String("part", "", "LABEL=VALUE: also time the pods with this label, apart")
+	partWant := fs.Int("part-want", 0, "how many pods -part names")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after")
 	fs.Parse(args)
 	if err := ph.check(); err != nil {
@@ -57,6 +60,8 @@ func runSubmit(args []string) error {
 		return fmt.Errorf("POST %s: %d %s", *path, code, firstLine(data))
 	}
 	r := &Result{Count: *want}
+	watch.partKey, watch.partValue, _ = strings.Cut(*part, "=")
+	watch.partWant = *partWant
 	if err := watch.until(r, *want, start, *timeout); err != nil {
 		return err
 	}
@@ -73,6 +78,12 @@ func runSubmit(args []string) error {
 type podWatch struct {
 	dec  *json.Decoder
 	done func()
+	// The pods of one label (-part), e.g. a PyTorchJob's workers: the
+	// training-operator creates a replica type's pods, then their Services,
+	// then the next type's, in Go's map order, so whether the one master pod
+	// comes first or after 511 worker Services changes "all pods" by half.
+	partKey, partValue string
+	partWant, parts    int
 }
 
 // startWatch lists the selector's pods for a resourceVersion and watches
@@ -138,7 +149,23 @@ func (w *podWatch) until(r *Result, want int, start time.Time, timeout time.Dura
 		if isMutated(ev.Object) {
 			r.Mutated++
 		}
+		w.countPart(r, meta, start)
 	}
 	r.AllPodsSeconds = time.Since(start).Seconds()
 	return nil
+}
+
+func (w *podWatch) countPart(r *Result, meta obj, start time.Time) {
+	labels, _ := meta["labels"].(obj)
+	if w.partKey == "" || labels[w.partKey] != w.partValue {
+		return
+	}
+	w.parts++
+	now := time.Since(start).Seconds()
+	if w.parts == 1 {
+		r.PartFirstSeconds = now
+	}
+	if w.parts == w.partWant {
+		r.PartAllSeconds = now
+	}
 }
