@@ -224,7 +224,8 @@ Pending after admission). *floor*: no mutation. *rdma-webhook*: installed as man
 *go-webhook*: bench/gowebhook, the same mutation, registered by the same configuration.
 *policy*: bench/cluster/policy.yaml, a MutatingAdmissionPolicy doing as much of it as CEL can.
 The pod is the worker of Kubeflow's public pytorch-deepspeed-demo PyTorchJob at 8 GPUs a node, as the
-real training-operator sends it (bench/cluster/worker-pod.json). Latency is client-side, per create,
+real training-operator made it (bench/cluster/worker-pod.json: as stored, less its ownerReferences and
+the service-account volume, which the apiserver adds again). Latency is client-side, per create,
 from the request to the whole answer, over one HTTP/2 connection; figures are medians over the rounds,
 ranges the lowest and highest round; *added* is the configuration's figure minus the floor's in the
 same round. CPU is user+system seconds of the process per 1,000 pods created.
