@@ -30,12 +30,13 @@
 #              (pytorchjob.yaml): time until the training-operator has made
 #              all its pods
 #
-# and loadgen report writes bench/CLUSTER-RESULTS.md and the plot
-# bench/cluster-p99.png (gnuplot). Not part of `make test`.
+# then a profiling pass for each configuration that mutates (the apiserver's
+# CPU profile, perf on the webhook), and loadgen report writes
+# bench/CLUSTER-RESULTS.md and the plot bench/cluster-p99.png (gnuplot). Not
+# part of `make test`.
 #
 # Env: BENCH_CLUSTER_ROUNDS (3), BENCH_CLUSTER_PODS (1500: a p99 of the 15
-# slowest, not of 4),
-# BENCH_CLUSTER_CLIENTS ("1 8 32"), BENCH_CLUSTER_DEPLOY (100),
+# slowest, not of 4), BENCH_CLUSTER_CLIENTS ("1 8 32"), BENCH_CLUSTER_DEPLOY (100),
 # BENCH_CLUSTER_WORKERS (511), BENCH_CLUSTER_CONFIGS (all four, in the order
 # of round 1), BENCH_CLUSTER_PROFILE_PODS (4000) and _SECONDS (5) for the
 # profiles, BENCH_CLUSTER_OUT (directory of the results; default bench/),
