@@ -170,10 +170,10 @@ phase() {
         -expect "$expect" -pids "$pids" "${probes[@]}" -out "$run/results/r$round-$config-$name.json" "$@"
 }
 
-measure_config() {
-    local config=$1 round=$2 ns=bench-r$2-$1 expect=mutated c
-    [ "$config" != floor ] || expect=unchanged
-    log "round $round: $config"
+# config_ready CONFIG NS EXPECT WARMUP_OUT: a fresh namespace NS with CONFIG
+# on, in the admission chain (pods come back EXPECT) and warmed up.
+config_ready() {
+    local config=$1 ns=$2 expect=$3
     kc create namespace "$ns" >/dev/null
     # The ServiceAccount admission plugin refuses pods until "default" exists.
     until kc -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
@@ -182,7 +182,14 @@ measure_config() {
     # Warm-up, not reported: connections to the webhook, caches, the
     # policy's compiled CEL.
     "$loadgen" create "${api[@]}" -namespace "$ns" -config "$config" -phase warmup -expect "$expect" \
-        -pod "$here/worker-pod.json" -prefix warmup -count 50 -clients 8 -out "$run/results/warmup.json"
+        -pod "$here/worker-pod.json" -prefix warmup -count 50 -clients 8 -out "$4"
+}
+
+measure_config() {
+    local config=$1 round=$2 ns=bench-r$2-$1 expect=mutated c
+    [ "$config" != floor ] || expect=unchanged
+    log "round $round: $config"
+    config_ready "$config" "$ns" "$expect" "$run/results/warmup.json"
     for c in $clients; do
         phase "$config" "$round" "$ns" "create-$c" "$expect" create \
             -pod "$here/worker-pod.json" -prefix "c$c" -count "$pods" -clients "$c"
@@ -219,12 +226,7 @@ done
 profile_config() {
     local config=$1 ns=bench-profile-$1 out=$run/profiles/$1 curl_pid perf_pid="" pid
     log "profile: $config"
-    kc create namespace "$ns" >/dev/null
-    until kc -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
-    config_on "$config"
-    "$loadgen" wait "${api[@]}" -namespace "$ns" -pod "$here/worker-pod.json" -expect mutated
-    "$loadgen" create "${api[@]}" -namespace "$ns" -config "$config" -phase warmup -expect mutated \
-        -pod "$here/worker-pod.json" -prefix warmup -count 50 -clients 8 -out "$out-warmup.json"
+    config_ready "$config" "$ns" mutated "$out-warmup.json"
     curl -sS --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
         -o "$out-apiserver.pprof" "$APISERVER/debug/pprof/profile?seconds=$profile_secs" &
     curl_pid=$!

@@ -37,10 +37,8 @@ func runReport(args []string) error {
 	rep := &report{res: rs, configs: strings.Fields(*configs), clients: strings.Fields(*clients)}
 	rep.rounds = rs.rounds()
 	rep.profiles = *profiles
-	text, err := rep.markdown(readOr(*machine), readOr(*command), filepath.Base(*png))
-	if err != nil {
-		return err
-	}
+	rep.check()
+	text := rep.markdown(readOr(*machine), readOr(*command), filepath.Base(*png))
 	if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
 		return err
 	}
@@ -193,9 +191,10 @@ func serverOf(config string) string {
 	return ""
 }
 
-func (p *report) markdown(machine, command, png string) (string, error) {
+// markdown renders the report; check has run, and the profiles' failures
+// join its list here, before the checks section.
+func (p *report) markdown(machine, command, png string) string {
 	var b strings.Builder
-	p.check()
 	rounds := "rounds"
 	if len(p.rounds) == 1 {
 		rounds = "round"
@@ -215,7 +214,7 @@ func (p *report) markdown(machine, command, png string) (string, error) {
 	w("Bars: the median over the rounds of (p99 of the configuration) - (p99 of the floor) in the same round; whiskers: the lowest and highest round.\n\n")
 	p.checksSection(w)
 	w("## Machine\n\n%s\n\n## Command\n\n```sh\n%s\n```\n", machine, command)
-	return b.String(), nil
+	return b.String()
 }
 
 const intro = `Each configuration is installed in turn in the same kube-apiserver (test/cluster/up.sh: etcd,
